@@ -1,0 +1,66 @@
+"""The one place that knows what time it is (MEMSTRATA_NOW overrides it)."""
+from __future__ import annotations
+
+import os
+from datetime import date, datetime, timezone
+
+from memstrata.errors import InvalidInput
+
+
+def parse_datetime(value) -> datetime:
+    """Parse an ISO 8601 date or datetime (or a datetime/date object) into an aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        dt = datetime.fromtimestamp(value, tz=timezone.utc)
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z") or text.endswith("z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            dt = _parse_loose(text)
+    else:
+        raise InvalidInput(f"not a date: {value!r}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+_LOOSE_FORMATS = (
+    "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M", "%Y/%m/%d", "%Y-%m-%d %H:%M", "%Y%m%d",
+    "%d.%m.%Y", "%Y.%m.%d", "%d %B %Y", "%B %d, %Y", "%d %b %Y", "%b %d, %Y",
+    "%Y年%m月%d日",
+)
+
+
+def _parse_loose(text: str) -> datetime:
+    for fmt in _LOOSE_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    raise InvalidInput(f"not a date: {text!r} (use ISO 8601, e.g. 2026-11-30 or 2026-11-30T09:00:00Z)")
+
+
+def now() -> datetime:
+    """Current time as an aware UTC datetime; MEMSTRATA_NOW (ISO 8601) overrides it."""
+    override = os.environ.get("MEMSTRATA_NOW")
+    if override:
+        return parse_datetime(override)
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def format_datetime(dt: datetime | None) -> str | None:
+    """Canonical text form written to frontmatter: ISO 8601, UTC, seconds, trailing Z."""
+    if dt is None:
+        return None
+    return parse_datetime(dt).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def days_between(earlier: datetime, later: datetime) -> float:
+    """Whole and fractional days from earlier to later (never negative)."""
+    return max(0.0, (later - earlier).total_seconds() / 86400.0)

@@ -1,0 +1,1 @@
+"""Pure decisions: weights, tiers, lifecycle, promotion, review, conflicts; no IO."""

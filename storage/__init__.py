@@ -1,0 +1,1 @@
+"""The Markdown tree: entries, frontmatter, paths, atomic IO, locks, indexes, trash, config."""

@@ -1,0 +1,280 @@
+"""Frontmatter <-> Entry: reads both source vocabularies, writes one canonical form."""
+from __future__ import annotations
+
+import math
+from datetime import date, datetime
+
+import yaml
+
+from memstrata.clock import format_datetime, parse_datetime
+from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.storage.entry import LAYERS, REVIEW_STATUSES, STATUSES, TIERS, Entry
+
+# Words of the second source document onto the 0-1 scale of the first.
+IMPORTANCE_WORDS = {"low": 0.2, "medium": 0.5, "normal": 0.5, "high": 0.8, "important": 1.0, "critical": 1.0}
+
+# Canonical key order when writing; anything else goes after, untouched, in `extra`.
+CANONICAL_KEYS = (
+    "id", "title", "status", "tier", "layer", "created", "updated", "version", "tags",
+    "importance", "important", "related", "expires", "last_access", "access_count",
+    "context_correlation", "weight", "retention", "review_status", "last_reviewed",
+    "next_review", "review_count", "summary", "full_content_file", "agent",
+)
+# Alternative spellings read from either source document (alias -> canonical key).
+ALIASES = {
+    "target_layer": "tier",
+    "current_layer": "layer",
+    "created_at": "created",
+    "updated_at": "updated",
+    "last_accessed": "last_access",
+    "tag": "tags",
+}
+_DATE_KEYS = ("created", "updated", "expires", "last_access", "last_reviewed", "next_review")
+
+FRONTMATTER_DELIMITER = "---"
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_presenter(dumper, data):
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+def split_frontmatter(text: str) -> tuple[dict, str]:
+    """Split a Markdown file into (frontmatter dict, body). No frontmatter gives ({}, text)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith(FRONTMATTER_DELIMITER):
+        return {}, text
+    lines = text.split("\n")
+    if lines[0].strip() != FRONTMATTER_DELIMITER:
+        return {}, text
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in (FRONTMATTER_DELIMITER, "..."):
+            raw = "\n".join(lines[1:i])
+            body = "\n".join(lines[i + 1:])
+            if body.startswith("\n"):
+                body = body[1:]
+            try:
+                data = yaml.safe_load(raw) if raw.strip() else {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 2}" if mark is not None else ""
+                raise CorruptEntry(f"malformed YAML frontmatter{where}") from None
+            if data is None:
+                data = {}
+            if not isinstance(data, dict):
+                raise CorruptEntry("frontmatter is not a mapping of keys to values")
+            return data, body
+    raise CorruptEntry("frontmatter opened with '---' but never closed")
+
+
+def normalise_importance(value) -> tuple[float, bool]:
+    """Importance from either vocabulary -> (0-1 float, important flag)."""
+    if value is None or value == "":
+        return 0.5, False
+    if isinstance(value, bool):
+        return (1.0, True) if value else (0.5, False)
+    if isinstance(value, (int, float)):
+        number = float(value)
+        if math.isnan(number):
+            return 0.5, False
+        if number > 1.0 and number <= 10.0:  # a 1-10 scale seen in the wild
+            number = number / 10.0
+        return min(1.0, max(0.0, number)), False
+    word = str(value).strip().lower()
+    if word in IMPORTANCE_WORDS:
+        return IMPORTANCE_WORDS[word], word in ("important", "critical")
+    try:
+        return normalise_importance(float(word))
+    except ValueError:
+        raise InvalidInput(f"importance must be 0-1 or one of low/medium/high/important, not {value!r}") from None
+
+
+def _as_bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return str(value).strip().lower() in ("true", "yes", "1", "on", "y")
+
+
+def _as_int(value, default: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def _as_float(value, default: float | None) -> float | None:
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(number) else number
+
+
+def _as_list(value) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        parts = value.replace("，", ",").split(",") if ("," in value or "，" in value) else value.split()
+        return [p.strip().lstrip("#") for p in parts if p.strip().lstrip("#")]
+    if isinstance(value, (list, tuple, set)):
+        return [str(v).strip() for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _as_date(value) -> datetime | None:
+    if value is None or value == "" or (isinstance(value, str) and value.strip().lower() in ("null", "none")):
+        return None
+    try:
+        return parse_datetime(value)
+    except InvalidInput:
+        return None
+
+
+def _choice(value, allowed: tuple[str, ...], default):
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text in allowed:
+        return text
+    if allowed is LAYERS and text.upper() in LAYERS:
+        return text.upper()
+    return default
+
+
+def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: str | None = None,
+                           fallback_title: str = "") -> Entry:
+    """Build an Entry from a frontmatter mapping of either vocabulary; unknown keys go to extra."""
+    fields: dict = {}
+    extra: dict = {}
+    for key, value in data.items():
+        key_text = str(key)
+        canonical = ALIASES.get(key_text, key_text)
+        if canonical in CANONICAL_KEYS:
+            if canonical in fields and key_text != canonical:
+                continue  # canonical spelling wins over an alias
+            fields[canonical] = value
+        else:
+            extra[key_text] = value
+
+    importance, important_from_word = normalise_importance(fields.get("importance"))
+    important = _as_bool(fields.get("important", False)) or important_from_word
+    dates = {k: _as_date(fields.get(k)) for k in _DATE_KEYS}
+    title = fields.get("title")
+    title = str(title).strip() if title is not None and str(title).strip() else fallback_title
+    status = _choice(fields.get("status"), STATUSES, "active")
+    correlation = _as_float(fields.get("context_correlation"), 1.0)
+    return Entry(
+        id=str(fields["id"]).strip() if fields.get("id") not in (None, "") else "",
+        title=title,
+        body=body,
+        category=category,
+        path=path,
+        status=status,
+        created=dates["created"],
+        updated=dates["updated"],
+        version=max(1, _as_int(fields.get("version"), 1)),
+        tags=_as_list(fields.get("tags")),
+        importance=importance,
+        important=important,
+        related=_as_list(fields.get("related")),
+        expires=dates["expires"],
+        last_access=dates["last_access"],
+        access_count=max(0, _as_int(fields.get("access_count"), 0)),
+        context_correlation=min(1.5, max(0.5, correlation if correlation is not None else 1.0)),
+        retention=fields.get("retention"),
+        layer=_choice(fields.get("layer"), LAYERS, "L0"),
+        tier=_choice(fields.get("tier"), TIERS, "hot"),
+        weight=_as_float(fields.get("weight"), None),
+        review_status=_choice(fields.get("review_status"), REVIEW_STATUSES, None),
+        last_reviewed=dates["last_reviewed"],
+        next_review=dates["next_review"],
+        review_count=max(0, _as_int(fields.get("review_count"), 0)),
+        summary=str(fields["summary"]) if fields.get("summary") not in (None, "") else None,
+        full_content_file=str(fields["full_content_file"]) if fields.get("full_content_file") else None,
+        agent=str(fields["agent"]) if fields.get("agent") not in (None, "") else None,
+        extra=extra,
+    )
+
+
+def entry_to_frontmatter(entry: Entry) -> dict:
+    """The canonical frontmatter mapping of an entry (empty optional fields left out)."""
+    data: dict = {
+        "id": entry.id,
+        "title": entry.title,
+        "status": entry.status,
+        "tier": entry.tier,
+        "layer": entry.layer,
+        "created": format_datetime(entry.created),
+        "updated": format_datetime(entry.updated),
+        "version": entry.version,
+        "tags": list(entry.tags),
+        "importance": round(float(entry.importance), 4),
+        "important": bool(entry.important),
+        "related": list(entry.related),
+        "expires": format_datetime(entry.expires),
+        "last_access": format_datetime(entry.last_access),
+        "access_count": entry.access_count,
+        "context_correlation": round(float(entry.context_correlation), 4),
+        "weight": None if entry.weight is None else round(float(entry.weight), 4),
+        "retention": entry.retention,
+        "review_status": entry.review_status,
+        "last_reviewed": format_datetime(entry.last_reviewed),
+        "next_review": format_datetime(entry.next_review),
+        "review_count": entry.review_count,
+        "summary": entry.summary,
+        "full_content_file": entry.full_content_file,
+        "agent": entry.agent,
+    }
+    keep_even_if_empty = {"id", "title", "status", "tier", "layer", "created", "updated", "version",
+                          "tags", "importance", "important", "access_count"}
+    data = {k: v for k, v in data.items() if k in keep_even_if_empty or v not in (None, [], "")}
+    if entry.review_status is None:
+        data.pop("review_count", None)
+    for key, value in entry.extra.items():
+        if key not in data:
+            data[key] = _yaml_safe(value)
+    return data
+
+
+def _yaml_safe(value):
+    if isinstance(value, datetime):
+        return format_datetime(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _yaml_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_yaml_safe(v) for v in value]
+    return value
+
+
+def render(entry: Entry) -> str:
+    """The full text of an entry's Markdown file."""
+    header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
+                       sort_keys=False, default_flow_style=None, width=100000)
+    body = entry.body
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{body}"
+
+
+def parse(text: str, *, category: str = "", path: str | None = None, fallback_title: str = "") -> Entry:
+    """Parse a Markdown file's text into an Entry (CorruptEntry if it cannot be read)."""
+    if "\x00" in text:
+        raise CorruptEntry("file contains NUL bytes (binary?)")
+    data, body = split_frontmatter(text)
+    return entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title)

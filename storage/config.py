@@ -1,0 +1,132 @@
+"""config.md: every threshold in one typed settings object with documented defaults."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import yaml
+
+from memstrata.errors import InvalidInput
+
+CONFIG_FILE = "config.md"
+
+
+@dataclass
+class Settings:
+    """Settings read from config.md's frontmatter; each field documents its default."""
+
+    # Tiers: days since an entry was last touched (updated or accessed).
+    hot_days: int = 7            # 0-7 days: hot (L0, full text)
+    warm_days: int = 29          # 8-29: warm (L1, key points)
+    cold_days: int = 89          # 30-89: cold (L2/L3, one line + tags); 90+: archive (L4)
+    forget_after_days: int = 180     # archived and untouched this long (and unreferenced): to the trash
+    trash_retention_days: int = 30   # trash entries older than this are purged by `trash purge`
+    split_threshold: int = 100       # a category past this many entries gets a split warning
+    grep_max_entries: int = 50       # strategy advice: grep under this many entries
+    index_max_entries: int = 500     # index navigation up to this many; vectors beyond
+    embedding_model: str = "bundled"  # "bundled" (all-MiniLM-L6-v2) or any sentence-transformers name/path
+    promote_threshold: float = 0.5   # similarity a cold/archive entry needs to come back to hot
+    promote_max: int = 50            # at most this many promotions per run
+    promote_keep_important: bool = True  # important/high entries keep their tier when promoting
+    autoload_budget: int = 2000      # tokens, counted with the model's tokenizer
+    near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
+    conflict_similarity: float = 0.75       # same tags + this similarity = same subject
+    secrets: str = "refuse"          # refuse | warn
+    service: str = "auto"            # auto | off: use/start the warm local service
+    service_idle_minutes: int = 15
+    ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
+    shared_root: str | None = None   # a shared memory root other agents can read
+    agent_name: str | None = None    # written as `agent:` on shared entries
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def with_value(self, key: str, raw) -> "Settings":
+        """A copy with one setting changed, the value converted to the field's type."""
+        known = {f.name: f for f in fields(self)}
+        if key not in known:
+            raise InvalidInput(f"unknown setting {key!r}; known: {', '.join(known)}")
+        default = getattr(Settings(), key)
+        value = _convert(key, raw, default)
+        return dataclasses.replace(self, **{key: value})
+
+
+def _convert(key: str, raw, default):
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "")):
+        if default is None:
+            return None
+        raise InvalidInput(f"setting {key} needs a value")
+    try:
+        if isinstance(default, bool):
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("true", "yes", "1", "on"):
+                return True
+            if text in ("false", "no", "0", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            value = int(raw)
+            if value < 0:
+                raise ValueError
+            return value
+        if isinstance(default, float):
+            return float(raw)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"setting {key} must be a {type(default).__name__}, not {raw!r}") from None
+    value = str(raw)
+    if key == "secrets" and value not in ("refuse", "warn"):
+        raise InvalidInput("setting secrets must be 'refuse' or 'warn'")
+    if key == "service" and value not in ("auto", "off"):
+        raise InvalidInput("setting service must be 'auto' or 'off'")
+    return value
+
+
+CONFIG_PROSE = """
+# memstrata configuration
+
+The settings live in the YAML block above; `mem config set KEY VALUE` edits them, and
+`mem config list` shows every setting with its current value. Prose below the block is
+yours: the engine keeps it when it rewrites the settings.
+"""
+
+
+def load_settings(root: Path) -> Settings:
+    """Read config.md (missing file or keys give the defaults; bad values are an error)."""
+    from memstrata.storage.codec import split_frontmatter
+
+    path = Path(root) / CONFIG_FILE
+    if not path.exists():
+        return Settings()
+    try:
+        data, _ = split_frontmatter(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # CorruptEntry or decoding
+        raise InvalidInput(f"config.md cannot be read: {exc}") from None
+    settings = Settings()
+    for key, value in data.items():
+        if key in Settings.field_names():
+            settings = settings.with_value(key, value)
+    return settings
+
+
+def render_config(settings: Settings, prose: str = CONFIG_PROSE) -> str:
+    header = yaml.safe_dump(settings.to_dict(), sort_keys=False, allow_unicode=True)
+    return f"---\n{header}---\n{prose}"
+
+
+def config_prose(root: Path) -> str:
+    from memstrata.storage.codec import split_frontmatter
+
+    path = Path(root) / CONFIG_FILE
+    if not path.exists():
+        return CONFIG_PROSE
+    try:
+        return split_frontmatter(path.read_text(encoding="utf-8"))[1] or CONFIG_PROSE
+    except Exception:
+        return CONFIG_PROSE

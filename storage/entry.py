@@ -1,0 +1,71 @@
+"""The one entry type that storage reads and writes and everything else passes around."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+TIERS = ("hot", "warm", "cold", "archive")
+LAYERS = ("L0", "L1", "L2", "L3", "L4")
+STATUSES = ("active", "archived", "expired")
+REVIEW_STATUSES = ("pending_review", "reviewing", "reviewed", "mastered")
+
+
+def new_id() -> str:
+    """A short, stable, random identifier (the LanceDB row key; survives moves)."""
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass
+class Entry:
+    """A memory: frontmatter fields as typed attributes plus the Markdown body.
+
+    `category` and `path` are derived from where the file lies (path relative to the root,
+    POSIX separators); they are not written to frontmatter. `extra` keeps unknown
+    frontmatter fields untouched, in their original order.
+    """
+
+    id: str
+    title: str
+    body: str = ""
+    category: str = ""
+    path: str | None = None
+    status: str = "active"
+    created: datetime | None = None
+    updated: datetime | None = None
+    version: int = 1
+    tags: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    important: bool = False
+    related: list[str] = field(default_factory=list)
+    expires: datetime | None = None
+    last_access: datetime | None = None
+    access_count: int = 0
+    context_correlation: float = 1.0
+    retention: int | str | None = None
+    layer: str = "L0"
+    tier: str = "hot"
+    weight: float | None = None
+    review_status: str | None = None
+    last_reviewed: datetime | None = None
+    next_review: datetime | None = None
+    review_count: int = 0
+    summary: str | None = None
+    full_content_file: str | None = None
+    agent: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def copy(self, **changes) -> "Entry":
+        """A new Entry with some fields changed (lists and dicts copied, never shared)."""
+        base = replace(self, tags=list(self.tags), related=list(self.related), extra=dict(self.extra))
+        return replace(base, **changes) if changes else base
+
+    @property
+    def last_touched(self) -> datetime | None:
+        """The later of updated and last_access: what tiers age from."""
+        stamps = [d for d in (self.updated, self.last_access, self.created) if d is not None]
+        return max(stamps) if stamps else None
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.layer != "L0" and bool(self.full_content_file)
