@@ -1,0 +1,16 @@
+"""The public Python API: `Memory(root)`, the core plus each feature's operations."""
+from __future__ import annotations
+
+from memstrata.core import MemoryCore
+
+
+class Memory(MemoryCore):
+    """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
+
+    Each feature lives in its own module as a mixin placed before MemoryCore, so every
+    write still goes through the core's one path (_save) and its hooks.
+
+    >>> m = Memory("/tmp/mem"); r = m.write("We chose Postgres", title="DB choice", category="projects/alpha")
+    >>> m.read(r.id).title
+    'DB choice'
+    """

@@ -1,0 +1,118 @@
+"""Lifecycle planning: retier, compress, archive, expire and forget decisions, plus trash purge."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable
+
+from memstrata.clock import days_between
+from memstrata.scoring.tiers import days_since_touched, layer_depth, layer_for_tier, tier_for
+from memstrata.storage.config import Settings
+from memstrata.storage.entry import Entry
+
+ACTION_KINDS = ("retier", "compress", "archive", "expire", "forget")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One change the engine should apply to one entry.
+
+    kind / from_value -> to_value:
+      retier    tier -> tier; `layer` is the new tier's nominal layer (informational: retier
+                changes only the `tier` field, compress alone changes the layer)
+      compress  layer -> deeper layer (summary + lossless sidecar in .full/)
+      archive   status "active" -> "archived"; the file moves to {category}/archived/
+      expire    status -> "expired"; the entry is forgotten (moved to .trash/)
+      forget    status "archived" -> trash; the file moves to .trash/
+
+    Actions for one entry come in the order they should be applied. Applying them must not
+    touch `updated`, `last_access` or `access_count`, or the plan would no longer be stable.
+    """
+
+    entry_id: str
+    kind: str
+    from_value: str | None
+    to_value: str | None
+    reason: str
+    layer: str | None = None
+
+
+def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
+         referenced_ids: set[str] | None = None) -> list[Action]:
+    """The lifecycle actions due at `now` for these entries (empty when nothing is due).
+
+    Rules, per entry:
+    - status "expired": nothing (already handled).
+    - `expires` at or before now: "expire" only (explicit expiry applies to important
+      entries too: the user set the date).
+    - important: never compressed, archived or forgotten; an active important entry whose
+      stored tier is not hot gets a "retier" to hot and nothing else.
+    - status "archived": its tier is "archive" (reading or editing it does not restore it;
+      that is promotion's or restore's job).
+    - otherwise the tier comes from age (scoring.tiers.tier_for).
+    - "retier" when the tier differs from the stored one; "compress" when the tier's layer
+      is deeper than the current layer (never the other way: an entry touched again keeps
+      its layer and only gets a "retier" to the hotter tier).
+    - tier archive and status active: "archive".
+    - archived (or being archived now), untouched for forget_after_days whole days, not
+      important and not referenced (by `referenced_ids` or by any other entry's `related`):
+      "forget", replacing retier/compress (the trash keeps the file as it is).
+
+    Idempotent: applying the actions (fields only, no new touch dates) and planning again at
+    the same `now` yields nothing.
+    """
+    entries = list(entries)
+    referenced = set(referenced_ids or ())
+    for other in entries:
+        if other.status == "expired":
+            continue
+        referenced.update(r for r in other.related if r and r != other.id)
+    actions: list[Action] = []
+    for entry in entries:
+        actions.extend(_plan_entry(entry, now, settings, referenced))
+    return actions
+
+
+def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set[str]) -> list[Action]:
+    if entry.status == "expired":
+        return []
+    if entry.expires is not None and entry.expires <= now:
+        return [Action(entry.id, "expire", entry.status, "expired",
+                       f"expired on {entry.expires.date().isoformat()}")]
+    if entry.important:
+        if entry.status == "active" and entry.tier != "hot":
+            return [Action(entry.id, "retier", entry.tier, "hot", "important entries stay hot",
+                           layer=layer_for_tier("hot"))]
+        return []
+
+    days = days_since_touched(entry, now)
+    target = "archive" if entry.status == "archived" else tier_for(entry, now, settings)
+    forgetting = (
+        target == "archive"
+        and days >= settings.forget_after_days
+        and entry.id not in referenced
+    )
+    actions: list[Action] = []
+    if not forgetting:
+        if target != entry.tier:
+            why = "archived entry" if entry.status == "archived" else f"untouched for {days} days"
+            actions.append(Action(entry.id, "retier", entry.tier, target, why,
+                                  layer=layer_for_tier(target)))
+        target_layer = layer_for_tier(target)
+        if layer_depth(target_layer) > layer_depth(entry.layer):
+            actions.append(Action(entry.id, "compress", entry.layer, target_layer,
+                                  f"{target} tier keeps {target_layer}"))
+    if target == "archive" and entry.status == "active":
+        actions.append(Action(entry.id, "archive", "active", "archived",
+                              f"untouched for {days} days (archive after {settings.cold_days})"))
+    if forgetting:
+        actions.append(Action(entry.id, "forget", "archived", "trash",
+                              f"archived, untouched for {days} days and not referenced"))
+    return actions
+
+
+def trash_purge_due(deleted_at: datetime | None, now: datetime, settings: Settings) -> bool:
+    """True when a trash item is older than trash_retention_days (unknown date: never purged)."""
+    if deleted_at is None:
+        return False
+    return days_between(deleted_at, now) > settings.trash_retention_days

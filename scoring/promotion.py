@@ -1,0 +1,107 @@
+"""Dynamic promotion: which cold/archive entries similar to the current task come back to hot."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable
+
+from memstrata.scoring.tiers import tier_for
+from memstrata.scoring.weight import compute_weight, is_high
+from memstrata.storage.config import Settings
+from memstrata.storage.entry import Entry
+
+DEFAULT_LAYERS = frozenset({"cold", "archive"})
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """One entry to bring back to hot.
+
+    Apply with `promotion_changes`: tier hot, status active, last_access now, access_count
+    + 1 (promotion loads it into the agent's context: it counts as an access),
+    context_correlation = new_correlation, weight = new_weight. The layer is left alone
+    (decompressing is a separate, explicit step).
+    """
+
+    entry_id: str
+    similarity: float
+    from_tier: str
+    new_correlation: float
+    new_weight: float
+
+
+def correlation_from_similarity(sim: float, threshold: float) -> float:
+    """Map a similarity onto the 0.5-1.5 context correlation, piecewise linear.
+
+    sim (clamped to 0-1) at the threshold -> 1.0, sim 1.0 -> 1.5, sim 0 -> 0.5, linear in
+    between on each side. Negative similarities count as 0.
+    """
+    s = min(1.0, max(0.0, float(sim)))
+    t = min(1.0, max(0.0, float(threshold)))
+    if s >= t:
+        if t >= 1.0:
+            return 1.5
+        return 1.0 + 0.5 * (s - t) / (1.0 - t)
+    return 0.5 + 0.5 * s / t  # here t > s >= 0, so t > 0
+
+
+def current_tier(entry: Entry, now: datetime, settings: Settings) -> str:
+    """The tier an entry is in now: archive for archived entries, else by age."""
+    if entry.status == "archived":
+        return "archive"
+    return tier_for(entry, now, settings)
+
+
+def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: Settings,
+           threshold: float | None = None, layers: set[str] | None = None,
+           max_count: int | None = None, keep_important: bool | None = None) -> list[Promotion]:
+    """Promotions for (entry, similarity-to-task) candidates, most similar first, at most max_count.
+
+    Only entries whose current tier is in `layers` (default cold, archive) with similarity
+    >= threshold; expired entries never; with keep_important, important and high
+    (importance >= 0.7) entries keep their tier. An entry listed more than once (several
+    chunks) counts with its best similarity. None arguments take the settings' values
+    (promote_threshold, promote_max, promote_keep_important).
+    """
+    threshold = settings.promote_threshold if threshold is None else threshold
+    layers = DEFAULT_LAYERS if layers is None else set(layers)
+    max_count = settings.promote_max if max_count is None else max_count
+    keep_important = settings.promote_keep_important if keep_important is None else keep_important
+    if max_count <= 0:
+        return []
+
+    best: dict[str, tuple[Entry, float]] = {}
+    for entry, sim in candidates:
+        if sim is None:
+            continue
+        sim = float(sim)
+        if entry.id not in best or sim > best[entry.id][1]:
+            best[entry.id] = (entry, sim)
+
+    picked: list[Promotion] = []
+    for entry, sim in best.values():
+        if sim < threshold or entry.status == "expired":
+            continue
+        if keep_important and is_high(entry):
+            continue
+        tier = current_tier(entry, now, settings)
+        if tier not in layers:
+            continue
+        corr = correlation_from_similarity(sim, threshold)
+        promoted = entry.copy(last_access=now, access_count=int(entry.access_count or 0) + 1)
+        weight = compute_weight(promoted, now, corr)
+        picked.append(Promotion(entry.id, sim, tier, corr, weight))
+    picked.sort(key=lambda p: (-p.similarity, p.entry_id))
+    return picked[:max_count]
+
+
+def promotion_changes(promotion: Promotion, entry: Entry, now: datetime) -> dict:
+    """The Entry field changes that apply a promotion (see Promotion)."""
+    return {
+        "tier": "hot",
+        "status": "active",
+        "last_access": now,
+        "access_count": int(entry.access_count or 0) + 1,
+        "context_correlation": promotion.new_correlation,
+        "weight": promotion.new_weight,
+    }

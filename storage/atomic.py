@@ -1,0 +1,65 @@
+"""Atomic file writes (temp file, fsync, rename) with private permissions."""
+from __future__ import annotations
+
+import os
+import secrets as _random
+from pathlib import Path
+
+TEMP_SUFFIX = ".tmp"
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def is_temp_file(name: str) -> bool:
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+def ensure_dir(path: Path) -> None:
+    """Create a directory (and parents) private to the user."""
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never half."""
+    path = Path(path)
+    ensure_dir(path.parent)
+    temp = path.parent / f".{path.name}.{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            temp.unlink()
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_move(source: Path, target: Path) -> None:
+    """Move a file within the root atomically (rename), creating the target folder."""
+    ensure_dir(Path(target).parent)
+    os.replace(source, target)
+    _fsync_dir(Path(target).parent)
+    _fsync_dir(Path(source).parent)

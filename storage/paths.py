@@ -1,0 +1,93 @@
+"""Category paths, slugs and the rule that nothing leaves the root."""
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from pathlib import Path, PurePosixPath
+
+from memstrata.errors import InvalidInput
+
+ARCHIVED_DIR = "archived"
+RESERVED_SEGMENTS = {ARCHIVED_DIR, "index.md", "config.md", "memory.md"}
+DEFAULT_CATEGORY = "general"
+MAX_SEGMENT_CHARS = 80
+MAX_SLUG_BYTES = 120  # file names are limited to 255 bytes; leave room for suffixes
+_SLUG_DROP = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def validate_category(category: str | None) -> str:
+    """Normalise a category path ('projects/web') or raise InvalidInput with the reason."""
+    if category is None:
+        return DEFAULT_CATEGORY
+    text = unicodedata.normalize("NFC", str(category)).strip()
+    if not text:
+        return DEFAULT_CATEGORY
+    if "\x00" in text or any(unicodedata.category(ch) == "Cc" for ch in text):
+        raise InvalidInput("category contains control characters")
+    if text.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", text):
+        raise InvalidInput(f"category {category!r} is an absolute path; use a relative path like projects/web")
+    if text.startswith("~"):
+        raise InvalidInput(f"category {category!r} starts with '~'; use a relative path like projects/web")
+    if "\\" in text:
+        raise InvalidInput(f"category {category!r} contains a backslash; separate levels with '/'")
+    segments = [s.strip() for s in text.strip("/").split("/")]
+    for segment in segments:
+        if not segment:
+            raise InvalidInput(f"category {category!r} has an empty level ('//')")
+        if segment in (".", ".."):
+            raise InvalidInput(f"category {category!r} contains '{segment}'; categories cannot leave the root")
+        if segment.startswith("."):
+            raise InvalidInput(f"category {category!r} has a hidden level {segment!r}; those are reserved")
+        if segment.lower() in RESERVED_SEGMENTS:
+            raise InvalidInput(f"category {category!r} uses the reserved name {segment!r}")
+        if len(segment) > MAX_SEGMENT_CHARS:
+            raise InvalidInput(f"category level {segment[:20]!r}... is longer than {MAX_SEGMENT_CHARS} characters")
+    return "/".join(segments)
+
+
+def slugify(title: str) -> str:
+    """A file-name-safe slug that keeps letters of any script (CJK included); never empty."""
+    text = unicodedata.normalize("NFKC", title or "").strip().lower()
+    text = "".join(ch for ch in text if unicodedata.category(ch)[0] not in ("C",) or ch in " \t")
+    text = _SLUG_DROP.sub("-", text).strip("-_")
+    while len(text.encode("utf-8")) > MAX_SLUG_BYTES:
+        text = text[:-1]
+    text = text.strip("-_")
+    return text or "entry"
+
+
+def category_of(relative_path: str) -> str:
+    """The category of an entry file from its path ('a/b/archived/x.md' -> 'a/b')."""
+    parts = list(PurePosixPath(relative_path).parent.parts)
+    if parts and parts[-1] == ARCHIVED_DIR:
+        parts = parts[:-1]
+    return "/".join(parts)
+
+
+def is_archived_path(relative_path: str) -> bool:
+    parts = PurePosixPath(relative_path).parent.parts
+    return bool(parts) and parts[-1] == ARCHIVED_DIR
+
+
+def entry_dir(category: str, archived: bool = False) -> str:
+    return f"{category}/{ARCHIVED_DIR}" if archived else category
+
+
+def to_relative(root: Path, path: Path) -> str:
+    return PurePosixPath(os.path.relpath(path, root)).as_posix()
+
+
+def inside_root(root: Path, relative: str) -> Path:
+    """Resolve a path relative to the root, refusing anything (symlinks included) that leaves it."""
+    text = str(relative)
+    if "\x00" in text:
+        raise InvalidInput("path contains a NUL byte")
+    candidate = Path(text)
+    if candidate.is_absolute() or text.startswith("~"):
+        raise InvalidInput(f"path {relative!r} must be relative to the memory root")
+    root_real = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(root_real / candidate))
+    if target != root_real and root_real not in target.parents:
+        raise InvalidInput(f"path {relative!r} leads outside the memory root")
+    return target

@@ -1,0 +1,362 @@
+"""Credential detector: refuse entries that hold secrets before anything is written.
+
+A small, dependency-free rule table (regular expressions plus a few validators), run on
+every text field of an entry before it reaches the tree, the index or a log. A finding
+names the kind of credential and where it starts (field, 1-based line and column); it
+never carries the matched text, so nothing downstream can echo the secret.
+
+Why a rule table and not a library: the maintained detectors on PyPI (Yelp's
+``detect-secrets``, last release 2024) are built around scanning files in a repository,
+keep global plugin settings, report lines but not columns, and pull in ``requests``; the
+provider formats worth catching are a few dozen well-documented prefixes, which a table
+covers in ~200 lines with exact positions and no runtime network or new dependency.
+
+Where a finding points: at the start of the credential expression, i.e. the token itself
+for provider keys and JWTs, the keyword for ``password=...`` style assignments and for
+``Bearer``/``Basic`` headers, ``AccountKey`` for Azure strings, the scheme for URLs with a
+password, and ``-----BEGIN`` for private key blocks.
+
+Decisions (kept deliberately conservative about prose):
+
+- Assignments (``password=``, ``secret:``, ``api_key=``, ``token=``, ``密码：`` ...) fire
+  only on a literal value. Quoted values fire from 4 characters. Unquoted values fire
+  from 6 characters when they look like a password (two or more of lower/upper/digit/
+  symbol, a lone leading capital does not count), or, after ``=`` with no space, any
+  value of 6+ characters. Plain words after a colon (``Forgot password: reset it``,
+  ``the secret: be kind``) never fire. ``password=`` followed by nothing never fires.
+- Placeholders never fire: ``<password>``, ``***``, ``xxxx``, ``...``, ``changeme``,
+  ``password``, ``example``, ``your_api_key``, ``[REDACTED]``, ``${DB_PASSWORD}``,
+  ``{password}``, ``%(pw)s``, ``os.environ[...]``, ``ALL_CAPS_ENV_NAMES`` and the like.
+  ``changeme`` counts as a placeholder: it is the conventional "replace me" value.
+- High-entropy tokens: runs of 32+ characters of ``[A-Za-z0-9+/_=-]`` that contain
+  lower case, upper case and digits and whose Shannon entropy is at least 4.0 bits per
+  character (random base64 of that length scores ~4.6-5.0; English CamelCase stays well
+  below). Pure hex runs (after removing ``-``) are exempt: git SHAs, MD5/SHA digests and
+  UUIDs are everyday content in agent notes, and a hex key labelled as such is still
+  caught by the assignment rule. Runs inside an ``http(s)://`` URL, and ``base64,`` data
+  payloads, are exempt too; provider keys inside URLs are still caught by their own rules.
+- Overlaps: when several rules match the same characters, the more specific rule (earlier
+  in ``RULES``) wins, so ``Bearer eyJ...`` is reported once, as a JWT.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterable, Mapping
+
+from memstrata.errors import InvalidInput, SecretDetected
+
+__all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES"]
+
+MODES = ("refuse", "warn")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One credential found: its kind and where it starts. Never holds the secret."""
+
+    kind: str
+    line: int
+    column: int
+    field: str
+
+    def describe(self) -> str:
+        return f"{self.kind} at {self.field} line {self.line}, column {self.column}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    kind: str
+    pattern: re.Pattern
+    validate: Callable[[re.Match], bool] | None = None
+
+
+# --- validators -------------------------------------------------------------------------
+
+_PLACEHOLDER_WORDS = {
+    "password", "passwd", "pass", "passphrase", "pwd", "secret", "secrets", "token", "apikey",
+    "api_key", "api-key", "key", "changeme", "change_me", "change-me", "changeit", "example",
+    "sample", "dummy", "test", "testing", "placeholder", "redacted", "removed", "hidden",
+    "masked", "none", "null", "nil", "undefined", "empty", "true", "false", "yes", "no",
+    "todo", "tbd", "foo", "bar", "baz", "foobar", "mypassword", "yourpassword", "mysecret",
+    "yoursecret", "mytoken", "yourtoken", "value", "string", "required", "optional",
+    "default", "secret123", "password123", "qwerty",
+}
+_PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", "dummy",
+                      "xxxx", "****", "...", "<", ">", "${", "{{", "}}", "(", "[", "insert",
+                      "replace", "env.", "environ", "getenv", "secret_here", "here>")
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip()
+    low = v.lower()
+    if not v or low in _PLACEHOLDER_WORDS:
+        return True
+    if len(set(low)) <= 2:  # "*****", "xxxxxx", "......", "abab"
+        return True
+    if v[0] in "<{[($%*#&@:" or v.startswith("…"):
+        return True
+    if any(h in low for h in _PLACEHOLDER_HINTS):
+        return True
+    if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", v):  # ENV_VAR_NAME reference
+        return True
+    return False
+
+
+def _classes(s: str) -> set[str]:
+    out = set()
+    for i, ch in enumerate(s):
+        if "a" <= ch <= "z":
+            out.add("lower")
+        elif "A" <= ch <= "Z":
+            if i > 0:  # a lone leading capital is just a capitalised word
+                out.add("upper")
+        elif "0" <= ch <= "9":
+            out.add("digit")
+        elif not ch.isspace():
+            out.add("symbol")
+    return out
+
+
+def _has_letter_and_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+
+
+def _entropy(s: str) -> float:
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _group_ok(name: str, test: Callable[[str], bool]) -> Callable[[re.Match], bool]:
+    return lambda m: test(m.group(name))
+
+
+def _assignment_ok(m: re.Match) -> bool:
+    quoted = m.group("qv")
+    if quoted is not None:
+        return len(quoted) >= 4 and not _is_placeholder(quoted)
+    value = m.group("v").rstrip(".,;:)]}>!?*")
+    if len(value) < 6 or _is_placeholder(value):
+        return False
+    if len(_classes(value)) >= 2:
+        return True
+    sep = m.group("sep")
+    # A bare word or number: only in `key=value` form with nothing between `=` and value.
+    return "=" in sep and m.group("gap") == ""
+
+
+def _userinfo_ok(m: re.Match) -> bool:
+    pw = m.group("pw")
+    return not _is_placeholder(pw)
+
+
+def _bearer_ok(m: re.Match) -> bool:
+    v = m.group("v")
+    return _has_letter_and_digit(v) and not _is_placeholder(v)
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _high_entropy_ok(m: re.Match) -> bool:
+    run = m.group(0)
+    core = run.rstrip("=")
+    if len(core) < 32:
+        return False
+    if _HEX.fullmatch(core.replace("-", "")):  # git SHAs, digests, UUIDs
+        return False
+    c = _classes(core)
+    if not {"lower", "upper", "digit"} <= c:
+        return False
+    # Path-like or identifier-like runs: mostly separators between word-ish pieces.
+    pieces = [p for p in re.split(r"[/_\-]", core) if p]
+    if len(pieces) > 1 and max(len(p) for p in pieces) < 16:
+        return False
+    return _entropy(core) >= 4.0
+
+
+# --- the rule table (order = priority on overlaps) ---------------------------------------
+
+_B = r"(?<![A-Za-z0-9_\-])"      # token must not continue a word on the left
+_E = r"(?![A-Za-z0-9_\-])"       # nor on the right
+
+_KEYWORD = (
+    r"(?:(?:[A-Za-z0-9]+[_.\-])*|[a-z0-9]+(?=[A-Z]))*"
+    r"(?i:pass(?:word|wd|phrase)|pwd|secret(?:[_\-]?key)?|client[_\-]?secret|"
+    r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key|secret[_\-]?access[_\-]?key|"
+    r"private[_\-]?key|(?:auth|access|refresh|bearer|session|api|bot)[_\-]?token|token|"
+    r"credentials?)"
+    r"|密码|口令|密钥|秘钥|令牌"
+)
+
+_ASSIGNMENT = (
+    r"(?<![A-Za-z0-9_.\-])(?P<key>" + _KEYWORD + r")(?![A-Za-z0-9])"
+    r"[\"'`*]{0,2}"
+    r"(?P<sep>[ \t]*(?::=|=>|=|:|：)(?!=))"
+    r"(?P<gap>[ \t]*\**[ \t]*)"
+    r"(?:\"(?P<qv>[^\"\n]{1,300})\"|'(?P<qv2>[^'\n]{1,300})'|"
+    r"(?P<v>[!#-&(-+\--~]{1,300}))"
+)
+
+
+def _assignment_validate(m: re.Match) -> bool:
+    # fold the single-quoted alternative into `qv`
+    if m.group("qv2") is not None:
+        class _M:  # tiny adapter so _assignment_ok sees one quoted group
+            def __init__(self, m):
+                self.m = m
+
+            def group(self, name):
+                return self.m.group("qv2") if name == "qv" else self.m.group(name)
+
+        return _assignment_ok(_M(m))  # type: ignore[arg-type]
+    return _assignment_ok(m)
+
+
+def _r(id_: str, kind: str, pattern: str, validate=None, flags: int = 0) -> Rule:
+    return Rule(id_, kind, re.compile(pattern, flags), validate)
+
+
+RULES: tuple[Rule, ...] = (
+    _r("private_key", "private key block",
+       r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"),
+    _r("aws_access_key", "AWS access key",
+       r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    _r("aws_secret_key", "AWS secret access key",
+       r"(?<![A-Za-z0-9])(?i:aws[_\-.]?secret(?:[_\-]?access)?(?:[_\-]?key)?)[\"']?"
+       r"[ \t]*(?:=|:|=>)[ \t]*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"),
+    _r("github_token", "GitHub token",
+       _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+    _r("gitlab_token", "GitLab token", _B + r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}"),
+    _r("slack_webhook", "Slack webhook URL",
+       r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,}"),
+    _r("slack_token", "Slack token", _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}"),
+    _r("discord_webhook", "Discord webhook URL",
+       r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}"),
+    _r("stripe_key", "Stripe key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _r("stripe_webhook_secret", "Stripe webhook secret", _B + r"whsec_[A-Za-z0-9]{24,}"),
+    _r("anthropic_key", "Anthropic API key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    _r("openai_key", "OpenAI API key",
+       _B + r"sk-(?:proj-|svcacct-|admin-|None-)?(?P<t>[A-Za-z0-9_\-]{20,})",
+       _group_ok("t", lambda t: _has_letter_and_digit(t) and len(_classes(t)) >= 3)),
+    _r("google_api_key", "Google API key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    _r("google_oauth_secret", "Google OAuth client secret", _B + r"GOCSPX-[A-Za-z0-9_\-]{24,}"),
+    _r("twilio_api_key", "Twilio API key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
+    _r("twilio_auth_token", "Twilio auth token",
+       r"(?<![A-Za-z0-9])(?i:twilio[A-Za-z0-9_.\-]*?(?:auth[_\-]?)?token)[\"']?[ \t]*(?:=|:)"
+       r"[ \t]*[\"']?[0-9a-f]{32}(?![A-Za-z0-9])"),
+    _r("sendgrid_key", "SendGrid API key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+    _r("npm_token", "npm token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
+    _r("pypi_token", "PyPI token", _B + r"pypi-Ag[A-Za-z0-9_\-]{50,}"),
+    _r("huggingface_token", "Hugging Face token",
+       _B + r"hf_(?P<t>[A-Za-z0-9]{30,})" + _E,
+       _group_ok("t", lambda t: _has_letter_and_digit(t))),
+    _r("telegram_bot_token", "Telegram bot token",
+       r"(?<![A-Za-z0-9:])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
+    _r("azure_storage_key", "Azure storage account key",
+       r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{30,}={0,2}"),
+    _r("jwt", "JWT",
+       _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    _r("url_password", "connection string with password",
+       r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://"
+       r"[^\s:/@?#\"'<>]{1,256}:(?P<pw>[^\s/@?#\"'<>]{1,256})@[A-Za-z0-9\[]",
+       _userinfo_ok),
+    _r("bearer_token", "bearer token",
+       r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)",
+       _bearer_ok),
+    _r("basic_auth", "basic auth credentials",
+       r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+"
+       r"(?P<v>[A-Za-z0-9+/]{8,}={0,2})",
+       _group_ok("v", lambda v: not _is_placeholder(v))),
+    _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_validate),
+    _r("high_entropy", "high-entropy token",
+       r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",
+       _high_entropy_ok),
+)
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in RULES))
+
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
+_DATA_URI = re.compile(r"base64,[A-Za-z0-9+/=]+")
+
+
+# --- scanning -----------------------------------------------------------------------------
+
+def _exempt_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _URL.finditer(text)] + [m.span() for m in _DATA_URI.finditer(text)]
+
+
+def _inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    return any(a <= span[0] and span[1] <= b for a, b in spans)
+
+
+def _spans(text: str) -> list[tuple[int, int, Rule]]:
+    """Accepted (start, end, rule) matches, overlaps resolved by rule priority."""
+    accepted: list[tuple[int, int, Rule]] = []
+    exempt: list[tuple[int, int]] | None = None
+    for rule in RULES:
+        for m in rule.pattern.finditer(text):
+            if rule.validate is not None and not rule.validate(m):
+                continue
+            s, e = m.span()
+            if rule.id == "high_entropy":
+                if exempt is None:
+                    exempt = _exempt_spans(text)
+                if _inside((s, e), exempt):
+                    continue
+            if any(s < ae and as_ < e for as_, ae, _ in accepted):
+                continue
+            accepted.append((s, e, rule))
+    accepted.sort(key=lambda t: t[0])
+    return accepted
+
+
+def scan(text: str, field: str = "body") -> list[Finding]:
+    """Every credential-looking span in `text`, in reading order."""
+    if not text:
+        return []
+    line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    out = []
+    for start, _end, rule in _spans(text):
+        li = bisect.bisect_right(line_starts, start) - 1
+        out.append(Finding(rule.kind, li + 1, start - line_starts[li] + 1, field))
+    return out
+
+
+def scan_fields(fields: Mapping[str, object]) -> list[Finding]:
+    """Scan several named fields; list values are scanned item by item as `name[i]`."""
+    out: list[Finding] = []
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if item is not None:
+                    out.extend(scan(str(item), f"{name}[{i}]"))
+        else:
+            out.extend(scan(value if isinstance(value, str) else str(value), str(name)))
+    return out
+
+
+def check(fields: Mapping[str, object], mode: str = "refuse") -> list[Finding]:
+    """Scan `fields`; in "refuse" mode raise SecretDetected if anything is found,
+    in "warn" mode return the findings (the caller decides how to warn)."""
+    if mode not in MODES:
+        raise InvalidInput(f"unknown secrets mode {mode!r}: use one of {', '.join(MODES)}")
+    findings = scan_fields(fields)
+    if findings and mode == "refuse":
+        n = len(findings)
+        listed = "; ".join(f.describe() for f in findings)
+        noun = "a credential" if n == 1 else f"{n} credentials"
+        raise SecretDetected(
+            f"refused: the entry appears to hold {noun} ({listed}); nothing was written",
+            findings=[f.to_dict() for f in findings],
+        )
+    return findings

@@ -1,0 +1,121 @@
+"""The trash: deleted and forgotten entries, restorable, with an audit INDEX.md."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from memstrata.clock import format_datetime, parse_datetime
+from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.storage import codec
+from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
+from memstrata.storage.entry import Entry
+from memstrata.storage.paths import slugify
+
+TRASH_DIR = ".trash"
+AUDIT_FILE = "INDEX.md"
+_AUDIT_HEADER = (
+    "# Trash audit\n\nEvery deletion, forgetting, restore and purge, oldest first.\n\n"
+    "| when | action | id | title | from | reason |\n| --- | --- | --- | --- | --- | --- |\n"
+)
+
+
+@dataclass
+class TrashItem:
+    id: str
+    title: str
+    trashed_at: datetime | None
+    trashed_from: str
+    reason: str
+    path: str  # relative to the root
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "title": self.title, "trashed_at": format_datetime(self.trashed_at),
+                "trashed_from": self.trashed_from, "reason": self.reason, "path": self.path}
+
+
+def _cell(text) -> str:
+    return str(text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def audit(root: Path, when: datetime, action: str, entry_id: str, title: str, origin: str, reason: str) -> None:
+    """Append one row to .trash/INDEX.md (rewritten atomically; callers hold the tree lock)."""
+    path = Path(root) / TRASH_DIR / AUDIT_FILE
+    ensure_dir(path.parent)
+    current = path.read_text(encoding="utf-8") if path.exists() else _AUDIT_HEADER
+    row = f"| {format_datetime(when)} | {action} | {entry_id} | {_cell(title)} | {_cell(origin)} | {_cell(reason)} |\n"
+    atomic_write_text(path, current + row)
+
+
+def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime) -> str:
+    """Move an entry's file into the trash; returns its path there (relative to the root)."""
+    root = Path(root)
+    audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
+    target_rel = f"{TRASH_DIR}/{entry.id}--{slugify(entry.title)}.md"
+    atomic_move(root / entry.path, root / target_rel)
+    trashed = entry.copy(path=target_rel)
+    trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
+    atomic_write_text(root / target_rel, codec.render(trashed))
+    return target_rel
+
+
+def list_trash(root: Path) -> list[TrashItem]:
+    folder = Path(root) / TRASH_DIR
+    items = []
+    if not folder.exists():
+        return items
+    for path in sorted(folder.glob("*.md")):
+        if path.name == AUDIT_FILE:
+            continue
+        rel = f"{TRASH_DIR}/{path.name}"
+        try:
+            entry = codec.parse(path.read_text(encoding="utf-8"), path=rel)
+        except (CorruptEntry, UnicodeDecodeError):
+            continue
+        when = entry.extra.get("trashed_at")
+        items.append(TrashItem(
+            id=entry.id or path.name.split("--")[0], title=entry.title,
+            trashed_at=parse_datetime(when) if when else None,
+            trashed_from=str(entry.extra.get("trashed_from") or _origin_from_audit(root, entry.id)),
+            reason=str(entry.extra.get("trash_reason") or ""), path=rel))
+    return sorted(items, key=lambda i: (i.trashed_at is None, i.trashed_at or datetime.min), reverse=False)
+
+
+def _origin_from_audit(root: Path, entry_id: str) -> str:
+    path = Path(root) / TRASH_DIR / AUDIT_FILE
+    if not path.exists():
+        return ""
+    origin = ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if len(cells) >= 5 and cells[1] == "trash" and cells[2] == entry_id:
+            origin = cells[4]
+    return origin
+
+
+def find(root: Path, entry_id: str) -> TrashItem:
+    matches = [i for i in list_trash(root) if i.id == entry_id]
+    if not matches:
+        raise InvalidInput(f"no entry {entry_id!r} in the trash")
+    return matches[-1]
+
+
+def take_out(root: Path, item: TrashItem) -> Entry:
+    """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
+    text = (Path(root) / item.path).read_text(encoding="utf-8")
+    entry = codec.parse(text, path=item.path)
+    for key in ("trashed_at", "trashed_from", "trash_reason"):
+        entry.extra.pop(key, None)
+    return entry
+
+
+def purge(root: Path, now: datetime, retention_days: int, everything: bool = False) -> list[TrashItem]:
+    """Delete for good the trash entries older than the retention period (or all of them)."""
+    purged = []
+    for item in list_trash(root):
+        age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
+        if everything or age_days > retention_days:
+            audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
+            (Path(root) / item.path).unlink(missing_ok=True)
+            purged.append(item)
+    return purged

@@ -1,0 +1,71 @@
+"""The memory root on disk: where it is, how it is initialised, where entry files go."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memstrata.errors import InvalidInput, NotFound
+from memstrata.storage.atomic import atomic_write_text, ensure_dir
+from memstrata.storage.config import CONFIG_FILE, Settings, render_config
+from memstrata.storage.paths import entry_dir, slugify
+
+DEFAULT_ROOT = "~/memory"
+STARTER_CATEGORIES = {
+    "daily": "Daily notes, one entry per day (mem daily).",
+    "meetings": "Meeting notes and their conclusions.",
+    "long-term": "Knowledge meant to last: decisions, conventions, lessons.",
+}
+GITIGNORE = ".vectors/\n.trash/\n.cache/\n.full/\n.versions/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n"
+
+
+def resolve_root(root: str | os.PathLike | None = None) -> Path:
+    """--root, else $MEMSTRATA_HOME, else ~/memory (made absolute; symlinks resolved)."""
+    chosen = root if root not in (None, "") else os.environ.get("MEMSTRATA_HOME") or DEFAULT_ROOT
+    path = Path(os.path.expanduser(str(chosen)))
+    return Path(os.path.realpath(path))
+
+
+def is_initialised(root: Path) -> bool:
+    return (Path(root) / CONFIG_FILE).is_file()
+
+
+def require_initialised(root: Path) -> None:
+    if not Path(root).exists():
+        raise NotFound(f"no memory tree at {root}; run `mem init` (or pass --root)")
+    if not Path(root).is_dir():
+        raise InvalidInput(f"{root} is not a folder")
+
+
+def initialise(root: Path, settings: Settings | None = None) -> list[str]:
+    """Create the root (0700), config.md, .gitignore and starter categories; returns what was made."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"{root} exists and is not a folder")
+    made = []
+    if not root.exists():
+        made.append(str(root))
+    ensure_dir(root)
+    os.chmod(root, 0o700)
+    if not (root / CONFIG_FILE).exists():
+        atomic_write_text(root / CONFIG_FILE, render_config(settings or Settings()))
+        made.append(CONFIG_FILE)
+    if not (root / ".gitignore").exists():
+        atomic_write_text(root / ".gitignore", GITIGNORE)
+        made.append(".gitignore")
+    return made
+
+
+def unique_entry_path(root: Path, category: str, title: str, archived: bool = False,
+                      keep: str | None = None) -> str:
+    """A free relative path for an entry ({category}/{slug}.md, then -2, -3 ...).
+
+    `keep` is the entry's current path: it counts as free (an entry may stay where it is).
+    """
+    folder = entry_dir(category, archived)
+    base = slugify(title)
+    candidate = f"{folder}/{base}.md"
+    n = 2
+    while (Path(root) / candidate).exists() and candidate != keep:
+        candidate = f"{folder}/{base}-{n}.md"
+        n += 1
+    return candidate
