@@ -47,6 +47,8 @@ _CHECK_SENTENCES = [
     "Quarterly revenue grew by 12 percent, driven by strong demand in Asia.",
     "深色模式在晚上更舒服。",
     "x",
+    # Longer than the 256-token window: checks truncation matches too.
+    " ".join(["Agents write notes about projects, people, decisions and dates."] * 40),
 ]
 _MIN_EXPORT_COSINE = 0.999
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.onnx", "tf_model.h5")
@@ -504,7 +506,10 @@ def _export_from_st(st, model: str, out_dir: Path) -> None:
     tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
     tmp_onnx = out_dir / f".model.onnx.{tag}.tmp"
     try:
-        with torch.inference_mode(False), torch.no_grad():
+        import warnings
+
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer warnings; the export is checked below
             torch.onnx.export(
                 wrap,
                 tuple(sample[n] for n in input_names),
