@@ -1,0 +1,162 @@
+"""Commands on single entries: init, write, read, update, list, delete, restore."""
+from __future__ import annotations
+
+from typing import Annotated, List, Optional
+
+import typer
+
+from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, read_body, table
+
+TagOpt = Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="A tag (repeat for several; 'a,b' works too).")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("write")(write)
+    app.command("read")(read)
+    app.command("update")(update)
+    app.command("list")(list_entries)
+    app.command("delete")(delete)
+    app.command("restore")(restore)
+
+
+def init(root: RootOpt = None, as_json: JsonOpt = False):
+    """Create a memory tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
+
+    Example: mem init --root ~/memory
+    """
+    result = memory(root).init()
+    emit(as_json, result, f"memory tree ready at {result['root']}"
+         + (f" (created: {', '.join(result['created'])})" if result["created"] else " (already there)"))
+
+
+def write(
+    body: Annotated[Optional[str], typer.Argument(help="The memory text; '-' reads stdin.")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="Title (default: the first line of the body).")] = None,
+    category: Annotated[Optional[str], typer.Option("--category", "-c", help="Category path, e.g. projects/web.")] = None,
+    tag: TagOpt = None,
+    importance: Annotated[Optional[str], typer.Option("--importance", "-i",
+                          help="0-1, or low/medium/high/important.")] = None,
+    important: Annotated[bool, typer.Option("--important", help="Never compress, archive or forget it.")] = False,
+    related: Annotated[Optional[List[str]], typer.Option("--related", help="Id of a related entry (repeatable).")] = None,
+    expires: Annotated[Optional[str], typer.Option("--expires", help="ISO date after which it expires.")] = None,
+    file: Annotated[Optional[str], typer.Option("--file", "-f", help="Read the body from this file.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write even if a near-duplicate exists.")] = False,
+    merge: Annotated[bool, typer.Option("--merge", help="Fold the text into a near-duplicate instead.")] = False,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Write a new memory.
+
+    Examples:
+
+    \b
+      mem write "We chose Postgres" --title "DB choice" --category projects/alpha --tag db
+      echo "notes" | mem write - --title "Standup" --category meetings
+    """
+    text = read_body(body, file)
+    result = memory(root).write(text, title=title, category=category, tags=tag, importance=importance,
+                                important=important, related=related, expires=expires, force=force, merge=merge)
+    emit(as_json, result.to_dict(), lambda: _print_write(result))
+
+
+def _print_write(result) -> None:
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    typer.echo(f"{result.message or result.action} [{result.id}]")
+
+
+def read(
+    ref: Annotated[str, typer.Argument(help="Entry id, or a path relative to the root.")],
+    no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count this read as an access.")] = False,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Print an entry (counts as an access unless --no-touch).
+
+    Example: mem read 3f2a9c1b7d4e --json
+    """
+    from memstrata.results import entry_full
+    from memstrata.storage.codec import render
+
+    entry = memory(root).read(ref, count_access=not no_touch)
+    emit(as_json, entry_full(entry), lambda: typer.echo(render(entry), nl=False))
+
+
+def update(
+    ref: Annotated[str, typer.Argument(help="Entry id or path.")],
+    body: Annotated[Optional[str], typer.Argument(help="New body; '-' reads stdin; omit to keep it.")] = None,
+    title: Annotated[Optional[str], typer.Option("--title")] = None,
+    tag: TagOpt = None,
+    importance: Annotated[Optional[str], typer.Option("--importance", "-i")] = None,
+    category: Annotated[Optional[str], typer.Option("--category", "-c", help="Move to this category.")] = None,
+    expires: Annotated[Optional[str], typer.Option("--expires")] = None,
+    file: Annotated[Optional[str], typer.Option("--file", "-f")] = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Change an entry in place (same id); the old body is kept as a version.
+
+    Example: mem update 3f2a9c1b7d4e "We moved to MySQL" --tag db
+    """
+    text = read_body(body, file, allow_empty=True)
+    result = memory(root).update(ref, text, title=title, tags=tag, importance=importance,
+                                 category=category, expires=expires)
+    emit(as_json, result.to_dict(), lambda: _print_write(result))
+
+
+def list_entries(
+    category: Annotated[Optional[str], typer.Option("--category", "-c", help="Category (its whole subtree).")] = None,
+    tier: Annotated[Optional[str], typer.Option("--tier", help="hot, warm, cold or archive.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", help="active, archived or expired.")] = None,
+    tag: TagOpt = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """List entries, filtered by category subtree, tier, status and tags.
+
+    Example: mem list --category projects --tier hot --json
+    """
+    from memstrata.results import entry_summary
+
+    _check_choice("tier", tier, ("hot", "warm", "cold", "archive"))
+    _check_choice("status", status, ("active", "archived", "expired"))
+    entries = memory(root).list(category=category, tier=tier, status=status, tags=tag)
+    rows = [entry_summary(e) for e in entries]
+    emit(as_json, {"count": len(rows), "entries": rows},
+         lambda: table(rows, ["id", "title", "category", "status", "tier", "updated"]))
+
+
+def _check_choice(name: str, value, allowed) -> None:
+    from memstrata.errors import InvalidInput
+
+    if value is not None and value not in allowed:
+        raise InvalidInput(f"--{name} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+def delete(
+    ref: Annotated[str, typer.Argument(help="Entry id or path.")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Move an entry to the trash (restorable with `mem restore ID`).
+
+    Example: mem delete 3f2a9c1b7d4e
+    """
+    item = memory(root).delete(ref)
+    emit(as_json, item.to_dict(), f"moved {item.trashed_from} to the trash [{item.id}]")
+
+
+def restore(
+    entry_id: Annotated[str, typer.Argument(help="Id of an entry in the trash.")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Bring an entry back from the trash to where it was.
+
+    Example: mem restore 3f2a9c1b7d4e
+    """
+    from memstrata.results import entry_summary
+
+    entry = memory(root).restore(entry_id)
+    emit(as_json, entry_summary(entry), f"restored {entry.path} [{entry.id}]")

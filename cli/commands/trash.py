@@ -1,0 +1,40 @@
+"""`mem trash list|purge`: what was deleted or forgotten, and emptying it."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
+
+trash_app = typer.Typer(help="The trash: deleted and forgotten entries, restorable until purged.",
+                        no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(trash_app, name="trash")
+
+
+@trash_app.command("list")
+def trash_list(root: RootOpt = None, as_json: JsonOpt = False):
+    """List the entries in the trash.
+
+    Example: mem trash list --json
+    """
+    items = [i.to_dict() for i in memory(root).trash_list()]
+    emit(as_json, {"count": len(items), "entries": items},
+         lambda: table(items, ["id", "title", "trashed_at", "trashed_from", "reason"]))
+
+
+@trash_app.command("purge")
+def trash_purge(
+    everything: Annotated[bool, typer.Option("--all", help="Purge everything, not only expired items.")] = False,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Delete for good the trash entries older than trash_retention_days (config.md).
+
+    Example: mem trash purge
+    """
+    items = [i.to_dict() for i in memory(root).trash_purge(everything)]
+    emit(as_json, {"purged": len(items), "entries": items}, f"purged {len(items)} entries")

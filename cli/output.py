@@ -1,0 +1,85 @@
+"""How the CLI speaks: JSON for agents, short readable text for people, one-line errors."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Callable, Optional
+
+import typer
+
+RootOpt = Annotated[Optional[str], typer.Option("--root", help="Memory root (default: $MEMSTRATA_HOME, else ~/memory).",
+                                                show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def _default(value):
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=_default) + "\n")
+
+
+def emit(as_json: bool, data, human: Callable[[], None] | str | None = None) -> None:
+    """Print `data` as JSON, or call/print the human rendering."""
+    if as_json:
+        print_json(data)
+    elif callable(human):
+        human()
+    elif human is not None:
+        typer.echo(human)
+
+
+def table(rows: list[dict], columns: list[str], title: str | None = None) -> None:
+    """A compact table for people (rich when on a terminal, plain columns otherwise)."""
+    if not rows:
+        typer.echo("(nothing)")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=True)
+    grid = Table(title=title, show_edge=False, header_style="bold")
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    for row in rows:
+        grid.add_row(*[str(row.get(c, "") if row.get(c) is not None else "") for c in columns])
+    console.print(grid)
+
+
+def memory(root: str | None):
+    """The Memory for a --root option (cheap: nothing heavy is loaded until used)."""
+    from memstrata.memory import Memory
+
+    return Memory(root)
+
+
+def read_body(body: str | None, file: str | None, allow_empty: bool = False) -> str | None:
+    """A body from the argument, from --file, or from stdin when the argument is '-'."""
+    from memstrata.errors import InvalidInput
+
+    if file is not None:
+        if body not in (None, "-"):
+            raise InvalidInput("give the body as an argument or with --file, not both")
+        try:
+            with open(file, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {file}: {exc.strerror}") from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{file} is not UTF-8 text") from None
+    if body == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("stdin is not UTF-8 text") from None
+    if body is None and not allow_empty:
+        raise InvalidInput("give a body: an argument, '-' for stdin, or --file F")
+    return body

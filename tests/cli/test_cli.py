@@ -1,0 +1,78 @@
+"""The `mem` command as a user runs it: JSON shapes, stdin bodies, one-line errors, exit codes."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run(root, *args, stdin=None):
+    env = {**os.environ, "MEMSTRATA_HOME": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", *args], input=stdin, capture_output=True,
+                          text=True, env=env, timeout=120)
+    return proc
+
+
+@pytest.fixture
+def root(tmp_path):
+    r = tmp_path / "mem"
+    assert run(r, "init").returncode == 0
+    return r
+
+
+def test_write_read_list_json_shapes(root):
+    w = run(root, "write", "body text", "--title", "Alpha项目", "--category", "projects/web", "--tag", "web",
+            "--tag", "react", "--importance", "0.8", "--json")
+    assert w.returncode == 0, w.stderr
+    written = json.loads(w.stdout)
+    assert {"id", "path"} <= written.keys() and written["path"] == "projects/web/alpha项目.md"
+    r = json.loads(run(root, "read", written["id"], "--json").stdout)
+    assert {"id", "title", "body", "frontmatter"} <= r.keys() and r["frontmatter"]["tags"] == ["web", "react"]
+    listing = json.loads(run(root, "list", "--category", "projects", "--json").stdout)
+    assert listing["entries"][0].keys() >= {"id", "title", "category", "status", "tier", "path"}
+
+
+def test_stdin_and_file_bodies(root, tmp_path):
+    w = run(root, "write", "-", "--title", "From stdin", "--category", "meetings", "--json", stdin="piped body\n")
+    entry = json.loads(run(root, "read", json.loads(w.stdout)["id"], "--json").stdout)
+    assert entry["body"] == "piped body\n"
+    f = tmp_path / "b.md"
+    f.write_text("file body")
+    w2 = run(root, "write", "--file", str(f), "--category", "meetings", "--json")
+    assert json.loads(run(root, "read", json.loads(w2.stdout)["id"], "--json").stdout)["body"] == "file body\n"
+
+
+@pytest.mark.parametrize("args,code", [
+    (("read", "0123456789ab"), 3),
+    (("write", "x", "--category", "../etc"), 2),
+    (("write", "x", "--category", "/abs"), 2),
+    (("list", "--tier", "lukewarm"), 2),
+    (("config", "set", "trash_retention_days", "soon"), 2),
+    (("delete", "nope"), 3),
+    (("restore", "nope"), 2),
+])
+def test_errors_are_one_line_with_exit_codes(root, args, code):
+    proc = run(root, *args)
+    assert proc.returncode == code
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith("mem: error:")
+
+
+def test_json_errors_are_json(root):
+    proc = run(root, "read", "0123456789ab", "--json")
+    assert json.loads(proc.stdout)["error"] == "not_found"
+
+
+def test_delete_restore_trash_cycle(root):
+    w = json.loads(run(root, "write", "to delete", "--category", "tmp", "--json").stdout)
+    assert run(root, "delete", w["id"]).returncode == 0
+    assert json.loads(run(root, "trash", "list", "--json").stdout)["entries"][0]["id"] == w["id"]
+    assert run(root, "restore", w["id"]).returncode == 0
+    assert json.loads(run(root, "trash", "list", "--json").stdout)["count"] == 0
+
+
+def test_help_has_examples():
+    for args in ((), ("write",), ("list",), ("trash",)):
+        proc = run("/nonexistent", *args, "--help")
+        assert proc.returncode == 0 and ("Example" in proc.stdout or "Commands" in proc.stdout)
