@@ -1,0 +1,155 @@
+"""The embedding model: vectors, backends, tokens, the ONNX export and cheap imports."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from memstrata.errors import IndexUnavailable
+from memstrata.models import embedder as emb_mod
+from memstrata.models.embedder import ModelUnavailable, ensure_onnx_export, get_embedder
+
+SENTENCES = [
+    "The cat is sleeping on the sofa.",
+    "A kitten naps on the couch.",
+    "Interest rates were raised by the central bank.",
+    "深色模式在晚上更舒服。",
+    "",
+]
+
+
+def test_shape_dtype_and_normalised(embedder):
+    vecs = embedder.embed(SENTENCES)
+    assert vecs.shape == (len(SENTENCES), embedder.dim) == (5, 384)
+    assert vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    q = embedder.embed_query(SENTENCES[0])
+    assert q.shape == (384,)
+    assert float(q @ vecs[0]) > 0.9999
+
+
+def test_identity(embedder):
+    assert embedder.name == "all-MiniLM-L6-v2"
+    assert embedder.max_tokens == 256
+    assert get_embedder() is embedder
+    assert get_embedder("all-MiniLM-L6-v2") is embedder
+
+
+def test_paraphrase_closer_than_unrelated(embedder):
+    a, b, c = embedder.embed(SENTENCES[:3])
+    assert float(a @ b) > float(a @ c) + 0.2
+    assert float(a @ b) > float(b @ c) + 0.2
+
+
+def test_empty_batch_order_and_progress(embedder):
+    assert embedder.embed([]).shape == (0, 384)
+    calls = []
+    texts = [f"note number {i} about topic {i % 3}" + " more" * (i % 5) for i in range(10)]
+    vecs = embedder.embed(texts, batch_size=4, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(4, 10), (8, 10), (10, 10)]
+    for i in (0, 3, 9):  # rows come back in input order despite length sorting
+        assert float(vecs[i] @ embedder.embed_query(texts[i])) > 0.9999
+    with pytest.raises(TypeError):
+        embedder.embed("not a list")
+
+
+def test_count_and_truncate_tokens(embedder):
+    assert embedder.count_tokens("") == 2  # [CLS] [SEP]
+    assert embedder.count_tokens("hello world") == 4
+    long = "memory " * 400
+    assert embedder.count_tokens(long) == 402
+    cut = embedder.truncate_to_tokens(long, embedder.max_tokens)
+    assert embedder.count_tokens(cut) == embedder.max_tokens
+    assert long.startswith(cut)
+    assert embedder.truncate_to_tokens("short text", 50) == "short text"
+    assert embedder.truncate_to_tokens("anything", 2) == ""
+    assert 5 <= embedder.count_tokens("深色模式") <= 8
+
+
+def test_bad_backend_is_a_clear_error():
+    assert issubclass(ModelUnavailable, IndexUnavailable)
+    with pytest.raises(ModelUnavailable):
+        get_embedder("bundled", "tensorflow")
+
+
+@pytest.fixture(scope="module")
+def torch_embedder():
+    """The sentence-transformers backend, loaded once for the comparisons below."""
+    return get_embedder("bundled", "torch")
+
+
+def test_onnx_matches_sentence_transformers(torch_embedder):
+    onnx = get_embedder("bundled", "onnx")
+    assert onnx.backend == "onnx" and torch_embedder.backend == "torch"
+    texts = SENTENCES + ["word " * 600, "Short.", "A somewhat longer sentence about memory tiers."]
+    a = onnx.embed(texts, batch_size=3)
+    b = torch_embedder.embed(texts)
+    assert float(np.min(np.sum(a * b, axis=1))) > 0.999
+    assert onnx.count_tokens("hello world") == torch_embedder.count_tokens("hello world")
+
+
+def test_export_check_refuses_and_auto_falls_back(torch_embedder, tmp_path, monkeypatch):
+    # Reuse the loaded model so the export path runs without loading it again.
+    monkeypatch.setenv("MEMSTRATA_CACHE", str(tmp_path))
+    monkeypatch.setattr(emb_mod, "_CACHE", {})
+    monkeypatch.setattr(emb_mod, "_load_sentence_transformer", lambda model: torch_embedder._st)
+    monkeypatch.setattr(emb_mod, "_MIN_EXPORT_COSINE", 1.5)  # impossible: export refused
+    with pytest.raises(ModelUnavailable, match="refused"):
+        get_embedder("bundled", "onnx")
+    auto = get_embedder("bundled", "auto")
+    assert auto.backend == "torch"
+    assert not list(tmp_path.rglob("model.onnx"))
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert leftovers == []
+
+    monkeypatch.setattr(emb_mod, "_MIN_EXPORT_COSINE", 0.999)
+    monkeypatch.setattr(emb_mod, "_CACHE", {})
+    path = ensure_onnx_export("bundled")
+    assert path.name == "model.onnx" and path.parent.parent == tmp_path / "onnx"
+    files = sorted(p.name for p in path.parent.iterdir())
+    assert files == ["meta.json", "model.onnx", "tokenizer.json"]  # no temp files left
+    meta = json.loads((path.parent / "meta.json").read_text())
+    assert meta["dim"] == 384 and meta["max_tokens"] == 256 and meta["check_min_cosine"] > 0.999
+    assert ensure_onnx_export("bundled") == path  # cached: no second export
+    assert get_embedder("bundled", "auto").backend == "onnx"
+
+
+def _run(code: str) -> dict:
+    env = dict(os.environ)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+HEAVY = ("torch", "sentence_transformers", "transformers")
+
+
+def test_onnx_query_path_never_imports_torch():
+    ensure_onnx_export("bundled")  # made by the session fixture already, normally
+    code = (
+        "import json, sys\n"
+        "from memstrata.models.embedder import get_embedder\n"
+        "e = get_embedder('bundled', 'onnx')\n"
+        "v = e.embed_query('where did I put the deployment notes?')\n"
+        "n = e.count_tokens('hello world')\n"
+        "print(json.dumps({'dim': int(v.shape[0]), 'norm': float((v * v).sum()), 'n': n,\n"
+        f"  'heavy': [m for m in {HEAVY!r} if m in sys.modules]}}))\n"
+    )
+    res = _run(code)
+    assert res == {"dim": 384, "norm": pytest.approx(1.0, abs=1e-5), "n": 4, "heavy": []}
+
+
+def test_import_is_cheap():
+    code = (
+        "import json, sys\n"
+        "import memstrata.models.embedder, memstrata.models.summarize\n"
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'onnxruntime', 'tokenizers')\n"
+        "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules]}))\n"
+    )
+    assert _run(code) == {"heavy": []}
