@@ -18,12 +18,15 @@ password, and ``-----BEGIN`` for private key blocks.
 
 Decisions (kept deliberately conservative about prose):
 
-- Assignments (``password=``, ``secret:``, ``api_key=``, ``token=``, ``密码：`` ...) fire
-  only on a literal value. Quoted values fire from 4 characters. Unquoted values fire
-  from 6 characters when they look like a password (two or more of lower/upper/digit/
-  symbol, a lone leading capital does not count), or, after ``=`` with no space, any
-  value of 6+ characters. Plain words after a colon (``Forgot password: reset it``,
-  ``the secret: be kind``) never fire. ``password=`` followed by nothing never fires.
+- Assignments (``password=``, ``secret:``, ``api_key=``, ``token=``, ``Pwd=``, ``密码：``
+  ...) fire only on a literal value. Quoted values fire from 4 characters. Unquoted values
+  fire from 6 characters when they look like a password rather than words (some piece
+  mixes letters with digits, inner capitals or symbols: ``hunter2``, ``Tr0ub4dor&3``), or,
+  after ``=`` with no space (``DB_PASSWORD=sunshine``), any value of 6+ characters. Words,
+  numbers, dates, hyphenated phrases, paths and plain URLs after a colon
+  (``Forgot password: reset it``, ``the secret: well-being``, ``Password: 2-factor``,
+  ``pwd: /home/me``) never fire; neither does ``password=`` followed by nothing. The
+  known miss: an all-lowercase passphrase after a colon (``password: correct-horse``).
 - Placeholders never fire: ``<password>``, ``***``, ``xxxx``, ``...``, ``changeme``,
   ``password``, ``example``, ``your_api_key``, ``[REDACTED]``, ``${DB_PASSWORD}``,
   ``{password}``, ``%(pw)s``, ``os.environ[...]``, ``ALL_CAPS_ENV_NAMES`` and the like.
@@ -45,7 +48,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from memstrata.errors import InvalidInput, SecretDetected
 
@@ -90,8 +93,10 @@ _PLACEHOLDER_WORDS = {
     "default", "secret123", "password123", "qwerty",
 }
 _PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", "dummy",
-                      "xxxx", "****", "...", "<", ">", "${", "{{", "}}", "(", "[", "insert",
-                      "replace", "env.", "environ", "getenv", "secret_here", "here>")
+                      "xxxx", "****", "...", "${", "{{", "}}", "env.", "environ", "getenv",
+                      "secret_here", "replace_me", "replace-me")
+# `<password>`, `os.environ["X"]`, `getpass.getpass()`, `config.get(...)`, `vault[...]`
+_PLACEHOLDER_RE = re.compile(r"<[^<>]*>|^[A-Za-z_][\w.]*\s*[(\[]")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -101,9 +106,9 @@ def _is_placeholder(value: str) -> bool:
         return True
     if len(set(low)) <= 2:  # "*****", "xxxxxx", "......", "abab"
         return True
-    if v[0] in "<{[($%*#&@:" or v.startswith("…"):
+    if v[0] in "<{[($%*" or v.startswith("…"):
         return True
-    if any(h in low for h in _PLACEHOLDER_HINTS):
+    if any(h in low for h in _PLACEHOLDER_HINTS) or _PLACEHOLDER_RE.search(v):
         return True
     if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", v):  # ENV_VAR_NAME reference
         return True
@@ -138,18 +143,31 @@ def _group_ok(name: str, test: Callable[[str], bool]) -> Callable[[re.Match], bo
     return lambda m: test(m.group(name))
 
 
+_PATH_OR_URL = re.compile(r"(?:~|\.{1,2})?/[\w./\-]*$|[A-Za-z][A-Za-z0-9+.\-]*://(?![^/@]*@)")
+
+
+_PLAIN_PIECE = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+|[0-9]+")
+
+
+def _looks_random(value: str) -> bool:
+    """Not just words, numbers, dates or hyphenated phrases (`well-being`, `2-factor`)."""
+    pieces = [p for p in re.split(r"[\-_.'/]+", value) if p]
+    return any(not _PLAIN_PIECE.fullmatch(p) for p in pieces)
+
+
 def _assignment_ok(m: re.Match) -> bool:
-    quoted = m.group("qv")
+    quoted = m.group("qv") if m.group("qv") is not None else m.group("qv2")
     if quoted is not None:
         return len(quoted) >= 4 and not _is_placeholder(quoted)
     value = m.group("v").rstrip(".,;:)]}>!?*")
     if len(value) < 6 or _is_placeholder(value):
         return False
-    if len(_classes(value)) >= 2:
+    if _PATH_OR_URL.match(value):  # `pwd: /home/me`, `credentials: https://wiki/...`
+        return False
+    if _looks_random(value):
         return True
-    sep = m.group("sep")
     # A bare word or number: only in `key=value` form with nothing between `=` and value.
-    return "=" in sep and m.group("gap") == ""
+    return "=" in m.group("sep") and m.group("gap") == ""
 
 
 def _userinfo_ok(m: re.Match) -> bool:
@@ -163,6 +181,9 @@ def _bearer_ok(m: re.Match) -> bool:
 
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
+# A capitalised or lower-case word of 3+ letters, or an acronym before a CamelCase word.
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{2,}(?=[A-Z][a-z])")
+ENTROPY_THRESHOLD = 3.5   # bits per character, on runs of 32+ characters
 
 
 def _high_entropy_ok(m: re.Match) -> bool:
@@ -175,11 +196,12 @@ def _high_entropy_ok(m: re.Match) -> bool:
     c = _classes(core)
     if not {"lower", "upper", "digit"} <= c:
         return False
-    # Path-like or identifier-like runs: mostly separators between word-ish pieces.
-    pieces = [p for p in re.split(r"[/_\-]", core) if p]
-    if len(pieces) > 1 and max(len(p) for p in pieces) < 16:
+    # Identifiers, CamelCase names, file names and paths: their letters mostly form words.
+    letters = sum(ch.isalpha() for ch in core)
+    worded = sum(len(w) for w in _WORDISH.findall(core))
+    if letters and worded / letters >= 0.75:
         return False
-    return _entropy(core) >= 4.0
+    return _entropy(core) >= ENTROPY_THRESHOLD
 
 
 # --- the rule table (order = priority on overlaps) ---------------------------------------
@@ -188,7 +210,7 @@ _B = r"(?<![A-Za-z0-9_\-])"      # token must not continue a word on the left
 _E = r"(?![A-Za-z0-9_\-])"       # nor on the right
 
 _KEYWORD = (
-    r"(?:(?:[A-Za-z0-9]+[_.\-])*|[a-z0-9]+(?=[A-Z]))*"
+    r"[A-Za-z0-9_.\-]*?"
     r"(?i:pass(?:word|wd|phrase)|pwd|secret(?:[_\-]?key)?|client[_\-]?secret|"
     r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key|secret[_\-]?access[_\-]?key|"
     r"private[_\-]?key|(?:auth|access|refresh|bearer|session|api|bot)[_\-]?token|token|"
@@ -202,22 +224,8 @@ _ASSIGNMENT = (
     r"(?P<sep>[ \t]*(?::=|=>|=|:|：)(?!=))"
     r"(?P<gap>[ \t]*\**[ \t]*)"
     r"(?:\"(?P<qv>[^\"\n]{1,300})\"|'(?P<qv2>[^'\n]{1,300})'|"
-    r"(?P<v>[!#-&(-+\--~]{1,300}))"
+    r"(?P<v>[!#-%(-+\--:<-_a-~]{1,300}))"
 )
-
-
-def _assignment_validate(m: re.Match) -> bool:
-    # fold the single-quoted alternative into `qv`
-    if m.group("qv2") is not None:
-        class _M:  # tiny adapter so _assignment_ok sees one quoted group
-            def __init__(self, m):
-                self.m = m
-
-            def group(self, name):
-                return self.m.group("qv2") if name == "qv" else self.m.group(name)
-
-        return _assignment_ok(_M(m))  # type: ignore[arg-type]
-    return _assignment_ok(m)
 
 
 def _r(id_: str, kind: str, pattern: str, validate=None, flags: int = 0) -> Rule:
@@ -226,7 +234,9 @@ def _r(id_: str, kind: str, pattern: str, validate=None, flags: int = 0) -> Rule
 
 RULES: tuple[Rule, ...] = (
     _r("private_key", "private key block",
-       r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"),
+       # the whole block (to its END line, or as far as key material goes when truncated)
+       r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+       r"(?:[\s\S]{0,16384}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,\-]*)"),
     _r("aws_access_key", "AWS access key",
        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
     _r("aws_secret_key", "AWS secret access key",
@@ -266,7 +276,7 @@ RULES: tuple[Rule, ...] = (
        _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     _r("url_password", "connection string with password",
        r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://"
-       r"[^\s:/@?#\"'<>]{1,256}:(?P<pw>[^\s/@?#\"'<>]{1,256})@[A-Za-z0-9\[]",
+       r"[^\s:/@?#\"'<>]{0,256}:(?P<pw>[^\s/@?#\"'<>]{1,256})@[A-Za-z0-9\[]",
        _userinfo_ok),
     _r("bearer_token", "bearer token",
        r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)",
@@ -275,7 +285,7 @@ RULES: tuple[Rule, ...] = (
        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+"
        r"(?P<v>[A-Za-z0-9+/]{8,}={0,2})",
        _group_ok("v", lambda v: not _is_placeholder(v))),
-    _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_validate),
+    _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_ok),
     _r("high_entropy", "high-entropy token",
        r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",
        _high_entropy_ok),
@@ -290,15 +300,20 @@ _DATA_URI = re.compile(r"base64,[A-Za-z0-9+/=]+")
 # --- scanning -----------------------------------------------------------------------------
 
 def _exempt_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _URL.finditer(text)] + [m.span() for m in _DATA_URI.finditer(text)]
+    spans = [m.span() for m in _URL.finditer(text)] + [m.span() for m in _DATA_URI.finditer(text)]
+    return sorted(spans)
 
 
-def _inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
-    return any(a <= span[0] and span[1] <= b for a, b in spans)
+def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    """Is `span` within one of `spans` (sorted by start)? Checks the few that start before it."""
+    i = bisect.bisect_right(spans, (span[0], float("inf")))
+    return any(a <= span[0] and span[1] <= b for a, b in spans[max(0, i - 4):i])
 
 
 def _spans(text: str) -> list[tuple[int, int, Rule]]:
     """Accepted (start, end, rule) matches, overlaps resolved by rule priority."""
+    # accepted spans never overlap, so sorted by start they are sorted by end as well
+    starts: list[int] = []
     accepted: list[tuple[int, int, Rule]] = []
     exempt: list[tuple[int, int]] | None = None
     for rule in RULES:
@@ -311,20 +326,33 @@ def _spans(text: str) -> list[tuple[int, int, Rule]]:
                     exempt = _exempt_spans(text)
                 if _inside((s, e), exempt):
                     continue
-            if any(s < ae and as_ < e for as_, ae, _ in accepted):
+            i = bisect.bisect_left(starts, s)
+            if i > 0 and accepted[i - 1][1] > s:      # the previous span runs into this one
                 continue
-            accepted.append((s, e, rule))
-    accepted.sort(key=lambda t: t[0])
+            if i < len(starts) and starts[i] < e:      # the next span starts inside this one
+                continue
+            starts.insert(i, s)
+            accepted.insert(i, (s, e, rule))
     return accepted
 
 
+REDACTED = "[redacted]"
+
+
 def scan(text: str, field: str = "body") -> list[Finding]:
-    """Every credential-looking span in `text`, in reading order."""
+    """Every credential-looking span in `text`, in reading order.
+
+    If the field's own name contains a matched credential (a caller labelling a tag by its
+    value, say), that part of the name is replaced by "[redacted]" in the findings."""
     if not text:
         return []
+    spans = _spans(text)
+    for start, end, _rule in spans:
+        if text[start:end] in field:
+            field = field.replace(text[start:end], REDACTED)
     line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     out = []
-    for start, _end, rule in _spans(text):
+    for start, _end, rule in spans:
         li = bisect.bisect_right(line_starts, start) - 1
         out.append(Finding(rule.kind, li + 1, start - line_starts[li] + 1, field))
     return out
