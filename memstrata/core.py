@@ -198,7 +198,7 @@ class MemoryCore:
         level, important_word = codec.normalise_importance(importance)
         if id is not None and not _ID_PATTERN.match(str(id)):
             raise InvalidInput(f"id {id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
-        warnings = self._check_secrets({"title": title, "body": body, **{f"tag {t}": t for t in tags}})
+        warnings = self._check_secrets({"title": title, "body": body, "tags": tags})
         self._ensure_tree()
         now = self.now()
         stamp = clock.parse_datetime(created) if created else now
@@ -226,7 +226,7 @@ class MemoryCore:
         new_body = None if body is None else _clean_body(body)
         fields_given = {"title": title, "body": new_body}
         warnings = self._check_secrets({k: v for k, v in fields_given.items() if v}
-                                       | {f"tag {t}": t for t in _clean_tags(tags)})
+                                       | {"tags": _clean_tags(tags)})
         with self.lock():
             current = self.resolve(ref)
             changed = current.copy(updated=self.now())
