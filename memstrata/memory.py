@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from memstrata.core import MemoryCore
+from memstrata.recall_ops import RecallOps
 
 
-class Memory(MemoryCore):
+class Memory(RecallOps, MemoryCore):
     """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
 
     Each feature lives in its own module as a mixin placed before MemoryCore, so every

@@ -38,6 +38,24 @@ class Settings:
     ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
+    # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
+    chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
+    chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks
+    recall_candidates: int = 100     # rows each of the vector and full-text searches return
+    recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
+    recall_dense_weight: float = 1.0     # min-max normalised vector similarity
+    recall_text_weight: float = 1.0      # min-max normalised BM25 (native full-text search)
+    recall_feedback_weight: float = 0.3  # pseudo-relevance feedback (RM3) query, relative to the text side
+    recall_feedback_docs: int = 3        # feedback: top entries read
+    recall_feedback_terms: int = 10      # feedback: terms added
+    recall_entity_boost: float = 0.25    # per share of the entities named in the query that an entry mentions
+    recall_neighbour_weight: float = 0.2  # share of the scores of the entries written just before/after
+    recall_session_weight: float = 0.15   # share of the best score of the sitting the entry was written in
+    recall_session_gap_minutes: int = 60  # entries of a category this close in time form one sitting
+    recall_date_boost: float = 0.15       # entries written near a date the query names
+    recall_archived_factor: float = 0.8   # archived/expired entries rank below active ones at equal relevance
+    index_optimize_every: int = 20        # compact the vector table after this many table versions
+    index_cleanup_minutes: int = 10       # old table versions older than this are deleted at compaction
 
     @classmethod
     def field_names(cls) -> list[str]:

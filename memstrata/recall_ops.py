@@ -1,0 +1,304 @@
+"""Memory mixin for recall: keeps the vector index in step with writes, sync, reindex, import, recall."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memstrata import clock
+from memstrata.errors import InvalidInput, Locked
+from memstrata.storage.entry import Entry
+
+# Frontmatter fields an import line may set through write(); other Entry fields are refused.
+_WRITE_FIELDS = ("id", "title", "body", "category", "tags", "created", "importance", "important", "related",
+                 "expires")
+
+
+def _model_unavailable():
+    from memstrata.models.embedder import ModelUnavailable
+
+    return ModelUnavailable
+
+
+class RecallOps:
+    """recall / recall_batch / sync / reindex / import_jsonl, and the index hooks of the core."""
+
+    _bulk_pending: list | None = None
+
+    # -- the index of this tree ---------------------------------------------------------
+    def _vindex(self):
+        from memstrata.retrieval.table import VectorIndex
+
+        current = getattr(self, "_vector_index", None)
+        if current is None or current.settings is not self.settings:
+            current = VectorIndex(self.root, self.settings)
+            self._vector_index = current
+        return current
+
+    def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
+        if self._bulk_pending is not None:
+            self._bulk_pending.extend(entries)
+            return
+        try:
+            self._vindex().upsert(entries, lambda: self.embedder)
+        except _model_unavailable():
+            return  # the write stands; the next sync embeds it
+
+    def _index_remove(self, ids: list[str]) -> None:
+        if self._bulk_pending is not None:
+            self._bulk_pending[:] = [e for e in self._bulk_pending if e.id not in set(ids)]
+        index = self._vindex()
+        if index.table() is not None:
+            index.delete(list(ids))
+
+    # -- sync and reindex ---------------------------------------------------------------
+    def sync(self, progress=None) -> dict:
+        """Bring the index in line with the tree: changed files re-embedded, removed ones dropped.
+
+        A change of embedding model rebuilds the whole table (result["model_changed"]).
+        Raises ModelUnavailable when something must be embedded and the model cannot load.
+        """
+        from memstrata.retrieval import sync
+
+        embedder = self.embedder
+        with self.lock():
+            index = self._vindex()
+            index.refresh()
+            previous = index.meta().get("model")
+            todo = sync.plan(index, embedder.name, embedder.dim)
+            result = sync.apply(index, todo, embedder, progress)
+        result["model"] = embedder.name
+        if todo.model_changed:
+            result["message"] = f"embedding model changed from {previous} to {embedder.name}: re-embedded everything"
+        elif todo.missing:
+            result["message"] = "built the index from the tree"
+        return result
+
+    def reindex(self, progress=None) -> dict:
+        """Rebuild the index from the tree (every entry re-embedded)."""
+        from memstrata.errors import CorruptEntry
+        from memstrata.storage.catalog import iter_entry_files, read_entry_file
+
+        embedder = self.embedder
+        with self.lock():
+            index = self._vindex()
+            entries, errors, seen = [], {}, set()
+            for rel, _ in sorted(iter_entry_files(self.root)):
+                try:
+                    e = read_entry_file(self.root, rel)
+                except (CorruptEntry, OSError) as exc:
+                    errors[rel] = getattr(exc, "message", str(exc))
+                    continue
+                if e.id and e.id in seen:
+                    errors[rel] = f"duplicate id {e.id}: indexed once"
+                    continue
+                seen.add(e.id)
+                entries.append(e)
+            index.create(embedder)
+            done = 0
+            for start in range(0, len(entries), 2000):
+                part = entries[start:start + 2000]
+                index.upsert(part, lambda: embedder,
+                             progress=(lambda d, t, base=done: progress(base + d, len(entries))) if progress else None)
+                done += len(part)
+            index.maybe_optimize(force=True)
+        return {"embedded": len(entries), "errors": errors, "model": embedder.name}
+
+    def _cheap_sync(self, index, embedder, notes: list[str]) -> str:
+        """Before answering: apply small changes to the index. 'ok', 'missing', 'stale' or 'model'."""
+        from memstrata.retrieval import sync
+        from memstrata.storage.lock import TreeLock
+
+        if not index.exists():
+            notes.append("no vector index yet (run `mem sync`)")
+            return "missing"
+        name, dim = (embedder.name, embedder.dim) if embedder is not None else (None, None)
+        todo = sync.plan(index, name, dim)
+        if todo.empty and not todo.model_changed:
+            return "ok"
+        if todo.model_changed and len(todo.embed) > self.settings.recall_sync_max:
+            notes.append(f"the index was built with another model; run `mem sync` to re-embed ({len(todo.embed)} entries)")
+            return "model"
+        if todo.embed and embedder is None:
+            notes.append(f"{len(todo.embed)} entries changed since the index was built and the model cannot load")
+            return "stale"
+        if len(todo.embed) > self.settings.recall_sync_max:
+            notes.append(f"{len(todo.embed)} entries changed since the index was built (run `mem sync`)")
+            return "stale"
+        try:
+            with TreeLock(self.root, timeout=5.0):
+                index.refresh()
+                todo = sync.plan(index, name, dim)
+                sync.apply(index, todo, embedder)
+        except Locked:
+            notes.append("the tree is busy; answered from the index as it is")
+        return "ok"
+
+    # -- recall -------------------------------------------------------------------------
+    def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
+               status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
+               explain: bool = False, _sync: bool = True):
+        """Find the entries that answer `query`, best first (a RecallResult; `.strategy` says how).
+
+        strategy: auto (hybrid when the index is usable, else grep/index), hybrid, vector,
+        text (LanceDB full-text only), grep (read the files) or index (INDEX.md navigation).
+        """
+        from memstrata.retrieval import fusion
+        from memstrata.retrieval.search import STRATEGIES, search
+
+        query = " ".join(str(query or "").split())
+        if not query:
+            raise InvalidInput("give a query")
+        if strategy not in STRATEGIES:
+            raise InvalidInput(f"strategy must be one of {', '.join(STRATEGIES)}")
+        if int(k) < 1:
+            raise InvalidInput("k must be at least 1")
+        filters = self._filters(category, tier, status, tags, since, until)
+        notes: list[str] = []
+        if strategy in ("grep", "index"):
+            return self._fallback(query, k, filters, strategy, notes)
+        index = self._vindex()
+        index.refresh()
+        embedder = None
+        if strategy != "text":
+            try:
+                embedder = self.embedder
+            except _model_unavailable() as exc:
+                notes.append(f"embedding model unavailable: {exc.message}")
+        state = self._cheap_sync(index, embedder, notes) if _sync else ("ok" if index.exists() else "missing")
+        if state == "model":
+            embedder = None
+        elif state != "ok":
+            return self._fallback(query, k, filters, None, notes)
+        if embedder is None and strategy in ("auto", "hybrid", "vector"):
+            if strategy == "vector" or index.table() is None:
+                return self._fallback(query, k, filters, None, notes)
+            notes.append("answered by full-text search only")
+        mode = "text" if embedder is None else ("hybrid" if strategy == "auto" else strategy)
+        result = search(index, embedder, query, int(k), filters, mode, fusion.FusionWeights.from_settings(self.settings),
+                        self.settings, explain)
+        if filters.category:
+            self._merge_grep(result, query, int(k), filters, explain)
+        result.notes = notes + result.notes
+        return result
+
+    def recall_batch(self, queries, k: int = 10, **options) -> list[dict]:
+        """Answer many queries ({"qid", "query"} dicts) with one sync: [{"qid", "strategy", "results"}]."""
+        out = []
+        for n, item in enumerate(queries):
+            if not isinstance(item, dict) or "query" not in item:
+                raise InvalidInput(f"query line {n + 1} needs a \"query\" field")
+            res = self.recall(item["query"], k=k, _sync=(n == 0), **options)
+            out.append({"qid": item.get("qid", n), "strategy": res.strategy,
+                        "results": [h.to_dict() for h in res.results]})
+        return out
+
+    def _filters(self, category, tier, status, tags, since, until):
+        from memstrata.core import _clean_tags
+        from memstrata.retrieval.search import Filters
+        from memstrata.storage.paths import validate_category
+
+        return Filters(category=validate_category(category) if category else None, tier=tier or None,
+                       status=status or None, tags=_clean_tags(tags) or None,
+                       since=clock.parse_datetime(since) if since else None,
+                       until=clock.parse_datetime(until) if until else None)
+
+    def _scope(self, filters) -> list[Entry]:
+        entries = self.list(filters.category, filters.tier, filters.status, filters.tags)
+        return [e for e in entries if filters.admits(e.category, e.tier, e.status, e.tags,
+                                                     e.created.timestamp() if e.created else None)]
+
+    def _fallback(self, query, k, filters, strategy, notes):
+        from memstrata.retrieval import fallback
+        from memstrata.retrieval.hits import RecallHit, RecallResult
+
+        entries = self._scope(filters)
+        if strategy is None:
+            strategy = "grep" if len(entries) < self.settings.grep_max_entries else "index"
+        if strategy == "grep":
+            found = fallback.grep(self.root, query, entries, int(k))
+        else:
+            found = fallback.navigate(self.root, query, entries, int(k), self.settings.grep_max_entries)
+        result = RecallResult(query=query, strategy=strategy, notes=notes)
+        for e, score, snippet, matched, exact in found:
+            result.results.append(RecallHit(id=e.id, title=e.title, score=float(score), snippet=snippet,
+                                            category=e.category, tier=e.tier, status=e.status, path=e.path,
+                                            created=clock.format_datetime(e.created),
+                                            signals={"matched_terms": matched, "exact": exact}))
+        return result
+
+    def _merge_grep(self, result, query, k, filters, explain) -> None:
+        """In a small category scope, exact grep matches the index missed are merged in."""
+        from memstrata.retrieval import fallback
+        from memstrata.retrieval.hits import RecallHit
+
+        entries = self._scope(filters)
+        if not entries or len(entries) >= self.settings.grep_max_entries:
+            return
+        have = set(result.ids)
+        extra = [r for r in fallback.grep(self.root, query, entries, k) if r[4] and r[0].id not in have]
+        if not extra:
+            return
+        mid = result.results[min(len(result.results), k) // 2].score if result.results else 1.0
+        for e, score, snippet, matched, _ in extra:
+            result.results.append(RecallHit(id=e.id, title=e.title, score=mid, snippet=snippet, category=e.category,
+                                            tier=e.tier, status=e.status, path=e.path,
+                                            created=clock.format_datetime(e.created),
+                                            signals={"grep": True, "matched_terms": matched} if explain else None))
+        result.results.sort(key=lambda h: -h.score)
+        del result.results[k:]
+        result.notes.append(f"merged {len(extra)} exact grep match(es) from the {len(entries)}-entry scope")
+
+    # -- bulk import --------------------------------------------------------------------
+    def import_jsonl(self, path, progress=None) -> dict:
+        """Write one entry per JSON line (id, title, body, category, tags, created, ...), then embed
+        them all in one batched call. Lines that fail are reported, not fatal."""
+        path = Path(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+        from dataclasses import fields as dc_fields
+
+        entry_fields = {f.name for f in dc_fields(Entry)}
+        self._ensure_tree()
+        written, errors, ignored = [], [], set()
+        with self.lock():
+            self._bulk_pending = []
+            try:
+                for n, line in enumerate(lines, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        item = json.loads(line)
+                        if not isinstance(item, dict):
+                            raise InvalidInput("not a JSON object")
+                        args = {key: item[key] for key in _WRITE_FIELDS if key in item and item[key] is not None}
+                        extra = {}
+                        for key, value in item.items():
+                            if key in _WRITE_FIELDS:
+                                continue
+                            if key in entry_fields:
+                                ignored.add(key)
+                            else:
+                                extra[key] = value
+                        body = args.pop("body", "")
+                        res = self.write(body, extra=extra or None, force=True, **args)
+                        written.append(res.id)
+                    except (ValueError, InvalidInput) as exc:
+                        errors.append({"line": n, "error": getattr(exc, "message", str(exc))})
+                    except Exception as exc:  # noqa: BLE001 - engine errors of one line do not stop the import
+                        from memstrata.errors import MemstrataError
+
+                        if not isinstance(exc, MemstrataError):
+                            raise
+                        errors.append({"line": n, "error": exc.message})
+                pending, self._bulk_pending = self._bulk_pending, None
+            finally:
+                self._bulk_pending = None
+            embedded = {"embedded": 0}
+            try:
+                embedded = self._vindex().upsert(pending, lambda: self.embedder, progress=progress)
+            except _model_unavailable() as exc:
+                errors.append({"line": None, "error": f"not embedded (run `mem sync` later): {exc.message}"})
+        return {"imported": len(written), "embedded": embedded.get("embedded", 0), "errors": errors,
+                "ignored_fields": sorted(ignored)}

@@ -1,0 +1,125 @@
+"""Chunking: the texts an entry is embedded as (whole, sentence-level, and windows of long entries)."""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+# Sentence ends: . ! ? and their CJK forms, or a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；])\s+|(?<=[。！？；])|\n+")
+_MIN_SENTENCE_WORDS = 3
+
+
+@dataclass
+class Chunk:
+    """One embedded text of an entry: chunk 0 is the whole entry (cut to the window)."""
+
+    number: int
+    kind: str  # "entry" | "sentence" | "window"
+    text: str
+
+
+def entry_text(title: str, body: str) -> str:
+    """The indexed text of an entry: its title (unless the body already starts with it) and body."""
+    title = (title or "").strip()
+    body = (body or "").strip()
+    if not title:
+        return body
+    if _norm(body).startswith(_norm(title.rstrip("…"))):
+        return body
+    return f"{title}\n{body}" if body else title
+
+
+def content_hash(title: str, body: str) -> str:
+    """Hash of what gets embedded: equal hashes mean the vectors can be reused."""
+    return hashlib.sha256(entry_text(title, body).encode("utf-8")).hexdigest()[:32]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def sentences(text: str) -> list[str]:
+    """Split text into sentences (Latin and CJK punctuation, line breaks); Markdown marks trimmed."""
+    out = []
+    for part in _SENTENCE_END.split(text or ""):
+        part = part.strip().lstrip("#>-*").strip()
+        if part:
+            out.append(part)
+    return out
+
+
+def _is_cjk_heavy(text: str) -> bool:
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return cjk * 2 >= len(text.replace(" ", "")) > 0
+
+
+def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_tokens: int,
+                max_sentences: int) -> list[Chunk]:
+    """The chunks of an entry.
+
+    - chunk 0: title + body (the model truncates it to its window; stored as given);
+    - one chunk per sentence when the entry has several (at most `max_sentences`), each a
+      unit of meaning a question may be about: a dense match on one sentence is not
+      diluted by the rest of the entry;
+    - when the entry does not fit the window: windows of whole sentences that fit it,
+      overlapping by about `overlap_tokens`, each starting with the title.
+    """
+    full = entry_text(title, body)
+    chunks = [Chunk(0, "entry", full)]
+    sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
+    if len(sents) > 1 or (len(sents) == 1 and _norm(sents[0]) != _norm(full)):
+        for s in sents[:max_sentences]:
+            if _norm(s) != _norm(full):
+                chunks.append(Chunk(len(chunks), "sentence", s))
+    budget = max(16, max_tokens - 8)
+    if count_tokens(full) > budget:
+        head = (title or "").strip()
+        head_cost = count_tokens(head) if head else 0
+        room = max(8, budget - head_cost)
+        window: list[tuple[str, int]] = []
+        used = 0
+        for s in _split_long(sentences(body), count_tokens, room):
+            cost = count_tokens(s)
+            if window and used + cost > room:
+                chunks.append(Chunk(len(chunks), "window", _join(head, window)))
+                keep: list[tuple[str, int]] = []
+                kept = 0
+                for item in reversed(window):
+                    if kept + item[1] > overlap_tokens:
+                        break
+                    keep.insert(0, item)
+                    kept += item[1]
+                window, used = keep, kept
+            window.append((s, cost))
+            used += cost
+        if window:
+            chunks.append(Chunk(len(chunks), "window", _join(head, window)))
+    return chunks
+
+
+def _join(head: str, window: list[tuple[str, int]]) -> str:
+    text = " ".join(s for s, _ in window)
+    return f"{head}\n{text}" if head else text
+
+
+def _split_long(items: list[str], count_tokens, room: int) -> list[str]:
+    """Sentences longer than `room` tokens cut into word runs that fit."""
+    out = []
+    for s in items:
+        if count_tokens(s) <= room:
+            out.append(s)
+            continue
+        words = s.split() if " " in s else list(s)
+        sep = " " if " " in s else ""
+        part: list[str] = []
+        for w in words:
+            part.append(w)
+            if count_tokens(sep.join(part)) > room:
+                part.pop()
+                if part:
+                    out.append(sep.join(part))
+                part = [w]
+        if part:
+            out.append(sep.join(part))
+    return out

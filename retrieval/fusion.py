@@ -1,0 +1,122 @@
+"""Pure ranking: normalised score fusion of the vector and text sides, then generic priors.
+
+Every function here is a pure function of arrays (one slot per indexed entry) and numbers;
+nothing reads files, the table or the clock. The priors, all generic to memory trees:
+
+- entity boost: entries that mention the names a query uses (by or about that entity);
+- neighbours: an entry gets a share of the scores of the entries written just before and
+  after it in the same category (what was written around it gives it context);
+- sitting: entries of one category written close together in time form a sitting; each
+  gets a share of its sitting's best score;
+- date: entries written near a date the query names;
+- status: archived and expired entries are scaled down, so they rank below active ones at
+  equal relevance (tiers and weights are scoring/'s business; only status is read here).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class FusionWeights:
+    dense: float
+    text: float
+    feedback: float
+    entity: float
+    neighbour: float
+    session: float
+    date: float
+    archived_factor: float
+    session_gap_seconds: float
+
+    @classmethod
+    def from_settings(cls, s) -> "FusionWeights":
+        return cls(dense=s.recall_dense_weight, text=s.recall_text_weight, feedback=s.recall_feedback_weight,
+                   entity=s.recall_entity_boost, neighbour=s.recall_neighbour_weight,
+                   session=s.recall_session_weight, date=s.recall_date_boost,
+                   archived_factor=s.recall_archived_factor,
+                   session_gap_seconds=60.0 * s.recall_session_gap_minutes)
+
+
+def minmax(n: int, scores: dict[int, float]) -> np.ndarray:
+    """Scores of one list scaled to [0, 1] over its own candidates (absent entries: 0)."""
+    out = np.zeros(n, dtype=np.float64)
+    if not scores:
+        return out
+    idx = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+    val = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    lo, hi = float(val.min()), float(val.max())
+    out[idx] = (val - lo) / (hi - lo) if hi > lo else 1.0
+    return out
+
+
+def time_structure(categories: list, created: list, gap_seconds: float):
+    """Per entry: index of the previous and next entry of its category in time (-1 if none or
+    further than `gap_seconds`), and a sitting number (runs of entries closer than the gap)."""
+    n = len(created)
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    session = np.arange(n, dtype=np.int64)
+    stamps = np.array([c if c is not None else np.nan for c in created], dtype=np.float64)
+    order = sorted((i for i in range(n) if not np.isnan(stamps[i])), key=lambda i: (categories[i] or "", stamps[i]))
+    current = -1
+    for a, b in zip([None] + order[:-1], order):
+        if a is not None and categories[a] == categories[b] and stamps[b] - stamps[a] <= gap_seconds:
+            prev[b], nxt[a] = a, b
+            session[b] = current
+        else:
+            current = b
+            session[b] = b
+    return prev, nxt, session
+
+
+def fuse(n: int, w: FusionWeights, dense: dict[int, float], text: dict[int, float],
+         feedback: dict[int, float], cjk: dict[int, float], cjk_share: float) -> tuple[np.ndarray, dict]:
+    """The relevance of each entry before priors: weighted sum of min-max normalised lists.
+
+    The dense side is trusted less the more of the query is CJK (the bundled model is English);
+    the text side takes the better of the English and CJK columns, plus the feedback query.
+    """
+    d = minmax(n, dense)
+    t = np.maximum(minmax(n, text), minmax(n, cjk)) + w.feedback * minmax(n, feedback)
+    wd = w.dense * (1.0 - cjk_share)
+    wt = w.text * (1.0 + cjk_share)
+    return wd * d + wt * t, {"dense": d, "text": t}
+
+
+def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np.ndarray | None,
+                 date_near: np.ndarray | None, inactive: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Add entity, neighbour, sitting and date priors, then scale down archived/expired entries."""
+    prev, nxt, session = structure
+    score = base.copy()
+    boosts: dict[str, np.ndarray] = {}
+    if entity_share is not None and w.entity:
+        boosts["entity"] = w.entity * entity_share
+    relevance = base + boosts.get("entity", 0.0)
+    if w.neighbour:
+        around = np.where(prev >= 0, relevance[prev], 0.0) + np.where(nxt >= 0, relevance[nxt], 0.0)
+        boosts["neighbours"] = w.neighbour * around
+    if w.session:
+        best = np.zeros(len(base), dtype=np.float64)
+        np.maximum.at(best, session, relevance)
+        boosts["sitting"] = w.session * best[session]
+    if date_near is not None and w.date:
+        boosts["date"] = w.date * date_near
+    for b in boosts.values():
+        score = score + b
+    factor = np.where(inactive, w.archived_factor, 1.0)
+    return score * factor, boosts
+
+
+def date_proximity(created: list, targets: list[tuple[float, float]]) -> np.ndarray:
+    """1 for entries written inside a named date range, falling off linearly over its length again."""
+    stamps = np.array([c if c is not None else np.nan for c in created], dtype=np.float64)
+    out = np.zeros(len(stamps), dtype=np.float64)
+    for start, end in targets:
+        span = max(end - start, 86400.0)
+        dist = np.where(stamps < start, start - stamps, np.where(stamps > end, stamps - end, 0.0))
+        near = np.clip(1.0 - dist / span, 0.0, 1.0)
+        out = np.maximum(out, np.nan_to_num(near))
+    return out

@@ -1,0 +1,178 @@
+"""Lexical side: the two full-text columns (English stemmed, CJK bigrams), query words, entities, RM3 terms.
+
+Chinese: LanceDB's default tokenizer keeps a whole Chinese phrase as one token, so a
+sub-phrase finds nothing. The CJK runs of every entry go to their own column, indexed with
+the native `ngram` tokenizer (character bigrams, min = max = 2), and the CJK runs of a
+query are searched there. Bigrams need no dictionary file in every process (jieba does),
+find any sub-phrase of two characters or more, and measured best in STACK.md (first-hit
+95.0% vs 90.5% for jieba words on 1,000 Chinese questions); retrieval/README.md-style notes
+and the measurement script are in tests/retrieval/test_chinese.py.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from datetime import datetime, timezone
+
+EN_COLUMN = "text_en"
+CJK_COLUMN = "text_cjk"
+
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+
+# Words that carry no topic in a query (question words, auxiliaries, pronouns, fillers) and
+# the English stop words: removed from the lexical query and from feedback terms.
+QUERY_STOPWORDS = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before being
+below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
+here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
+let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
+out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+theirs them themselves then there there's these they they'd they'll they're they've this those through
+to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
+where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
+you've your yours yourself yourselves
+also ever kind kinds sort type types thing things something anything likely might may must shall will
+get got gets go goes went much many way ways yes ok okay oh hey hi just really like s t
+""".split())
+
+
+def cjk_text(text: str) -> str:
+    """The CJK runs of a text, space separated (what the CJK column indexes)."""
+    return " ".join(_CJK_RUN.findall(text or ""))
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK_RUN.search(text or ""))
+
+
+def cjk_share(text: str) -> float:
+    """Share of the query's meaningful characters that are CJK (0 for English)."""
+    cjk = sum(len(r) for r in _CJK_RUN.findall(text or ""))
+    latin = sum(len(w) for w in _WORD.findall(text or ""))
+    return cjk / (cjk + latin) if cjk + latin else 0.0
+
+
+def date_words(created: datetime | None) -> str:
+    """When an entry was written, as words full-text search can match ("8 May 2023 Monday")."""
+    if created is None:
+        return ""
+    dt = created.astimezone(timezone.utc)
+    return f"{dt.day} {dt:%B %Y %A}"
+
+
+def en_text(full_text: str, created: datetime | None, tags: list[str]) -> str:
+    """The English full-text column of an entry: its text, tags and the date it was written."""
+    parts = [full_text]
+    if tags:
+        parts.append(" ".join(tags))
+    stamp = date_words(created)
+    if stamp:
+        parts.append(stamp)
+    return "\n".join(parts)
+
+
+def words(text: str) -> list[str]:
+    return [w.strip("'’-") for w in _WORD.findall(text or "") if w.strip("'’-")]
+
+
+def query_terms(query: str) -> list[str]:
+    """Topic words of a query for full-text search: lower case, stop/question words dropped."""
+    out = []
+    for w in words(query):
+        lw = w.lower().replace("’", "'")
+        if lw in QUERY_STOPWORDS or lw.endswith("'s") and lw[:-2] in QUERY_STOPWORDS:
+            continue
+        lw = lw[:-2] if lw.endswith("'s") else lw
+        if lw and lw not in out:
+            out.append(lw)
+    return out
+
+
+def query_entities(query: str) -> list[str]:
+    """Names in a query: capitalised words that are not stop/question words (any position).
+
+    An all-capitals word (an acronym) counts too. These are matched case-sensitively as
+    whole words against entries (entity boost) and left out of the dense query.
+    """
+    out = []
+    for w in words(query):
+        base = w[:-2] if w.endswith(("'s", "’s")) else w
+        if len(base) < 2 or not base[0].isupper() or base.lower() in QUERY_STOPWORDS:
+            continue
+        if base not in out:
+            out.append(base)
+    return out
+
+
+def without_entities(query: str, entities: list[str]) -> str:
+    """The query with named entities removed (what the dense side embeds); never empty."""
+    if not entities:
+        return query
+    pattern = re.compile(r"\b(" + "|".join(re.escape(e) for e in entities) + r")(['’]s)?\b")
+    stripped = " ".join(pattern.sub(" ", query).split())
+    return stripped if len(words(stripped)) >= 2 or has_cjk(stripped) else query
+
+
+def mentions(text: str, entity: str) -> bool:
+    return re.search(r"\b" + re.escape(entity) + r"\b", text or "") is not None
+
+
+def _stem(word: str) -> str:
+    """A light suffix stripper for feedback-term statistics (the index stems on its own)."""
+    for suffix in ("ing", "edly", "ed", "ies", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def feedback_terms(docs: list[str], doc_freq, n_docs: int, exclude: set[str], n_terms: int) -> list[str]:
+    """RM3-style expansion terms: frequent in the top documents, rare in the collection.
+
+    Each document's term distribution (tf / length) is weighted equally, multiplied by idf.
+    `doc_freq(stem)` gives a stem's document frequency; one surface word per stem is kept.
+    """
+    weights: Counter = Counter()
+    surface: dict[str, str] = {}
+    excluded = {_stem(e) for e in exclude}
+    for doc in docs:
+        toks = [w.lower() for w in words(doc)]
+        toks = [t for t in toks if t not in QUERY_STOPWORDS and len(t) > 2 and not t.isdigit()]
+        if not toks:
+            continue
+        counts = Counter(_stem(t) for t in toks)
+        for t in toks:
+            surface.setdefault(_stem(t), t)
+        for stem, c in counts.items():
+            if stem in excluded:
+                continue
+            idf = math.log((n_docs + 1) / (doc_freq(stem) + 0.5))
+            weights[stem] += (c / len(toks)) * max(idf, 0.0)
+    return [surface[s] for s, _ in weights.most_common(n_terms)]
+
+
+def doc_freqs(texts) -> Counter:
+    """Document frequency of each stem over the collection (for feedback idf)."""
+    df: Counter = Counter()
+    for text in texts:
+        df.update({_stem(w.lower()) for w in words(text)})
+    return df
+
+
+def fts_configs():
+    """(column, FTS index config) pairs of the two full-text columns."""
+    from lancedb.index import FTS
+
+    return [
+        (EN_COLUMN, FTS(with_position=False, base_tokenizer="simple", language="English", stem=True,
+                        remove_stop_words=True, lower_case=True, ascii_folding=True)),
+        (CJK_COLUMN, FTS(with_position=False, base_tokenizer="ngram", ngram_min_length=2, ngram_max_length=2,
+                         lower_case=True, stem=False, remove_stop_words=False)),
+    ]
+
+
+def cjk_query(query: str) -> str:
+    """The CJK part of a query as space-separated runs; single characters kept as written."""
+    return " ".join(r for r in _CJK_RUN.findall(query or ""))

@@ -1,0 +1,229 @@
+"""The recall pipeline: filters, vector and full-text searches on the table, feedback, fusion, hits."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from memstrata.retrieval import fusion, lexical
+from memstrata.retrieval.hits import RecallHit, RecallResult
+from memstrata.retrieval.table import VectorIndex, sql_str
+
+STRATEGIES = ("auto", "hybrid", "vector", "text", "grep", "index")
+
+
+@dataclass
+class Filters:
+    category: str | None = None
+    tier: str | None = None
+    status: str | None = None
+    tags: list | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def where(self) -> str | None:
+        parts = []
+        if self.category:
+            like = self.category.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+            parts.append(f"(category = {sql_str(self.category)} OR category LIKE {sql_str(like)})")
+        if self.tier:
+            parts.append(f"tier = {sql_str(self.tier)}")
+        if self.status:
+            parts.append(f"status = {sql_str(self.status)}")
+        for tag in self.tags or []:
+            parts.append(f"array_has(tags, {sql_str(tag)})")
+        if self.since is not None:
+            parts.append(f"created >= {self.since.timestamp()!r}")
+        if self.until is not None:
+            parts.append(f"created <= {self.until.timestamp()!r}")
+        return " AND ".join(parts) or None
+
+    def admits(self, category, tier, status, tags, created) -> bool:
+        if self.category and not (category == self.category or (category or "").startswith(self.category + "/")):
+            return False
+        if self.tier and tier != self.tier or self.status and status != self.status:
+            return False
+        if self.tags and not set(self.tags) <= set(tags or []):
+            return False
+        if self.since is not None and (created is None or created < self.since.timestamp()):
+            return False
+        return not (self.until is not None and (created is None or created > self.until.timestamp()))
+
+
+def _iso(ts):
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august",
+                                       "september", "october", "november", "december"], 1)}
+_DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})(?:-(\d{2}))?\b")
+_DATE_WORDS = re.compile(r"\b(?:(\d{1,2})\s+)?(" + "|".join(_MONTHS) + r")\s*(?:(\d{1,2}),?\s*)?(\d{4})\b", re.I)
+
+
+def named_dates(query: str) -> list[tuple[float, float]]:
+    """Date ranges a query names explicitly (2023-05-08, 2023-05, 8 May 2023, May 2023)."""
+    out = []
+    for y, m, d in _DATE_ISO.findall(query):
+        out.append(_span(int(y), int(m), int(d) if d else None))
+    for d1, month, d2, y in _DATE_WORDS.findall(query):
+        day = d1 or d2
+        out.append(_span(int(y), _MONTHS[month.lower()], int(day) if day else None))
+    return [s for s in out if s is not None]
+
+
+def _span(year, month, day):
+    try:
+        if day:
+            start = datetime(year, month, day, tzinfo=timezone.utc)
+            return start.timestamp(), start.timestamp() + 86400
+        start = datetime(year, month, 1, tzinfo=timezone.utc)
+        end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+        return start.timestamp(), end.timestamp()
+    except ValueError:
+        return None
+
+
+def _fts(table, text: str, column: str, where: str | None, limit: int) -> list[tuple[str, float]]:
+    if not text.strip():
+        return []
+    q = table.search(text, query_type="fts", fts_columns=column)
+    if where:
+        q = q.where(where, prefilter=True)
+    rows = q.select(["id", "_score"]).limit(limit).to_arrow().to_pydict()
+    return list(zip(rows["id"], rows["_score"]))
+
+
+def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, mode: str,
+           weights: fusion.FusionWeights, settings, explain: bool = False) -> RecallResult:
+    """Run `mode` (hybrid, vector or text) over the table; `embedder` may be None for text."""
+    table = index.table()
+    frame = index.frame()
+    result = RecallResult(query=query, strategy=mode)
+    if table is None or frame is None or not frame.ids:
+        return result
+    n = len(frame.ids)
+    where = filters.where()
+    limit = settings.recall_candidates
+    entities = lexical.query_entities(query)
+    terms = lexical.query_terms(query)
+    cjk_share = lexical.cjk_share(query)
+    dense: dict[int, float] = {}
+    best_chunk: dict[int, str] = {}
+    if mode in ("hybrid", "vector") and embedder is not None:
+        qv = embedder.embed_query(lexical.without_entities(query, entities))
+        q = table.search(qv.tolist(), vector_column_name="vector")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["id", "text", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
+        for rid, text, dist in zip(rows["id"], rows["text"], rows["_distance"]):
+            pos = frame.pos.get(rid)
+            if pos is None:
+                continue
+            sim = 1.0 - float(dist) / 2.0
+            if sim > dense.get(pos, -2.0):
+                dense[pos] = sim
+                best_chunk[pos] = text
+    text_scores: dict[int, float] = {}
+    cjk_scores: dict[int, float] = {}
+    if mode in ("hybrid", "text"):
+        for rid, score in _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit):
+            if rid in frame.pos:
+                text_scores[frame.pos[rid]] = float(score)
+        if lexical.has_cjk(query):
+            for rid, score in _fts(table, lexical.cjk_query(query), lexical.CJK_COLUMN, where, limit):
+                if rid in frame.pos:
+                    cjk_scores[frame.pos[rid]] = float(score)
+    import numpy as np
+
+    if where is None:
+        mask = np.ones(n, dtype=bool)
+    else:
+        mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
+                                        frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
+    inactive = np.array([s != "active" for s in frame.cols["status"]])
+    texts = index.texts() if (entities or weights.feedback) else None
+    entity_share = None
+    if entities and texts is not None:
+        entity_share = np.zeros(n)
+        for i in range(n):
+            if mask[i]:
+                hit = sum(1 for e in entities if e in texts[i] and lexical.mentions(texts[i], e))
+                entity_share[i] = hit / len(entities)
+    structure = _structure(index, frame, weights)
+    dates = named_dates(query)
+    date_near = fusion.date_proximity(frame.cols["created"], dates) if dates else None
+
+    def rank(feedback_scores):
+        base, parts = fusion.fuse(n, weights, dense, text_scores, feedback_scores, cjk_scores, cjk_share)
+        score, boosts = fusion.apply_priors(base, weights, structure, entity_share, date_near, inactive)
+        score = np.where(mask & (score > 0), score, -np.inf)
+        return score, parts, boosts
+
+    score, parts, boosts = rank({})
+    fb_terms: list[str] = []
+    feedback: dict[int, float] = {}
+    if mode in ("hybrid", "text") and weights.feedback and texts is not None and terms:
+        top = [int(i) for i in np.argsort(-score)[: settings.recall_feedback_docs] if np.isfinite(score[i])]
+        if top:
+            df = index.doc_freq()
+            fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
+                                              set(terms) | {e.lower() for e in entities},
+                                              settings.recall_feedback_terms)
+            for rid, s in _fts(table, " ".join(fb_terms), lexical.EN_COLUMN, where, limit):
+                if rid in frame.pos:
+                    feedback[frame.pos[rid]] = float(s)
+            if feedback:
+                score, parts, boosts = rank(feedback)
+    order = [int(i) for i in np.argsort(-score, kind="stable")[:k] if np.isfinite(score[i])]
+    dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
+    text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
+    for pos in order:
+        c = frame.cols
+        snippet = best_chunk.get(pos) or _best_sentence(texts[pos] if texts else "", terms) or c["title"][pos]
+        hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
+                        category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
+                        path=c["path"][pos], created=_iso(c["created"][pos]))
+        if explain:
+            low = (texts[pos] if texts else snippet).lower()
+            hit.signals = {
+                "vector_rank": dense_rank.get(pos), "vector_similarity": _r(dense.get(pos)),
+                "text_rank": text_rank.get(pos), "text_score": _r(text_scores.get(pos)),
+                "cjk_score": _r(cjk_scores.get(pos)), "feedback_score": _r(feedback.get(pos)),
+                "matched_terms": [t for t in terms if t in low],
+                "dense_norm": _r(parts["dense"][pos]), "text_norm": _r(parts["text"][pos]),
+                "boosts": {name: _r(v[pos]) for name, v in boosts.items() if v[pos]},
+                "status_factor": weights.archived_factor if inactive[pos] else 1.0,
+            }
+        result.results.append(hit)
+    if explain:
+        result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
+                       "dense_query": lexical.without_entities(query, entities), "named_dates": len(dates)}
+    return result
+
+
+def _r(value):
+    return None if value is None else round(float(value), 4)
+
+
+def _structure(index: VectorIndex, frame, weights):
+    key = ("structure", weights.session_gap_seconds)
+    cached = getattr(frame, "_structure", None)
+    if cached is None or cached[0] != key:
+        cached = (key, fusion.time_structure(frame.cols["category"], frame.cols["created"],
+                                             weights.session_gap_seconds))
+        frame._structure = cached
+    return cached[1]
+
+
+def _best_sentence(text: str, terms: list[str]) -> str:
+    from memstrata.retrieval.chunking import sentences
+
+    best, best_n = "", 0
+    for s in sentences(text):
+        low = s.lower()
+        hits = sum(1 for t in terms if t in low)
+        if hits > best_n:
+            best, best_n = s, hits
+    return best

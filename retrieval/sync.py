@@ -1,0 +1,88 @@
+"""Sync of the vector table with the Markdown tree: size/mtime first, then content hash."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memstrata.errors import CorruptEntry
+from memstrata.retrieval import chunking
+from memstrata.retrieval.table import VectorIndex, row_id
+from memstrata.storage.catalog import iter_entry_files, read_entry_file
+
+
+@dataclass
+class SyncPlan:
+    """What differs between the tree and the table."""
+
+    embed: list = field(default_factory=list)      # entries whose text changed or that are new
+    metadata: list = field(default_factory=list)   # entries whose file changed but not their text
+    remove: list = field(default_factory=list)     # row ids whose files are gone
+    errors: dict = field(default_factory=dict)     # unreadable files
+    model_changed: bool = False
+    missing: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.embed or self.metadata or self.remove)
+
+    def summary(self) -> dict:
+        return {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
+                "errors": dict(self.errors), "model_changed": self.model_changed}
+
+
+def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | None = None) -> SyncPlan:
+    """Compare files on disk with the indexed rows (reads only files whose size/mtime changed)."""
+    out = SyncPlan()
+    frame = index.frame() if index.exists() else None
+    meta = index.meta()
+    if frame is None:
+        out.missing = True
+    elif model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim):
+        out.model_changed = True
+    known = {} if frame is None or out.model_changed else {
+        p: (frame.cols["id"][n], frame.cols["size"][n], frame.cols["mtime_ns"][n], frame.cols["hash"][n])
+        for n, p in enumerate(frame.cols["path"])}
+    seen_ids: set[str] = set()
+    for rel, st in sorted(iter_entry_files(index.root)):
+        row = known.get(rel)
+        if row is not None and (row[1], row[2]) == (st.st_size, st.st_mtime_ns):
+            seen_ids.add(row[0])
+            continue
+        try:
+            entry = read_entry_file(index.root, rel)
+        except (CorruptEntry, OSError) as exc:
+            out.errors[rel] = getattr(exc, "message", str(exc))
+            continue
+        rid = row_id(entry)
+        if rid in seen_ids:
+            out.errors[rel] = f"duplicate id {entry.id}: indexed once"
+            continue
+        seen_ids.add(rid)
+        old_hash = _hash_of(frame, rid) if not out.model_changed else None
+        if old_hash == chunking.content_hash(entry.title, entry.body):
+            out.metadata.append(entry)
+        else:
+            out.embed.append(entry)
+    if frame is not None:
+        out.remove = sorted({i for i in frame.ids if i not in seen_ids})
+    return out
+
+
+def _hash_of(frame, rid: str):
+    if frame is None:
+        return None
+    n = frame.pos.get(rid)
+    return frame.cols["hash"][n] if n is not None else None
+
+
+def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
+    """Carry out a plan (caller holds the tree lock). A model change rebuilds the whole table."""
+    if todo.model_changed or todo.missing:
+        index.create(embedder)
+        todo.remove = []
+    if todo.remove:
+        index.delete(todo.remove)
+    entries = todo.embed + todo.metadata
+    for start in range(0, len(entries), 2000):
+        index.upsert(entries[start:start + 2000], lambda: embedder, progress=progress)
+    index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))
+    return todo.summary()

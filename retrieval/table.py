@@ -1,0 +1,309 @@
+"""The LanceDB chunk table under {root}/.vectors/: schema, model meta, upserts, deletes, compaction, entry frame.
+
+All writes happen under the caller's tree lock (two processes merging the same ids would
+duplicate rows). One row per chunk; chunk 0 rows carry the full-text columns, so full-text
+search ranks whole entries while vector search ranks chunks.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from memstrata.retrieval import chunking, lexical
+from memstrata.storage.entry import Entry
+
+VECTORS_DIR = ".vectors"
+TABLE_NAME = "chunks"
+META_FILE = "meta.json"
+SCHEMA_VERSION = 1
+META_COLUMNS = ["id", "title", "category", "tier", "status", "tags", "importance", "weight", "created",
+                "updated", "last_access", "path", "hash", "size", "mtime_ns"]
+
+
+def row_id(entry: Entry) -> str:
+    """The row key of an entry: its id (a file without one is keyed by its path)."""
+    return entry.id or f"path:{entry.path}"
+
+
+def sql_str(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _ts(dt) -> float | None:
+    return dt.timestamp() if dt is not None else None
+
+
+def schema(dim: int):
+    import pyarrow as pa
+
+    return pa.schema([
+        ("id", pa.string()), ("chunk", pa.int32()), ("kind", pa.string()), ("text", pa.string()),
+        (lexical.EN_COLUMN, pa.string()), (lexical.CJK_COLUMN, pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+        ("title", pa.string()), ("category", pa.string()), ("tier", pa.string()), ("status", pa.string()),
+        ("tags", pa.list_(pa.string())), ("importance", pa.float64()), ("weight", pa.float64()),
+        ("created", pa.float64()), ("updated", pa.float64()), ("last_access", pa.float64()),
+        ("path", pa.string()), ("hash", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64()),
+    ])
+
+
+@dataclass
+class Frame:
+    """Chunk-0 metadata of every indexed entry, as parallel lists (cached per table version)."""
+
+    version: int
+    ids: list
+    cols: dict
+
+    def __post_init__(self):
+        self.pos = {i: n for n, i in enumerate(self.ids)}
+        self.by_path = {p: n for n, p in enumerate(self.cols["path"])}
+        self._texts = None
+        self._df = None
+
+
+class VectorIndex:
+    """The derived vector + full-text table of one memory tree."""
+
+    def __init__(self, root: Path, settings):
+        self.root = Path(root)
+        self.settings = settings
+        self.dir = self.root / VECTORS_DIR
+        self._db = None
+        self._table = None
+        self._frame: Frame | None = None
+
+    # -- opening ------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return (self.dir / META_FILE).is_file() and (self.dir / f"{TABLE_NAME}.lance").is_dir()
+
+    def meta(self) -> dict:
+        try:
+            return json.loads((self.dir / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _write_meta(self, data: dict) -> None:
+        from memstrata.storage.atomic import atomic_write_text
+
+        atomic_write_text(self.dir / META_FILE, json.dumps(data, indent=1))
+
+    def _connect(self):
+        if self._db is None:
+            import lancedb
+
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._db = lancedb.connect(str(self.dir))
+        return self._db
+
+    def table(self):
+        """The open table (cached), or None when there is no index yet."""
+        if self._table is None:
+            if not self.exists():
+                return None
+            try:
+                self._table = self._connect().open_table(TABLE_NAME)
+            except (FileNotFoundError, ValueError):
+                return None
+        return self._table
+
+    def refresh(self) -> None:
+        """See writes made by other processes (cheap: reads the latest manifest)."""
+        if self._table is not None:
+            if not self.exists():
+                self.forget()
+                return
+            try:
+                self._table.checkout_latest()
+            except Exception:  # noqa: BLE001 - a dropped/recreated table: reopen on next use
+                self.forget()
+
+    def forget(self) -> None:
+        self._table = None
+        self._db = None
+        self._frame = None
+
+    def model_matches(self, embedder) -> bool:
+        meta = self.meta()
+        return meta.get("model") == embedder.name and meta.get("dim") == embedder.dim
+
+    def create(self, embedder) -> None:
+        """(Re)create an empty table for `embedder`'s vectors. Caller holds the tree lock."""
+        db = self._connect()
+        self._frame = None
+        self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim), mode="overwrite")
+        self._write_meta({"schema": SCHEMA_VERSION, "model": embedder.name, "dim": embedder.dim,
+                          "optimized_version": int(self._table.version), "fts": False})
+
+    def _ensure_fts(self) -> None:
+        meta = self.meta()
+        if meta.get("fts"):
+            return
+        table = self._table
+        if table.count_rows() == 0:
+            return
+        for column, config in lexical.fts_configs():
+            table.create_index(column, config=config, replace=True)
+        meta["fts"] = True
+        self._write_meta(meta)
+
+    # -- writing (caller holds the tree lock) --------------------------------------------
+    def rows_for(self, entries: list[Entry], embedder, progress=None) -> list[dict]:
+        """Chunk and embed entries (one batched call) into table rows."""
+        s = self.settings
+        per_entry = []
+        texts = []
+        for e in entries:
+            chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
+                                          s.chunk_overlap_tokens, s.chunk_max_sentences)
+            per_entry.append(chunks)
+            texts.extend(c.text for c in chunks)
+        vectors = embedder.embed(texts, progress=progress) if texts else []
+        rows = []
+        n = 0
+        for e, chunks in zip(entries, per_entry):
+            base = self._meta_values(e)
+            full = chunks[0].text
+            for c in chunks:
+                first = c.number == 0
+                rows.append({**base, "chunk": c.number, "kind": c.kind, "text": c.text,
+                             lexical.EN_COLUMN: lexical.en_text(full, e.created, e.tags) if first else None,
+                             lexical.CJK_COLUMN: lexical.cjk_text(full) if first else None,
+                             "vector": vectors[n].tolist()})
+                n += 1
+        return rows
+
+    def _meta_values(self, e: Entry) -> dict:
+        try:
+            st = os.stat(self.root / e.path)
+            size, mtime = st.st_size, st.st_mtime_ns
+        except (OSError, TypeError):
+            size, mtime = -1, -1
+        return {"id": row_id(e), "title": e.title, "category": e.category, "tier": e.tier, "status": e.status,
+                "tags": list(e.tags), "importance": float(e.importance),
+                "weight": float(e.weight) if e.weight is not None else None,
+                "created": _ts(e.created), "updated": _ts(e.updated), "last_access": _ts(e.last_access),
+                "path": e.path, "hash": chunking.content_hash(e.title, e.body), "size": size, "mtime_ns": mtime}
+
+    def upsert(self, entries: list[Entry], embedder_fn, progress=None) -> dict:
+        """Replace the rows of `entries`; vectors are reused when the text did not change.
+
+        `embedder_fn()` gives the embedder and is called only when something must be
+        embedded (or the table created), so metadata-only updates never load the model.
+        Entries that need embedding are skipped when the table holds another model's
+        vectors (the next sync rebuilds it).
+        """
+        if not entries:
+            return {"embedded": 0, "updated": 0, "skipped": 0}
+        table = self.table()
+        if table is None:
+            self.create(embedder_fn())
+            table = self._table
+        ids = [row_id(e) for e in entries]
+        reuse: dict[str, list[dict]] = {}
+        existing = self.fetch_rows(ids)
+        for e in entries:
+            rows = existing.get(row_id(e))
+            if rows and rows[0]["hash"] == chunking.content_hash(e.title, e.body):
+                reuse[row_id(e)] = rows
+        fresh = [e for e in entries if row_id(e) not in reuse]
+        rows: list[dict] = []
+        skipped = 0
+        if fresh:
+            embedder = embedder_fn()
+            if self.model_matches(embedder):
+                rows = self.rows_for(fresh, embedder, progress)
+            else:
+                skipped = len(fresh)
+                ids = [row_id(e) for e in entries if row_id(e) in reuse]
+        for e in entries:
+            old = reuse.get(row_id(e))
+            if old:
+                meta = self._meta_values(e)
+                for r in old:
+                    r.update(meta)
+                    if r["chunk"] == 0:
+                        r[lexical.EN_COLUMN] = lexical.en_text(r["text"], e.created, e.tags)
+                rows.extend(old)
+        self.delete(ids, _optimize=False)
+        if rows:
+            table.add(rows)
+        self._ensure_fts()
+        self._frame = None
+        self.maybe_optimize()
+        return {"embedded": len(fresh) - skipped, "updated": len(reuse), "skipped": skipped}
+
+    def fetch_rows(self, ids: list[str]) -> dict[str, list[dict]]:
+        table = self.table()
+        if table is None or not ids:
+            return {}
+        out: dict[str, list[dict]] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            where = "id IN (" + ",".join(sql_str(i) for i in part) + ")"
+            for r in table.search().where(where).limit(None).to_arrow().to_pylist():
+                out.setdefault(r["id"], []).append(r)
+        for rows in out.values():
+            rows.sort(key=lambda r: r["chunk"])
+        return out
+
+    def delete(self, ids: list[str], _optimize: bool = True) -> None:
+        table = self.table()
+        if table is None or not ids:
+            return
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            table.delete("id IN (" + ",".join(sql_str(i) for i in part) + ")")
+        self._frame = None
+        if _optimize:
+            self.maybe_optimize()
+
+    def maybe_optimize(self, force: bool = False) -> bool:
+        """Compact fragments, update the full-text indexes, drop old versions every N versions."""
+        table = self.table()
+        if table is None:
+            return False
+        meta = self.meta()
+        last = int(meta.get("optimized_version", 0))
+        if not force and table.version - last < self.settings.index_optimize_every:
+            return False
+        table.optimize(cleanup_older_than=timedelta(minutes=self.settings.index_cleanup_minutes),
+                       delete_unverified=False)
+        meta["optimized_version"] = int(table.version)
+        self._write_meta(meta)
+        self._frame = None
+        return True
+
+    # -- reading ------------------------------------------------------------------------
+    def frame(self) -> Frame | None:
+        """Chunk-0 metadata of all indexed entries (cached until the table version changes)."""
+        table = self.table()
+        if table is None:
+            return None
+        version = int(table.version)
+        if self._frame is not None and self._frame.version == version:
+            return self._frame
+        data = (table.search().where("chunk = 0").select(META_COLUMNS).limit(None).to_arrow().to_pydict())
+        self._frame = Frame(version, data["id"], data)
+        return self._frame
+
+    def texts(self) -> list[str]:
+        """The English full-text column of every entry, frame order (loaded once per version)."""
+        frame = self.frame()
+        if frame is None:
+            return []
+        if frame._texts is None:
+            data = self.table().search().where("chunk = 0").select(["id", lexical.EN_COLUMN]).limit(None)
+            data = data.to_arrow().to_pydict()
+            by_id = dict(zip(data["id"], data[lexical.EN_COLUMN]))
+            frame._texts = [by_id.get(i) or "" for i in frame.ids]
+        return frame._texts
+
+    def doc_freq(self):
+        frame = self.frame()
+        if frame._df is None:
+            frame._df = lexical.doc_freqs(self.texts())
+        return frame._df
