@@ -56,6 +56,9 @@ class Settings:
     recall_archived_factor: float = 0.8   # archived/expired entries rank below active ones at equal relevance
     index_optimize_every: int = 20        # compact the vector table after this many table versions
     index_cleanup_minutes: int = 10       # old table versions older than this are deleted at compaction
+    # Aging (mem maintain): what compression keeps in the tree; the original stays in .full/.
+    compress_key_points: int = 5      # warm (L1): at most this many key points
+    summary_sentences: int = 3        # archive (L4): sentences in the paragraph summary
 
     @classmethod
     def field_names(cls) -> list[str]:
