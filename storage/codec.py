@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime
 
 import yaml
@@ -32,6 +33,10 @@ ALIASES = {
 _DATE_KEYS = ("created", "updated", "expires", "last_access", "last_reviewed", "next_review")
 
 FRONTMATTER_DELIMITER = "---"
+# The trailing section of an entry file that lists its versions (see storage/versions.py).
+HISTORY_HEADING = "## Version history"
+_HISTORY_SECTION = re.compile(r"(?:\A|\n\n)## Version history\n\n((?:- v\d+ \([^()\n]*\): [^\n]*\n)+)\Z")
+_HISTORY_LINE = re.compile(r"- v(\d+) \(([^()\n]*)\): ([^\n]*)")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -262,13 +267,46 @@ def _yaml_safe(value):
     return value
 
 
-def render(entry: Entry) -> str:
-    """The full text of an entry's Markdown file."""
-    header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
-                       sort_keys=False, default_flow_style=None, width=100000)
-    body = entry.body
+def render_history(history: list[dict]) -> str:
+    """The "Version history" section: one line per version, "- vN (date): summary"."""
+    lines = [HISTORY_HEADING, ""]
+    for item in history:
+        summary = " ".join(str(item.get("summary") or "").split())
+        date_text = str(item.get("date") or "").replace("(", "").replace(")", "").replace("\n", " ")
+        lines.append(f"- v{int(item.get('version', 1))} ({date_text}): {summary}")
+    return "\n".join(lines) + "\n"
+
+
+def _body_with_history(body: str, history: list[dict]) -> str:
     if body and not body.endswith("\n"):
         body += "\n"
+    if history:
+        body = (body + "\n" if body else "") + render_history(history)
+    return body
+
+
+def split_history(text: str) -> tuple[str, list[dict]]:
+    """Split a trailing "## Version history" section off a body (only when it renders back exactly)."""
+    match = _HISTORY_SECTION.search(text) if HISTORY_HEADING in text else None
+    if match is None:
+        return text, []
+    body = text[:match.start() + 1] if match.start() > 0 else ""
+    history = []
+    for line in match.group(1).splitlines():
+        m = _HISTORY_LINE.fullmatch(line)
+        if m is None:
+            return text, []
+        history.append({"version": int(m.group(1)), "date": m.group(2), "summary": m.group(3)})
+    if _body_with_history(body, history) != text:
+        return text, []
+    return body, history
+
+
+def render(entry: Entry) -> str:
+    """The full text of an entry's Markdown file (body, then its version history if any)."""
+    header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
+                       sort_keys=False, default_flow_style=None, width=100000)
+    body = _body_with_history(entry.body, entry.history)
     return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{body}"
 
 
@@ -277,4 +315,7 @@ def parse(text: str, *, category: str = "", path: str | None = None, fallback_ti
     if "\x00" in text:
         raise CorruptEntry("file contains NUL bytes (binary?)")
     data, body = split_frontmatter(text)
-    return entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title)
+    body, history = split_history(body)
+    entry = entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title)
+    entry.history = history
+    return entry

@@ -54,10 +54,14 @@ class Entry:
     full_content_file: str | None = None
     agent: str | None = None
     extra: dict = field(default_factory=dict)
+    # The "Version history" section at the end of the file, one dict per version
+    # ({"version": int, "date": "YYYY-MM-DD", "summary": str}); kept out of `body`.
+    history: list[dict] = field(default_factory=list)
 
     def copy(self, **changes) -> "Entry":
         """A new Entry with some fields changed (lists and dicts copied, never shared)."""
-        base = replace(self, tags=list(self.tags), related=list(self.related), extra=dict(self.extra))
+        base = replace(self, tags=list(self.tags), related=list(self.related), extra=dict(self.extra),
+                       history=[dict(h) for h in self.history])
         return replace(base, **changes) if changes else base
 
     @property
