@@ -1,0 +1,391 @@
+"""The MCP server: `mem mcp` serves one warm `Memory` over stdio with the official `mcp` SDK.
+
+One `Memory` per process: the embedding model and the LanceDB table are loaded once (a
+background warm-up starts at launch), so every call after the first is fast. Each tool maps
+to one `Memory` method; calls are serialised (one at a time) because the engine is a single
+writer per tree. An engine error comes back as an MCP tool error (`isError: true`) whose
+text is the one-line reason; anything unforeseen is a tool error too, never a dead server.
+
+Tools: write, recall, read, list, update, delete, restore, history, autoload, promote,
+maintain (dry run by default), daily. A tool whose feature is not in this build answers
+with a tool error that says so.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import sys
+import threading
+import traceback
+from dataclasses import asdict, is_dataclass
+from typing import Annotated, Any, Optional, Union
+
+from pydantic import Field
+
+from memstrata import __version__
+from memstrata.errors import InvalidInput, MemstrataError
+
+log = logging.getLogger("memstrata.mcp")
+
+SERVER_NAME = "memstrata"
+INSTRUCTIONS = """memstrata is a local, persistent memory: Markdown entries in a category tree with semantic recall.
+- Before answering about past work, decisions, preferences or people: call `recall` with the question.
+- When you learn something worth keeping across sessions (a decision, a preference, a fact, a lesson):
+  call `write` with a short title and a category such as projects/<name>, people, decisions,
+  preferences, long-term or meetings. Use `share: true` for what other agents should see.
+- If `write` answers action "conflict", tell the user: both versions are kept and the current version is reported.
+- Use `update` to change an entry in place, `delete` to move it to the trash (`restore` brings it back).
+- Run `maintain` (dry run by default) to preview aging; pass dry_run=false to apply it.
+"""
+
+# -- argument types (descriptions become the JSON schema of each tool) ---------------------------
+Ref = Annotated[str, Field(description="Entry id (12 hex characters, e.g. 3f2a9c1b7d4e) or its path relative "
+                                       "to the root, e.g. projects/alpha/db-choice.md.")]
+Body = Annotated[str, Field(description="The memory text (Markdown).")]
+Title = Annotated[Optional[str], Field(description="Short title (default: the first line of the body).")]
+Category = Annotated[Optional[str], Field(description="Category path, e.g. projects/alpha, people, decisions, "
+                                                      "preferences, long-term, meetings (default: general).")]
+CategoryFilter = Annotated[Optional[str], Field(description="Only this category and its subcategories.")]
+Tags = Annotated[Optional[list[str]], Field(description="Tags, e.g. [\"database\", \"decision\"].")]
+Importance = Annotated[Optional[Union[float, str]], Field(description="0-1, or low / medium / high / important.")]
+Tier = Annotated[Optional[str], Field(description="hot, warm, cold or archive.")]
+Status = Annotated[Optional[str], Field(description="active, archived or expired.")]
+
+
+def _jsonable(value: Any) -> Any:
+    """The JSON form of whatever a Memory method returns (to_dict, entries, dataclasses, lists)."""
+    from memstrata.results import entry_summary
+    from memstrata.storage.entry import Entry
+
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Entry):
+        return entry_summary(value)
+    if hasattr(value, "to_dict"):
+        return _jsonable(value.to_dict())
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(asdict(value))
+    if hasattr(value, "isoformat"):
+        from memstrata.clock import format_datetime
+
+        try:
+            return format_datetime(value)
+        except MemstrataError:
+            return value.isoformat()
+    return str(value)
+
+
+def _result(data: Any, is_error: bool = False):
+    """A CallToolResult: the JSON text for any client, and structured content for those that read it."""
+    from mcp.types import CallToolResult
+
+    payload = _jsonable(data)
+    text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, indent=1)
+    raw: dict = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if isinstance(payload, dict):
+        raw["structuredContent"] = payload
+    return CallToolResult.model_validate(raw)
+
+
+def _accepted(method, kwargs: dict) -> dict:
+    """The keyword arguments `method` takes (None values dropped, so each method keeps its defaults)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return {k: v for k, v in kwargs.items() if v is not None}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return {k: v for k, v in kwargs.items() if v is not None and (takes_any or k in params)}
+
+
+class MemoryService:
+    """The warm engine behind the tools: one Memory, one call at a time, errors as results."""
+
+    def __init__(self, root=None, memory=None):
+        from memstrata.memory import Memory
+
+        self.memory = memory if memory is not None else Memory(root)
+        self._lock = threading.Lock()
+
+    # -- warm-up --------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Load the model and open the vector table (in the background at launch)."""
+        with self._lock:
+            try:
+                self.memory.embedder
+                vindex = getattr(self.memory, "_vindex", None)
+                if vindex is not None and (self.memory.root / ".vectors").exists():
+                    index = vindex()
+                    index.refresh()
+                    index.table()
+            except Exception as exc:  # noqa: BLE001 - a cold start is slower, not broken
+                log.warning("warm-up skipped: %s", getattr(exc, "message", exc))
+
+    def start_warm_up(self, delay: float = 1.0) -> threading.Thread:
+        thread = threading.Timer(delay, self.warm_up)
+        thread.name = "memstrata-warm-up"
+        thread.daemon = True
+        thread.start()
+        return thread
+
+    # -- calling --------------------------------------------------------------------------
+    def call(self, fn, *args, **kwargs):
+        """Run fn under the lock; MemstrataError -> tool error with its one-line message."""
+        with self._lock:
+            try:
+                return _result(fn(*args, **kwargs))
+            except MemstrataError as exc:
+                return _result(exc.message, is_error=True)
+            except Exception as exc:  # noqa: BLE001 - never a dead server
+                log.error("tool failed:\n%s", traceback.format_exc())
+                if isinstance(exc, OSError):
+                    message = f"{exc.strerror or exc}" + (f": {exc.filename}" if getattr(exc, "filename", None) else "")
+                else:
+                    message = f"internal error: {type(exc).__name__}: {exc}"
+                return _result(" ".join(message.split()), is_error=True)
+
+    def method(self, name: str, feature: str):
+        """A Memory method, or an error that says the feature is not in this build."""
+        method = getattr(self.memory, name, None)
+        if method is None:
+            raise InvalidInput(f"{feature} is not available in this build of memstrata (no Memory.{name})")
+        return method
+
+    def invoke(self, name: str, feature: str, *args, **kwargs):
+        method = self.method(name, feature)
+        return method(*args, **_accepted(method, kwargs))
+
+
+# -- the tools -----------------------------------------------------------------------------------
+def register_tools(server, service: MemoryService) -> list[str]:
+    """Add the memstrata tools to an MCPServer (or a v1 FastMCP); returns their names."""
+    from mcp.types import ToolAnnotations
+
+    read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "openWorldHint": False})
+    writes = ToolAnnotations.model_validate({"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
+    destructive = ToolAnnotations.model_validate({"readOnlyHint": False, "destructiveHint": True,
+                                                  "openWorldHint": False})
+    m = service.memory
+    names: list[str] = []
+
+    def tool(fn, annotations, name=None):
+        server.add_tool(fn, name=name or fn.__name__.rstrip("_"), description=inspect.getdoc(fn),
+                        annotations=annotations, structured_output=False)
+        names.append(name or fn.__name__.rstrip("_"))
+
+    def write(
+        body: Body,
+        title: Title = None,
+        category: Category = None,
+        tags: Tags = None,
+        importance: Importance = None,
+        important: Annotated[bool, Field(description="Never compress, archive or forget it.")] = False,
+        related: Annotated[Optional[list[str]], Field(description="Ids of related entries.")] = None,
+        expires: Annotated[Optional[str], Field(description="ISO date after which it expires.")] = None,
+        share: Annotated[bool, Field(description="Also copy it into the shared space other agents read.")] = False,
+        force: Annotated[bool, Field(description="Write even if a near-duplicate exists.")] = False,
+        merge: Annotated[bool, Field(description="Fold the text into the near-duplicate instead.")] = False,
+    ):
+        """Write a new memory (a Markdown entry in a category). Before writing, duplicates and conflicts are
+        checked: the answer's `action` is created, duplicate, near_duplicate, conflict (both versions kept:
+        tell the user) or merged. Returns id, path, action, version, message, warnings."""
+        return service.call(lambda: m.write(body, **_accepted(m.write, dict(
+            title=title, category=category, tags=tags, importance=importance, important=important or None,
+            related=related, expires=expires, force=force or None, merge=merge or None, share=share or None))))
+
+    def recall(
+        query: Annotated[str, Field(description="What you want to remember, in plain words.")],
+        k: Annotated[int, Field(description="How many entries to return.", ge=1, le=100)] = 10,
+        category: CategoryFilter = None,
+        tier: Tier = None,
+        status: Status = None,
+        tags: Annotated[Optional[list[str]], Field(description="Only entries with all these tags.")] = None,
+        since: Annotated[Optional[str], Field(description="Only entries created on/after this ISO date.")] = None,
+        until: Annotated[Optional[str], Field(description="Only entries created on/before this ISO date.")] = None,
+        include_shared: Annotated[bool, Field(description="Also search the shared space of all agents.")] = False,
+    ):
+        """Recall memories relevant to a query (semantic + full-text search, best first). Each result has id,
+        title, score, snippet, category, tier, path; `strategy` says how the answer was found. Read an entry
+        with `read` for its full text."""
+        return service.call(lambda: service.invoke(
+            "recall", "recall", query, k=k, category=category, tier=tier, status=status, tags=tags,
+            since=since, until=until, include_shared=include_shared or None))
+
+    def read(
+        ref: Ref,
+        count_access: Annotated[bool, Field(description="Count this read as an access (keeps it hot).")] = True,
+    ):
+        """Read one entry in full: frontmatter fields and the Markdown body."""
+        from memstrata.results import entry_full
+
+        return service.call(lambda: entry_full(m.read(ref, count_access=count_access)))
+
+    def list_(
+        category: CategoryFilter = None,
+        tier: Tier = None,
+        status: Status = None,
+        tags: Annotated[Optional[list[str]], Field(description="Only entries with all these tags.")] = None,
+        limit: Annotated[int, Field(description="At most this many entries (most recently updated first).",
+                                    ge=1, le=1000)] = 100,
+    ):
+        """List entries (metadata, no bodies), filtered by category subtree, tier, status and tags."""
+        from memstrata.results import entry_summary
+
+        def run():
+            entries = m.list(category=category, tier=tier, status=status, tags=tags)
+            entries.sort(key=lambda e: e.updated.timestamp() if e.updated else 0.0, reverse=True)
+            return {"count": len(entries), "shown": min(limit, len(entries)),
+                    "entries": [entry_summary(e) for e in entries[:limit]]}
+
+        return service.call(run)
+
+    def update(
+        ref: Ref,
+        body: Annotated[Optional[str], Field(description="New body (omit to keep it).")] = None,
+        title: Title = None,
+        tags: Annotated[Optional[list[str]], Field(description="New tags (replace the old ones).")] = None,
+        importance: Importance = None,
+        important: Annotated[Optional[bool], Field(description="Never compress, archive or forget it.")] = None,
+        related: Annotated[Optional[list[str]], Field(description="Ids of related entries.")] = None,
+        expires: Annotated[Optional[str], Field(description="ISO date after which it expires.")] = None,
+        category: Annotated[Optional[str], Field(description="Move it to this category.")] = None,
+    ):
+        """Change an entry in place (same id); the previous version is kept in its history."""
+        return service.call(lambda: m.update(ref, body, **_accepted(m.update, dict(
+            title=title, tags=tags, importance=importance, important=important, related=related,
+            expires=expires, category=category))))
+
+    def delete(ref: Ref):
+        """Move an entry to the trash (restorable with `restore` for trash_retention_days)."""
+        return service.call(lambda: m.delete(ref))
+
+    def restore(entry_id: Annotated[str, Field(description="Id of an entry in the trash.")]):
+        """Bring an entry back from the trash to where it was, status active."""
+        from memstrata.results import entry_summary
+
+        return service.call(lambda: entry_summary(m.restore(entry_id)))
+
+    def history(ref: Ref):
+        """The versions of an entry (version, date, summary), newest last."""
+        return service.call(lambda: service.invoke("history", "history (versions)", ref))
+
+    def autoload(
+        context: Annotated[Optional[str], Field(description="The current task, to load what is related to it.")]
+        = None,
+        budget: Annotated[Optional[int], Field(description="Token budget of the answer.", ge=100)] = None,
+        promote: Annotated[bool, Field(description="Also bring related cold/archive memories back to hot.")] = False,
+        include_shared: Annotated[bool, Field(description="Also load the shared space of all agents.")] = True,
+    ):
+        """What to know at the start of a session: the hot, important and task-related memories, within a
+        token budget. Call it once when a session starts."""
+        return service.call(lambda: service.invoke(
+            "autoload", "autoload", context=context, budget=budget, promote=promote or None,
+            include_shared=include_shared))
+
+    def promote(
+        context: Annotated[str, Field(description="The current task; similar cold/archive memories come back.")],
+        dry_run: Annotated[bool, Field(description="Only say what would be promoted.")] = False,
+        threshold: Annotated[Optional[float], Field(description="Similarity needed (0-1).", ge=0, le=1)] = None,
+    ):
+        """Bring cold/archive memories similar to the current task back to the hot tier (at most promote_max)."""
+        return service.call(lambda: service.invoke(
+            "promote", "promote", context, dry_run=dry_run, threshold=threshold))
+
+    def maintain(
+        dry_run: Annotated[bool, Field(description="Only report what would change (default). Pass false "
+                                                   "to apply.")] = True,
+    ):
+        """Age the tree: retier by age, compress (losslessly: originals kept), archive, expire, forget to the
+        trash and purge old trash. A dry run (the default) only reports what would change."""
+        return service.call(lambda: service.invoke("maintain", "maintain", dry_run=dry_run))
+
+    def daily(
+        text: Annotated[str, Field(description="The note to append to today's daily note.")],
+        share: Annotated[bool, Field(description="Also copy the day's note into the shared space.")] = False,
+    ):
+        """Append a note to today's daily note (daily/YYYY-MM-DD.md, created on first use)."""
+        return service.call(lambda: service.invoke("daily", "daily notes", text, share=share or None))
+
+    tool(write, writes)
+    tool(recall, read_only)
+    tool(read, writes)  # a read counts as an access (last_access, access_count)
+    tool(list_, read_only, name="list")
+    tool(update, writes)
+    tool(delete, destructive)
+    tool(restore, writes)
+    tool(history, read_only)
+    tool(autoload, writes)
+    tool(promote, writes)
+    tool(maintain, destructive)
+    tool(daily, writes)
+    return names
+
+
+def _one_line_arguments_error(name: str, exc: BaseException) -> str | None:
+    """A one-line reason for arguments that do not fit a tool's schema (None if it is not that)."""
+    from pydantic import ValidationError
+
+    cause = exc
+    while cause is not None and not isinstance(cause, ValidationError):
+        cause = cause.__cause__
+    if cause is None:
+        return None
+    parts = []
+    for err in cause.errors():
+        where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return f"invalid arguments for {name}: " + "; ".join(parts)
+
+
+def _server_class():
+    """MCPServer (mcp 2.x) with argument errors made one line; FastMCP on mcp 1.x."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:  # mcp 1.x
+        from mcp.server.fastmcp import FastMCP
+
+        return FastMCP, dict(log_level="WARNING")
+
+    class Server(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                message = _one_line_arguments_error(name, exc)
+                if message is None:
+                    raise
+                return _result(message, is_error=True)
+
+    return Server, dict(title="memstrata memory", description="Local, offline, persistent memory for agents.",
+                        version=__version__, log_level="WARNING")
+
+
+def build_server(root=None, memory=None, warm: bool = True):
+    """The MCP server object with every tool registered (not running yet).
+
+    With `warm`, the model and table are loaded in the background a moment after launch
+    (after the handshake has had its chance), so the first real call does not wait as long.
+    """
+    Server, options = _server_class()
+    service = MemoryService(root, memory)
+    server = Server(SERVER_NAME, instructions=INSTRUCTIONS, **options)
+    register_tools(server, service)
+    server.memstrata_service = service  # for tests and embedding
+    if warm:
+        service.start_warm_up()
+    return server
+
+
+def serve(root=None, warm: bool = True) -> None:
+    """Run the server over stdio until the client closes the connection."""
+    import os
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    server = build_server(root, warm=warm)
+    server.run("stdio")
