@@ -1,11 +1,13 @@
 """The public Python API: `Memory(root)`, the core plus each feature's operations."""
 from __future__ import annotations
 
+from memstrata.agents_ops import AgentOps
+from memstrata.aging_ops import AgingOps
 from memstrata.core import MemoryCore
 from memstrata.recall_ops import RecallOps
 
 
-class Memory(RecallOps, MemoryCore):
+class Memory(AgentOps, AgingOps, RecallOps, MemoryCore):
     """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
 
     Each feature lives in its own module as a mixin placed before MemoryCore, so every

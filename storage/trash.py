@@ -109,13 +109,35 @@ def take_out(root: Path, item: TrashItem) -> Entry:
     return entry
 
 
-def purge(root: Path, now: datetime, retention_days: int, everything: bool = False) -> list[TrashItem]:
-    """Delete for good the trash entries older than the retention period (or all of them)."""
+def purge(root: Path, now: datetime, retention_days, everything: bool = False) -> list[TrashItem]:
+    """Delete for good the trash entries due for purging (or all of them).
+
+    Due: scoring.lifecycle.trash_purge_due (in the trash longer than trash_retention_days;
+    an item without a trash date is never purged unless `everything`). `retention_days` is
+    the number of days or a Settings object. A purged entry's `.full/` sidecar goes with it.
+    """
+    from memstrata.scoring.lifecycle import trash_purge_due
+    from memstrata.storage import sidecars
+    from memstrata.storage.config import Settings
+
+    settings = retention_days if isinstance(retention_days, Settings) else Settings(
+        trash_retention_days=int(retention_days))
     purged = []
     for item in list_trash(root):
-        age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
-        if everything or age_days > retention_days:
+        if everything or trash_purge_due(item.trashed_at, now, settings):
+            age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
+            sidecar = _sidecar_of(root, item)
             (Path(root) / item.path).unlink(missing_ok=True)
+            if sidecar:
+                sidecars.remove(root, sidecar)
             purged.append(item)
     return purged
+
+
+def _sidecar_of(root: Path, item: TrashItem) -> str | None:
+    """The `full_content_file` of a trashed entry, if it has one (None when unreadable)."""
+    try:
+        return take_out(root, item).full_content_file
+    except (CorruptEntry, OSError, UnicodeDecodeError):
+        return None

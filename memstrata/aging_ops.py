@@ -1,0 +1,441 @@
+"""Aging without loss: weights, tiers, reversible compression, archive, forgetting, review.
+
+The rules are scoring's (weight, tiers, lifecycle.plan, review); this mixin applies them to
+the tree through the core's one write path (`_save`), one entry per lock-held step, so a
+crash leaves each entry as it was or as it should be, never half-changed:
+
+- the original of an entry being compressed is written to `.full/{id}.md` first (atomic),
+  then the entry file is rewritten (atomic; moved first when it goes to archived/);
+- expiring marks the entry `status: expired` and moves it to the trash in the same step
+  (an expired entry still found in the tree after a crash is trashed by the next run);
+- compression never changes `updated`, `last_access` or `access_count`.
+
+Compressed bodies are extractive summaries of the original (models/summarize.py, local
+model, English and Chinese): L1 key points, L2 one line and tags, L4 a paragraph (and
+`summary:` "one sentence | paragraph" in the frontmatter). They are always computed from
+the original, never from an already-compressed body.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memstrata.clock import format_datetime
+from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.scoring import lifecycle, review as review_rules, tiers, weight as weight_rules
+from memstrata.scoring.lifecycle import Action
+from memstrata.storage import sidecars, trash, tree
+from memstrata.storage.atomic import atomic_move
+from memstrata.storage.entry import Entry
+from memstrata.storage.paths import is_archived_path
+
+LAYER_LABELS = {"L0": "full text", "L1": "key points", "L2": "one line and tags", "L3": "one line and tags",
+                "L4": "archive summary"}
+# Review marks that count as an access (the entry was looked at); pending_review only schedules.
+REVIEW_ACCESS = ("reviewing", "reviewed", "mastered")
+
+
+@dataclass
+class MaintenanceReport:
+    """What `maintain` changed (or, with dry_run, would change)."""
+
+    now: datetime
+    dry_run: bool
+    changes: list[dict] = field(default_factory=list)
+    purged: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return len(self.changes) + len(self.purged)
+
+    def counts(self) -> dict:
+        out: dict[str, int] = {}
+        for change in self.changes:
+            for kind in change["actions"]:
+                out[kind] = out.get(kind, 0) + 1
+        if self.purged:
+            out["purge"] = len(self.purged)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"now": format_datetime(self.now), "dry_run": self.dry_run, "changed": self.changed,
+                "counts": self.counts(), "changes": list(self.changes), "purged": list(self.purged),
+                "errors": list(self.errors)}
+
+
+class AgingOps:
+    """Weight, maintain (tiers, compression, archive, expiry, forgetting, purge), decompress, review."""
+
+    # -- weight ---------------------------------------------------------------------------
+    def _touched(self, entry: Entry, now, correlation: float | None = None) -> Entry:
+        """One access: the core's dates and count, then tier by age and a fresh weight."""
+        touched = super()._touched(entry, now, correlation)
+        if correlation is not None:
+            touched.context_correlation = weight_rules.clamp_correlation(correlation)
+        if touched.status == "active":
+            touched.tier = tiers.tier_for(touched, now, self.settings)
+        touched.weight = round(weight_rules.compute_weight(touched, now), 4)
+        return touched
+
+    def weight(self, ref: str, update: bool = False, context_correlation: float | None = None) -> dict:
+        """An entry's weight with each factor of the formula; `update` stores it in the frontmatter.
+
+        W = importance_factor x 1/(days+1)^0.3 x ln(max(access_count,1)+1) x context_correlation.
+        Asking for the weight is not an access. With `context_correlation` (0.5-1.5) that
+        value is used (and stored with `update`) instead of the entry's own.
+        """
+        now = self.now()
+        entry = self.resolve(ref)
+        if update:
+            with self.lock():
+                entry = self.resolve(entry.path)
+                new = entry.copy()
+                if context_correlation is not None:
+                    new.context_correlation = weight_rules.clamp_correlation(context_correlation)
+                new.weight = round(weight_rules.compute_weight(new, now), 4)
+                if new.weight != entry.weight or new.context_correlation != entry.context_correlation:
+                    self._save(new, previous=entry, reindex_text=False)
+                return self._weight_info(new, now, None, stored=True)
+        return self._weight_info(entry, now, context_correlation, stored=False)
+
+    def _weight_info(self, entry: Entry, now, correlation, stored: bool) -> dict:
+        days = weight_rules.weight_days(entry, now)
+        corr = weight_rules.clamp_correlation(entry.context_correlation if correlation is None else correlation)
+        value = weight_rules.compute_weight(entry, now, corr)
+        return {
+            "id": entry.id, "title": entry.title, "path": entry.path,
+            "weight": round(value, 4),
+            "stored_weight": entry.weight,
+            "updated": stored,
+            "importance": entry.importance, "important": entry.important,
+            "importance_label": weight_rules.importance_label(entry),
+            "importance_factor": weight_rules.importance_factor(entry),
+            "days": days,
+            "decay": round(1.0 / (days + 1) ** weight_rules.DECAY_EXPONENT, 4),
+            "access_count": entry.access_count,
+            "access_term": round(math.log(weight_rules.effective_access_count(entry) + 1), 4),
+            "context_correlation": round(corr, 4),
+            "last_access": format_datetime(entry.last_access),
+            "tier": entry.tier,
+        }
+
+    # -- maintain -------------------------------------------------------------------------
+    def maintain(self, dry_run: bool = False, progress=None) -> MaintenanceReport:
+        """Apply every due lifecycle action (scoring.lifecycle.plan), then purge the trash.
+
+        Per entry, in one lock-held step: retier, compress (original to `.full/` first),
+        archive (move to {category}/archived/), expire or forget (to `.trash/`). Then trash
+        items past trash_retention_days are purged. Idempotent: a second run at the same
+        moment changes nothing. With dry_run nothing is written (no model is loaded either).
+        `progress(done, total)` is called after each entry.
+        """
+        tree.require_initialised(self.root)
+        now = self.now()
+        settings = self.settings
+        report = MaintenanceReport(now=now, dry_run=dry_run)
+        entries = self.list()
+        usable = []
+        for entry in entries:
+            if not entry.id:
+                report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
+            else:
+                usable.append(entry)
+        referrers = _referrers(usable)
+        planned: dict[str, list[Action]] = {}
+        for action in lifecycle.plan(usable, now, settings):
+            planned.setdefault(action.entry_id, []).append(action)
+        todo = [e for e in usable if e.id in planned or e.status == "expired"]
+        for done, entry in enumerate(todo, 1):
+            try:
+                if dry_run:
+                    change = self._preview(entry, planned.get(entry.id) or _stray_expired(entry))
+                else:
+                    change = self._maintain_one(entry, now, referrers)
+                if change is not None:
+                    report.changes.append(change)
+            except (MemstrataError, OSError) as exc:
+                report.errors.append({"id": entry.id, "path": entry.path,
+                                      "error": getattr(exc, "message", None) or str(exc)})
+            if progress is not None:
+                progress(done, len(todo))
+        due = [i for i in trash.list_trash(self.root) if lifecycle.trash_purge_due(i.trashed_at, now, settings)]
+        if dry_run:
+            report.purged = [_purge_row(i, now) for i in due]
+        elif due:
+            with self.lock():
+                purged = trash.purge(self.root, self.now(), settings)
+            report.purged = [_purge_row(i, now) for i in purged]
+        return report
+
+    def _maintain_one(self, planned: Entry, now, referrers: dict[str, set[str]]) -> dict | None:
+        """Re-read the entry under the lock, re-plan it and apply; None when nothing is due any more."""
+        with self.lock():
+            try:
+                current = self.resolve(planned.path)
+            except NotFound:
+                return None  # moved or deleted since the plan: the next run sees it where it is
+            if current.id != planned.id:
+                return None
+            if current.status == "expired":
+                actions = _stray_expired(current)
+            else:
+                others = referrers.get(current.id, set()) - {current.id}
+                actions = lifecycle.plan([current], now, self.settings,
+                                         referenced_ids={current.id} if others else set())
+            if not actions:
+                return None
+            kinds = [a.kind for a in actions]
+            if "expire" in kinds or "forget" in kinds:
+                return self._to_trash(current, actions)
+            new = self._apply(current, current.copy(), actions, now)
+            return _change_row(current, new, actions)
+
+    def _preview(self, entry: Entry, actions: list[Action]) -> dict:
+        """The change row of a dry run (same shape as a real one; nothing computed or written)."""
+        new = entry.copy()
+        for action in actions:
+            if action.kind == "retier":
+                new.tier = action.to_value
+            elif action.kind == "compress":
+                new.layer = action.to_value
+            elif action.kind == "archive":
+                new.status = "archived"
+                new.path = self._archived_path(entry)
+            elif action.kind in ("expire", "forget"):
+                new.status = "expired" if action.kind == "expire" else entry.status
+                new.path = f"{trash.TRASH_DIR}/"
+        return _change_row(entry, new, actions)
+
+    def _to_trash(self, current: Entry, actions: list[Action]) -> dict:
+        """Expire or forget: to the trash through the core's delete (audit row, restorable)."""
+        action = next(a for a in actions if a.kind in ("expire", "forget"))
+        reason = f"{'expired' if action.kind == 'expire' else 'forgotten'}: {action.reason}"
+        if action.kind == "expire" and current.status != "expired":
+            marked = current.copy(status="expired")
+            self._save(marked, previous=current, reindex_text=False)
+            current = marked
+        item = self.delete(current.path, reason=reason)
+        new = current.copy(path=item.path)
+        return _change_row(current, new, [action], new_path=item.path)
+
+    def _apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
+        """Apply retier/compress/archive actions to `new` (based on `current`, the file on disk) and save."""
+        body_changed = False
+        for action in actions:
+            if action.kind == "retier":
+                new.tier = action.to_value
+            elif action.kind == "compress":
+                self._compress(current, new, action.to_value)
+                body_changed = True
+            elif action.kind == "archive":
+                new.status = "archived"
+                new.tier = "archive"
+                new.path = self._archived_path(current)
+        new.weight = round(weight_rules.compute_weight(new, now), 4)
+        self._write(current, new, reindex_text=body_changed)
+        return new
+
+    def _archived_path(self, entry: Entry) -> str:
+        keep = entry.path if is_archived_path(entry.path or "") else None
+        return tree.unique_entry_path(self.root, entry.category, entry.title, archived=True, keep=keep)
+
+    def _compress(self, current: Entry, new: Entry, layer: str) -> None:
+        """Set `new`'s body, layer, sidecar and summary for `layer`; the original goes to `.full/` first."""
+        if current.layer == "L0":
+            original = current.body
+            rel = sidecars.write(self.root, current.id, (self.root / current.path).read_bytes())
+        else:
+            rel = current.full_content_file
+            if not rel or not sidecars.exists(self.root, rel):
+                raise NotFound(f"{current.path} is compressed ({current.layer}) but its full content "
+                               f"{rel or '(no full_content_file)'} is missing: not compressing it further")
+            original = sidecars.original_body(self.root, rel)
+        body, summary = compressed_body(original, layer, new, rel, self.embedder, self.settings)
+        new.body = body
+        new.layer = layer
+        new.full_content_file = rel
+        new.summary = summary if summary is not None else new.summary
+
+    def _write(self, current: Entry, new: Entry, reindex_text: bool) -> None:
+        """Save `new` over `current`; a path change is an atomic rename first, then the rewrite."""
+        if new.path == current.path:
+            self._save(new, previous=current, reindex_text=reindex_text)
+            return
+        atomic_move(self.root / current.path, self.root / new.path)
+        self.catalog.forget(current.path)
+        self._save(new, previous=current.copy(path=new.path), reindex_text=reindex_text)
+
+    # -- decompress -----------------------------------------------------------------------
+    def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:
+        """The full original of a compressed entry (`show`, not an access), or put it back (`restore`).
+
+        Restore writes the original body back byte for byte, layer L0, status active, tier
+        hot (out of archived/ if it was there), removes the sidecar and counts as an access.
+        An entry that is not compressed is returned as it is (restored: false).
+        """
+        if show and restore:
+            raise InvalidInput("say --show or --restore, not both")
+        entry = self.resolve(ref)
+        if not restore:
+            # NotFound when a compressed entry's sidecar is missing: say so rather than show the summary.
+            full = sidecars.original_body(self.root, entry.full_content_file) if entry.is_compressed else entry.body
+            return {"id": entry.id, "title": entry.title, "path": entry.path, "layer": entry.layer,
+                    "compressed": entry.is_compressed, "full_content_file": entry.full_content_file,
+                    "summary": entry.summary, "body": full}
+        with self.lock():
+            current = self.resolve(entry.path)
+            if not current.is_compressed:
+                return {"id": current.id, "title": current.title, "path": current.path, "layer": current.layer,
+                        "restored": False, "message": f"{current.path} is not compressed (L0)"}
+            rel = current.full_content_file
+            original = sidecars.original_body(self.root, rel)
+            now = self.now()
+            new = current.copy(body=original, layer="L0", full_content_file=None, summary=None, status="active")
+            new = self._touched(new, now)
+            new.tier = "hot"
+            if is_archived_path(current.path or ""):
+                new.path = tree.unique_entry_path(self.root, current.category, current.title)
+            self._write(current, new, reindex_text=True)
+            sidecars.remove(self.root, rel)
+        return {"id": new.id, "title": new.title, "path": new.path, "layer": new.layer, "restored": True,
+                "from_layer": current.layer, "from_path": current.path, "tier": new.tier, "status": new.status,
+                "message": f"restored the full text of {new.path} ({current.layer} -> L0, hot)"}
+
+    def _before_update(self, current: Entry, changed: Entry) -> None:
+        """A new body for a compressed entry is its full content from now on (the old original is kept aside)."""
+        super()._before_update(current, changed)
+        if current.is_compressed and changed.body != current.body:
+            sidecars.supersede(self.root, current.full_content_file, format_datetime(self.now()) or "now")
+            changed.layer = "L0"
+            changed.full_content_file = None
+            changed.summary = None
+
+    # -- review ---------------------------------------------------------------------------
+    def review_mark(self, ref: str, status: str) -> dict:
+        """Set an entry's review status (scoring.review.mark_review); mastered entries go to the archive.
+
+        reviewing, reviewed and mastered count as an access; pending_review only schedules.
+        """
+        status = review_rules.normalise_review_status(status)
+        with self.lock():
+            current = self.resolve(ref)
+            now = self.now()
+            changes = review_rules.mark_review(current, status, now)
+            archive = changes.pop(review_rules.ARCHIVE_FLAG, False)
+            new = current.copy(**changes)
+            if status in REVIEW_ACCESS:
+                new = self._touched(new, now)
+            if archive:
+                actions = []
+                if new.tier != "archive":
+                    actions.append(Action(new.id, "retier", new.tier, "archive", "mastered"))
+                if tiers.layer_depth(new.layer) < tiers.layer_depth("L4"):
+                    actions.append(Action(new.id, "compress", new.layer, "L4", "mastered"))
+                if new.status == "active":
+                    actions.append(Action(new.id, "archive", "active", "archived", "mastered"))
+                new = self._apply(current, new, actions, now)
+            else:
+                self._save(new, previous=current, reindex_text=False)
+        return {"id": new.id, "title": new.title, "path": new.path, "review_status": new.review_status,
+                "review_count": new.review_count, "last_reviewed": format_datetime(new.last_reviewed),
+                "next_review": format_datetime(new.next_review), "archived": bool(archive),
+                "status": new.status, "tier": new.tier, "layer": new.layer}
+
+    def review_list(self, status: str | None = None) -> list[Entry]:
+        """Entries with this review status (any tracked status when None), by next review."""
+        wanted = review_rules.normalise_review_status(status) if status else None
+        hits = [e for e in self.list() if e.review_status is not None
+                and (wanted is None or e.review_status == wanted)]
+        far = datetime.max.replace(tzinfo=self.now().tzinfo)
+        return sorted(hits, key=lambda e: (e.next_review or far, e.id))
+
+    def review_due(self) -> list[Entry]:
+        """Entries due for review now, most overdue first."""
+        return review_rules.due(self.list(), self.now())
+
+    def review_stats(self) -> dict:
+        """Counts per review status, and how many are due now."""
+        entries = self.list()
+        counts = review_rules.stats(entries)
+        return {"statuses": counts, "tracked": sum(counts.values()),
+                "due": len(review_rules.due(entries, self.now()))}
+
+
+# -- helpers (no IO) ------------------------------------------------------------------------
+
+def compressed_body(original: str, layer: str, entry: Entry, rel: str, embedder, settings) -> tuple[str, str | None]:
+    """The body a layer keeps in the tree, and the `summary:` value (L4 only), from the original body.
+
+    L1: up to compress_key_points key points as a list; L2/L3: the most central sentence and
+    the tags; L4: a paragraph of summary_sentences sentences (and summary "one | paragraph").
+    Each ends with a note naming the sidecar, so a person reading the file knows where the
+    full text is.
+    """
+    from memstrata.models import summarize
+
+    note = (f"_[{layer}: {LAYER_LABELS.get(layer, 'compressed')}] Full text in `{rel}`: "
+            f"`mem decompress {entry.id} --show` prints it, `--restore` brings it back._")
+    tags = f"Tags: {', '.join(entry.tags)}" if entry.tags else ""
+    summary = None
+    if layer == "L1":
+        points = summarize.key_points(original, embedder, max_points=max(1, settings.compress_key_points))
+        parts = ["\n".join(p if "\n" in p else f"- {p}" for p in points)] if points else []
+    elif layer in ("L2", "L3"):
+        parts = [summarize.one_sentence(original, embedder), tags]
+    else:
+        one = summarize.one_sentence(original, embedder)
+        para = summarize.paragraph(original, embedder, max_sentences=max(1, settings.summary_sentences))
+        summary = f"{one} | {para}" if one and para and one != para else (one or para or None)
+        parts = [para, tags]
+    parts = [p for p in parts if p and p.strip()]
+    return "\n\n".join(parts + [note]) + "\n", summary
+
+
+def _referrers(entries: list[Entry]) -> dict[str, set[str]]:
+    """id -> ids of the (non-expired) entries that list it in `related`."""
+    out: dict[str, set[str]] = {}
+    for other in entries:
+        if other.status == "expired":
+            continue
+        for ref in other.related:
+            if ref and ref != other.id:
+                out.setdefault(ref, set()).add(other.id)
+    return out
+
+
+def _stray_expired(entry: Entry) -> list[Action]:
+    """An entry marked expired but still in the tree (a crash mid-expiry, a hand edit): to the trash."""
+    if entry.status != "expired":
+        return []
+    return [Action(entry.id, "expire", "expired", "expired", "marked expired")]
+
+
+def _change_row(before: Entry, after: Entry, actions: list[Action], new_path: str | None = None) -> dict:
+    kinds = [a.kind for a in actions]
+    parts = []
+    if after.tier != before.tier:
+        parts.append(f"tier {before.tier}->{after.tier}")
+    if after.layer != before.layer:
+        parts.append(f"layer {before.layer}->{after.layer}")
+    if "expire" in kinds:
+        parts.append("expired -> trash")
+    elif "forget" in kinds:
+        parts.append("forgotten -> trash")
+    elif after.status != before.status:
+        parts.append(f"{after.status} -> {after.path}")
+    reason = "; ".join(dict.fromkeys(a.reason for a in actions))
+    return {
+        "id": before.id, "title": before.title, "path": before.path,
+        "new_path": new_path or (after.path if after.path != before.path else None),
+        "actions": kinds,
+        "tier": [before.tier, after.tier], "layer": [before.layer, after.layer],
+        "status": [before.status, after.status],
+        "change": ", ".join(parts) or ", ".join(kinds), "reason": reason,
+    }
+
+
+def _purge_row(item: trash.TrashItem, now) -> dict:
+    days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else None
+    return {**item.to_dict(), "days_in_trash": None if days is None else int(days)}

@@ -1,0 +1,129 @@
+"""The `.full/` sidecar store: the original of a compressed entry, byte for byte.
+
+When an entry is compressed (warm L1, cold L2, archive L4) the body in the tree shrinks;
+the file as it was at L0 (frontmatter and body, exact bytes) is written first to
+`.full/{id}.md` under the root, and the entry's `full_content_file:` holds that relative
+path. Compressing further (L1 -> L2 -> L4) keeps the existing sidecar: it is only ever
+written from an uncompressed (L0) file. Restoring takes the body back from it.
+
+Callers hold the tree lock. Pure file IO: no clock, no embedding, no catalog.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage.atomic import atomic_write_bytes
+from memstrata.storage.codec import split_frontmatter
+from memstrata.storage.entry import Entry
+
+FULL_DIR = ".full"
+SUPERSEDED_DIR = "superseded"
+
+
+def relative_path(entry_id: str) -> str:
+    """Where an entry's sidecar lives, relative to the root: `.full/{id}.md`."""
+    entry_id = str(entry_id or "")
+    if not entry_id or "/" in entry_id or "\\" in entry_id or entry_id.startswith(".") or "\x00" in entry_id:
+        raise InvalidInput(f"cannot keep a sidecar for entry id {entry_id!r}")
+    return f"{FULL_DIR}/{entry_id}.md"
+
+
+def _resolve(root: Path, rel: str) -> Path:
+    """The absolute sidecar path, refusing anything outside `.full/` under the root."""
+    root = Path(root)
+    text = str(rel or "")
+    parts = Path(text).parts
+    if not text or Path(text).is_absolute() or not parts or parts[0] != FULL_DIR or ".." in parts:
+        raise InvalidInput(f"full_content_file {text!r} must be a path under {FULL_DIR}/ in the memory root")
+    path = root / text
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if real_root not in real.parents:
+        raise InvalidInput(f"full_content_file {text!r} leads outside the memory root")
+    return path
+
+
+def write(root: Path, entry_id: str, original: bytes) -> str:
+    """Atomically store `original` (the whole L0 file) as the entry's sidecar; returns its relative path."""
+    rel = relative_path(entry_id)
+    atomic_write_bytes(_resolve(root, rel), bytes(original))
+    return rel
+
+
+def exists(root: Path, rel: str | None) -> bool:
+    if not rel:
+        return False
+    try:
+        return _resolve(root, rel).is_file()
+    except InvalidInput:
+        return False
+
+
+def read_bytes(root: Path, rel: str) -> bytes:
+    """The stored original file (NotFound when the sidecar is missing)."""
+    path = _resolve(root, rel)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"the full content {rel} is missing") from None
+
+
+def original_body(root: Path, rel: str) -> str:
+    """The body of the stored original, exactly as the codec reads a body from a file."""
+    raw = read_bytes(root, rel)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorruptEntry(f"{rel} is not UTF-8 text") from None
+    return split_frontmatter(text)[1]
+
+
+def full_body(root: Path, entry: Entry) -> str:
+    """The full text of an entry: the sidecar's original body when compressed, else its body.
+
+    For the indexer: a compressed entry stays findable by its full content. Falls back to the
+    entry's own body when the sidecar is missing or unreadable (never raises for that).
+    """
+    if entry.layer != "L0" and entry.full_content_file:
+        try:
+            return original_body(root, entry.full_content_file)
+        except (NotFound, CorruptEntry, InvalidInput, OSError):
+            return entry.body
+    return entry.body
+
+
+def remove(root: Path, rel: str | None) -> bool:
+    """Delete a sidecar (after a restore or a purge); True when a file was removed."""
+    if not rel:
+        return False
+    try:
+        path = _resolve(root, rel)
+    except InvalidInput:
+        return False
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def supersede(root: Path, rel: str, stamp: str) -> str | None:
+    """Keep a copy of an outdated original (`.full/superseded/{id}--{stamp}.md`) instead of losing it.
+
+    Used when the body of a compressed entry is replaced by an update: the new body is the
+    entry's full content from then on. The sidecar itself is left in place (it is no longer
+    referenced; the next compression from L0 overwrites it), so a failed update loses nothing.
+    Returns the copy's relative path, or None when there was no sidecar.
+    """
+    try:
+        path = _resolve(root, rel)
+    except InvalidInput:
+        return None
+    if not path.is_file():
+        return None
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp)
+    target_rel = f"{FULL_DIR}/{SUPERSEDED_DIR}/{path.stem}--{safe}.md"
+    atomic_write_bytes(Path(root) / target_rel, path.read_bytes())
+    return target_rel
