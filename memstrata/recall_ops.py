@@ -51,7 +51,7 @@ class RecallOps:
             index.delete(list(ids))
 
     # -- sync and reindex ---------------------------------------------------------------
-    def sync(self, progress=None) -> dict:
+    def sync(self, progress=None, announce=None) -> dict:
         """Bring the index in line with the tree: changed files re-embedded, removed ones dropped.
 
         A change of embedding model rebuilds the whole table (result["model_changed"]).
@@ -65,6 +65,11 @@ class RecallOps:
             index.refresh()
             previous = index.meta().get("model")
             todo = sync.plan(index, embedder.name, embedder.dim)
+            if announce is not None and todo.model_changed:
+                announce(f"embedding model changed from {previous} to {embedder.name}: "
+                         f"re-embedding {len(todo.embed)} entries")
+            elif announce is not None and todo.embed:
+                announce(f"embedding {len(todo.embed)} new or changed entries")
             result = sync.apply(index, todo, embedder, progress)
         result["model"] = embedder.name
         if todo.model_changed:

@@ -134,7 +134,9 @@ class VectorIndex:
         """(Re)create an empty table for `embedder`'s vectors. Caller holds the tree lock."""
         db = self._connect()
         self._frame = None
-        self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim), mode="overwrite")
+        exists = (self.dir / f"{TABLE_NAME}.lance").is_dir()
+        self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim),
+                                      mode="overwrite" if exists else "create")
         self._write_meta({"schema": SCHEMA_VERSION, "model": embedder.name, "dim": embedder.dim,
                           "optimized_version": int(self._table.version), "fts": False})
 

@@ -1,0 +1,144 @@
+"""Commands of recall and the vector index: recall, sync, reindex, import."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, List, Optional
+
+import typer
+
+from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
+
+
+def register(app: typer.Typer) -> None:
+    app.command("recall")(recall)
+    app.command("sync")(sync)
+    app.command("reindex")(reindex)
+    app.command("import")(import_)
+
+
+def _progress(label: str, quiet: bool = False):
+    """A one-line progress bar on stderr (nothing when stderr is not a terminal or when quiet)."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def recall(
+    query: Annotated[Optional[str], typer.Argument(help="What to look for (any language).")] = None,
+    k: Annotated[int, typer.Option("-k", "--k", help="How many results.")] = 10,
+    category: Annotated[Optional[str], typer.Option("--category", "-c", help="Only this category and its subcategories.")] = None,
+    tier: Annotated[Optional[str], typer.Option("--tier", help="hot, warm, cold or archive.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", help="active, archived or expired.")] = None,
+    tag: Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="Required tag (repeatable).")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Written on or after this date (ISO 8601).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Written on or before this date (ISO 8601).")] = None,
+    strategy: Annotated[str, typer.Option("--strategy", help="auto, hybrid, vector, text, grep or index.")] = "auto",
+    explain: Annotated[bool, typer.Option("--explain", help="Show the signals that ranked each result.")] = False,
+    queries: Annotated[Optional[str], typer.Option("--queries", help="JSONL file of {\"qid\", \"query\"} lines: "
+                                                   "one {\"qid\", \"results\"} line out per query.")] = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Find the memories that answer a question: vector + full-text search, fused.
+
+    The output says which strategy answered (grep / index when the index or the model is
+    missing).
+
+    Examples:
+
+    \b
+      mem recall "which database did we pick?"
+      mem recall "深色模式" --category projects --json
+      mem recall --queries questions.jsonl --json
+    """
+    from memstrata.errors import InvalidInput
+
+    m = memory(root)
+    options = dict(category=category, tier=tier, status=status, tags=tag, since=since, until=until,
+                   strategy=strategy, explain=explain)
+    if queries is not None:
+        if query is not None:
+            raise InvalidInput("give a query or --queries FILE, not both")
+        items = []
+        try:
+            with open(queries, encoding="utf-8") as handle:
+                for n, line in enumerate(handle, 1):
+                    if line.strip():
+                        try:
+                            items.append(json.loads(line))
+                        except ValueError:
+                            raise InvalidInput(f"{queries} line {n} is not JSON") from None
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {queries}: {exc.strerror}") from None
+        for row in m.recall_batch(items, k=k, **options):
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return
+    if query is None:
+        raise InvalidInput("give a query (or --queries FILE)")
+    result = m.recall(query, k=k, **options)
+    emit(as_json, result.to_dict(), lambda: _print(result, explain))
+
+
+def _print(result, explain: bool) -> None:
+    typer.echo(f"strategy: {result.strategy}" + (f" ({'; '.join(result.notes)})" if result.notes else ""))
+    if not result.results:
+        typer.echo("(nothing found)")
+    for n, hit in enumerate(result.results, 1):
+        typer.echo(f"{n:>2}. {hit.score:6.3f}  {hit.title}  [{hit.category}] {hit.id}")
+        d = hit.to_dict()
+        typer.echo(f"      {d['snippet']}")
+        if explain and hit.signals:
+            typer.echo(f"      {json.dumps(hit.signals, ensure_ascii=False)}")
+
+
+def sync(root: RootOpt = None, as_json: JsonOpt = False):
+    """Bring the vector index in line with the tree (files edited by hand, git or other tools).
+
+    Only entries whose text changed are re-embedded; a change of `embedding_model`
+    re-embeds everything.
+
+    Example: mem sync
+    """
+    m = memory(root)
+    result = m.sync(progress=_progress("embedding", as_json),
+                    announce=None if as_json else (lambda msg: sys.stderr.write(msg + "\n")))
+    emit(as_json, result, f"synced: {result['embedded']} embedded, {result['updated']} updated, "
+                          f"{result['removed']} removed ({result['model']})"
+                          + (f"; {len(result['errors'])} unreadable" if result["errors"] else ""))
+
+
+def reindex(root: RootOpt = None, as_json: JsonOpt = False):
+    """Rebuild the vector index from the tree (every entry re-embedded).
+
+    Example: mem reindex
+    """
+    m = memory(root)
+    result = m.reindex(progress=_progress("embedding", as_json))
+    emit(as_json, result, f"reindexed {result['embedded']} entries with {result['model']}")
+
+
+def import_(
+    file: Annotated[str, typer.Argument(help="JSONL: one entry per line (id, title, body, category, tags, "
+                                             "created and any frontmatter field).")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Bulk-write entries from a JSONL file, embedding them in batches.
+
+    Example: mem import notes.jsonl
+    """
+    m = memory(root)
+    result = m.import_jsonl(file, progress=_progress("embedding", as_json))
+    emit(as_json, result, f"imported {result['imported']} entries ({result['embedded']} embedded)"
+                          + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
+                             if result["errors"] else ""))

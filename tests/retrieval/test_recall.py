@@ -1,0 +1,159 @@
+"""Recall on real LanceDB and the real bundled model: write then recall, filters, sync, fallbacks."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from memstrata import Memory
+
+
+@pytest.fixture()
+def mem(tmp_path, embedder):
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    return m
+
+
+def _seed(m):
+    ids = {}
+    ids["db"] = m.write("We chose Postgres for project alpha because we need JSONB columns and solid transactions.",
+                        title="Database choice", category="projects/alpha", tags=["db", "decision"]).id
+    ids["ui"] = m.write("The user wants the editor in dark mode at night; light themes strain the eyes.",
+                        title="Editor theme", category="projects/beta", tags=["ui"]).id
+    ids["cat"] = m.write("Our cat Miso likes to sleep on the warm laptop keyboard.", title="Miso",
+                         category="personal").id
+    ids["zh"] = m.write("用户喜欢在晚上使用深色模式，因为屏幕太亮会伤眼睛。", title="界面偏好",
+                        category="projects/beta").id
+    return ids
+
+
+def test_write_then_recall_by_paraphrase(mem):
+    ids = _seed(mem)
+    res = mem.recall("which relational store did the team pick?", k=3)
+    assert res.strategy == "hybrid"
+    assert res.results[0].id == ids["db"]
+    res = mem.recall("pet that naps on the computer")
+    assert res.results[0].id == ids["cat"]
+    hit = res.results[0].to_dict()
+    assert {"id", "title", "score", "snippet", "category", "tier", "path"} <= set(hit)
+
+
+def test_chinese_sub_phrase(mem):
+    ids = _seed(mem)
+    for query in ("深色模式", "伤眼睛", "屏幕太亮"):
+        res = mem.recall(query, k=3)
+        assert res.results and res.results[0].id == ids["zh"], query
+    mixed = mem.recall("dark mode 深色模式", k=2)
+    assert {ids["zh"], ids["ui"]} == set(mixed.ids)
+
+
+def test_filters_and_subtree(mem):
+    ids = _seed(mem)
+    res = mem.recall("dark mode theme", category="projects")
+    assert set(res.ids) <= {ids["db"], ids["ui"], ids["zh"]} and ids["ui"] in res.ids
+    res = mem.recall("dark mode theme", category="projects/alpha")
+    assert res.ids == [ids["db"]] or set(res.ids) <= {ids["db"]}
+    assert mem.recall("postgres", tags=["ui"]).ids in ([ids["ui"]], [])
+    assert ids["db"] in mem.recall("postgres", tags=["db"]).ids
+    assert mem.recall("postgres", since="2999-01-01").ids == []
+    assert mem.recall("postgres", status="archived").ids == []
+    explained = mem.recall("postgres transactions", explain=True).results[0].to_dict()
+    assert explained["signals"]["text_rank"] == 1 and "postgres" in explained["signals"]["matched_terms"]
+
+
+def test_delete_and_update_follow(mem):
+    ids = _seed(mem)
+    mem.delete(ids["cat"])
+    assert ids["cat"] not in mem.recall("cat sleeping on a laptop").ids
+    mem.restore(ids["cat"])
+    assert mem.recall("cat sleeping on a laptop").ids[0] == ids["cat"]
+    mem.update(ids["cat"], "Our dog Rex guards the garden gate every morning.")
+    assert mem.recall("dog guarding the gate").ids[0] == ids["cat"]
+
+
+def test_hand_edits_and_removals_picked_up(mem):
+    ids = _seed(mem)
+    entry = mem.read(ids["cat"], count_access=False)
+    path = mem.root / entry.path
+    path.write_text(path.read_text().replace("Our cat Miso likes to sleep on the warm laptop keyboard.",
+                                             "The sailing boat Aurora is moored at the north harbour."))
+    (mem.root / mem.read(ids["ui"], count_access=False).path).unlink()
+    res = mem.recall("where is the sailboat docked?")  # recall syncs cheaply first
+    assert res.strategy == "hybrid" and res.ids[0] == ids["cat"]
+    assert ids["ui"] not in mem.recall("editor dark mode").ids
+    other = Memory(mem.root, embedder=mem.embedder)  # a second process sees a clean index
+    assert other.sync() == {"embedded": 0, "updated": 0, "removed": 0, "errors": {}, "model_changed": False,
+                            "model": mem.embedder.name}
+
+
+def test_sync_counts_only_changed(mem, embedder):
+    ids = _seed(mem)
+    entry = mem.read(ids["db"], count_access=False)
+    path = mem.root / entry.path
+    path.write_text(path.read_text().replace("Postgres", "SQLite"))
+    (mem.root / mem.read(ids["cat"], count_access=False).path).unlink()
+    result = Memory(mem.root, embedder=embedder).sync()
+    assert (result["embedded"], result["removed"]) == (1, 1)
+
+
+class _Renamed:
+    """The same vectors under another model name: a model change as the index sees it."""
+
+    def __init__(self, inner, name):
+        self._inner, self.name = inner, name
+        self.dim, self.max_tokens = inner.dim, inner.max_tokens
+        self.calls = 0
+
+    def embed(self, texts, batch_size=32, progress=None):
+        self.calls += len(texts)
+        return self._inner.embed(texts, batch_size, progress)
+
+    def embed_query(self, text):
+        return self._inner.embed_query(text)
+
+    def count_tokens(self, text):
+        return self._inner.count_tokens(text)
+
+
+def test_model_change_reembeds(mem, embedder):
+    _seed(mem)
+    other = _Renamed(embedder, "renamed-model")
+    seen = []
+    result = Memory(mem.root, embedder=other).sync(progress=lambda d, t: seen.append((d, t)))
+    assert result["model_changed"] and result["embedded"] == 4 and "re-embedded" in result["message"]
+    assert seen and seen[-1][0] == seen[-1][1] and other.calls >= 4
+    assert json.loads((mem.root / ".vectors" / "meta.json").read_text())["model"] == "renamed-model"
+
+
+def test_fallbacks_without_index_or_model(mem):
+    ids = _seed(mem)
+    shutil.rmtree(mem.root / ".vectors")
+    fresh = Memory(mem.root, embedder=mem.embedder)
+    res = fresh.recall("Postgres JSONB")
+    assert res.strategy == "grep" and res.ids[0] == ids["db"] and res.notes
+    assert fresh.recall("Postgres", strategy="index").ids[0] == ids["db"]
+    assert fresh.recall("深色模式", strategy="grep").ids[0] == ids["zh"]
+    fresh.sync()
+    fresh.config_set("embedding_model", "/nonexistent/model/path")
+    broken = Memory(mem.root)  # loads the model from config: fails
+    written = broken.write("Kiwi fruit is rich in vitamin C.", title="Kiwi", category="personal")
+    res = broken.recall("kiwi vitamin")
+    assert res.strategy in ("grep", "index", "text") and res.ids[0] == written.id
+    assert broken.recall("Postgres JSONB", strategy="text").strategy == "text"
+
+
+def test_import_and_batch(mem, tmp_path):
+    lines = [{"id": f"n{i}", "title": f"Note {i}", "body": text, "category": "notes/imported",
+              "tags": ["imp"], "created": f"2024-01-0{i + 1}T10:00:00Z", "source": "test"}
+             for i, text in enumerate(["Bananas are yellow and sweet.", "The train to Lyon leaves at nine.",
+                                       "Backups run every night at two."])]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(x) for x in lines) + "\n{bad json\n")
+    result = mem.import_jsonl(src)
+    assert result["imported"] == 3 and result["embedded"] == 3 and len(result["errors"]) == 1
+    out = mem.recall_batch([{"qid": "a", "query": "when does the railway trip depart"},
+                            {"qid": "b", "query": "nightly data copies"}], k=2)
+    assert [o["qid"] for o in out] == ["a", "b"]
+    assert out[0]["results"][0]["id"] == "n1" and out[1]["results"][0]["id"] == "n2"
