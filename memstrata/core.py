@@ -33,6 +33,7 @@ def _clean_title(title: str | None, body: str) -> str:
         raise InvalidInput("an entry needs a title or a non-empty body")
     if "\x00" in text:
         raise InvalidInput("title contains a NUL byte")
+    _require_encodable(text, "title")
     if len(text) > MAX_TITLE_CHARS:
         text = text[: MAX_TITLE_CHARS - 1].rstrip() + "…"
     return text
@@ -49,7 +50,25 @@ def _clean_body(body) -> str:
     body = str(body)
     if "\x00" in body:
         raise InvalidInput("body contains NUL bytes (binary data cannot be stored as a memory)")
+    _require_encodable(body, "body")
     return body.replace("\r\n", "\n")
+
+
+def _require_encodable(text: str, what: str) -> None:
+    """Refuse text that cannot be written as UTF-8 (lone surrogates from a broken decoder)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
+
+
+def _check_size(body: str, limit: int) -> None:
+    """Refuse bodies above max_entry_bytes with the sizes and the setting to change."""
+    size = len(body.encode("utf-8"))
+    if limit and size > limit:
+        mb = 1024 * 1024
+        raise InvalidInput(f"body is {size / mb:.1f} MB; the limit is {limit / mb:.1f} MB "
+                           f"(max_entry_bytes in config.md)")
 
 
 def _clean_tags(tags) -> list[str]:
@@ -192,6 +211,7 @@ class MemoryCore:
               created=None, extra: dict | None = None, force: bool = False, merge: bool = False) -> WriteResult:
         """Write a new memory; the pre-write checks may answer duplicate/conflict instead of creating."""
         body = _clean_body(body)
+        _check_size(body, self.settings.max_entry_bytes)
         title = _clean_title(title, body)
         category = validate_category(category)
         tags = _clean_tags(tags)
@@ -224,6 +244,8 @@ class MemoryCore:
                important: bool | None = None, related=None, expires=None, category: str | None = None) -> WriteResult:
         """Change an entry in place (same id); the previous body is kept as a version."""
         new_body = None if body is None else _clean_body(body)
+        if new_body is not None:
+            _check_size(new_body, self.settings.max_entry_bytes)
         fields_given = {"title": title, "body": new_body}
         warnings = self._check_secrets({k: v for k, v in fields_given.items() if v}
                                        | {"tags": _clean_tags(tags)})
@@ -340,28 +362,43 @@ class MemoryCore:
             return False
 
     def _save(self, entry: Entry, previous: Entry | None, reindex_text: bool = True) -> None:
-        """Write `entry` at entry.path (moving it from previous.path), then catalog, index and INDEX.md.
+        """Write one entry: see _save_many."""
+        self._save_many([(entry, previous)], reindex_text=reindex_text)
 
-        If the index or INDEX.md step fails, the file is put back as it was and the error raised.
-        Callers hold the tree lock.
+    def _save_many(self, changes: list[tuple[Entry, Entry | None]], reindex_text: bool = True) -> None:
+        """Write entries at entry.path (each moved from previous.path), then catalog, index and INDEX.md once.
+
+        A move is an atomic rename first and a rewrite second, so a crash leaves the old or
+        the new entry, never two copies. If the index or INDEX.md step fails, every file is
+        put back as it was and the error raised. Callers hold the tree lock.
         """
-        target = self.root / entry.path
-        old_path = previous.path if previous is not None else None
-        old_bytes = (self.root / old_path).read_bytes() if old_path and (self.root / old_path).exists() else None
-        displaced = target.read_bytes() if target.exists() and entry.path != old_path else None
-        if displaced is not None:
-            raise InvalidInput(f"{entry.path} already exists")
-        atomic_write_text(target, codec.render(entry))
-        if old_path and old_path != entry.path:
-            (self.root / old_path).unlink(missing_ok=True)
+        undo: list[tuple[Entry, str | None, bytes | None]] = []
+        categories: list[str] = []
         try:
-            if old_path and old_path != entry.path:
-                self.catalog.forget(old_path)
-            self.catalog.record(entry)
-            self._index_upsert([entry], text_changed=reindex_text)
-            self._write_indexes([entry.category] + ([previous.category] if previous else []))
+            for entry, previous in changes:
+                inside_root(self.root, entry.path)  # a symlinked folder must not lead a write outside the root
+                target = self.root / entry.path
+                old_path = previous.path if previous is not None else None
+                old_file = self.root / old_path if old_path else None
+                old_bytes = old_file.read_bytes() if old_file is not None and old_file.exists() else None
+                if entry.path != old_path and target.exists():
+                    raise InvalidInput(f"{entry.path} already exists")
+                undo.append((entry, old_path, old_bytes))
+                if old_bytes is not None and old_path != entry.path:
+                    atomic_move(old_file, target)
+                atomic_write_text(target, codec.render(entry))
+                categories.append(entry.category)
+                if previous is not None:
+                    categories.append(previous.category)
+            for entry, previous in changes:
+                if previous is not None and previous.path and previous.path != entry.path:
+                    self.catalog.forget(previous.path)
+                self.catalog.record(entry)
+            self._index_upsert([entry for entry, _ in changes], text_changed=reindex_text)
+            self._write_indexes(list(dict.fromkeys(categories)))
         except BaseException:
-            self._rollback(entry, old_path, old_bytes)
+            for entry, old_path, old_bytes in reversed(undo):
+                self._rollback(entry, old_path, old_bytes)
             raise
 
     def _rollback(self, entry: Entry, old_path: str | None, old_bytes: bytes | None) -> None:
@@ -379,9 +416,7 @@ class MemoryCore:
     def _move(self, entry: Entry, new_path: str) -> Entry:
         """Move an entry file to a new path (archive, split, promotion) and keep everything in line."""
         moved = entry.copy(path=new_path, category=category_of(new_path))
-        atomic_move(self.root / entry.path, self.root / new_path)
-        self.catalog.forget(entry.path)
-        self._save(moved, previous=moved, reindex_text=False)
+        self._save(moved, previous=entry, reindex_text=False)
         return moved
 
     def _write_indexes(self, categories) -> None:

@@ -41,8 +41,8 @@ def test_write_nested_cjk_and_read(mem):
     assert (entry.title, entry.category, entry.tags, entry.importance) == ("Alpha项目", "projects/web", ["web", "react"], 0.8)
     assert entry.access_count == 1 and entry.last_access is not None
     assert mem.read(r.path, count_access=False).id == r.id
-    # same title again gets a distinct file, same category
-    assert mem.write("Other text entirely", title="Alpha项目", category="projects/web").path == "projects/web/alpha项目-2.md"
+    # a title with the same slug gets a distinct file in the same category
+    assert mem.write("Other text entirely", title="(Alpha项目)", category="projects/web").path == "projects/web/alpha项目-2.md"
 
 
 def test_indexes_follow_write_update_delete_restore(mem):
