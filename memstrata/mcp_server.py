@@ -271,7 +271,11 @@ def register_tools(server, service: MemoryService) -> list[str]:
 
     def history(ref: Ref):
         """The versions of an entry (version, date, summary), newest last."""
-        return service.call(lambda: service.invoke("history", "history (versions)", ref))
+        def run():
+            versions = service.invoke("history", "history (versions)", ref)
+            return {"ref": ref, "versions": versions} if isinstance(versions, list) else versions
+
+        return service.call(run)
 
     def autoload(
         context: Annotated[Optional[str], Field(description="The current task, to load what is related to it.")]

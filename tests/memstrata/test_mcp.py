@@ -1,0 +1,119 @@
+"""The MCP server as an agent sees it: the SDK's stdio client spawning `mem mcp` as a real process."""
+import json
+import os
+import sys
+import time
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+REQUIRED_TOOLS = {"write", "recall", "read", "list", "update", "delete", "restore", "history", "autoload",
+                  "promote", "maintain"}
+
+
+def _params(root):
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if key in os.environ}
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    return StdioServerParameters(command=sys.executable, args=["-m", "memstrata.cli.app", "mcp", "--root", str(root)],
+                                 env=env)
+
+
+def _data(result):
+    """The JSON a tool answered (structured content when given, else the text)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+async def _session(root, body):
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(_params(root), errlog=devnull) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+
+def test_mcp_session_write_recall_read_and_errors(tmp_path):
+    root = tmp_path / "mem"
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert REQUIRED_TOOLS <= set(tools)
+        for tool in tools.values():
+            assert tool.description and tool.input_schema["type"] == "object"
+        assert tools["write"].input_schema["required"] == ["body"]
+        assert "query" in tools["recall"].input_schema["properties"]
+        assert tools["maintain"].input_schema["properties"]["dry_run"]["default"] is True
+
+        wrote = await session.call_tool("write", {
+            "body": "We chose PostgreSQL over MongoDB for the alpha project because we need transactions.",
+            "title": "Alpha database choice", "category": "projects/alpha", "tags": ["database", "decision"],
+            "importance": "high"})
+        assert not wrote.is_error, wrote.content[0].text
+        written = _data(wrote)
+        assert written["action"] == "created" and written["path"].startswith("projects/alpha/")
+        await session.call_tool("write", {"body": "The user prefers dark mode in every editor.",
+                                          "title": "UI preference", "category": "preferences"})
+
+        started = time.monotonic()
+        found = await session.call_tool("recall", {"query": "which database did we pick for alpha?", "k": 3})
+        first_recall = time.monotonic() - started
+        assert not found.is_error, found.content[0].text
+        answer = _data(found)
+        assert answer["results"][0]["id"] == written["id"]
+        assert "PostgreSQL" in answer["results"][0]["snippet"]
+
+        started = time.monotonic()
+        again = await session.call_tool("recall", {"query": "what colour theme does the user like?"})
+        second_recall = time.monotonic() - started
+        assert _data(again)["results"][0]["title"] == "UI preference"
+        assert second_recall < max(5.0, first_recall)  # the model and the table stay loaded
+
+        read = _data(await session.call_tool("read", {"ref": written["id"]}))
+        assert read["title"] == "Alpha database choice" and "transactions" in read["body"]
+        assert read["frontmatter"]["tags"] == ["database", "decision"]
+
+        # Errors are tool errors with the one-line reason, and the server keeps serving.
+        missing = await session.call_tool("read", {"ref": "0123456789ab"})
+        assert missing.is_error and missing.content[0].text == "no entry with id 0123456789ab"
+        bad = await session.call_tool("write", {"body": "x", "category": "../outside"})
+        assert bad.is_error and "\n" not in bad.content[0].text and "category" in bad.content[0].text
+        wrong_type = await session.call_tool("recall", {"query": "x", "k": "many"})
+        assert wrong_type.is_error and "\n" not in wrong_type.content[0].text
+        assert "k" in wrong_type.content[0].text
+
+        listed = _data(await session.call_tool("list", {"category": "projects"}))
+        assert listed["count"] == 1 and listed["entries"][0]["id"] == written["id"]
+        dry = _data(await session.call_tool("maintain", {}))
+        assert dry.get("dry_run") is True
+        updated = _data(await session.call_tool("update", {"ref": written["id"],
+                                                           "body": "We moved alpha to MySQL last week."}))
+        assert updated["action"] == "updated" and updated["version"] == 2
+        history = await session.call_tool("history", {"ref": written["id"]})
+        assert not history.is_error and "1" in history.content[0].text
+        deleted = _data(await session.call_tool("delete", {"ref": written["id"]}))
+        assert deleted["id"] == written["id"]
+        restored = _data(await session.call_tool("restore", {"entry_id": written["id"]}))
+        assert restored["status"] == "active"
+        return True
+
+    assert anyio.run(_session, root, body)
+    assert (root / "projects" / "alpha" / "INDEX.md").is_file()  # the tree is the same tree the CLI sees
+
+
+def test_missing_feature_is_a_tool_error(tmp_path, embedder):
+    """A tool whose Memory method is not in the build answers a clear tool error, in-process."""
+    from memstrata import Memory
+    from memstrata.mcp_server import MemoryService
+
+    service = MemoryService(memory=Memory(tmp_path / "m", embedder=embedder))
+    result = service.call(lambda: service.invoke("no_such_method", "teleport"))
+    assert result.is_error and "teleport is not available" in result.content[0].text
+    crash = service.call(lambda: 1 / 0)
+    assert crash.is_error and crash.content[0].text.startswith("internal error: ZeroDivisionError")
