@@ -1,0 +1,307 @@
+"""Aging without loss, end to end on a real tree with MEMSTRATA_NOW: hot -> warm -> cold ->
+archive -> trash -> purge, lossless decompress at every stage, idempotent maintain, dry run."""
+import shutil
+
+import pytest
+
+from memstrata import Memory
+from memstrata.errors import InvalidInput, NotFound
+from memstrata.storage import codec, sidecars
+from memstrata.storage.entry import Entry
+
+EN_BODY = (
+    "We decided to use Postgres for project alpha.\n"
+    "The main reason is its strong transactional guarantees and mature tooling.\n"
+    "MySQL was considered but rejected because of the replication issues we had in 2024.\n\n"
+    "## Plan\n\n"
+    "- The migration is planned for March, after the billing release.\n"
+    "- Alice owns the schema work and Bob owns the data import.\n"
+    "- Backups run nightly to the NAS and are tested every month.\n\n"
+    "We will revisit the decision if hosting costs grow above the agreed budget.\n"
+    "Trailing spaces and odd whitespace stay exact.   \n"
+)
+ZH_BODY = (
+    "我们决定在阿尔法项目中使用 Postgres 数据库。主要原因是事务保证强，工具成熟。"
+    "曾考虑过 MySQL，但因二〇二四年的复制问题而放弃。迁移计划在三月进行。"
+    "备份每晚运行并每月测试一次。如果成本超出预算，我们会重新评估这个决定。\n"
+)
+
+
+def _at(monkeypatch, day: str) -> None:
+    monkeypatch.setenv("MEMSTRATA_NOW", f"{day}T09:00:00Z")
+
+
+def _snapshot(root) -> dict:
+    """Every file of the tree (bytes), without the derived cache and the lock file."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith((".cache/", ".lock")):
+            out[rel] = path.read_bytes()
+    return out
+
+
+def _file_body(root, rel) -> str:
+    return codec.split_frontmatter((root / rel).read_text(encoding="utf-8"))[1]
+
+
+def _index_row(root, category, entry_id):
+    rows = [l for l in (root / category / "INDEX.md").read_text(encoding="utf-8").splitlines() if entry_id in l]
+    return rows[0] if rows else None
+
+
+def _restore_on_copy(mem, tmp_path, name, entry_id, from_trash=False) -> tuple[str, object]:
+    """Copy the tree, restore the entry there (out of the trash first if asked), return (body, entry)."""
+    copy = tmp_path / name
+    shutil.copytree(mem.root, copy)
+    other = Memory(copy, embedder=mem._embedder)
+    if from_trash:
+        other.restore(entry_id)
+    result = other.decompress(entry_id, restore=True)
+    entry = other.resolve(entry_id)
+    assert result["restored"] is True and entry.layer == "L0" and entry.tier == "hot"
+    assert entry.status == "active" and "/archived/" not in entry.path
+    assert entry.full_content_file is None and entry.summary is None
+    assert not (copy / sidecars.relative_path(entry_id)).exists()
+    return _file_body(copy, entry.path), entry
+
+
+def _maintain_twice(mem) -> dict:
+    """Dry run (writes nothing, predicts the real run), real run, then a second run that changes nothing."""
+    before = _snapshot(mem.root)
+    dry = mem.maintain(dry_run=True).to_dict()
+    assert _snapshot(mem.root) == before, "a dry run must not write anything"
+    real = mem.maintain().to_dict()
+    assert real["errors"] == []
+    assert [(c["id"], c["actions"]) for c in dry["changes"]] == [(c["id"], c["actions"]) for c in real["changes"]]
+    assert [p["id"] for p in dry["purged"]] == [p["id"] for p in real["purged"]]
+    after = _snapshot(mem.root)
+    again = mem.maintain().to_dict()
+    assert again["changed"] == 0 and again["changes"] == [] and again["purged"] == []
+    assert _snapshot(mem.root) == after, "a second run right after the first must change nothing"
+    return real
+
+
+@pytest.fixture
+def mem(tmp_path, embedder, monkeypatch):
+    _at(monkeypatch, "2026-01-01")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    return m
+
+
+def test_aging_end_to_end(mem, tmp_path, monkeypatch):
+    root = mem.root
+    a = mem.write(EN_BODY, title="DB choice", category="projects/alpha", tags=["db", "alpha"], importance="medium")
+    zh = mem.write(ZH_BODY, title="数据库选择", category="projects/alpha", tags=["数据库"])
+    imp = mem.write(EN_BODY.replace("Postgres", "SQLite"), title="Keep forever", category="long-term",
+                    important=True)
+    word = mem.write("Never lose this one. It holds the release key ceremony steps.", title="Ceremony",
+                     category="long-term", importance="important")
+    target = mem.write("The staging cluster lives in eu-west.", title="Staging", category="infra")
+    mem.write("See the staging note.", title="Pointer", category="infra", related=[target.id], important=True)
+    exp = mem.write("Temporary: the office is closed until February.", title="Office closed",
+                    category="daily", expires="2026-02-01")
+    original = {e.id: _file_body(root, e.path) for e in (a, zh, imp, word, target)}
+    assert original[a.id] == EN_BODY
+    imp_bytes = (root / imp.path).read_bytes()
+
+    # day 3: everything is hot, nothing to do
+    _at(monkeypatch, "2026-01-04")
+    assert _maintain_twice(mem)["changed"] == 0
+
+    # day 10: warm -> L1 key points, original in .full/
+    _at(monkeypatch, "2026-01-11")
+    report = _maintain_twice(mem)
+    assert {c["id"] for c in report["changes"]} == {a.id, zh.id, target.id, exp.id}
+    e = mem.resolve(a.id)
+    assert (e.tier, e.layer, e.status, e.path) == ("warm", "L1", "active", a.path)
+    assert e.full_content_file == f".full/{a.id}.md"
+    assert e.updated.isoformat().startswith("2026-01-01") and e.last_access is None and e.access_count == 0
+    assert len(e.body) < len(EN_BODY) and "- " in e.body and "mem decompress" in e.body
+    sidecar_bytes = (root / e.full_content_file).read_bytes()
+    assert codec.split_frontmatter(sidecar_bytes.decode())[1] == EN_BODY
+    assert "| warm |" in _index_row(root, "projects/alpha", a.id)
+    assert mem.decompress(a.id, show=True)["body"] == EN_BODY
+    z = mem.resolve(zh.id)
+    assert z.layer == "L1" and any("\u4e00" <= ch <= "\u9fff" for ch in z.body)
+    assert mem.resolve(zh.id).body != ZH_BODY and mem.decompress(zh.id, show=True)["body"] == ZH_BODY
+    for entry_id in (a.id, zh.id):
+        body, _ = _restore_on_copy(mem, tmp_path, f"warm-{entry_id}", entry_id)
+        assert body == original[entry_id]
+
+    # day 40: cold -> L2 one line + tags; the sidecar keeps the L0 original; the expired note goes to the trash
+    _at(monkeypatch, "2026-02-10")
+    report = _maintain_twice(mem)
+    kinds = {c["id"]: c["actions"] for c in report["changes"]}
+    assert kinds[exp.id] == ["expire"]
+    e = mem.resolve(a.id)
+    assert (e.tier, e.layer) == ("cold", "L2") and "Tags: db, alpha" in e.body
+    assert (root / e.full_content_file).read_bytes() == sidecar_bytes
+    assert "| cold |" in _index_row(root, "projects/alpha", a.id)
+    with pytest.raises(NotFound):
+        mem.resolve(exp.id)
+    trashed = {i.id: i for i in mem.trash_list()}
+    assert exp.id in trashed and trashed[exp.id].reason.startswith("expired")
+    assert "status: expired" in (root / trashed[exp.id].path).read_text()
+    assert _index_row(root, "daily", exp.id) is None
+    assert f"| trash | {exp.id} |" in (root / ".trash/INDEX.md").read_text()
+    body, _ = _restore_on_copy(mem, tmp_path, "cold", a.id)
+    assert body == original[a.id]
+
+    # day 100: archive -> L4, summary in frontmatter, status archived, moved to {category}/archived/
+    _at(monkeypatch, "2026-04-11")
+    report = _maintain_twice(mem)
+    e = mem.resolve(a.id)
+    assert (e.tier, e.layer, e.status) == ("archive", "L4", "archived")
+    assert e.path == "projects/alpha/archived/db-choice.md" and not (root / a.path).exists()
+    assert e.summary and " | " in e.summary
+    assert "status: archived" in (root / e.path).read_text() and "summary:" in (root / e.path).read_text()
+    row = _index_row(root, "projects/alpha", a.id)
+    assert "| archived | archive |" in row and "archived/db-choice.md" in row
+    assert (root / e.full_content_file).read_bytes() == sidecar_bytes
+    assert mem.resolve(target.id).status == "archived"
+    assert [p["id"] for p in report["purged"]] == [exp.id], "trashed 60 days ago: purged"
+    body, restored = _restore_on_copy(mem, tmp_path, "archive", a.id)
+    assert body == original[a.id] and restored.path == a.path
+
+    # important entries: never compressed, archived or forgotten (bytes untouched all along)
+    assert (root / imp.path).read_bytes() == imp_bytes
+    w = mem.resolve(word.id)
+    assert (w.layer, w.status, w.tier) == ("L0", "active", "hot") and _file_body(root, w.path) == original[word.id]
+
+    # day 181: forgotten -> .trash (audit row), except the entry another one lists in `related`
+    _at(monkeypatch, "2026-07-01")
+    report = _maintain_twice(mem)
+    assert {c["id"]: c["actions"] for c in report["changes"]}[a.id] == ["forget"]
+    with pytest.raises(NotFound):
+        mem.resolve(a.id)
+    assert mem.resolve(target.id).status == "archived", "referenced entries are not forgotten"
+    assert mem.resolve(imp.id).layer == "L0"
+    item = {i.id: i for i in mem.trash_list()}[a.id]
+    assert item.reason.startswith("forgotten") and item.trashed_from == "projects/alpha/archived/db-choice.md"
+    assert (root / sidecars.relative_path(a.id)).exists(), "the original stays while the entry is restorable"
+    assert _index_row(root, "projects/alpha", a.id) is None
+    body, _ = _restore_on_copy(mem, tmp_path, "trash", a.id, from_trash=True)
+    assert body == original[a.id]
+
+    # day 212: past trash_retention_days -> purged with its sidecar
+    _at(monkeypatch, "2026-08-01")
+    report = _maintain_twice(mem)
+    assert {p["id"] for p in report["purged"]} == {a.id, zh.id}
+    assert a.id not in {i.id for i in mem.trash_list()}
+    assert not (root / sidecars.relative_path(a.id)).exists()
+    assert f"| purge | {a.id} |" in (root / ".trash/INDEX.md").read_text()
+    assert (root / imp.path).read_bytes() == imp_bytes
+
+
+def test_read_is_an_access_and_recomputes_weight(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    assert mem.resolve(r.id).tier == "warm"
+    entry = mem.read(r.id)
+    assert entry.access_count == 1 and entry.last_access.isoformat().startswith("2026-01-20")
+    assert entry.tier == "hot" and entry.layer == "L1", "a read warms the entry; the body stays compressed"
+    assert entry.weight == pytest.approx(1.5 * 1.0 * 0.6931, abs=1e-3)
+    stored = mem.resolve(r.id)
+    assert stored.weight == entry.weight and stored.updated.isoformat().startswith("2026-01-01")
+    assert mem.maintain().changed == 0
+
+
+def test_weight_api(mem, monkeypatch):
+    r = mem.write("Some fact.", title="Fact", category="general", importance="high")
+    _at(monkeypatch, "2026-01-08")
+    info = mem.weight(r.id)
+    assert info["importance_label"] == "high" and info["importance_factor"] == 3.0 and info["days"] == 7
+    assert info["weight"] == pytest.approx(3.0 / 8 ** 0.3 * 0.693147, abs=1e-3)
+    assert info["updated"] is False and mem.resolve(r.id).weight is None
+    assert mem.weight(r.id, context_correlation=9)["context_correlation"] == 1.5
+    stored = mem.weight(r.id, update=True, context_correlation=1.2)
+    entry = mem.resolve(r.id)
+    assert stored["updated"] and entry.weight == stored["weight"] and entry.context_correlation == 1.2
+    assert entry.access_count == 0, "asking for the weight is not an access"
+
+
+def test_update_of_compressed_body_makes_it_full_again(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    assert mem.resolve(r.id).layer == "L1"
+    mem.update(r.id, "We moved to MySQL after all.\n")
+    e = mem.resolve(r.id)
+    assert (e.layer, e.full_content_file, e.body) == ("L0", None, "We moved to MySQL after all.\n")
+    kept = list((mem.root / ".full/superseded").glob(f"{r.id}--*.md"))
+    assert len(kept) == 1 and codec.split_frontmatter(kept[0].read_text())[1] == EN_BODY
+    mem.update(r.id, tags=["db"])  # metadata-only updates of a compressed entry keep it compressed
+    assert mem.resolve(r.id).layer == "L0"
+    res = mem.decompress(r.id, restore=True)
+    assert res["restored"] is False
+
+
+def test_missing_sidecar_is_reported_not_fatal(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    (mem.root / f".full/{r.id}.md").unlink()
+    with pytest.raises(NotFound):
+        mem.decompress(r.id, show=True)
+    _at(monkeypatch, "2026-02-20")
+    report = mem.maintain()
+    assert report.errors and report.errors[0]["id"] == r.id and "missing" in report.errors[0]["error"]
+    e = mem.resolve(r.id)
+    assert e.layer == "L1" and e.tier == "warm", "the entry is left as it was"
+
+
+def test_review_schedule_and_mastered_goes_to_archive(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="Lesson", category="long-term")
+    other = mem.write("Other", title="Other", category="long-term")
+    res = mem.review_mark(r.id, "pending_review")
+    assert res["review_status"] == "pending_review" and mem.resolve(r.id).access_count == 0
+    assert [e.id for e in mem.review_due()] == [r.id]
+    mem.review_mark(r.id, "reviewing")
+    res = mem.review_mark(r.id, "reviewed")
+    assert res["next_review"] == "2026-01-02T09:00:00Z" and res["review_count"] == 1
+    assert mem.review_due() == []
+    _at(monkeypatch, "2026-01-02")
+    assert [e.id for e in mem.review_due()] == [r.id]
+    assert mem.review_mark(r.id, "Reviewed")["next_review"] == "2026-01-05T09:00:00Z"
+    assert [e.id for e in mem.review_list("reviewed")] == [r.id] and mem.review_list("mastered") == []
+    stats = mem.review_stats()
+    assert stats["statuses"]["reviewed"] == 1 and stats["tracked"] == 1 and stats["due"] == 0
+    res = mem.review_mark(r.id, "mastered")
+    assert res["archived"] and res["path"] == "long-term/archived/lesson.md"
+    e = mem.resolve(r.id)
+    assert (e.status, e.tier, e.layer, e.review_status) == ("archived", "archive", "L4", "mastered")
+    assert mem.decompress(r.id, show=True)["body"] == EN_BODY
+    assert mem.maintain().changed == 0
+    with pytest.raises(InvalidInput):
+        mem.review_mark(other.id, "done")
+
+
+def test_important_mastered_stays_put(mem):
+    r = mem.write("Key fact. Keep it.", title="Key", category="long-term", important=True)
+    res = mem.review_mark(r.id, "mastered")
+    assert not res["archived"] and mem.resolve(r.id).status == "active"
+
+
+def test_trash_purge_follows_the_lifecycle_rule(mem, monkeypatch):
+    r = mem.write("To delete.", title="Gone", category="general")
+    mem.delete(r.id)
+    _at(monkeypatch, "2026-01-31")  # exactly 30 days: not yet
+    assert mem.trash_purge() == []
+    _at(monkeypatch, "2026-02-01")
+    assert [i.id for i in mem.trash_purge()] == [r.id]
+
+
+def test_sidecar_paths_stay_inside_full(tmp_path):
+    with pytest.raises(InvalidInput):
+        sidecars.relative_path("../x")
+    assert not sidecars.exists(tmp_path, "../etc/passwd")
+    with pytest.raises(InvalidInput):
+        sidecars.read_bytes(tmp_path, ".full/../../x.md")
+    rel = sidecars.write(tmp_path, "abc", b"---\nid: abc\n---\n\nbody \r\n")
+    assert sidecars.original_body(tmp_path, rel) == "body \r\n"
+    compressed = Entry(id="abc", title="t", body="short", layer="L1", full_content_file=rel)
+    assert sidecars.full_body(tmp_path, compressed) == "body \r\n"
+    assert sidecars.full_body(tmp_path, compressed.copy(full_content_file=".full/none.md")) == "short"
