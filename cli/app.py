@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 import sys
 
-import typer
-
 from memstrata import __version__
+
+# typer and the command modules load on first use of `app` (see __getattr__ below), so that
+# `mem` can hand a call to the warm service (memstrata.client, stdlib only) before importing them.
 
 HELP = """memstrata: local, offline, persistent memory for AI agents.
 
@@ -22,9 +23,6 @@ Examples:
   mem list --category projects --json
 """
 
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
-                  context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)
-
 COMMAND_MODULES = (
     "entries", "trash", "config", "maintenance",
     # feature modules register themselves here when present
@@ -32,7 +30,7 @@ COMMAND_MODULES = (
 )
 
 
-def _register_all() -> None:
+def _register_all(app) -> None:
     import importlib
 
     for name in COMMAND_MODULES:
@@ -45,26 +43,63 @@ def _register_all() -> None:
         module.register(app)
 
 
-def _version(value: bool):
-    if value:
-        typer.echo(f"memstrata {__version__}")
-        raise typer.Exit()
+def _build_app():
+    import typer
+
+    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
+                      context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)
+
+    def _version(value: bool):
+        if value:
+            typer.echo(f"memstrata {__version__}")
+            raise typer.Exit()
+
+    @app.callback()
+    def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                           help="Show the version and exit.")):
+        pass
+
+    _register_all(app)
+    return app
 
 
-@app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Show the version and exit.")):
-    pass
+_APP = None
+_APP_LOCK = None
 
 
-_register_all()
+def __getattr__(name):
+    # `from memstrata.cli.app import app` still works: the app is built on first access.
+    global _APP, _APP_LOCK
+    if name == "app":
+        if _APP is None:
+            import threading
+
+            _APP_LOCK = _APP_LOCK or threading.Lock()
+            with _APP_LOCK:
+                if _APP is None:
+                    _APP = _build_app()
+        return _APP
+    raise AttributeError(name)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `mem`: every engine error becomes one line and a non-zero exit code."""
+    """Entry point of `mem`: every engine error becomes one line and a non-zero exit code.
+
+    As a process entry point (argv None) it first offers the call to the root's warm service
+    (memstrata.client); an explicit argv (tests, the service itself) always runs here.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        from memstrata import client
+
+        code = client.run(args)
+        if code is not None:
+            return code
+    import typer
+
     from memstrata.errors import MemstrataError
 
-    args = list(sys.argv[1:] if argv is None else argv)
+    app = __getattr__("app")
     wants_json = "--json" in args
     try:
         app(args=args, prog_name="mem", standalone_mode=False)

@@ -1,0 +1,317 @@
+"""The thin client of the local service: forwards a whole `mem` invocation over the root's socket.
+
+Stdlib only (os, sys, socket, json, struct, fcntl), imported before typer or any command module,
+so a call answered by the warm service costs one interpreter start plus one round trip.
+
+Protocol (one request per connection, Unix stream socket `{root}/.mem.sock`):
+
+  client -> service   4-byte big-endian length + JSON
+                      {"op": "run", "argv", "cwd", "umask", "env", "enc", "term"}
+                      with the client's fds 0, 1, 2 attached (SCM_RIGHTS): the service's
+                      worker writes straight into the caller's stdout/stderr and reads its
+                      stdin, so output, isatty() and terminal size are the caller's own.
+  service -> client   newline-delimited JSON: {"t": "started"} when the command begins,
+                      then {"t": "exit", "code": N}.
+
+Results are identical with and without the service by construction: the service runs the
+same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and environment (the
+MEMSTRATA_* variables and the few that shape output, see FORWARDED_ENV).
+
+If the connection dies before "started", nothing ran: the client falls back to running the
+call in-process. If it dies after, the client says so (exit 1), like a crashed process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+
+SOCKET_NAME = ".mem.sock"
+LOCK_NAME = "service.lock"      # under {root}/.cache/: held (flock) by the live service
+PID_NAME = "service.pid"
+LOG_NAME = "service.log"
+CACHE_DIR = ".cache"
+PROTOCOL = 1
+# Commands that never go through the service (the service itself, long-lived stdio servers).
+BYPASS = frozenset({"serve", "mcp"})
+# Commands worth starting a service for (they load the model or the vector table).
+HEAVY = frozenset({"recall", "autoload", "write", "update", "import", "sync", "reindex", "promote",
+                   "search", "compress", "dedup", "review", "daily", "merge", "split", "doctor"})
+# Environment that shapes results or output, besides every MEMSTRATA_* variable.
+FORWARDED_ENV = ("HOME", "TZ", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM",
+                 "CLICOLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "LANG", "LC_ALL",
+                 "LC_CTYPE", "PYTHONIOENCODING")
+CONNECT_TIMEOUT = 5.0
+
+
+def resolve_root(argv: list[str]) -> str:
+    """The root a call addresses: --root, else $MEMSTRATA_HOME, else ~/memory (as storage.tree does)."""
+    chosen = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--root" and i + 1 < len(argv):
+            chosen = argv[i + 1]
+        elif arg.startswith("--root="):
+            chosen = arg[len("--root="):]
+    if chosen in (None, ""):
+        chosen = os.environ.get("MEMSTRATA_HOME") or "~/memory"
+    return os.path.realpath(os.path.expanduser(str(chosen)))
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand name (first argument that is not an option), if any."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def socket_path(root: str) -> str:
+    return os.path.join(root, SOCKET_NAME)
+
+
+def service_mode(root: str) -> str:
+    """auto | off: $MEMSTRATA_SERVICE, else the `service:` key of config.md (read without yaml)."""
+    env = os.environ.get("MEMSTRATA_SERVICE", "").strip().lower()
+    if env in ("auto", "off"):
+        return env
+    try:
+        with open(os.path.join(root, "config.md"), encoding="utf-8") as fh:
+            head = fh.read(16384)
+    except OSError:
+        return "auto"
+    if head.startswith("---"):
+        for line in head.split("\n")[1:]:
+            if line.strip() == "---":
+                break
+            if line.startswith("service:"):
+                value = line.split(":", 1)[1].split("#", 1)[0].strip().strip("'\"").lower()
+                return "off" if value in ("off", "false", "no") else "auto"
+    return "auto"
+
+
+def _forwarded_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k.startswith("MEMSTRATA_")}
+    for key in FORWARDED_ENV:
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def _terminal_size():
+    """What rich would see in this process: the first of fds 0, 1, 2 that is a terminal."""
+    for fd in (0, 1, 2):
+        try:
+            size = os.get_terminal_size(fd)
+        except (OSError, ValueError):
+            continue
+        # A terminal reporting 0x0 (a fresh pty) counts as no size, as rich treats it.
+        return [size.columns, size.lines] if size.columns > 0 and size.lines > 0 else None
+    return None
+
+
+def _std_fds() -> list[int] | None:
+    """fds 0, 1, 2 to pass along; /dev/null stands in for a closed one."""
+    fds = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            fds.append(fd)
+        except OSError:
+            fds.append(os.open(os.devnull, os.O_RDWR))
+    return fds
+
+
+def _utf8(stream) -> bool:
+    enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    return enc == "utf8"
+
+
+def connect(root: str, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None:
+    """A connection to the root's live service, or None (no socket, stale socket, not ours)."""
+    path = socket_path(root)
+    if len(path.encode()) > 107:
+        return None  # AF_UNIX path limit: no service possible for this root
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+        return sock
+    except FileNotFoundError:
+        sock.close()
+        return None
+    except (ConnectionRefusedError, socket.timeout):
+        sock.close()
+        remove_stale_socket(root)
+        return None
+    except OSError:
+        sock.close()
+        return None
+
+
+def remove_stale_socket(root: str) -> bool:
+    """Unlink the socket if no live service holds the root's service lock (a crash left it)."""
+    import fcntl
+
+    lock_path = os.path.join(root, CACHE_DIR, LOCK_NAME)
+    try:
+        fd = os.open(lock_path, os.O_RDWR)
+    except OSError:
+        fd = None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False  # a service is alive (starting up or busy): leave its socket alone
+        try:
+            os.unlink(socket_path(root))
+            return True
+        except OSError:
+            return False
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def send_message(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(message).encode()
+    packet = struct.pack("!I", len(data)) + data
+    if fds:
+        sent = socket.send_fds(sock, [packet], fds)
+        if sent < len(packet):
+            sock.sendall(packet[sent:])
+    else:
+        sock.sendall(packet)
+
+
+class _Lines:
+    """Reads newline-delimited JSON messages from a socket."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def next(self) -> dict | None:
+        while b"\n" not in self.buf:
+            try:
+                chunk = self.sock.recv(65536)
+            except (ConnectionResetError, socket.timeout, OSError):
+                return None
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+
+
+def request(root: str, message: dict, timeout: float = 10.0) -> dict | None:
+    """A control request (status, stop) to the root's service: its one-line answer, or None."""
+    sock = connect(root, timeout)
+    if sock is None:
+        return None
+    try:
+        send_message(sock, message)
+        return _Lines(sock).next()
+    except OSError:
+        return None
+    finally:
+        sock.close()
+
+
+def forward(argv: list[str], root: str) -> int | None:
+    """Run `argv` in the root's service. The exit code, or None when the call must run here."""
+    sock = connect(root)
+    if sock is None:
+        return None
+    fds = _std_fds()
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        sock.close()
+        return None
+    message = {"op": "run", "v": PROTOCOL, "argv": argv, "cwd": cwd, "umask": umask, "env": _forwarded_env(),
+               "enc": {"stdin": getattr(sys.stdin, "encoding", None) or "utf-8",
+                       "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
+                       "stderr_errors": getattr(sys.stderr, "errors", None) or "backslashreplace"},
+               "term": _terminal_size()}
+    lines = _Lines(sock)
+    try:
+        try:
+            send_message(sock, message, fds)
+        except OSError:
+            return None
+        first = lines.next()
+        if first is None or first.get("t") != "started":
+            if first is not None and first.get("t") == "exit":
+                return int(first.get("code", 1))
+            return None  # nothing ran: do it in-process
+        sock.settimeout(None)  # the command may take as long as it takes (an import, a sync)
+        last = lines.next()
+        if last is None or last.get("t") != "exit":
+            sys.stderr.write("mem: error: the memory service stopped while running the command "
+                             "(it is restarted on the next call)\n")
+            return 1
+        return int(last.get("code", 1))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sock.close()
+
+
+def spawn(root: str, wait_pid: int | None = None) -> bool:
+    """Start `mem serve` for the root in the background (own session, logs to .cache/service.log)."""
+    import subprocess
+
+    cache = os.path.join(root, CACHE_DIR)
+    try:
+        os.makedirs(cache, mode=0o700, exist_ok=True)
+        log = os.open(os.path.join(cache, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:
+        return False
+    cmd = [sys.executable, "-m", "memstrata.service", "--root", root]
+    if wait_pid:
+        cmd += ["--wait-pid", str(wait_pid)]
+    try:
+        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
+                         start_new_session=True, cwd=root)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(log)
+
+
+def run(argv: list[str]) -> int | None:
+    """The fast path of `mem`: the service's exit code, or None to run in this process.
+
+    With `service: auto`, a call of a heavy command that finds no service starts one in the
+    background and runs here (the service warms up once this process has exited, so the two
+    never load the model at the same time); later calls go through the service.
+    """
+    command = command_of(argv)
+    if command in BYPASS or not argv:
+        return None
+    if not (_utf8(sys.stdout) and _utf8(sys.stderr)):
+        return None  # the service's streams are UTF-8; keep other encodings exact in-process
+    root = resolve_root(argv)
+    if not os.path.isfile(os.path.join(root, "config.md")):
+        return None  # not initialised (init runs here; no socket can exist yet)
+    if service_mode(root) == "off":
+        return None
+    code = forward(argv, root)
+    if code is not None:
+        return code
+    if command in HEAVY and "--help" not in argv and "-h" not in argv:
+        spawn(root, wait_pid=os.getpid())
+    return None

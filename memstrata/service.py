@@ -1,0 +1,784 @@
+"""The local service: one warm process per memory root, answering `mem` calls over a Unix socket.
+
+`mem serve` (or the thin client, on demand) starts it. It keeps the imported modules, the
+embedding model, the LanceDB table and each root's `Memory` (its vector index, cached
+frame, catalog) warm, and runs every forwarded call as `memstrata.cli.app.main(argv)` in a
+worker thread, with that thread given the caller's
+
+- stdin/stdout/stderr: the caller's own fds, passed over the socket (SCM_RIGHTS), installed
+  as per-thread sys.stdin/stdout/stderr;
+- cwd and umask: the thread unshares its filesystem context (Linux unshare(CLONE_FS)), so
+  relative paths mean what they mean to the caller; without unshare, calls run one at a time;
+- environment: os.environ is a per-thread overlay in this process: MEMSTRATA_* (MEMSTRATA_NOW
+  for the clock, MEMSTRATA_HOME for the root ...) and the variables that shape output are the
+  caller's (see client.FORWARDED_ENV).
+
+So results are identical with and without the service by construction.
+
+Safety: the socket is {root}/.mem.sock, mode 0600 inside the 0700 root, and each peer's uid
+is checked (SO_PEERCRED). One service per root: it holds an flock on .cache/service.lock for
+its whole life (a crash releases it; the next client removes the stale socket and starts a
+new one). It stops after `service_idle_minutes` without calls, on `mem serve --stop`, on
+SIGTERM/SIGINT, or when its socket is removed or replaced.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import MutableMapping
+from pathlib import Path
+
+from memstrata import client
+
+_local = threading.local()
+
+
+def _log(message: str) -> None:
+    stream = getattr(sys, "__stderr__", None)
+    if stream is not None:
+        try:
+            stream.write(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + message + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+# --------------------------------------------------------------------------- per-thread process state
+
+
+class _ThreadStream:
+    """sys.stdout / sys.stderr / sys.stdin: the current request's stream, else the process's."""
+
+    def __init__(self, name: str, default):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_default", default)
+
+    def _target(self):
+        return getattr(_local, self._name, None) or self._default
+
+    def __getattr__(self, attr):
+        return getattr(self._target(), attr)
+
+    def __setattr__(self, attr, value):
+        setattr(self._target(), attr, value)
+
+    def __iter__(self):
+        return iter(self._target())
+
+    def __repr__(self):
+        return f"<thread-local {self._name} -> {self._target()!r}>"
+
+
+_MISSING = object()
+
+
+class _ThreadEnviron(MutableMapping):
+    """os.environ with a per-thread overlay: the keys a request brought (None = unset for it)."""
+
+    def __init__(self, real):
+        self._real = real
+
+    @staticmethod
+    def _overlay():
+        return getattr(_local, "env", None)
+
+    def __getitem__(self, key):
+        ov = self._overlay()
+        if ov is not None and key in ov:
+            if ov[key] is None:
+                raise KeyError(key)
+            return ov[key]
+        return self._real[key]
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key):
+        try:
+            self[key]
+            return True
+        except KeyError:
+            return False
+
+    def __setitem__(self, key, value):
+        ov = self._overlay()
+        if ov is not None and key in ov:
+            ov[key] = value
+        else:
+            self._real[key] = value
+
+    def __delitem__(self, key):
+        ov = self._overlay()
+        if ov is not None and key in ov:
+            if ov[key] is None:
+                raise KeyError(key)
+            ov[key] = None
+        else:
+            del self._real[key]
+
+    def pop(self, key, default=_MISSING):
+        try:
+            value = self[key]
+        except KeyError:
+            if default is _MISSING:
+                raise
+            return default
+        del self[key]
+        return value
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def _keys(self):
+        ov = self._overlay() or {}
+        keys = [k for k in self._real if k not in ov]
+        keys += [k for k, v in ov.items() if v is not None]
+        return keys
+
+    def keys(self):
+        return self._keys()
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self):
+        return len(self._keys())
+
+    def items(self):
+        return [(k, self[k]) for k in self._keys()]
+
+    def values(self):
+        return [self[k] for k in self._keys()]
+
+    def copy(self):
+        return dict(self.items())
+
+    def update(self, other=(), **kw):
+        for k, v in dict(other, **kw).items():
+            self[k] = v
+
+    def __eq__(self, other):
+        return dict(self.items()) == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"environ({dict(self.items())!r})"
+
+
+_CLONE_FS = 0x00000200
+_unshare_ok: bool | None = None
+_serial = threading.Lock()   # used when per-thread cwd is impossible: calls run one at a time
+
+
+def _private_fs() -> bool:
+    """Give this thread its own cwd/umask (unshare(CLONE_FS)); False where that is impossible."""
+    global _unshare_ok
+    if _unshare_ok is False:
+        return False
+    try:
+        if hasattr(os, "unshare"):
+            os.unshare(_CLONE_FS)
+        else:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(_CLONE_FS) != 0:
+                raise OSError(ctypes.get_errno(), "unshare")
+        _unshare_ok = True
+        return True
+    except (OSError, AttributeError):
+        _unshare_ok = False
+        return False
+
+
+_installed = False
+
+
+def install_process_hooks() -> None:
+    """Thread-local streams and environment for this process (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    sys.stdout = _ThreadStream("stdout", sys.stdout)
+    sys.stderr = _ThreadStream("stderr", sys.stderr)
+    sys.stdin = _ThreadStream("stdin", sys.stdin)
+    if not isinstance(os.environ, _ThreadEnviron):
+        os.environ = _ThreadEnviron(os.environ)
+    _installed = True
+
+
+# --------------------------------------------------------------------------- warm Memory instances
+
+
+class MemoryPool:
+    """Warm `Memory` objects per root, each used by one call at a time.
+
+    A call gets an idle instance of its root (its vector index, frame cache and catalog stay
+    loaded between calls) or a new one when all are busy; at the end of the call the
+    instance goes back to the pool. An instance whose config.md changed meanwhile reloads
+    its settings.
+    """
+
+    def __init__(self, max_idle: int = 4):
+        self._idle: dict[str, list] = {}
+        self._lock = threading.Lock()
+        self.max_idle = max_idle
+        self.created = 0
+
+    @staticmethod
+    def _config_stamp(root) -> tuple:
+        try:
+            st = os.stat(os.path.join(root, "config.md"))
+            return st.st_size, st.st_mtime_ns
+        except OSError:
+            return None, None
+
+    def checkout(self, root=None):
+        from memstrata.storage.tree import resolve_root
+
+        key = str(resolve_root(root))
+        held = getattr(_local, "memories", None)
+        if held is not None and key in held:
+            return held[key][0]
+        with self._lock:
+            idle = self._idle.get(key) or []
+            item = idle.pop() if idle else None
+        if item is None:
+            from memstrata.memory import Memory
+
+            memory = Memory(key)
+            self.created += 1
+        else:
+            memory, stamp = item
+            if stamp != self._config_stamp(key):
+                memory.__dict__.pop("settings", None)
+        if held is not None:
+            held[key] = (memory, None)
+        return memory
+
+    def checkin_all(self) -> None:
+        held = getattr(_local, "memories", None) or {}
+        for key, (memory, _) in held.items():
+            with self._lock:
+                idle = self._idle.setdefault(key, [])
+                if len(idle) < self.max_idle:
+                    idle.append((memory, self._config_stamp(key)))
+        _local.memories = None
+
+    def size(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._idle.values())
+
+
+POOL = MemoryPool()
+
+
+def _install_memory_factory() -> None:
+    """Make the CLI's `memory(root)` hand out pooled instances (inside calls run by this process)."""
+    from memstrata.cli import output
+
+    original = getattr(output, "_unpooled_memory", None) or output.memory
+
+    def pooled(root=None):
+        if getattr(_local, "memories", None) is None:
+            return original(root)
+        return POOL.checkout(root)
+
+    output._unpooled_memory = original
+    output.memory = pooled
+    for name, module in list(sys.modules.items()):
+        if name.startswith("memstrata.cli.commands.") and getattr(module, "memory", None) is original:
+            module.memory = pooled
+
+
+# --------------------------------------------------------------------------- running one call
+
+
+def _open_streams(fds: list[int], message: dict):
+    enc = message.get("enc") or {}
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(fds[0], "r", closefd=True)),
+                             encoding=enc.get("stdin") or "utf-8", errors="strict")
+    out_raw = io.FileIO(fds[1], "w", closefd=True)
+    err_raw = io.FileIO(fds[2], "w", closefd=True)
+    tty_out = out_raw.isatty()
+    stdout = io.TextIOWrapper(io.BufferedWriter(out_raw), encoding="utf-8",
+                              errors=enc.get("stdout_errors") or "strict", line_buffering=tty_out)
+    stderr = io.TextIOWrapper(io.BufferedWriter(err_raw), encoding="utf-8",
+                              errors=enc.get("stderr_errors") or "backslashreplace", line_buffering=True)
+    return stdin, stdout, stderr
+
+
+def _close_streams(streams) -> None:
+    for stream in streams:
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+        try:
+            stream.close()
+        except (OSError, ValueError):
+            pass
+
+
+def _env_overlay(message: dict) -> dict:
+    """The caller's values of the forwarded variables; None marks one the caller does not have."""
+    sent = dict(message.get("env") or {})
+    real = os.environ._real if isinstance(os.environ, _ThreadEnviron) else os.environ
+    keys = set(sent) | set(client.FORWARDED_ENV) | {k for k in real if k.startswith("MEMSTRATA_")}
+    overlay = {k: sent.get(k) for k in keys}
+    term = message.get("term")
+    if term and overlay.get("COLUMNS") is None:
+        overlay["COLUMNS"] = str(term[0])
+    if term and overlay.get("LINES") is None:
+        overlay["LINES"] = str(term[1])
+    return overlay
+
+
+class Service:
+    def __init__(self, root: Path, idle_minutes: float | None = None, wait_pid: int | None = None):
+        self.root = Path(root)
+        self.sock_path = self.root / client.SOCKET_NAME
+        self.cache = self.root / client.CACHE_DIR
+        self.idle_seconds = None if idle_minutes is None else float(idle_minutes) * 60.0
+        self.wait_pid = wait_pid
+        self.started = time.time()
+        self.last_activity = time.monotonic()
+        self.active = 0
+        self.requests = 0
+        self.warm = threading.Event()
+        self.stopping = threading.Event()
+        self._state = threading.Lock()
+        self._lock_fd = None
+        self._listener = None
+        self._sock_ino = None
+        self.main = None
+
+    # -- life cycle ---------------------------------------------------------------------
+    def acquire(self) -> bool:
+        """Take the root's service lock; False if another service holds it."""
+        import fcntl
+
+        self.cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.cache / client.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        return True
+
+    def bind(self) -> None:
+        """Listen on {root}/.mem.sock (0600); a stale socket file is replaced (we hold the lock)."""
+        tmp = self.root / f".mem.sock.{os.getpid()}.tmp"
+        for path in (tmp,):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            listener.bind(str(tmp))
+        finally:
+            os.umask(old_umask)
+        os.chmod(tmp, 0o600)
+        listener.listen(64)
+        os.replace(tmp, self.sock_path)  # atomic: a client never sees a socket nobody listens on
+        self._sock_ino = os.stat(self.sock_path).st_ino
+        self._listener = listener
+        pid_info = {"pid": os.getpid(), "socket": str(self.sock_path), "started": self.started,
+                    "python": sys.executable}
+        tmp_pid = self.cache / f".{client.PID_NAME}.{os.getpid()}.tmp"
+        tmp_pid.write_text(json.dumps(pid_info))
+        os.replace(tmp_pid, self.cache / client.PID_NAME)
+
+    def _socket_is_ours(self) -> bool:
+        try:
+            return os.stat(self.sock_path).st_ino == self._sock_ino
+        except OSError:
+            return False
+
+    def shutdown(self, reason: str) -> None:
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        _log(f"stopping ({reason})")
+        if self._socket_is_ours():
+            try:
+                self.sock_path.unlink()
+            except OSError:
+                pass
+        try:
+            pid_file = self.cache / client.PID_NAME
+            if json.loads(pid_file.read_text()).get("pid") == os.getpid():
+                pid_file.unlink()
+        except (OSError, ValueError):
+            pass
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                self._listener.close()
+            except OSError:
+                pass
+
+    # -- warm-up ------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Import the CLI, load the model and open the index; after the spawning call exits."""
+        try:
+            if self.wait_pid:
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and _pid_alive(self.wait_pid) and not self.stopping.is_set():
+                    time.sleep(0.05)
+            t0 = time.perf_counter()
+            self._load_cli()
+            _local.memories = {}
+            try:
+                m = POOL.checkout(str(self.root))
+                try:
+                    m.embedder.embed_query("warm up")
+                except Exception as exc:  # noqa: BLE001 - the model may be missing: calls fall back
+                    _log(f"model not loaded: {exc}")
+                recall = getattr(m, "recall", None)
+                if recall is not None:
+                    try:
+                        recall("warm up", k=1, _sync=False)
+                    except TypeError:
+                        pass
+                    except Exception as exc:  # noqa: BLE001
+                        _log(f"warm recall failed: {type(exc).__name__}: {exc}")
+                try:
+                    from memstrata.retrieval import ann
+
+                    ann.maintain(m._vindex())
+                except Exception as exc:  # noqa: BLE001 - index upkeep is optional here
+                    _log(f"index upkeep skipped: {type(exc).__name__}: {exc}")
+            finally:
+                POOL.checkin_all()
+            _log(f"warm in {time.perf_counter() - t0:.2f}s")
+        except Exception as exc:  # noqa: BLE001
+            _log(f"warm-up failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.warm.set()
+
+    def _load_cli(self):
+        if self.main is None:
+            from memstrata.cli import app as app_module
+
+            getattr(app_module, "app", None)  # build the typer app and register every command
+            _install_memory_factory()
+            self.main = app_module.main
+        return self.main
+
+    # -- serving ------------------------------------------------------------------------
+    def serve_forever(self) -> None:
+        threading.Thread(target=self.warm_up, name="warm-up", daemon=True).start()
+        threading.Thread(target=self._watchdog, name="watchdog", daemon=True).start()
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                if self.stopping.is_set():
+                    break
+                time.sleep(0.01)
+                continue
+            with self._state:
+                self.active += 1
+                self.last_activity = time.monotonic()
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while self.active and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _watchdog(self) -> None:
+        while not self.stopping.is_set():
+            time.sleep(1.0)
+            if not self._socket_is_ours():
+                self.shutdown("socket removed or replaced")
+                break
+            with self._state:
+                idle = self.active == 0 and self.idle_seconds is not None and \
+                    time.monotonic() - self.last_activity > self.idle_seconds
+            if idle:
+                self.shutdown(f"idle for {self.idle_seconds / 60:.1f} min")
+                break
+
+    def _handle(self, conn: socket.socket) -> None:
+        fds: list[int] = []
+        try:
+            if not _same_user(conn):
+                return
+            message, fds = _receive(conn)
+            if message is None:
+                return
+            op = message.get("op")
+            if op == "status":
+                _reply(conn, self.status())
+            elif op == "stop":
+                _reply(conn, {"t": "stopping", "pid": os.getpid()})
+                threading.Thread(target=self.shutdown, args=("asked to stop",), daemon=True).start()
+            elif op == "ping":
+                _reply(conn, {"t": "pong", "pid": os.getpid()})
+            elif op == "run":
+                if len(fds) != 3:
+                    _reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
+                    return
+                self._run(conn, message, fds)
+                fds = []
+            else:
+                _reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
+        except Exception as exc:  # noqa: BLE001 - one bad call never takes the service down
+            _log(f"request failed: {type(exc).__name__}: {exc}")
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            try:
+                conn.close()
+            except OSError:
+                pass
+            with self._state:
+                self.active -= 1
+                self.last_activity = time.monotonic()
+
+    def _run(self, conn, message: dict, fds: list[int]) -> None:
+        main = self._load_cli()
+        private = _private_fs()
+        serial = None if private else _serial
+        if serial is not None:
+            serial.acquire()
+        streams = _open_streams(fds, message)
+        previous_cwd = None
+        try:
+            if private:
+                os.chdir(message["cwd"])
+                os.umask(int(message.get("umask", 0o022)))
+            else:
+                previous_cwd = os.getcwd()
+                os.chdir(message["cwd"])
+            _local.stdin, _local.stdout, _local.stderr = streams
+            _local.env = _env_overlay(message)
+            _local.memories = {}
+            self.requests += 1
+            _reply(conn, {"t": "started"})
+            try:
+                code = main(list(message.get("argv") or []))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException as exc:  # noqa: BLE001 - as a crashed process would: one line, exit 1
+                try:
+                    sys.stderr.write(f"mem: error: internal error: {type(exc).__name__}: {exc}\n")
+                except Exception:  # noqa: BLE001
+                    pass
+                code = 1
+            _local.stdin = _local.stdout = _local.stderr = None
+            _close_streams(streams)  # before the reply: the caller exits holding the only copies
+            _reply(conn, {"t": "exit", "code": int(code or 0)})
+        finally:
+            POOL.checkin_all()
+            _local.stdin = _local.stdout = _local.stderr = None
+            _local.env = None
+            _close_streams(streams)
+            if previous_cwd is not None:
+                try:
+                    os.chdir(previous_cwd)
+                except OSError:
+                    pass
+            if serial is not None:
+                serial.release()
+
+    def status(self) -> dict:
+        return {"t": "status", "pid": os.getpid(), "root": str(self.root), "socket": str(self.sock_path),
+                "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
+                "active": max(0, self.active - 1), "warm": self.warm.is_set(),
+                "idle_minutes": None if self.idle_seconds is None else self.idle_seconds / 60,
+                "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "pooled_memories": POOL.size(),
+                "per_thread_cwd": bool(_unshare_ok) if _unshare_ok is not None else None}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _same_user(conn: socket.socket) -> bool:
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", creds)
+        return uid == os.getuid()
+    except (OSError, AttributeError):
+        return True  # the 0600 socket in the 0700 root already limits who can connect
+
+
+def _receive(conn: socket.socket):
+    conn.settimeout(10.0)
+    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+    if len(data) < 4:
+        return None, list(fds)
+    (length,) = struct.unpack("!I", data[:4])
+    if length > 64 << 20:
+        return None, list(fds)
+    body = data[4:]
+    while len(body) < length:
+        chunk = conn.recv(min(1 << 20, length - len(body)))
+        if not chunk:
+            return None, list(fds)
+        body += chunk
+    conn.settimeout(None)
+    return json.loads(body[:length]), list(fds)
+
+
+def _reply(conn: socket.socket, message: dict) -> None:
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _rss_mb() -> float | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _peak_rss_mb() -> float | None:
+    try:
+        import resource
+
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    except (ImportError, OSError):
+        return None
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = None) -> int:
+    """Serve the root in this process until stopped. 0 also when another service already runs."""
+    from memstrata.storage import tree
+
+    root = tree.resolve_root(root)
+    if not tree.is_initialised(root):
+        _log(f"no memory tree at {root}")
+        return 3
+    if idle_minutes is None:
+        try:
+            from memstrata.storage.config import load_settings
+
+            idle_minutes = load_settings(root).service_idle_minutes
+        except Exception:  # noqa: BLE001
+            idle_minutes = 15
+    service = Service(root, idle_minutes if idle_minutes and idle_minutes > 0 else None, wait_pid)
+    if not service.acquire():
+        _log(f"a service already runs for {root}")
+        return 0
+    install_process_hooks()
+    os.environ["MEMSTRATA_HOME"] = str(root)
+    service.bind()
+    _log(f"serving {root} on {service.sock_path} (pid {os.getpid()}, idle stop "
+         f"{'never' if service.idle_seconds is None else f'{idle_minutes} min'})")
+
+    def _on_signal(signum, _frame):
+        threading.Thread(target=service.shutdown, args=(signal.Signals(signum).name,), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        service.serve_forever()
+    finally:
+        service.shutdown("exit")
+    return 0
+
+
+def status(root) -> dict | None:
+    """The running service's status for a root, or None."""
+    from memstrata.storage.tree import resolve_root
+
+    return client.request(str(resolve_root(root)), {"op": "status"})
+
+
+def stop(root, timeout: float = 30.0) -> dict | None:
+    """Ask the root's service to stop and wait until it has; None if none was running."""
+    from memstrata.storage.tree import resolve_root
+
+    root = str(resolve_root(root))
+    info = client.request(root, {"op": "stop"})
+    if info is None:
+        return None
+    pid = info.get("pid")
+    deadline = time.monotonic() + timeout
+    while pid and _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return info
+
+
+def start_detached(root, wait: float = 60.0) -> dict | None:
+    """Start a background service for the root (if none runs) and wait until it answers."""
+    from memstrata.storage.tree import resolve_root
+
+    root = str(resolve_root(root))
+    existing = client.request(root, {"op": "ping"})
+    if existing is not None:
+        return status(root)
+    client.spawn(root)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        info = client.request(root, {"op": "ping"}, timeout=2.0)
+        if info is not None:
+            return status(root)
+        time.sleep(0.05)
+    return None
+
+
+def _main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m memstrata.service")
+    parser.add_argument("--root")
+    parser.add_argument("--idle-minutes", type=float)
+    parser.add_argument("--wait-pid", type=int)
+    args = parser.parse_args(argv)
+    return run_service(args.root, args.idle_minutes, args.wait_pid)
+
+
+if __name__ == "__main__":
+    # Run the imported module, not this __main__ copy: one set of per-thread hooks per process.
+    from memstrata.service import _main as _service_main
+
+    sys.exit(_service_main())
