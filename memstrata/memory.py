@@ -4,10 +4,11 @@ from __future__ import annotations
 from memstrata.agents_ops import AgentOps
 from memstrata.aging_ops import AgingOps
 from memstrata.core import MemoryCore
+from memstrata.doctor_ops import DoctorOps
 from memstrata.recall_ops import RecallOps
 
 
-class Memory(AgentOps, AgingOps, RecallOps, MemoryCore):
+class Memory(AgentOps, AgingOps, RecallOps, DoctorOps, MemoryCore):
     """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
 
     Each feature lives in its own module as a mixin placed before MemoryCore, so every

@@ -15,8 +15,26 @@ def is_temp_file(name: str) -> bool:
 
 
 def ensure_dir(path: Path) -> None:
-    """Create a directory (and parents) private to the user."""
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    """Create a directory (and parents) private to the user.
+
+    mkdir(parents=True) gives the parents the umask's mode (often 0755), so each missing
+    level is made on its own with 0700.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for level in reversed(missing):
+        try:
+            level.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)  # raises the right error
 
 
 def _fsync_dir(path: Path) -> None:

@@ -38,6 +38,7 @@ class Settings:
     ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
+    max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB) is refused; 0: no limit
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
     chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks

@@ -1,0 +1,55 @@
+"""`mem doctor [--fix] [--json]`: check the tree for damage and repair what can be repaired."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
+
+EXIT_PROBLEMS = 9  # problems remain (after --fix: the ones it could not repair)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor(
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what can be repaired (nothing is deleted: "
+                                      "unreadable files go to .quarantine/).")] = False,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Check the tree, the catalog, the INDEX.md files and the vector index against each other.
+
+    Finds entries that fail to parse, duplicate ids, leftover temp files, orphan sidecars and
+    versions, symlinks leading outside the root, a held lock, a model mismatch and loose
+    permissions. Exit code 0 when healthy (or everything was fixed), 9 when problems remain.
+
+    Examples:
+
+    \b
+      mem doctor
+      mem doctor --fix --json
+    """
+    from memstrata.doctor_ops import report_lines
+
+    report = memory(root).doctor(fix=fix)
+
+    def human():
+        for line in report_lines(report):
+            typer.echo(line)
+        checked = report.checked.get("entries", 0)
+        if report.healthy:
+            fixed = sum(1 for f in report.findings if f.fixed)
+            typer.echo(f"healthy: {checked} entries checked" + (f", {fixed} problems fixed" if fixed else ""))
+        else:
+            hint = "" if fix else " (run `mem doctor --fix`)"
+            typer.echo(f"{len(report.problems)} problems remain in {checked} entries{hint}", err=True)
+
+    emit(as_json, report.to_dict(), human)
+    if not report.healthy:
+        # SystemExit, not typer.Exit: main() runs the app with standalone_mode=False, where a
+        # typer.Exit code is returned by click and dropped; SystemExit reaches the process (and
+        # the service forwards it).
+        raise SystemExit(EXIT_PROBLEMS)
