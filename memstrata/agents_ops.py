@@ -284,8 +284,11 @@ class AgentOps:
         unknown keys ...), so `export_jsonl` then `import_jsonl` into an empty root gives the
         same entries. Ids already in the root are skipped; bad lines are reported, not fatal.
         Embeds in batches; `progress(done, total)` is called as lines are written.
+        A folder is imported as a tree (layout detected: see import_path), so `mem import DIR` works.
         """
         source = Path(os.path.expanduser(str(path)))
+        if source.is_dir():
+            return self.import_path(source, "auto", progress)
         if not source.is_file():
             raise NotFound(f"no file at {source}")
         report = ImportReport(source=str(source), layout="jsonl")

@@ -358,3 +358,17 @@ def test_cli_daily_export_and_import(tmp_path, embedder, clock, capsys):
     assert record["category"] == "daily" and "from the command line" in record["body"]
     assert main(["import", str(target), "--root", str(tmp_path / "other"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["imported"] == 1
+
+
+def test_cli_import_of_a_tree(tmp_path, embedder, clock, capsys):
+    """`mem import DIR` detects the layout (the command itself belongs to the recall module)."""
+    from memstrata.cli.app import main
+
+    _write(tmp_path / "v" / "hot" / "a.md", "---\nid: mem_1\ntitle: Hot one\nimportance: high\n---\n\nbody\n")
+    _write(tmp_path / "v" / "meetings" / "m.md", "# Kickoff\n\nnotes\n")
+    assert main(["import", str(tmp_path / "v"), "--root", str(tmp_path / "m"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["layout"], result["imported"]) == ("viking", 2)
+    m = Memory(tmp_path / "m", embedder=embedder)
+    assert {(e.title, e.category, e.tier) for e in m.list()} == {("Hot one", "general", "hot"),
+                                                                 ("Kickoff", "meetings", "hot")}
