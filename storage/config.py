@@ -26,10 +26,11 @@ class Settings:
     grep_max_entries: int = 50       # strategy advice: grep under this many entries
     index_max_entries: int = 500     # index navigation up to this many; vectors beyond
     embedding_model: str = "bundled"  # "bundled" (all-MiniLM-L6-v2) or any sentence-transformers name/path
-    promote_threshold: float = 0.5   # similarity a cold/archive entry needs to come back to hot
+    promote_threshold: float = 0.65  # similarity to come back to hot (F1-optimal on LoCoMo, bench/promotion.py)
     promote_max: int = 50            # at most this many promotions per run
     promote_keep_important: bool = True  # important/high entries keep their tier when promoting
     autoload_budget: int = 2000      # tokens, counted with the model's tokenizer
+    autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its score >= this share of the best
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.75       # same tags + this similarity = same subject
     secrets: str = "refuse"          # refuse | warn

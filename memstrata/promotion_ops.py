@@ -1,0 +1,274 @@
+"""Memory mixin for promotion (old memories back to hot when the task needs them) and autoload."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memstrata import clock
+from memstrata.errors import IndexUnavailable, InvalidInput
+from memstrata.storage.entry import TIERS, Entry
+
+HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
+_MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
+
+
+@dataclass
+class AutoloadItem:
+    """One memory in the autoload block."""
+
+    entry: Entry
+    section: str  # "relevant" or "hot"
+    score: float
+    text: str
+    tokens: int
+    truncated: bool
+    shared: bool = False  # from the shared root (written by another agent)
+
+    def to_dict(self) -> dict:
+        e = self.entry
+        return {"id": e.id, "title": e.title, "category": e.category, "tier": e.tier, "section": self.section,
+                "date": clock.format_datetime(e.updated or e.created), "score": round(self.score, 4),
+                "tokens": self.tokens, "truncated": self.truncated, "text": self.text, "path": e.path,
+                "shared": self.shared, "agent": e.agent}
+
+
+@dataclass
+class AutoloadResult:
+    """What an agent should start with: a Markdown block within a token budget."""
+
+    context: str | None
+    budget: int
+    items: list[AutoloadItem] = field(default_factory=list)
+    promoted: list[dict] = field(default_factory=list)
+    strategy: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return sum(i.tokens for i in self.items)
+
+    def markdown(self) -> str:
+        if not self.items:
+            return ""
+        lines = ["# Memories for this session (memstrata)", ""]
+        for section, heading in (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty")):
+            chosen = [i for i in self.items if i.section == section]
+            if not chosen:
+                continue
+            lines += [heading, ""]
+            for item in chosen:
+                e = item.entry
+                date = (clock.format_datetime(e.updated or e.created) or "")[:10]
+                lines.append(f"### {e.title}")
+                origin = f" · shared by {e.agent or 'another agent'}" if item.shared else ""
+                lines.append(f"`{e.id}` · {e.tier} · {e.category} · {date}{origin}")
+                lines += ["", item.text.strip() + (" …" if item.truncated else ""), ""]
+        if self.promoted:
+            lines.append("_Brought back to hot for this task: " + ", ".join(p["id"] for p in self.promoted) + "_")
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_dict(self) -> dict:
+        return {"context": self.context, "budget": self.budget, "tokens": self.tokens, "strategy": self.strategy,
+                "promoted": self.promoted, "entries": [i.to_dict() for i in self.items], "notes": self.notes,
+                "markdown": self.markdown()}
+
+
+class PromotionOps:
+    """promote / autoload; similarity comes from the vector index, rules from scoring.promotion."""
+
+    # -- promotion ----------------------------------------------------------------------
+    def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
+                dry_run: bool = False) -> dict:
+        """Bring cold/archive entries similar to `context` back to hot (full text restored, out of archived/).
+
+        Similarity is the best cosine between the context and any chunk of the entry.
+        Each promotion is its own atomic step under the tree lock.
+        """
+        from memstrata.scoring import promotion
+
+        context = " ".join(str(context or "").split())
+        if not context:
+            raise InvalidInput("give a context: the task or prompt the memories should serve")
+        wanted = self._layers(layers)
+        if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
+            raise InvalidInput("threshold must be between 0 and 1")
+        if max_count is not None and int(max_count) < 0:
+            raise InvalidInput("max must be 0 or more")
+        settings, now = self.settings, self.now()
+        candidates = [e for e in self.list() if e.status != "expired"
+                      and promotion.current_tier(e, now, settings) in wanted]
+        similarities = self._similarities(context, candidates)
+        chosen = promotion.select([(e, similarities.get(e.id)) for e in candidates], now, settings,
+                                  threshold=threshold, layers=wanted, max_count=max_count)
+        threshold_used = settings.promote_threshold if threshold is None else float(threshold)
+        by_id = {e.id: e for e in candidates}
+        rows = [{"id": p.entry_id, "title": by_id[p.entry_id].title, "similarity": round(p.similarity, 4),
+                 "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
+                 "weight": round(p.new_weight, 4), "path": by_id[p.entry_id].path} for p in chosen]
+        if not dry_run:
+            for p, row in zip(chosen, rows):
+                row["path"] = self._apply_promotion(p)
+        return {"dry_run": dry_run, "threshold": threshold_used, "layers": sorted(wanted),
+                "candidates": len(candidates), "promoted": rows}
+
+    def _layers(self, layers) -> set[str]:
+        if layers is None or layers == "":
+            return {"cold", "archive"}
+        parts = layers.split(",") if isinstance(layers, str) else list(layers)
+        wanted = {str(p).strip().lower() for p in parts if str(p).strip()}
+        unknown = wanted - set(TIERS)
+        if unknown or not wanted:
+            raise InvalidInput(f"layers must be among {', '.join(TIERS)}, not {', '.join(sorted(unknown)) or 'nothing'}")
+        return wanted
+
+    def _similarities(self, context: str, entries: list[Entry]) -> dict[str, float]:
+        """Best cosine of the context against each entry's chunk vectors (embedding what the index lacks)."""
+        import numpy as np
+
+        if not entries:
+            return {}
+        embedder = self.embedder
+        query = embedder.embed_query(context)
+        index = self._vindex()
+        index.refresh()
+        rows = index.fetch_rows([e.id for e in entries]) if index.exists() and index.model_matches(embedder) else {}
+        out: dict[str, float] = {}
+        missing: list[Entry] = []
+        for e in entries:
+            vectors = [r["vector"] for r in rows.get(e.id, []) if r.get("vector") is not None]
+            if vectors:
+                out[e.id] = float(np.max(np.asarray(vectors, dtype=np.float32) @ query))
+            else:
+                missing.append(e)
+        if missing:
+            from memstrata.retrieval.chunking import chunk_entry, entry_text
+            from memstrata.storage import sidecars
+
+            texts, owners = [], []
+            for e in missing:
+                full = self.resolve(e.path)
+                body = sidecars.full_body(self.root, full)
+                for chunk in chunk_entry(full.title, body, embedder.count_tokens, embedder.max_tokens,
+                                         self.settings.chunk_overlap_tokens, self.settings.chunk_max_sentences):
+                    texts.append(chunk.text or entry_text(full.title, body))
+                    owners.append(e.id)
+            if texts:
+                sims = embedder.embed(texts) @ query
+                for owner, sim in zip(owners, sims):
+                    out[owner] = max(out.get(owner, -1.0), float(sim))
+        return out
+
+    def _apply_promotion(self, p) -> str:
+        """One promotion, atomically: full text back (if compressed), out of archived/, hot, counted."""
+        from memstrata.scoring.promotion import promotion_changes
+        from memstrata.storage import tree
+        from memstrata.storage.paths import is_archived_path
+
+        with self.lock():
+            current = self.resolve(p.entry_id)
+            changes = promotion_changes(p, current, self.now())
+            if current.is_compressed:
+                self.decompress(current.id, restore=True)
+                current = self.resolve(current.id)
+            new = current.copy(**changes)
+            if is_archived_path(current.path or ""):
+                new.path = tree.unique_entry_path(self.root, current.category, current.title)
+            self._save(new, previous=current, reindex_text=False)
+        return new.path
+
+    # -- autoload -----------------------------------------------------------------------
+    def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
+                 include_shared: bool = True) -> AutoloadResult:
+        """The memories an agent should start with: relevant ones first, then hot ones by weight,
+        within `budget` tokens (the model's tokenizer). Loading counts as an access (correlation 1.0)."""
+        from memstrata.scoring.tiers import tier_for
+        from memstrata.scoring.weight import compute_weight
+
+        budget = self.settings.autoload_budget if budget is None else int(budget)
+        if budget < 1:
+            raise InvalidInput("budget must be a positive number of tokens")
+        context = " ".join(str(context or "").split()) or None
+        result = AutoloadResult(context=context, budget=budget)
+        now = self.now()
+        if promote and context:
+            try:
+                result.promoted = self.promote(context)["promoted"]
+            except IndexUnavailable as exc:
+                result.notes.append(f"no promotion: {exc.message}")
+        shared = self._shared_or_none() if include_shared else None
+        ranked: list[tuple[Entry, str, float]] = []
+        if context:
+            answer = self.recall(context, k=10, **({"include_shared": True} if shared is not None else {}))
+            result.strategy = answer.strategy
+            result.notes += list(answer.notes)
+            best = max((float(h.score) for h in answer.results), default=0.0)
+            floor = best * self.settings.autoload_min_relevance
+            for hit in answer.results:
+                if hit.status == "expired" or float(hit.score) < floor:
+                    continue
+                ranked.append((hit, "relevant", float(hit.score)))
+        for source in (self, shared):
+            if source is None:
+                continue
+            hot = [e for e in source.list(status="active") if tier_for(e, now, self.settings) == "hot"]
+            for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
+                if source is shared:
+                    e.extra["_from_shared"] = True
+                ranked.append((e, "hot", compute_weight(e, now)))
+        self._fill(result, ranked, shared)
+        self._count_loads([i.entry for i in result.items if not i.shared])
+        return result
+
+    def _shared_or_none(self):
+        """The shared root's Memory when one is configured and initialised, else None."""
+        from memstrata.storage.tree import is_initialised
+
+        root = getattr(self, "shared_root", None)
+        if root is None or root == self.root or not is_initialised(root):
+            return None
+        return self.shared_memory()
+
+    def _fill(self, result: AutoloadResult, ranked, shared) -> None:
+        embedder = self.embedder
+        seen: set[str] = set()
+        used = 0
+        for item, section, score in ranked:
+            if item.id in seen:
+                continue
+            seen.add(item.id)
+            from_shared = shared is not None and (getattr(item, "shared_root", None) is not None
+                                                  or bool(getattr(item, "extra", {}).get("_from_shared")))
+            try:
+                entry = (shared if from_shared else self).resolve(item.id)
+            except Exception:  # a file that vanished or broke since it was listed: skip it
+                continue
+            header = f"### {entry.title}\n`{entry.id}` · {entry.tier} · {entry.category} · 0000-00-00\n"
+            cost = embedder.count_tokens(header) + 2
+            room = result.budget - used - cost
+            if room < _MIN_BODY_TOKENS:
+                if room < 0 and used >= result.budget:
+                    break
+                continue
+            body = entry.body.strip() or (entry.summary or "")
+            tokens = embedder.count_tokens(body)
+            truncated = tokens > room
+            if truncated:
+                body = embedder.truncate_to_tokens(body, room)
+                tokens = embedder.count_tokens(body)
+            result.items.append(AutoloadItem(entry, section, score, body, tokens + cost, truncated, from_shared))
+            used += tokens + cost
+
+    def _count_loads(self, entries: list[Entry]) -> None:
+        """Routine loading is an access with context_correlation 1.0 (one batched write)."""
+        if not entries:
+            return
+        with self.lock():
+            now = self.now()
+            changes = []
+            for e in entries:
+                try:
+                    current = self.resolve(e.id)
+                except Exception:
+                    continue
+                changes.append((self._touched(current.copy(context_correlation=1.0), now), current))
+            if changes:
+                self._save_many(changes, reindex_text=False)

@@ -1,0 +1,104 @@
+"""Promotion and autoload on a real tree, the real model and LanceDB, aged with MEMSTRATA_NOW."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memstrata import Memory
+
+DB = ("The alpha project stores its data in PostgreSQL 16, replicated to the analytics cluster with "
+      "logical replication. Failover is manual and documented in the runbook.")
+NOTES = [
+    ("Alpha database", DB, "projects/alpha"),
+    ("Cat food", "Milo the cat only eats salmon-flavoured dry food, twice a day.", "home"),
+    ("Guitar strings", "Changed the guitar strings to 10-46 nickel wound last spring.", "hobbies"),
+    ("Alpha deploys", "Alpha deploys go out on Tuesdays after the canary has been green for an hour.", "projects/alpha"),
+]
+
+
+def _files(root):
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".vectors" not in p.parts
+            and ".cache" not in p.parts and p.name != ".lock"}
+
+
+@pytest.fixture
+def aged(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    ids = {title: m.write(body, title=title, category=cat).id for title, body, cat in NOTES}
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")  # 120 days later: archive tier
+    report = m.maintain()
+    assert report.changed
+    return m, ids
+
+
+def test_promote_brings_back_relevant_archived_entries_with_full_text(aged):
+    m, ids = aged
+    before = m.read(ids["Alpha database"], count_access=False)
+    assert before.status == "archived" and "/archived/" in before.path and before.is_compressed
+    untouched = {t: m.read(i, count_access=False) for t, i in ids.items() if t not in ("Alpha database",)}
+    result = m.promote("which database does the alpha project use, and how is it replicated?", threshold=0.45)
+    promoted = {row["id"] for row in result["promoted"]}
+    assert ids["Alpha database"] in promoted
+    assert ids["Cat food"] not in promoted and ids["Guitar strings"] not in promoted
+    after = m.read(ids["Alpha database"], count_access=False)
+    assert (after.tier, after.status, after.layer) == ("hot", "active", "L0")
+    assert "/archived/" not in after.path and after.body.strip() == DB
+    assert after.access_count == before.access_count + 1 and 0.5 <= after.context_correlation <= 1.5
+    for title in ("Cat food", "Guitar strings"):
+        assert m.read(ids[title], count_access=False) == untouched[title]
+    assert m.recall("PostgreSQL replication runbook", k=1).results[0].id == ids["Alpha database"]
+
+
+def test_dry_run_changes_nothing_and_max_holds(aged):
+    m, ids = aged
+    before = _files(m.root)
+    dry = m.promote("alpha project", threshold=0.0, dry_run=True)
+    assert len(dry["promoted"]) == 4 and dry["dry_run"]
+    assert _files(m.root) == before
+    limited = m.promote("alpha project", threshold=0.0, max_count=2)
+    assert len(limited["promoted"]) == 2
+    assert sum(1 for e in m.list() if e.status == "active") == 2
+
+
+def test_important_entries_keep_their_place(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    r = m.write(DB, title="Alpha database", category="p", importance="high")
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-03-01T09:00:00Z")  # 59 days: cold by age
+    assert m.promote("alpha database replication", threshold=0.0)["promoted"] == []
+    assert m.promote("alpha database replication", threshold=0.0, layers="cold,archive", max_count=5)["candidates"] == 1
+    assert m.read(r.id, count_access=False).access_count == 0
+
+
+def test_autoload_budget_and_relevance(aged, monkeypatch):
+    m, ids = aged
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T10:00:00Z")
+    fresh = m.write("Sprint review moved to Friday 3pm.", title="Sprint review", category="meetings")
+    result = m.autoload("how is the alpha database replicated?", promote=True, budget=400)
+    listed = [item.entry.id for item in result.items]
+    assert listed[0] == ids["Alpha database"] and fresh.id in listed
+    assert result.tokens <= 400 and result.markdown().startswith("# Memories for this session")
+    assert m.read(fresh.id, count_access=False).access_count == 1  # loading counts as an access
+    small = m.autoload("alpha database", budget=60)
+    assert small.tokens <= 60 and len(small.items) >= 1
+
+
+def test_autoload_hook_reads_claude_code_json(aged):
+    m, ids = aged
+    env = {**os.environ, "MEMSTRATA_HOME": str(m.root), "MEMSTRATA_SERVICE": "off"}
+    payload = {"session_id": "abc", "cwd": str(m.root), "hook_event_name": "UserPromptSubmit",
+               "prompt": "remind me how alpha's PostgreSQL replication works"}
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook", "--promote",
+                           "--budget", "300"], input=json.dumps(payload), capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "logical replication" in proc.stdout
+    assert m.embedder.count_tokens(proc.stdout) <= 300 + 40  # headings of the block itself
+    broken = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook", "--root",
+                             "/nonexistent/../x"], input="not json", capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert (broken.returncode, broken.stdout, broken.stderr) == (0, "", "")
