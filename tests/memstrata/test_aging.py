@@ -305,3 +305,28 @@ def test_sidecar_paths_stay_inside_full(tmp_path):
     compressed = Entry(id="abc", title="t", body="short", layer="L1", full_content_file=rel)
     assert sidecars.full_body(tmp_path, compressed) == "body \r\n"
     assert sidecars.full_body(tmp_path, compressed.copy(full_content_file=".full/none.md")) == "short"
+
+
+def _recall_reads_sidecars() -> bool:
+    """True once retrieval indexes the full original of compressed entries (storage.sidecars.full_body)."""
+    import inspect
+
+    try:
+        from memstrata.retrieval import table
+    except ImportError:
+        return False
+    return "full_body" in inspect.getsource(table)
+
+
+@pytest.mark.xfail(not _recall_reads_sidecars(), strict=False,
+                   reason="retrieval/ indexes entry.body; it must index sidecars.full_body(root, entry)")
+@pytest.mark.parametrize("strategy", ["text", "grep"])
+def test_recall_finds_compressed_entries_by_full_content(mem, monkeypatch, strategy):
+    r = mem.write(EN_BODY, title="DB choice", category="projects/alpha", tags=["db"])
+    mem.write("Lunch is at noon on Fridays.", title="Lunch", category="projects/alpha")
+    _at(monkeypatch, "2026-02-15")
+    mem.maintain()
+    entry = mem.resolve(r.id)
+    assert entry.layer == "L2" and "replication" not in entry.body
+    result = mem.recall("replication issues", k=3, strategy=strategy)
+    assert r.id in [hit.id for hit in result.results]
