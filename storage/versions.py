@@ -1,0 +1,144 @@
+"""Old versions of entries, kept in full: `.versions/{id}/v{N}.md`, plus split records.
+
+Every time an entry's content changes on purpose (a conflicting write, `update`, a merge
+of a near-duplicate, a revert) the whole file text of the version being replaced is
+written here first, atomically, so any version can be read or restored later. The file
+of the entry itself keeps a short "Version history" section (see codec.render_history);
+this folder keeps the bodies.
+
+A category split writes `{category}/.split.json` (what moved where) so that `merge` can
+undo exactly that split.
+"""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+
+from memstrata.clock import format_datetime
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage import codec
+from memstrata.storage.atomic import atomic_write_text
+from memstrata.storage.entry import Entry
+from memstrata.storage.paths import category_of
+
+VERSIONS_DIR = ".versions"
+SPLIT_RECORD = ".split.json"
+SUMMARY_CHARS = 80
+_SNAPSHOT = re.compile(r"^v(\d+)\.md$")
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _folder(root: Path, entry_id: str) -> Path:
+    if not _SAFE_ID.match(entry_id or "") or entry_id in (".", ".."):
+        raise InvalidInput(f"{entry_id!r} is not an entry id")
+    return Path(root) / VERSIONS_DIR / entry_id
+
+
+def snapshot_path(root: Path, entry_id: str, version: int) -> Path:
+    return _folder(root, entry_id) / f"v{int(version)}.md"
+
+
+def list_snapshots(root: Path, entry_id: str) -> dict[int, Path]:
+    """The kept versions of an entry: {version number: file}."""
+    folder = _folder(root, entry_id)
+    if not folder.is_dir():
+        return {}
+    out = {}
+    for item in folder.iterdir():
+        m = _SNAPSHOT.match(item.name)
+        if m and item.is_file():
+            out[int(m.group(1))] = item
+    return dict(sorted(out.items()))
+
+
+def save_snapshot(root: Path, entry_id: str, version: int, text: str) -> bool:
+    """Keep `text` as version `version` (atomic). Returns True when the file is new."""
+    path = snapshot_path(root, entry_id, version)
+    existed = path.exists()
+    if existed and path.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write_text(path, text)
+    return not existed
+
+
+def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
+    path = snapshot_path(root, entry_id, version)
+    path.unlink(missing_ok=True)
+    try:
+        path.parent.rmdir()
+    except OSError:
+        pass
+
+
+def read_snapshot(root: Path, entry_id: str, version: int) -> str:
+    path = snapshot_path(root, entry_id, version)
+    if not path.is_file():
+        raise NotFound(f"version {version} of {entry_id} is not kept")
+    return path.read_text(encoding="utf-8")
+
+
+def snapshot_entry(root: Path, entry_id: str, version: int, rel_path: str | None = None) -> Entry:
+    """A kept version parsed as an Entry (its `version` field is the snapshot's number)."""
+    text = read_snapshot(root, entry_id, version)
+    try:
+        entry = codec.parse(text, category=category_of(rel_path) if rel_path else "", path=rel_path)
+    except CorruptEntry as exc:
+        raise CorruptEntry(f"version {version} of {entry_id} cannot be read: {exc.message}") from None
+    entry.version = int(version)
+    return entry
+
+
+def one_line(text: str, title: str = "", limit: int = SUMMARY_CHARS) -> str:
+    """A one-line summary: the first non-empty line of the body (headings unmarked), else the title."""
+    line = ""
+    for raw in (text or "").splitlines():
+        raw = raw.strip().lstrip("#>*-").strip()
+        if raw:
+            line = raw
+            break
+    line = " ".join((line or title or "(empty)").split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return line
+
+
+def day(dt: datetime | None) -> str:
+    return format_datetime(dt)[:10] if dt else ""
+
+
+def history_item(version: int, when: datetime | None, summary: str) -> dict:
+    return {"version": int(version), "date": day(when), "summary": " ".join(summary.split())}
+
+
+def with_current_line(entry: Entry) -> list[dict]:
+    """The entry's history, with a line for its current version added when missing."""
+    history = [dict(h) for h in entry.history]
+    if not any(int(h.get("version", 0)) == entry.version for h in history):
+        history.append(history_item(entry.version, entry.updated or entry.created, one_line(entry.body, entry.title)))
+    return sorted(history, key=lambda h: int(h.get("version", 0)))
+
+
+# -- split records ------------------------------------------------------------------------
+def split_record_path(root: Path, category: str) -> Path:
+    return Path(root) / category / SPLIT_RECORD
+
+
+def read_split_record(root: Path, category: str) -> dict | None:
+    path = split_record_path(root, category)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_split_record(root: Path, category: str, record: dict) -> None:
+    atomic_write_text(split_record_path(root, category), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+def remove_split_record(root: Path, category: str) -> None:
+    split_record_path(root, category).unlink(missing_ok=True)
