@@ -142,10 +142,8 @@ class AgingOps:
                 report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
             else:
                 usable.append(entry)
-        referrers = _referrers(usable)
-        planned: dict[str, list[Action]] = {}
-        for action in lifecycle.plan(usable, now, settings):
-            planned.setdefault(action.entry_id, []).append(action)
+        planned, leaving = _plan_with_cascade(usable, now, settings)
+        referrers = _referrers([e for e in usable if e.id not in leaving])
         todo = [e for e in usable if e.id in planned or e.status == "expired"]
         for done, entry in enumerate(todo, 1):
             try:
@@ -218,7 +216,7 @@ class AgingOps:
             current = marked
         item = self.delete(current.path, reason=reason)
         new = current.copy(path=item.path)
-        return _change_row(current, new, [action], new_path=item.path)
+        return _change_row(current, new, actions, new_path=item.path)
 
     def _apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
         """Apply retier/compress/archive actions to `new` (based on `current`, the file on disk) and save."""
@@ -391,6 +389,30 @@ def compressed_body(original: str, layer: str, entry: Entry, rel: str, embedder,
         parts = [para, tags]
     parts = [p for p in parts if p and p.strip()]
     return "\n\n".join(parts + [note]) + "\n", summary
+
+
+def _plan_with_cascade(entries: list[Entry], now, settings) -> tuple[dict[str, list[Action]], set[str]]:
+    """lifecycle.plan, repeated without the entries it sends to the trash, until nothing more leaves.
+
+    An entry referenced only by entries that are forgotten or expired in this run is no longer
+    referenced once they are in the trash; planning it now (instead of on the next run) is what
+    makes a second run right after the first change nothing. Returns (actions per id, ids
+    going to the trash).
+    """
+    leaving: set[str] = {e.id for e in entries if e.status == "expired"}
+    trash_actions: dict[str, list[Action]] = {}
+    while True:
+        remaining = [e for e in entries if e.id not in leaving]
+        planned: dict[str, list[Action]] = {}
+        for action in lifecycle.plan(remaining, now, settings):
+            planned.setdefault(action.entry_id, []).append(action)
+        new = {i for i, acts in planned.items() if any(a.kind in ("expire", "forget") for a in acts)}
+        if not new:
+            planned.update(trash_actions)
+            return planned, leaving
+        for entry_id in new:
+            trash_actions[entry_id] = planned[entry_id]
+        leaving |= new
 
 
 def _referrers(entries: list[Entry]) -> dict[str, set[str]]:

@@ -330,3 +330,16 @@ def test_recall_finds_compressed_entries_by_full_content(mem, monkeypatch, strat
     assert entry.layer == "L2" and "replication" not in entry.body
     result = mem.recall("replication issues", k=3, strategy=strategy)
     assert r.id in [hit.id for hit in result.results]
+
+
+def test_forgetting_cascades_through_related_in_one_run(mem, monkeypatch):
+    t = mem.write("The old staging cluster lived in us-east.", title="Old staging", category="infra")
+    r = mem.write("See the old staging note.", title="Pointer", category="infra", related=[t.id])
+    keep = mem.write("Still needed.", title="Live", category="infra")
+    mem.write("Points at the live note.", title="Live pointer", category="infra", related=[keep.id], important=True)
+    _at(monkeypatch, "2026-07-15")
+    report = _maintain_twice(mem)
+    actions = {c["id"]: c["actions"] for c in report["changes"]}
+    assert "forget" in actions[r.id] and "forget" in actions[t.id]
+    assert "forget" not in actions[keep.id] and mem.resolve(keep.id).status == "archived"
+    assert {r.id, t.id} <= {i.id for i in mem.trash_list()}
