@@ -36,9 +36,9 @@ CACHE_DIR = ".cache"
 PROTOCOL = 1
 # Commands that never go through the service (the service itself, long-lived stdio servers).
 BYPASS = frozenset({"serve", "mcp"})
-# Commands worth starting a service for (they load the model or the vector table).
-HEAVY = frozenset({"recall", "autoload", "write", "update", "import", "sync", "reindex", "promote",
-                   "search", "compress", "dedup", "review", "daily", "merge", "split", "doctor"})
+# Commands not worth starting a service for (they read the catalog only); every other command
+# loads the model or opens the vector table, and a call of one starts the service on demand.
+LIGHT = frozenset({"init", "list", "config", "stats", "index", "trash", "history", "serve", "mcp"})
 # Environment that shapes results or output, besides every MEMSTRATA_* variable.
 FORWARDED_ENV = ("HOME", "TZ", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM",
                  "CLICOLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "LANG", "LC_ALL",
@@ -292,6 +292,15 @@ def spawn(root: str, wait_pid: int | None = None) -> bool:
         os.close(log)
 
 
+def _under_test() -> bool:
+    """Inside a pytest run (its env reaches subprocesses): use a running service, start none.
+
+    Test suites make many short-lived roots; a warm service per root would hold hundreds of
+    MB each for the idle time. Tests of the service itself drop PYTEST_CURRENT_TEST.
+    """
+    return "PYTEST_CURRENT_TEST" in os.environ
+
+
 def run(argv: list[str]) -> int | None:
     """The fast path of `mem`: the service's exit code, or None to run in this process.
 
@@ -312,6 +321,6 @@ def run(argv: list[str]) -> int | None:
     code = forward(argv, root)
     if code is not None:
         return code
-    if command in HEAVY and "--help" not in argv and "-h" not in argv:
+    if command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv and not _under_test():
         spawn(root, wait_pid=os.getpid())
     return None

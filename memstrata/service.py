@@ -365,19 +365,26 @@ class Service:
         self._listener = None
         self._sock_ino = None
         self.main = None
+        self._code_mtimes: dict[str, int] = {}
 
     # -- life cycle ---------------------------------------------------------------------
-    def acquire(self) -> bool:
-        """Take the root's service lock; False if another service holds it."""
+    def acquire(self, wait: float = 0.0) -> bool:
+        """Take the root's service lock (waiting up to `wait` s, e.g. for a stopping
+        predecessor); False if another service holds it."""
         import fcntl
 
         self.cache.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.cache / client.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return False
+                time.sleep(0.1)
         self._lock_fd = fd
         return True
 
@@ -471,6 +478,7 @@ class Service:
                     _log(f"index upkeep skipped: {type(exc).__name__}: {exc}")
             finally:
                 POOL.checkin_all()
+            self._code_changed()  # record the mtimes of everything loaded so far
             _log(f"warm in {time.perf_counter() - t0:.2f}s")
         except Exception as exc:  # noqa: BLE001
             _log(f"warm-up failed: {type(exc).__name__}: {exc}")
@@ -536,6 +544,12 @@ class Service:
             elif op == "ping":
                 _reply(conn, {"t": "pong", "pid": os.getpid()})
             elif op == "run":
+                if self._code_changed():
+                    # New code on disk (an upgrade, an edit): this process would run the old
+                    # code. The caller runs the call itself; the next heavy call starts a fresh service.
+                    _reply(conn, {"t": "outdated"})
+                    threading.Thread(target=self.shutdown, args=("code changed on disk",), daemon=True).start()
+                    return
                 if len(fds) != 3:
                     _reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
                     return
@@ -604,6 +618,24 @@ class Service:
                     pass
             if serial is not None:
                 serial.release()
+
+    def _code_changed(self) -> bool:
+        """True when a loaded memstrata module's source file changed since it was loaded."""
+        seen = self._code_mtimes
+        for name, module in list(sys.modules.items()):
+            if not name.startswith("memstrata"):
+                continue
+            path = getattr(module, "__file__", None)
+            if not path:
+                continue
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except OSError:
+                continue
+            known = seen.setdefault(path, mtime)
+            if known != mtime:
+                return True
+        return False
 
     def status(self) -> dict:
         return {"t": "status", "pid": os.getpid(), "root": str(self.root), "socket": str(self.sock_path),
@@ -704,7 +736,7 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
         except Exception:  # noqa: BLE001
             idle_minutes = 15
     service = Service(root, idle_minutes if idle_minutes and idle_minutes > 0 else None, wait_pid)
-    if not service.acquire():
+    if not service.acquire(wait=5.0 if wait_pid else 0.0):
         _log(f"a service already runs for {root}")
         return 0
     install_process_hooks()

@@ -1,0 +1,153 @@
+"""Indexes of the vector table at scale: ANN on `vector`, scalar indexes, incremental upkeep.
+
+The table (retrieval/table.py) answers vector search by brute force until it holds
+`ann_min_rows` rows (config; measured in bench/perf.py and docs/performance.md); past that
+`maintain()` builds an IVF_HNSW_SQ index (metric l2 on unit vectors, so `_distance` keeps
+its meaning: similarity = 1 - d/2). Scalar indexes come with the first rows: BTREE on `id`
+(every upsert/delete filters `id IN (...)`) and BITMAP on `category` (the category filter).
+
+Upkeep is incremental: rows written after a build are merged into the existing indexes by
+`table.optimize()` (which also compacts the small fragments that single writes leave); the
+IVF partitions are retrained only when the table has doubled since they were trained. Build
+and retrain are slow (seconds to a minute at 100k rows), so they run from `mem sync`, from
+`mem reindex` and in the background of the warm service, never inside a single write.
+
+All functions take a `VectorIndex`; callers that write hold the tree lock.
+"""
+from __future__ import annotations
+
+import time
+
+VECTOR_INDEX = "vector_idx"
+SCALAR_INDEXES = (("id", "BTREE", "id_idx"), ("category", "BITMAP", "category_idx"))
+ANN_TYPE = "IVF_HNSW_SQ"
+UNINDEXED_OPTIMIZE_SHARE = 0.02   # optimize when this share of rows sits outside the ANN index
+RETRAIN_GROWTH = 2.0              # retrain IVF partitions when the table has grown this much
+
+
+def _indices(table) -> dict:
+    out = {}
+    try:
+        for cfg in table.list_indices():
+            name = getattr(cfg, "name", None) or str(cfg)
+            out[name] = {"type": str(getattr(cfg, "index_type", "")),
+                         "columns": list(getattr(cfg, "columns", []) or [])}
+    except Exception:  # noqa: BLE001 - an unreadable index list means "none"
+        pass
+    return out
+
+
+def _vector_index_name(indices: dict) -> str | None:
+    for name, info in indices.items():
+        if "vector" in info["columns"]:
+            return name
+    return None
+
+
+def stats(index) -> dict:
+    """Rows, fragments, versions and each index with its indexed/unindexed rows."""
+    table = index.table()
+    if table is None:
+        return {"rows": 0, "indices": {}}
+    out = {"rows": table.count_rows(), "version": int(table.version), "indices": _indices(table)}
+    try:
+        out["fragments"] = len(table.to_lance().get_fragments())
+    except Exception:  # noqa: BLE001 - needs pylance; informative only
+        pass
+    for name, info in out["indices"].items():
+        try:
+            st = table.index_stats(name)
+        except Exception:  # noqa: BLE001
+            st = None
+        if st is not None:
+            info["indexed_rows"] = getattr(st, "num_indexed_rows", None)
+            info["unindexed_rows"] = getattr(st, "num_unindexed_rows", None)
+    return out
+
+
+def build_vector_index(index, num_partitions: int | None = None) -> float:
+    """(Re)build the ANN index on `vector`; seconds taken."""
+    table = index.table()
+    rows = table.count_rows()
+    t0 = time.perf_counter()
+    parts = num_partitions or max(1, min(256, rows // 4096))
+    table.create_index(metric="l2", vector_column_name="vector", index_type=ANN_TYPE,
+                       num_partitions=parts, replace=True, name=VECTOR_INDEX)
+    took = time.perf_counter() - t0
+    meta = index.meta()
+    meta["ann"] = {"type": ANN_TYPE, "rows_at_build": rows, "partitions": parts, "built": time.time(),
+                   "seconds": round(took, 2)}
+    index._write_meta(meta)
+    return took
+
+
+def drop_vector_index(index) -> bool:
+    table = index.table()
+    if table is None:
+        return False
+    name = _vector_index_name(_indices(table))
+    if name is None:
+        return False
+    table.drop_index(name)
+    meta = index.meta()
+    meta.pop("ann", None)
+    index._write_meta(meta)
+    return True
+
+
+def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
+    """Bring the table's indexes up to date; returns what was done.
+
+    - scalar indexes (id, category) once the table has rows;
+    - the ANN index once rows >= settings.ann_min_rows (build=False skips a build: for calls
+      that must stay fast);
+    - optimize (compaction + incremental index update) when more than 2% of the rows are not
+      in the ANN index, or when asked;
+    - retrain of the IVF partitions when the table has doubled since the last build.
+    """
+    table = index.table()
+    done: dict = {"actions": []}
+    if table is None:
+        return done
+    rows = table.count_rows()
+    done["rows"] = rows
+    if rows == 0:
+        return done
+    indices = _indices(table)
+    for column, kind, name in SCALAR_INDEXES:
+        if not any(info["columns"] == [column] for info in indices.values()):
+            try:
+                table.create_scalar_index(column, index_type=kind, replace=True, name=name)
+                done["actions"].append(f"{kind.lower()} index on {column}")
+            except Exception as exc:  # noqa: BLE001 - a scalar index is an optimisation only
+                done.setdefault("errors", []).append(f"{column}: {exc}")
+    threshold = int(getattr(index.settings, "ann_min_rows", 20000))
+    vname = _vector_index_name(indices)
+    optimized = False
+    if vname is None:
+        if build and rows >= threshold:
+            took = build_vector_index(index)
+            done["actions"].append(f"{ANN_TYPE} index built over {rows} rows in {took:.1f}s")
+    else:
+        meta = index.meta().get("ann") or {}
+        built_rows = int(meta.get("rows_at_build") or 0)
+        if build and built_rows and rows >= RETRAIN_GROWTH * built_rows:
+            took = build_vector_index(index)
+            done["actions"].append(f"{ANN_TYPE} index rebuilt ({built_rows} -> {rows} rows) in {took:.1f}s")
+        else:
+            try:
+                st = table.index_stats(vname)
+                unindexed = int(getattr(st, "num_unindexed_rows", 0) or 0)
+            except Exception:  # noqa: BLE001
+                unindexed = 0
+            done["unindexed"] = unindexed
+            if force_optimize or unindexed > UNINDEXED_OPTIMIZE_SHARE * rows:
+                table.optimize()
+                optimized = True
+                done["actions"].append(f"optimize: {unindexed} rows merged into the indexes")
+    if force_optimize and not optimized:
+        table.optimize()
+        done["actions"].append("optimize")
+    if done["actions"]:
+        index._frame = None
+    return done
