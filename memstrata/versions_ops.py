@@ -142,14 +142,16 @@ class VersionOps:
             pending.setdefault(current.id, []).append(n)
         return n
 
-    def _save(self, entry: Entry, previous: Entry | None, reindex_text: bool = True) -> None:
-        """The core's save; a version snapshot made for this save goes away if the save fails."""
-        pending = self.__dict__.get("_versions_pending", {}).pop(entry.id, [])
+    def _save_many(self, changes: list, reindex_text: bool = True) -> None:
+        """The core's save; version snapshots made for these saves go away if the save fails."""
+        store = self.__dict__.get("_versions_pending", {})
+        pending = {entry.id: store.pop(entry.id, []) for entry, _ in changes}
         try:
-            super()._save(entry, previous, reindex_text)
+            super()._save_many(changes, reindex_text)
         except BaseException:
-            for n in pending:
-                versions.remove_snapshot(self.root, entry.id, n)
+            for entry_id, numbers in pending.items():
+                for n in numbers:
+                    versions.remove_snapshot(self.root, entry_id, n)
             raise
 
     # -- candidates and similarity ---------------------------------------------------------------
@@ -353,8 +355,8 @@ class VersionOps:
             record["splits"].append({"by": by, "at": clock.format_datetime(self.now()),
                                      "created": sorted(s for s in counts if s not in existing),
                                      "moves": [{"id": m["id"], "from": m["from"], "to": m["to"]} for m in moves]})
-            versions.write_split_record(self.root, category, record)
             self._apply_moves(moves)
+            versions.write_split_record(self.root, category, record)
             self._write_indexes([category] + [f"{category}/{s}" for s in counts])
         return result
 
@@ -404,9 +406,15 @@ class VersionOps:
         return result
 
     def _apply_moves(self, moves: list[dict]) -> None:
+        """Move entry files as one save (all or nothing): catalog, vector index and INDEX.md follow."""
+        from memstrata.storage.paths import category_of
+
+        changes = []
         for m in moves:
             entry = read_entry_file(self.root, m["from"])
-            self._move(entry, m["to"])
+            changes.append((entry.copy(path=m["to"], category=category_of(m["to"])), entry))
+        if changes:
+            self._save_many(changes, reindex_text=False)
 
     def stats(self) -> dict:
         data = super().stats()
