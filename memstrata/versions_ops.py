@@ -66,6 +66,7 @@ class VersionOps:
                                related_id=target.id, similarity=sim)
         if merge:
             changed = self._folded(target, entry)
+            super()._before_update(target, changed)  # the other features' update hooks, not ours
             self._new_version(target, changed, f"merged: {versions.one_line(entry.body, entry.title)}")
             self._save(changed, previous=target)
             return WriteResult(id=changed.id, path=changed.path, action="merged", version=changed.version,
@@ -79,6 +80,7 @@ class VersionOps:
                                related_id=target.id, similarity=sim)
         # conflict: the new content becomes the current version of the existing entry
         changed = self._superseded(target, entry)
+        super()._before_update(target, changed)
         self._new_version(target, changed, f"{versions.one_line(entry.body, entry.title)} (conflict, now current)")
         self._save(changed, previous=target)
         return WriteResult(id=changed.id, path=changed.path, action="conflict", version=changed.version,
@@ -316,6 +318,7 @@ class VersionOps:
                                             **{f"tag {t}": t for t in old.tags}})
             changed = self._reactivated(current.copy(title=old.title, body=old.body, tags=list(old.tags),
                                                      updated=self.now()))
+            super()._before_update(current, changed)
             self._new_version(current, changed, f"reverted to v{to}: {versions.one_line(old.body, old.title)}")
             self._save(changed, previous=current)
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
@@ -455,10 +458,10 @@ class VersionOps:
         category = validate_category(category or f"imported/{slugify(source.stem)}")  # e.g. imported/claude
         sections = markdown_sections(text, fallback_title=source.stem)
         # credentials: refuse the whole import before anything is written
-        self._check_secrets({f"section {n + 1} ({t})": f"{t}\n{b}" for n, (t, b) in enumerate(sections)})
+        warnings = self._check_secrets({f"section {n + 1} ({t})": f"{t}\n{b}" for n, (t, b) in enumerate(sections)})
         seen: dict[str, int] = {}
         result = {"source": str(source), "category": category, "sections": len(sections), "dry_run": dry_run,
-                  "created": [], "updated": [], "unchanged": [], "skipped": []}
+                  "created": [], "updated": [], "unchanged": [], "skipped": [], "warnings": warnings}
         self._ensure_tree()
         with self.lock():
             for title, body in sections:

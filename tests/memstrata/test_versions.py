@@ -357,3 +357,36 @@ def test_import_builtin_refuses_files_inside_the_root(mem):
         mem.import_builtin(inside)
     with pytest.raises(NotFound):
         mem.import_builtin(mem.root.parent / "missing.md")
+
+
+def test_large_category_uses_the_index_neighbours(mem):
+    mem.config_set("grep_max_entries", 3)
+    topics = ["Cats sleep most of the day.", "Guitar strings need changing monthly.", "Tomatoes like full sun.",
+              "The train to Lyon leaves at noon.", "Backups run every night at 2am."]
+    for n, body in enumerate(topics):
+        mem.write(body, title=f"fact {chr(97 + n)}", category="misc", force=True)
+    target = mem.write("Production deploys of the web app happen every Friday afternoon.", title="Friday deploys",
+                       category="misc")
+    near = mem.write("The web app is deployed to production every Friday afternoon.", title="Friday deployments",
+                     category="misc")
+    assert near.action == "near_duplicate" and near.id == target.id
+    dup = mem.write("production deploys of the web app happen every friday afternoon", title="Deploys",
+                    category="misc")
+    assert dup.action == "duplicate" and dup.id == target.id
+    same_title = mem.write("Deploys moved to Thursdays.", title="Friday deploys", category="misc")
+    assert same_title.action == "conflict" and same_title.id == target.id
+
+
+def test_conflict_with_an_archived_entry_brings_it_back(mem):
+    r = mem.write("User prefers dark mode", title="UI preference", category="preferences")
+    old = mem.root / r.path
+    archived = mem.root / "preferences" / "archived" / old.name
+    archived.parent.mkdir()
+    archived.write_text(old.read_text(encoding="utf-8").replace("status: active", "status: archived"),
+                        encoding="utf-8")
+    old.unlink()
+    result = mem.write("User prefers light mode", title="UI preference", category="preferences")
+    assert result.action == "conflict" and result.version == 2
+    entry = mem.read(r.id, count_access=False)
+    assert entry.status == "active" and "/archived/" not in entry.path and not archived.exists()
+    assert "status: archived" in versions.read_snapshot(mem.root, r.id, 1)
