@@ -269,7 +269,7 @@ def forward(argv: list[str], root: str) -> int | None:
         sock.close()
 
 
-def spawn(root: str, wait_pid: int | None = None) -> bool:
+def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = None) -> bool:
     """Start `mem serve` for the root in the background (own session, logs to .cache/service.log)."""
     import subprocess
 
@@ -282,6 +282,8 @@ def spawn(root: str, wait_pid: int | None = None) -> bool:
     cmd = [sys.executable, "-m", "memstrata.service", "--root", root]
     if wait_pid:
         cmd += ["--wait-pid", str(wait_pid)]
+    if idle_minutes is not None:
+        cmd += ["--idle-minutes", str(idle_minutes)]
     try:
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
                          start_new_session=True, cwd=root)

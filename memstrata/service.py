@@ -780,7 +780,7 @@ def stop(root, timeout: float = 30.0) -> dict | None:
     return info
 
 
-def start_detached(root, wait: float = 60.0) -> dict | None:
+def start_detached(root, wait: float = 60.0, idle_minutes: float | None = None) -> dict | None:
     """Start a background service for the root (if none runs) and wait until it answers."""
     from memstrata.storage.tree import resolve_root
 
@@ -788,7 +788,7 @@ def start_detached(root, wait: float = 60.0) -> dict | None:
     existing = client.request(root, {"op": "ping"})
     if existing is not None:
         return status(root)
-    client.spawn(root)
+    client.spawn(root, idle_minutes=idle_minutes)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         info = client.request(root, {"op": "ping"}, timeout=2.0)

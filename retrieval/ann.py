@@ -71,8 +71,10 @@ def build_vector_index(index, num_partitions: int | None = None) -> float:
     rows = table.count_rows()
     t0 = time.perf_counter()
     parts = num_partitions or max(1, min(256, rows // 4096))
-    table.create_index(metric="l2", vector_column_name="vector", index_type=ANN_TYPE,
-                       num_partitions=parts, replace=True, name=VECTOR_INDEX)
+    from lancedb.index import IvfHnswSq
+
+    table.create_index("vector", config=IvfHnswSq(distance_type="l2", num_partitions=parts), replace=True,
+                       name=VECTOR_INDEX)
     took = time.perf_counter() - t0
     meta = index.meta()
     meta["ann"] = {"type": ANN_TYPE, "rows_at_build": rows, "partitions": parts, "built": time.time(),
@@ -117,7 +119,9 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
     for column, kind, name in SCALAR_INDEXES:
         if not any(info["columns"] == [column] for info in indices.values()):
             try:
-                table.create_scalar_index(column, index_type=kind, replace=True, name=name)
+                from lancedb.index import Bitmap, BTree
+
+                table.create_index(column, config=BTree() if kind == "BTREE" else Bitmap(), replace=True, name=name)
                 done["actions"].append(f"{kind.lower()} index on {column}")
             except Exception as exc:  # noqa: BLE001 - a scalar index is an optimisation only
                 done.setdefault("errors", []).append(f"{column}: {exc}")

@@ -58,7 +58,7 @@ def serve(
     if not tree.is_initialised(resolved):
         raise NotFound(f"no memory tree at {resolved}; run `mem init` (or pass --root)")
     if detach:
-        info = service.start_detached(resolved)
+        info = service.start_detached(resolved, idle_minutes=idle_minutes)
         if info is None:
             raise InvalidInput(f"the service did not start; see {resolved}/.cache/service.log")
         emit(as_json, {k: v for k, v in info.items() if k != "t"},

@@ -1,0 +1,386 @@
+"""The warm local service: identical results, start on demand, idle stop, crash and stale-socket
+recovery, several clients at once; the torch-free query path; ANN index and compaction."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memstrata import client
+
+PY = sys.executable
+
+
+def _env(root, service="auto", **extra):
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env.update({"MEMSTRATA_HOME": str(root), "MEMSTRATA_SERVICE": service, "HF_HUB_OFFLINE": "1"})
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def mem(root, *args, service="auto", stdin=None, cwd=None, timeout=300, **env):
+    return subprocess.run([PY, "-m", "memstrata.cli.app", *args], input=stdin, capture_output=True, text=True,
+                          env=_env(root, service, **env), cwd=cwd, timeout=timeout)
+
+
+def status(root):
+    return client.request(str(Path(root).resolve()), {"op": "status"}, timeout=5)
+
+
+def wait_for(predicate, timeout=120.0, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def start(root, idle=None):
+    args = ["serve", "--detach", "--json"] + (["--idle-minutes", str(idle)] if idle is not None else [])
+    proc = mem(root, *args, service="off")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    # wait until warm, so timing does not leak into what the tests check
+    assert wait_for(lambda: (status(root) or {}).get("warm"), timeout=180)
+    return info
+
+
+def stop(root):
+    mem(root, "serve", "--stop", service="off", timeout=60)
+
+
+ENTRIES = [
+    ("We chose Postgres for the alpha project because of JSONB support.", "DB choice", "projects/alpha", "db"),
+    ("The billing service retries failed invoices three times, then alerts.", "Billing retries", "projects/billing", "ops"),
+    ("Weekly meeting: ship the dark mode toggle on Friday.", "Dark mode", "meetings", "ui"),
+    ("Kubernetes upgrade to 1.31 planned for next sprint; freeze on Thursday.", "K8s upgrade", "projects/infra", "ops"),
+    ("Alice prefers short standups and async written updates.", "Team habits", "long-term", "people"),
+]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("svc") / "mem"
+    assert mem(root, "init", service="off").returncode == 0
+    for body, title, category, tag in ENTRIES:
+        p = mem(root, "write", body, "--title", title, "--category", category, "--tag", tag, service="off",
+                MEMSTRATA_NOW="2026-11-01T09:00:00Z")
+        assert p.returncode == 0, p.stderr
+    assert mem(root, "sync", service="off").returncode == 0
+    yield root
+    stop(root)
+
+
+IDENTICAL = [
+    ("recall", "which database did we pick?", "--json"),
+    ("recall", "dark mode release day"),
+    ("recall", "ops", "--category", "projects", "--json", "--explain"),
+    ("list", "--json"),
+    ("list",),
+    ("stats", "--json"),
+    ("read", "projects/alpha/db-choice.md", "--no-touch", "--json"),
+    ("read", "0123456789ab"),
+    ("read", "0123456789ab", "--json"),
+    ("list", "--tier", "lukewarm"),
+    ("write", "x", "--category", "../etc"),
+    ("--help",),
+    ("recall", "--help"),
+    ("config", "get", "hot_days"),
+    ("nosuchcommand",),
+]
+
+
+def test_results_identical_with_and_without_service(tree):
+    off = {args: mem(tree, *args, service="off") for args in IDENTICAL}
+    start(tree)
+    before = status(tree)["requests"]
+    for args in IDENTICAL:
+        on = mem(tree, *args)
+        assert (on.returncode, on.stdout, on.stderr) == (off[args].returncode, off[args].stdout, off[args].stderr), args
+    assert status(tree)["requests"] - before == len(IDENTICAL)  # every call went through the service
+
+
+def test_service_uses_callers_cwd_stdin_env_and_umask(tree, tmp_path):
+    start(tree)
+    (tmp_path / "body.md").write_text("Body read from a file relative to the caller's cwd.")
+    before = status(tree)["requests"]
+    w = mem(tree, "write", "--file", "body.md", "--category", "meetings", "--title", "From file", "--json",
+            cwd=tmp_path, MEMSTRATA_NOW="2020-02-02T02:02:02Z")
+    assert w.returncode == 0, w.stderr
+    s = mem(tree, "write", "-", "--category", "meetings", "--title", "From stdin", "--json", stdin="piped\n")
+    assert s.returncode == 0, s.stderr
+    assert status(tree)["requests"] - before == 2
+    entry = json.loads(mem(tree, "read", json.loads(w.stdout)["id"], "--no-touch", "--json", service="off").stdout)
+    assert entry["body"].startswith("Body read from a file")
+    assert entry["frontmatter"]["created"].startswith("2020-02-02T02:02:02")
+    piped = json.loads(mem(tree, "read", json.loads(s.stdout)["id"], "--no-touch", "--json", service="off").stdout)
+    assert piped["body"] == "piped\n"
+    for r in (w, s):
+        path = Path(tree) / json.loads(r.stdout)["path"]
+        assert (path.stat().st_mode & 0o777) == 0o600 or (path.stat().st_mode & 0o077) == 0
+        mem(tree, "delete", json.loads(r.stdout)["id"], service="off")
+
+
+def test_several_clients_at_once(tree):
+    start(tree)
+    queries = ["database choice", "invoice retries", "dark mode", "kubernetes freeze", "standups"] * 2
+    expected = {q: mem(tree, "recall", q, "--json", "-k", "3", service="off").stdout for q in set(queries)}
+    results = {}
+
+    def one(i, q):
+        results[i] = mem(tree, "recall", q, "--json", "-k", "3")
+
+    threads = [threading.Thread(target=one, args=(i, q)) for i, q in enumerate(queries)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, q in enumerate(queries):
+        assert results[i].returncode == 0, results[i].stderr
+        assert results[i].stdout == expected[q]
+
+
+def test_socket_is_private(tree):
+    start(tree)
+    sock = Path(tree) / client.SOCKET_NAME
+    assert sock.is_socket() and (sock.stat().st_mode & 0o777) == 0o600
+    assert (Path(tree).stat().st_mode & 0o077) == 0
+
+
+def test_status_and_stop(tree):
+    start(tree)
+    p = mem(tree, "serve", "--status", "--json", service="off")
+    data = json.loads(p.stdout)
+    assert data["running"] and data["warm"] and data["pid"] > 0
+    stop(tree)
+    assert status(tree) is None and not (Path(tree) / client.SOCKET_NAME).exists()
+    assert json.loads(mem(tree, "serve", "--status", "--json", service="off").stdout)["running"] is False
+
+
+def test_auto_start_on_demand_then_used(tree):
+    stop(tree)
+    first = mem(tree, "recall", "database", "--json")  # no service: runs in-process, starts one
+    assert first.returncode == 0
+    info = wait_for(lambda: (status(tree) or {}).get("warm") and status(tree), timeout=180)
+    assert info, (Path(tree) / ".cache" / "service.log").read_text()
+    before = info["requests"]
+    second = mem(tree, "recall", "database", "--json")
+    assert second.stdout == first.stdout
+    assert status(tree)["requests"] == before + 1
+
+
+def test_no_auto_start_when_off_or_light(tree):
+    stop(tree)
+    assert mem(tree, "recall", "database", service="off").returncode == 0
+    assert mem(tree, "list").returncode == 0  # catalog-only commands start nothing
+    time.sleep(1.0)
+    assert status(tree) is None
+
+
+def test_idle_stop(tree):
+    stop(tree)
+    start(tree, idle=0.03)  # about 2 s
+    assert wait_for(lambda: status(tree) is None, timeout=30)
+    assert not (Path(tree) / client.SOCKET_NAME).exists()
+    assert not (Path(tree) / ".cache" / client.PID_NAME).exists()
+
+
+def test_crashed_service_is_replaced(tree):
+    stop(tree)
+    info = start(tree)
+    os.kill(info["pid"], signal.SIGKILL)
+    from memstrata.service import _pid_alive
+    wait_for(lambda: not _pid_alive(info["pid"]), timeout=10)
+    time.sleep(0.3)
+    assert (Path(tree) / client.SOCKET_NAME).exists()  # left behind by the crash
+    expected = mem(tree, "recall", "billing", "--json", service="off").stdout
+    p = mem(tree, "recall", "billing", "--json")  # finds the dead socket: in-process, starts a new service
+    assert p.returncode == 0 and p.stdout == expected and "Traceback" not in p.stderr
+    new = wait_for(lambda: status(tree), timeout=180)
+    assert new and new["pid"] != info["pid"]
+
+
+def test_stale_socket_is_not_an_error(tree):
+    stop(tree)
+    path = Path(tree) / client.SOCKET_NAME
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.close()  # a socket file nobody listens on
+    assert path.exists()
+    p = mem(tree, "list", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["count"] >= len(ENTRIES)
+    assert not path.exists()
+
+
+def test_service_died_mid_call_is_reported(tree, tmp_path):
+    """A fake service that accepts, says 'started' and dies: the client reports it, exit 1."""
+    stop(tree)
+    path = Path(tree) / client.SOCKET_NAME
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+
+    def fake():
+        conn, _ = srv.accept()
+        socket.recv_fds(conn, 65536, 3)
+        conn.sendall(b'{"t": "started"}\n')
+        conn.close()
+
+    t = threading.Thread(target=fake)
+    t.start()
+    p = mem(tree, "list", "--json")
+    t.join()
+    srv.close()
+    path.unlink()
+    assert p.returncode == 1 and "stopped while running" in p.stderr
+
+
+def test_not_started_falls_back_in_process(tree):
+    """A service that closes before 'started' (or says outdated): the call runs in-process."""
+    stop(tree)
+    path = Path(tree) / client.SOCKET_NAME
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+
+    def fake():
+        conn, _ = srv.accept()
+        socket.recv_fds(conn, 65536, 3)
+        conn.sendall(b'{"t": "outdated"}\n')
+        conn.close()
+
+    t = threading.Thread(target=fake)
+    t.start()
+    p = mem(tree, "list", "--json")
+    t.join()
+    srv.close()
+    path.unlink()
+    assert p.returncode == 0 and json.loads(p.stdout)["count"] >= len(ENTRIES)
+
+
+# --------------------------------------------------------------------------- torch-free query path
+
+def test_recall_path_never_imports_torch(tree):
+    stop(tree)
+    # the ONNX export is made (once, cached) by whoever loads the model first
+    warm = subprocess.run([PY, "-c", "from memstrata.models.embedder import get_embedder; "
+                           "print(get_embedder('bundled').backend)"], capture_output=True, text=True,
+                          env=_env(tree, "off"), timeout=600)
+    assert warm.stdout.strip() == "onnx", warm.stderr
+    code = (
+        "import sys\n"
+        "from memstrata.cli.app import main\n"
+        "rc = main(['recall', 'which database', '--json'])\n"
+        "bad = [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]\n"
+        "print('BAD', bad, rc, file=sys.stderr)\n"
+        "sys.exit(3 if bad else rc)\n"
+    )
+    p = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=_env(tree, "off"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["results"]
+
+
+def test_client_import_is_stdlib_only():
+    code = ("import sys; before = set(sys.modules); from memstrata import client; "
+            "new = set(sys.modules) - before; "
+            "bad = [m for m in new if m.split('.')[0] in ('typer', 'click', 'rich', 'yaml', 'numpy', 'lancedb')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    assert subprocess.run([PY, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+# --------------------------------------------------------------------------- ANN index and compaction
+
+def _table_with_rows(tmp_path, n, dim=32, seed=0, ann_min_rows=200):
+    import numpy as np
+
+    from memstrata.retrieval.table import VectorIndex, schema
+    from memstrata.storage.config import Settings
+
+    settings = Settings(ann_min_rows=ann_min_rows)
+    index = VectorIndex(tmp_path, settings)
+    db = index._connect()
+    index._table = db.create_table("chunks", schema=schema(dim), mode="overwrite")
+    index._write_meta({"schema": 1, "model": "fake", "dim": dim, "optimized_version": 0, "fts": True})
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, dim)).astype("float32")
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rows = [{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": f"t{i}", "vector": vecs[i].tolist(),
+             "category": f"c{i % 7}", "title": f"t{i}", "status": "active", "tier": "hot", "tags": [],
+             "path": f"c{i % 7}/t{i}.md"} for i in range(n)]
+    index._table.add(rows)
+    return index, vecs
+
+
+def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
+    from memstrata.retrieval import ann
+
+    small, _ = _table_with_rows(tmp_path / "small", 150)
+    done = ann.maintain(small)
+    assert not any("IVF" in a for a in done["actions"])  # below ann_min_rows: brute force only
+    assert ann._vector_index_name(ann._indices(small.table())) is None
+
+    index, vecs = _table_with_rows(tmp_path / "big", 3000, ann_min_rows=2000)
+    done = ann.maintain(index)
+    assert any("IVF_HNSW_SQ" in a for a in done["actions"]), done
+    idx = ann._indices(index.table())
+    assert ann._vector_index_name(idx) is not None
+    assert any(i["columns"] == ["category"] for i in idx.values())
+    assert any(i["columns"] == ["id"] for i in idx.values())
+    table = index.table()
+    hits = 0
+    for q in range(20):
+        query = vecs[q * 7].tolist()
+        exact = table.search(query).bypass_vector_index().limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        approx = table.search(query).limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        assert approx[0] == exact[0] == f"e{q * 7:05d}"
+        hits += len(set(exact) & set(approx))
+    assert hits / 200 >= 0.9
+    # filtered search through the category index agrees with brute force
+    where = "category = 'c3'"
+    exact = table.search(vecs[3].tolist()).where(where, prefilter=True).bypass_vector_index().limit(5)
+    approx = table.search(vecs[3].tolist()).where(where, prefilter=True).limit(5)
+    assert exact.select(["id"]).to_arrow()["id"].to_pylist()[0] == approx.select(["id"]).to_arrow()["id"].to_pylist()[0]
+
+
+def test_small_writes_are_compacted_with_exact_row_counts(tmp_path):
+    import numpy as np
+
+    from memstrata.retrieval import ann
+
+    index, _ = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
+    ann.maintain(index)
+    table = index.table()
+    rng = np.random.default_rng(1)
+    for i in range(40):  # 40 single-row writes: 40 fragments outside the index
+        v = rng.normal(size=32).astype("float32")
+        v /= np.linalg.norm(v)
+        table.delete(f"id = 'e{i:05d}'")
+        table.add([{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": "x", "vector": v.tolist(),
+                    "category": "c0", "title": "x", "status": "active", "tier": "hot", "tags": [],
+                    "path": "c0/x.md"}])
+    for i in range(30):
+        table.add([{"id": f"n{i:05d}", "chunk": 0, "kind": "full", "text": "y", "vector": rng.normal(size=32).tolist(),
+                    "category": "c1", "title": "y", "status": "active", "tier": "hot", "tags": [],
+                    "path": "c1/y.md"}])
+    before = ann.stats(index)
+    assert before["rows"] == 2530
+    done = ann.maintain(index)
+    after = ann.stats(index)
+    assert after["rows"] == 2530
+    ids = table.to_arrow()["id"].to_pylist()
+    assert len(ids) == len(set(ids)) == 2530
+    assert any("optimize" in a for a in done["actions"]), done
+    vinfo = after["indices"][ann._vector_index_name(after["indices"])]
+    assert vinfo.get("unindexed_rows", 0) == 0
+    if "fragments" in before and "fragments" in after:
+        assert after["fragments"] < before["fragments"]
