@@ -80,7 +80,12 @@ def build(root: Path, lines: list[dict], reuse: bool):
 
 
 def _bar(label):
+    step = {"next": 0.0}
+
     def progress(done, total):
+        if not sys.stderr.isatty() and done < total and done / max(total, 1) < step["next"]:
+            return
+        step["next"] = done / max(total, 1) + 0.1
         width = 30
         filled = int(width * done / max(total, 1))
         sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")

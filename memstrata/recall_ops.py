@@ -34,12 +34,23 @@ class RecallOps:
             self._vector_index = current
         return current
 
+    def _model(self):
+        """The embedder; a model that failed to load is not retried by this Memory instance."""
+        failed = getattr(self, "_model_error", None)
+        if failed is not None:
+            raise failed
+        try:
+            return self.embedder
+        except _model_unavailable() as exc:
+            self._model_error = exc
+            raise
+
     def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
         if self._bulk_pending is not None:
             self._bulk_pending.extend(entries)
             return
         try:
-            self._vindex().upsert(entries, lambda: self.embedder)
+            self._vindex().upsert(entries, self._model)
         except _model_unavailable():
             return  # the write stands; the next sync embeds it
 
@@ -59,7 +70,7 @@ class RecallOps:
         """
         from memstrata.retrieval import sync
 
-        embedder = self.embedder
+        embedder = self._model()
         with self.lock():
             index = self._vindex()
             index.refresh()
@@ -83,7 +94,7 @@ class RecallOps:
         from memstrata.errors import CorruptEntry
         from memstrata.storage.catalog import iter_entry_files, read_entry_file
 
-        embedder = self.embedder
+        embedder = self._model()
         with self.lock():
             index = self._vindex()
             entries, errors, seen = [], {}, set()
@@ -166,7 +177,7 @@ class RecallOps:
         embedder = None
         if strategy != "text":
             try:
-                embedder = self.embedder
+                embedder = self._model()
             except _model_unavailable() as exc:
                 notes.append(f"embedding model unavailable: {exc.message}")
         state = self._cheap_sync(index, embedder, notes) if _sync else ("ok" if index.exists() else "missing")
@@ -302,7 +313,7 @@ class RecallOps:
                 self._bulk_pending = None
             embedded = {"embedded": 0}
             try:
-                embedded = self._vindex().upsert(pending, lambda: self.embedder, progress=progress)
+                embedded = self._vindex().upsert(pending, self._model, progress=progress)
             except _model_unavailable() as exc:
                 errors.append({"line": None, "error": f"not embedded (run `mem sync` later): {exc.message}"})
         return {"imported": len(written), "embedded": embedded.get("embedded", 0), "errors": errors,

@@ -15,7 +15,7 @@ class Chunk:
     """One embedded text of an entry: chunk 0 is the whole entry (cut to the window)."""
 
     number: int
-    kind: str  # "entry" | "sentence" | "window"
+    kind: str  # "entry" | "sentence" | "window" | "context"
     text: str
 
 
@@ -96,6 +96,14 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
         if window:
             chunks.append(Chunk(len(chunks), "window", _join(head, window)))
     return chunks
+
+
+def context_text(previous: str, text: str, previous_chars: int = 400) -> str:
+    """The context chunk: the end of the entry written just before, then this entry."""
+    previous = " ".join(previous.split())
+    if len(previous) > previous_chars:
+        previous = "…" + previous[-previous_chars:]
+    return f"{previous}\n{text}"
 
 
 def _join(head: str, window: list[tuple[str, int]]) -> str:

@@ -143,7 +143,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
                                         frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
     inactive = np.array([s != "active" for s in frame.cols["status"]])
-    texts = index.texts() if (entities or weights.feedback) else None
+    texts = index.texts(frame) if (entities or weights.feedback) else None
     entity_share = None
     if entities and texts is not None:
         entity_share = np.zeros(n)
@@ -167,7 +167,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if mode in ("hybrid", "text") and weights.feedback and texts is not None and terms:
         top = [int(i) for i in np.argsort(-score)[: settings.recall_feedback_docs] if np.isfinite(score[i])]
         if top:
-            df = index.doc_freq()
+            df = index.doc_freq(frame)
             fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
                                               set(terms) | {e.lower() for e in entities},
                                               settings.recall_feedback_terms)

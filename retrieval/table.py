@@ -158,9 +158,13 @@ class VectorIndex:
         s = self.settings
         per_entry = []
         texts = []
+        before = self.previous_texts(entries) if s.chunk_context else {}
         for e in entries:
             chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
                                           s.chunk_overlap_tokens, s.chunk_max_sentences)
+            prev = before.get(row_id(e))
+            if prev:
+                chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
             per_entry.append(chunks)
             texts.extend(c.text for c in chunks)
         vectors = embedder.embed(texts, progress=progress) if texts else []
@@ -177,6 +181,48 @@ class VectorIndex:
                              "vector": vectors[n].tolist()})
                 n += 1
         return rows
+
+    def previous_texts(self, entries: list[Entry]) -> dict[str, str]:
+        """For each entry, the text of the entry written just before it in its category, if that
+        was within the sitting gap (from this batch or the table): its context chunk."""
+        import bisect
+
+        gap = 60.0 * self.settings.recall_session_gap_minutes
+        timeline: dict[str, list[tuple[float, str]]] = {}
+        texts: dict[str, str] = {}
+        for e in entries:
+            if e.created is not None:
+                timeline.setdefault(e.category, []).append((e.created.timestamp(), row_id(e)))
+                texts[row_id(e)] = chunking.entry_text(e.title, e.body)
+        frame = self.frame()
+        if frame is not None:
+            wanted = set(timeline)
+            for n, cat in enumerate(frame.cols["category"]):
+                ts = frame.cols["created"][n]
+                if cat in wanted and ts is not None and frame.ids[n] not in texts:
+                    timeline[cat].append((ts, frame.ids[n]))
+        for items in timeline.values():
+            items.sort()
+        out: dict[str, str] = {}
+        missing: dict[str, str] = {}
+        for e in entries:
+            if e.created is None:
+                continue
+            items = timeline[e.category]
+            ts = e.created.timestamp()
+            i = bisect.bisect_left(items, (ts, "")) - 1
+            if i >= 0 and ts - items[i][0] <= gap and items[i][1] != row_id(e):
+                prev = items[i][1]
+                if prev in texts:
+                    out[row_id(e)] = texts[prev]
+                else:
+                    missing[row_id(e)] = prev
+        if missing:
+            rows = self.fetch_rows(sorted(set(missing.values())))
+            for rid, prev in missing.items():
+                if rows.get(prev):
+                    out[rid] = rows[prev][0]["text"]
+        return out
 
     def _meta_values(self, e: Entry) -> dict:
         try:
@@ -292,9 +338,9 @@ class VectorIndex:
         self._frame = Frame(version, data["id"], data)
         return self._frame
 
-    def texts(self) -> list[str]:
+    def texts(self, frame: Frame | None = None) -> list[str]:
         """The English full-text column of every entry, frame order (loaded once per version)."""
-        frame = self.frame()
+        frame = frame or self.frame()
         if frame is None:
             return []
         if frame._texts is None:
@@ -304,8 +350,8 @@ class VectorIndex:
             frame._texts = [by_id.get(i) or "" for i in frame.ids]
         return frame._texts
 
-    def doc_freq(self):
-        frame = self.frame()
+    def doc_freq(self, frame: Frame | None = None):
+        frame = frame or self.frame()
         if frame._df is None:
-            frame._df = lexical.doc_freqs(self.texts())
+            frame._df = lexical.doc_freqs(self.texts(frame))
         return frame._df

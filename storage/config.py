@@ -43,6 +43,7 @@ class Settings:
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
     chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks
+    chunk_context: bool = True       # also embed each entry with the one written just before it (same category, same sitting)
     recall_candidates: int = 100     # rows each of the vector and full-text searches return
     recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
     recall_dense_weight: float = 1.0     # min-max normalised vector similarity
