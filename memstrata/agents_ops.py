@@ -357,12 +357,12 @@ class AgentOps:
                 except MemstrataError as exc:
                     report.error(where if where is not None else (entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH:
-                    self._import_index(batch, report)
+                    self._import_index(batch, report, progress, done - len(batch), total)
                     batch = []
-                if progress:
+                elif progress and not batch:
                     progress(done, total)
             if batch:
-                self._import_index(batch, report)
+                self._import_index(batch, report, progress, total - len(batch), total)
             if written:
                 self._write_indexes(None)
         if report.skipped:
@@ -390,12 +390,17 @@ class AgentOps:
         if entry.path is None:
             entry.path = tree.unique_entry_path(self.root, entry.category, entry.title, archived=archived)
 
-    def _import_index(self, batch: list[Entry], report: ImportReport) -> None:
+    def _import_index(self, batch: list[Entry], report: ImportReport, progress: Progress | None = None,
+                      base: int = 0, total: int = 0) -> None:
+        """Embed one batch of written entries; progress counts an entry once it is embedded."""
+        def step(done: int, of: int) -> None:
+            progress(base + int(len(batch) * done / max(of, 1)), total)
+
         before = getattr(self, "_bulk_pending", None)
         try:
             vindex = getattr(self, "_vindex", None)
             if vindex is not None and before is None:
-                done = vindex().upsert(list(batch), lambda: self.embedder)
+                done = vindex().upsert(list(batch), lambda: self.embedder, progress=step if progress else None)
                 report.embedded += int((done or {}).get("embedded", 0))
             else:
                 self._index_upsert(list(batch))
@@ -406,6 +411,8 @@ class AgentOps:
             note = f"vector index not updated ({exc.message}); recall will re-embed on its next sync"
             if note not in report.warnings:
                 report.warnings.append(note)
+        if progress:
+            progress(base + len(batch), total)
 
 
 # -- helpers ---------------------------------------------------------------------------------
