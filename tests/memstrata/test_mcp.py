@@ -19,7 +19,8 @@ REQUIRED_TOOLS = {"write", "recall", "read", "list", "update", "delete", "restor
 def _params(root):
     env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if key in os.environ}
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                "MEMSTRATA_SHARED": str(root.parent / "shared"), "MEMSTRATA_AGENT": "mcp-agent"})
     return StdioServerParameters(command=sys.executable, args=["-m", "memstrata.cli.app", "mcp", "--root", str(root)],
                                  env=env)
 
@@ -58,8 +59,10 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
         assert not wrote.is_error, wrote.content[0].text
         written = _data(wrote)
         assert written["action"] == "created" and written["path"].startswith("projects/alpha/")
-        await session.call_tool("write", {"body": "The user prefers dark mode in every editor.",
-                                          "title": "UI preference", "category": "preferences"})
+        shared = _data(await session.call_tool("write", {"body": "The user prefers dark mode in every editor.",
+                                                         "title": "UI preference", "category": "preferences",
+                                                         "share": True}))
+        assert shared["action"] == "created" and shared["shared"]["agent"] == "mcp-agent"
 
         started = time.monotonic()
         found = await session.call_tool("recall", {"query": "which database did we pick for alpha?", "k": 3})
@@ -105,6 +108,7 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
 
     assert anyio.run(_session, root, body)
     assert (root / "projects" / "alpha" / "INDEX.md").is_file()  # the tree is the same tree the CLI sees
+    assert "agent: mcp-agent" in (tmp_path / "shared" / "preferences" / "ui-preference.md").read_text(encoding="utf-8")
 
 
 def test_missing_feature_is_a_tool_error(tmp_path, embedder):
