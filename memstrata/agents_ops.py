@@ -245,11 +245,13 @@ class AgentOps:
             stream = open(path, "w", encoding="utf-8")
             own = True
         count = 0
+        unreadable = sorted(self.catalog.errors())
         try:
             for meta in entries:
                 try:
                     entry = read_entry_file(self.root, meta.path)
-                except MemstrataError:
+                except (MemstrataError, OSError):
+                    unreadable.append(meta.path)
                     continue
                 stream.write(json.dumps(entry_record(entry, self.root), ensure_ascii=False, default=str) + "\n")
                 count += 1
@@ -258,7 +260,7 @@ class AgentOps:
                 stream.close()
             else:
                 stream.flush()
-        return {"root": str(self.root), "entries": count,
+        return {"root": str(self.root), "entries": count, "unreadable": unreadable,
                 "path": None if not own else str(Path(os.path.expanduser(str(target))).resolve())}
 
     # -- import ---------------------------------------------------------------------------
@@ -696,14 +698,28 @@ def _entries_from_viking(base: Path, report: ImportReport, now, category: str | 
                 entry.tier = tier
             _take_viking_sidecar(entry, path, report)
             _fill_dates(entry, path, now)
-            if entry.id in seen:
-                report.warnings.append(f"{path.name}: id {entry.id} seen twice; gave it a new id")
-                entry.id = ""
-            if entry.id and not _valid_id(entry.id):
-                entry.extra.setdefault("source_id", entry.id)
-                entry.id = ""
-            seen.add(entry.id)
+            _settle_id(entry, base, path, seen, report)
             yield entry
+
+
+def _settle_id(entry: Entry, base: Path, path: Path, seen: set, report: ImportReport) -> None:
+    """Keep a file's own id when usable; else derive one from where the file is.
+
+    A derived id is stable for the same file of the same tree, so importing a tree again
+    skips what it imported before (ids without frontmatter `id:` included).
+    """
+    import hashlib
+
+    if entry.id and not _valid_id(entry.id):
+        entry.extra.setdefault("source_id", entry.id)
+        entry.id = ""
+    if entry.id and entry.id in seen:
+        report.warnings.append(f"{path}: id {entry.id} seen twice in this tree; gave it another id")
+        entry.id = ""
+    if not entry.id:
+        where = f"{Path(base).resolve()}\0{Path(path).resolve().relative_to(Path(base).resolve()).as_posix()}"
+        entry.id = hashlib.sha1(where.encode("utf-8")).hexdigest()[:12]
+    seen.add(entry.id)
 
 
 def _take_viking_sidecar(entry: Entry, path: Path, report: ImportReport) -> None:
@@ -711,6 +727,8 @@ def _take_viking_sidecar(entry: Entry, path: Path, report: ImportReport) -> None
     if not entry.full_content_file:
         return
     candidate = path.parent / entry.full_content_file
+    if not candidate.is_file():
+        candidate = path.parent / Path(entry.full_content_file).name
     if candidate.is_file():
         try:
             entry.body = candidate.read_text(encoding="utf-8")
@@ -748,11 +766,5 @@ def _entries_from_pme(base: Path, report: ImportReport, now) -> Iterator[Entry]:
             full = _read_sidecar(base, entry.full_content_file)
             if full is not None:
                 entry.extra["__full_content__"] = full
-        if entry.id in seen:
-            report.warnings.append(f"{rel}: id {entry.id} seen twice; gave it a new id")
-            entry.id = ""
-        if entry.id and not _valid_id(entry.id):
-            entry.extra.setdefault("source_id", entry.id)
-            entry.id = ""
-        seen.add(entry.id)
+        _settle_id(entry, base, path, seen, report)
         yield entry

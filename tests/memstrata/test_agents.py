@@ -182,9 +182,9 @@ def test_import_viking_tree(tmp_path, embedder, clock):
     # Frontmatter is written in the canonical vocabulary (aliases read, canonical keys written).
     text = (m.root / decision.path).read_text(encoding="utf-8")
     assert "tier: hot" in text and "target_layer" not in text
-    # importing the same tree again skips every entry that has an id
+    # importing the same tree again changes nothing (files without an id get one derived from their path)
     again = m.import_tree(tmp_path / "viking", layout="viking")
-    assert again["skipped"] == 3
+    assert (again["imported"], again["skipped"]) == (0, 7) and again["warnings"][-1].startswith("7 entries")
 
 
 def test_import_pme_tree(tmp_path, embedder, clock):
@@ -243,6 +243,9 @@ def test_import_pme_tree(tmp_path, embedder, clock):
     assert by_title["Bob"].category == "people/team"
     assert by_title["UI偏好"].version == 2
     assert (m.root / "projects" / "INDEX.md").read_text(encoding="utf-8").count("Alpha") >= 1
+    assert result["warnings"] == []
+    again = m.import_path(src, layout="pme")
+    assert (again["imported"], again["skipped"]) == (0, 4)
 
 
 def test_layout_detection_and_errors(tmp_path, embedder, clock):
@@ -367,3 +370,42 @@ def test_cli_import_of_a_tree(tmp_path, embedder, clock, capsys):
     m = Memory(tmp_path / "m", embedder=embedder)
     assert {(e.title, e.category, e.tier) for e in m.list()} == {("Hot one", "general", "hot"),
                                                                  ("Kickoff", "meetings", "hot")}
+
+
+def test_agents_share_at_the_same_moment(tmp_path, embedder, clock):
+    """Writers on the shared root take its lock: two agents sharing at once lose nothing."""
+    import threading
+
+    shared = tmp_path / "shared"
+    topics = {
+        "ann": ["Kafka retention is seven days on the events cluster.", "Ann reviews every schema change.",
+                "The mobile app ships on Thursdays.", "Grafana dashboards live in the ops folder."],
+        "bo": ["Payments use idempotency keys on every POST.", "Bo owns the search relevance tuning.",
+               "Staging is rebuilt nightly at 02:00.", "The style guide forbids default exports."],
+    }
+    agents = {}
+    for name in topics:
+        agents[name] = _mem(tmp_path / name, embedder)
+        agents[name].config_set("shared_root", str(shared))
+        agents[name].config_set("agent_name", name)
+    errors = []
+
+    def run(name):
+        try:
+            for n, text in enumerate(topics[name]):
+                agents[name].write(text, title=f"{name} note {n}", category="team", share=True, force=True)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in topics]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    team = Memory(shared, embedder=embedder)
+    entries = team.list()
+    assert len(entries) == 8 and sorted({e.agent for e in entries}) == ["ann", "bo"]
+    index = (shared / "team" / "INDEX.md").read_text(encoding="utf-8")
+    assert all(e.id in index for e in entries)
+    assert team.stats()["unreadable"] == []
