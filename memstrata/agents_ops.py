@@ -189,34 +189,39 @@ class AgentOps:
         """Append `text` to today's daily note daily/YYYY-MM-DD.md (created on first use).
 
         Each append is a "## HH:MM" section; the day and time are local to this machine.
+        An append is not an edit: it goes through the one write path (_save) without
+        making a new version, and skips the duplicate checks of a new write.
         """
         from memstrata.core import _clean_body
 
         text = _clean_body(text).strip()
         if not text:
             raise InvalidInput("a daily note needs some text")
-        now = self.now().astimezone()
+        warnings = self._check_secrets({"body": text})
+        now = self.now()
+        local = now.astimezone()
         if day is None:
-            day_text = now.strftime("%Y-%m-%d")
+            day_text = local.strftime("%Y-%m-%d")
         else:
             from memstrata.clock import parse_datetime
 
             day_text = parse_datetime(day).strftime("%Y-%m-%d")
-        block = f"## {now.strftime('%H:%M')}\n\n{text}\n"
+        block = f"## {local.strftime('%H:%M')}\n\n{text}\n"
         path = f"daily/{day_text}.md"
         self._ensure_tree()
         with self.lock():
             if (self.root / path).is_file():
                 current = self.resolve(path)
                 body = current.body.rstrip("\n")
-                result = self.update(path, (body + "\n\n" if body else "") + block)
-                result.action = "appended"
-                result.message = f"appended to {result.path}"
+                changed = current.copy(body=(body + "\n\n" if body else "") + block, updated=now)
+                self._save(changed, previous=current)
+                result = WriteResult(id=changed.id, path=changed.path, action="appended", version=changed.version,
+                                     message=f"appended to {changed.path}", warnings=warnings)
             else:
-                result = MemoryCoreWrite(self, block, title=day_text, category="daily", tags=["daily"])
-                if result.path != path and result.action == "created":
-                    result.warnings.append(f"daily note written at {result.path}")
+                result = _plain_write(self, block, title=day_text, category="daily", tags=["daily"], force=True)
                 result.message = f"started {result.path}"
+                if result.path != path:
+                    result.warnings.append(f"daily note written at {result.path}")
         if share:
             return SharedWriteResult(**_result_fields(result), shared=self._share_id(result.id))
         return result
@@ -418,7 +423,7 @@ class AgentOps:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def MemoryCoreWrite(memory, body, **kwargs) -> WriteResult:
+def _plain_write(memory, body, **kwargs) -> WriteResult:
     """A plain write that skips this mixin's own write (no share)."""
     return super(AgentOps, memory).write(body, **kwargs)
 

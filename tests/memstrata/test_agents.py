@@ -332,9 +332,10 @@ def test_daily_appends_one_entry_per_day(tmp_path, embedder, clock, monkeypatch)
     assert first.id == second.id and first.path == "daily/2026-11-30.md" and second.action == "appended"
     body = m.read(first.id, count_access=False).body
     assert body.index("## 10:00") < body.index("Fixed the login bug") < body.index("## 16:45") < body.index("Next:")
+    assert second.version == 1 and "Version history" not in (m.root / first.path).read_text(encoding="utf-8")
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-12-01T08:00:00Z")
-    third = m.daily("New day")
-    assert third.path == "daily/2026-12-01.md" and third.id != first.id
+    third = m.daily("Fixed the login bug")  # the same words on another day: a new day's note, not a duplicate
+    assert third.path == "daily/2026-12-01.md" and third.id != first.id and third.action == "created"
     assert [e.path for e in m.list(category="daily")] == ["daily/2026-11-30.md", "daily/2026-12-01.md"]
     with pytest.raises(InvalidInput):
         m.daily("   ")
