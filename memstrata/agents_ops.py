@@ -177,9 +177,12 @@ class AgentOps:
         mine = parent(query, *args, **kwargs)
         if not include_shared:
             return mine
+        if self.shared_root is None:
+            mine.notes.append(f"no shared root is set (shared_root in config.md or ${SHARED_ENV})")
+            return mine
         shared = self.shared_memory()
         if not _initialised(shared.root):
-            mine.notes.append(f"shared root {shared.root} is empty")
+            mine.notes.append(f"the shared root {shared.root} holds no memory tree yet")
             return mine
         theirs = shared.recall(query, *args, **kwargs)
         return _merge_recall(mine, theirs, shared, kwargs.get("k", kwargs.get("limit", args[0] if args else None)))

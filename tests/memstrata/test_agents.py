@@ -312,6 +312,10 @@ def test_shared_root_from_environment_and_agent_name(tmp_path, embedder, clock, 
     with pytest.raises(InvalidInput):
         m.write("x", title="x", share=True)  # no shared root anywhere: refused before writing
     assert m.list() == []
+    m.write("Lunch is at noon on Fridays.", title="Lunch")
+    answer = m.recall("when is lunch?", include_shared=True)  # nothing to include: said, not an error
+    assert any("no shared root" in note for note in answer.notes)
+    m.delete(m.list()[0].id)
     monkeypatch.setenv("MEMSTRATA_SHARED", str(tmp_path / "team"))
     r = m.write("Lunch is at noon on Fridays.", title="Lunch", share=True)
     shared = Memory(tmp_path / "team", embedder=embedder)
