@@ -128,7 +128,7 @@ def _scan(root: Path) -> _Scan:
     for folder, dirs, files in os.walk(root, followlinks=False):
         rel_folder = os.path.relpath(folder, root)
         top = rel_folder.split(os.sep)[0]
-        if top in (VECTORS_DIR, CACHE_DIR):
+        if top in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR):  # derived stores; what is already set aside
             dirs[:] = []
             continue
         for name in list(dirs) + files:
@@ -206,10 +206,10 @@ def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tup
     """Which file of a duplicated id keeps it, and what happens to each other file.
 
     group: (entry, content hash, mtime_ns). The keeper is the latest edit by the engine
-    (highest version, then latest `updated`; among equals the oldest file, the original).
-    Another file with the same content, or an older version of it (an interrupted move),
-    goes to quarantine; one with the same version and stamp but other content is a copy
-    someone made and edited, and gets a fresh id (both stay entries). Nothing is deleted.
+    (highest version, then latest `updated`; among equals the oldest file: the original).
+    A file with the same content as the keeper or as another file already kept is a copy
+    and goes to quarantine ("quarantine:copy"); a file with other content gets a fresh id
+    ("new_id") and stays an entry: nothing is deleted and no text disappears from the tree.
     """
     def rank(item):
         e, _, mtime = item
@@ -218,13 +218,13 @@ def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tup
 
     ordered = sorted(group, key=rank)
     keeper, keeper_hash, _ = ordered[0]
+    kept = {keeper_hash}
     plan = []
     for e, digest, _ in ordered[1:]:
-        if digest == keeper_hash:
+        if digest in kept:
             plan.append((e, "quarantine:copy"))
-        elif (e.version, e.updated) != (keeper.version, keeper.updated):
-            plan.append((e, "quarantine:older"))
         else:
+            kept.add(digest)
             plan.append((e, "new_id"))
     return keeper, plan
 
@@ -252,8 +252,7 @@ def check_duplicates(scan: _Scan) -> list[Finding]:
         keeper, plan = duplicate_plan(group)
         for e, what in plan:
             action = ("give this file a fresh id (both stay entries)" if what == "new_id" else
-                      f"move to .quarantine/ ({'same content as' if what == 'quarantine:copy' else 'older version of'} "
-                      f"{keeper.path})")
+                      "move to .quarantine/ (a copy of text kept in the tree)")
             out.append(Finding("duplicate_id", f"id {entry_id} is also used by {keeper.path}", path=e.path,
                                id=entry_id, action=action))
     return out
