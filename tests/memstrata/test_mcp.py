@@ -3,6 +3,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -21,8 +22,9 @@ def _params(root):
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                 "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
                 "MEMSTRATA_SHARED": str(root.parent / "shared"), "MEMSTRATA_AGENT": "mcp-agent"})
-    return StdioServerParameters(command=sys.executable, args=["-m", "memstrata.cli.app", "mcp", "--root", str(root)],
-                                 env=env)
+    script = Path(sys.executable).with_name("mem")  # the installed `mem` entry point, as agents run it
+    command, args = (str(script), []) if script.is_file() else (sys.executable, ["-m", "memstrata.cli.app"])
+    return StdioServerParameters(command=command, args=args + ["mcp", "--root", str(root)], env=env)
 
 
 def _data(result):
