@@ -614,8 +614,10 @@ def detect_layout(source: Path) -> str:
 
 
 def _viking_base(source: Path, strict: bool = False) -> Path | None:
-    """The folder holding hot/ warm/ cold/ archive/ (the source itself, memories/, or agent/memories/)."""
-    for candidate in (source, source / "memories", source / "agent" / "memories"):
+    """The folder holding hot/ warm/ cold/ archive/: the source itself, memories/, agent/memories/,
+    or the shared space's memory/ and shared/memory/ (viking-global)."""
+    for candidate in (source, source / "memories", source / "agent" / "memories", source / "memory",
+                      source / "shared" / "memory"):
         if sum((candidate / d).is_dir() for d in VIKING_TIER_DIRS) >= 1 and \
                 not (candidate / "INDEX.md").is_file():
             return candidate
