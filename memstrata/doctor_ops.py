@@ -531,7 +531,7 @@ def check_permissions(root: Path) -> list[Finding]:
     if loose:
         out.append(Finding("permissions", f"{len(loose)} files or folders are readable by others "
                            f"(e.g. {', '.join(sorted(loose)[:3])}); the root must be 0700 and its files 0600",
-                           path=sorted(loose)[0], action="chmod files 0600, folders 0700"))
+                           action="chmod files 0600, folders 0700"))
     return out
 
 

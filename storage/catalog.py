@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memstrata.errors import CorruptEntry
+from memstrata.errors import CorruptEntry, InvalidInput
 from memstrata.storage import codec
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry
@@ -79,7 +79,12 @@ def read_entry_file(root: Path, rel: str) -> Entry:
     except UnicodeDecodeError:
         raise CorruptEntry(f"{rel} is not UTF-8 text") from None
     stem = Path(rel).stem
-    return codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem)
+    try:
+        return codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem)
+    except InvalidInput as exc:  # a value the codec refuses (e.g. importance: urgent): this file only
+        raise CorruptEntry(exc.message) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. created: -62135596801
+        raise CorruptEntry(f"frontmatter value cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 class Catalog:
