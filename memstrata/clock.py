@@ -14,7 +14,10 @@ def parse_datetime(value) -> datetime:
     elif isinstance(value, date):
         dt = datetime(value.year, value.month, value.day)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        dt = datetime.fromtimestamp(value, tz=timezone.utc)
+        try:
+            dt = datetime.fromtimestamp(value, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(f"not a date: {value!r} (a timestamp out of range)") from None
     elif isinstance(value, str):
         text = value.strip()
         if text.endswith("Z") or text.endswith("z"):

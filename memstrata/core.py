@@ -119,6 +119,8 @@ class MemoryCore:
     # -- init and config ----------------------------------------------------------------
     def init(self) -> dict:
         """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories."""
+        if self.root.exists() and not self.root.is_dir():
+            raise InvalidInput(f"{self.root} exists and is not a folder")
         with TreeLock(self.root) if self.root.exists() else _NoLock():
             made = tree.initialise(self.root)
         with self.lock():

@@ -39,7 +39,12 @@ _HISTORY_SECTION = re.compile(r"(?:\A|\n\n)## Version history\n\n((?:- v\d+ \([^
 _HISTORY_LINE = re.compile(r"- v(\d+) \(([^()\n]*)\): ([^\n]*)")
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's C parser and emitter when PyYAML has them: parsing is the cost of every read.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumperBase = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_SafeDumperBase):
     pass
 
 
@@ -67,7 +72,7 @@ def split_frontmatter(text: str) -> tuple[dict, str]:
             if body.startswith("\n"):
                 body = body[1:]
             try:
-                data = yaml.safe_load(raw) if raw.strip() else {}
+                data = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" at line {mark.line + 2}" if mark is not None else ""
