@@ -12,6 +12,17 @@ from memstrata.errors import Locked
 LOCK_FILE = ".lock"
 
 
+DEFAULT_TIMEOUT_SECONDS = 120.0
+
+
+def default_timeout() -> float:
+    """How long a writer waits for the lock: $MEMSTRATA_LOCK_TIMEOUT seconds, else 120."""
+    try:
+        return max(0.0, float(os.environ.get("MEMSTRATA_LOCK_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
+    except ValueError:
+        return DEFAULT_TIMEOUT_SECONDS
+
+
 class TreeLock:
     """Exclusive, re-entrant (per thread) lock on a memory root.
 
@@ -22,9 +33,9 @@ class TreeLock:
     _held: dict[str, tuple[int, int]] = {}
     _guard = threading.Lock()
 
-    def __init__(self, root: Path, timeout: float = 60.0):
+    def __init__(self, root: Path, timeout: float | None = None):
         self.path = str(Path(root) / LOCK_FILE)
-        self.timeout = timeout
+        self.timeout = default_timeout() if timeout is None else timeout
         self._key = f"{self.path}:{threading.get_ident()}"
 
     def __enter__(self) -> "TreeLock":
