@@ -26,7 +26,6 @@ from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.scoring import lifecycle, review as review_rules, tiers, weight as weight_rules
 from memstrata.scoring.lifecycle import Action
 from memstrata.storage import sidecars, trash, tree
-from memstrata.storage.atomic import atomic_move
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
 
@@ -34,6 +33,8 @@ LAYER_LABELS = {"L0": "full text", "L1": "key points", "L2": "one line and tags"
                 "L4": "archive summary"}
 # Review marks that count as an access (the entry was looked at); pending_review only schedules.
 REVIEW_ACCESS = ("reviewing", "reviewed", "mastered")
+# maintain writes this many entries per lock-held step (one index update and INDEX.md rewrite each).
+MAINTAIN_BATCH = 32
 
 
 @dataclass
@@ -145,19 +146,18 @@ class AgingOps:
         planned, leaving = _plan_with_cascade(usable, now, settings)
         referrers = _referrers([e for e in usable if e.id not in leaving])
         todo = [e for e in usable if e.id in planned or e.status == "expired"]
-        for done, entry in enumerate(todo, 1):
-            try:
-                if dry_run:
-                    change = self._preview(entry, planned.get(entry.id) or _stray_expired(entry))
-                else:
-                    change = self._maintain_one(entry, now, referrers)
-                if change is not None:
-                    report.changes.append(change)
-            except (MemstrataError, OSError) as exc:
-                report.errors.append({"id": entry.id, "path": entry.path,
-                                      "error": getattr(exc, "message", None) or str(exc)})
-            if progress is not None:
-                progress(done, len(todo))
+        if dry_run:
+            for done, entry in enumerate(todo, 1):
+                report.changes.append(self._preview(entry, planned.get(entry.id) or _stray_expired(entry)))
+                if progress is not None:
+                    progress(done, len(todo))
+        else:
+            for start in range(0, len(todo), MAINTAIN_BATCH):
+                self._maintain_batch(todo[start:start + MAINTAIN_BATCH], now, referrers, report)
+                if progress is not None:
+                    progress(min(start + MAINTAIN_BATCH, len(todo)), len(todo))
+        order = {e.id: n for n, e in enumerate(todo)}
+        report.changes.sort(key=lambda c: order.get(c["id"], len(order)))
         due = [i for i in trash.list_trash(self.root) if lifecycle.trash_purge_due(i.trashed_at, now, settings)]
         if dry_run:
             report.purged = [_purge_row(i, now) for i in due]
@@ -167,28 +167,65 @@ class AgingOps:
             report.purged = [_purge_row(i, now) for i in purged]
         return report
 
-    def _maintain_one(self, planned: Entry, now, referrers: dict[str, set[str]]) -> dict | None:
-        """Re-read the entry under the lock, re-plan it and apply; None when nothing is due any more."""
+    def _maintain_batch(self, batch: list[Entry], now, referrers: dict[str, set[str]],
+                        report: MaintenanceReport) -> None:
+        """One lock-held step for a few entries: re-read and re-plan each, write them together.
+
+        Every file is replaced atomically and sidecars are written before the entries that
+        point at them, so a crash leaves each entry old or new; if saving fails, the whole
+        step is rolled back by the core and reported as errors.
+        """
         with self.lock():
-            try:
-                current = self.resolve(planned.path)
-            except NotFound:
-                return None  # moved or deleted since the plan: the next run sees it where it is
-            if current.id != planned.id:
-                return None
-            if current.status == "expired":
-                actions = _stray_expired(current)
-            else:
-                others = referrers.get(current.id, set()) - {current.id}
-                actions = lifecycle.plan([current], now, self.settings,
-                                         referenced_ids={current.id} if others else set())
-            if not actions:
-                return None
-            kinds = [a.kind for a in actions]
-            if "expire" in kinds or "forget" in kinds:
-                return self._to_trash(current, actions)
-            new = self._apply(current, current.copy(), actions, now)
-            return _change_row(current, new, actions)
+            pending: list[tuple[Entry, Entry, list[Action]]] = []
+            taken: set[str] = set()
+            for planned in batch:
+                try:
+                    step = self._plan_one(planned, now, referrers)
+                    if step is None:
+                        continue
+                    current, actions = step
+                    if any(a.kind in ("expire", "forget") for a in actions):
+                        report.changes.append(self._to_trash(current, actions))
+                        continue
+                    new = self._prepare(current, current.copy(), actions, now)
+                    if new.path != current.path and new.path in taken:
+                        self._flush(pending, report)  # two entries wanted the same free path: write the first
+                        taken.clear()
+                        new.path = self._archived_path(current)
+                    taken.add(new.path)
+                    pending.append((current, new, actions))
+                except (MemstrataError, OSError) as exc:
+                    report.errors.append({"id": planned.id, "path": planned.path,
+                                          "error": getattr(exc, "message", None) or str(exc)})
+            self._flush(pending, report)
+
+    def _flush(self, pending: list, report: MaintenanceReport) -> None:
+        if not pending:
+            return
+        try:
+            self._save_many([(new, current) for current, new, _ in pending], reindex_text=True)
+            report.changes.extend(_change_row(current, new, actions) for current, new, actions in pending)
+        except (MemstrataError, OSError) as exc:
+            message = getattr(exc, "message", None) or str(exc)
+            report.errors.extend({"id": current.id, "path": current.path, "error": message}
+                                 for current, _, _ in pending)
+        pending.clear()
+
+    def _plan_one(self, planned: Entry, now, referrers: dict[str, set[str]]):
+        """(entry as it is now, its actions), or None when it moved away or nothing is due any more."""
+        try:
+            current = self.resolve(planned.path)
+        except NotFound:
+            return None  # moved or deleted since the plan: the next run sees it where it is
+        if current.id != planned.id:
+            return None
+        if current.status == "expired":
+            actions = _stray_expired(current)
+        else:
+            others = referrers.get(current.id, set()) - {current.id}
+            actions = lifecycle.plan([current], now, self.settings,
+                                     referenced_ids={current.id} if others else set())
+        return (current, actions) if actions else None
 
     def _preview(self, entry: Entry, actions: list[Action]) -> dict:
         """The change row of a dry run (same shape as a real one; nothing computed or written)."""
@@ -218,21 +255,24 @@ class AgingOps:
         new = current.copy(path=item.path)
         return _change_row(current, new, actions, new_path=item.path)
 
-    def _apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
-        """Apply retier/compress/archive actions to `new` (based on `current`, the file on disk) and save."""
-        body_changed = False
+    def _prepare(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
+        """`new` (based on `current`, the file on disk) after retier/compress/archive; sidecar written, entry not."""
         for action in actions:
             if action.kind == "retier":
                 new.tier = action.to_value
             elif action.kind == "compress":
                 self._compress(current, new, action.to_value)
-                body_changed = True
             elif action.kind == "archive":
                 new.status = "archived"
                 new.tier = "archive"
                 new.path = self._archived_path(current)
         new.weight = round(weight_rules.compute_weight(new, now), 4)
-        self._write(current, new, reindex_text=body_changed)
+        return new
+
+    def _apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
+        """_prepare, then save (caller holds the lock)."""
+        new = self._prepare(current, new, actions, now)
+        self._save(new, previous=current, reindex_text=new.body != current.body)
         return new
 
     def _archived_path(self, entry: Entry) -> str:
@@ -255,15 +295,6 @@ class AgingOps:
         new.layer = layer
         new.full_content_file = rel
         new.summary = summary if summary is not None else new.summary
-
-    def _write(self, current: Entry, new: Entry, reindex_text: bool) -> None:
-        """Save `new` over `current`; a path change is an atomic rename first, then the rewrite."""
-        if new.path == current.path:
-            self._save(new, previous=current, reindex_text=reindex_text)
-            return
-        atomic_move(self.root / current.path, self.root / new.path)
-        self.catalog.forget(current.path)
-        self._save(new, previous=current.copy(path=new.path), reindex_text=reindex_text)
 
     # -- decompress -----------------------------------------------------------------------
     def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:
@@ -295,7 +326,7 @@ class AgingOps:
             new.tier = "hot"
             if is_archived_path(current.path or ""):
                 new.path = tree.unique_entry_path(self.root, current.category, current.title)
-            self._write(current, new, reindex_text=True)
+            self._save(new, previous=current, reindex_text=True)
             sidecars.remove(self.root, rel)
         return {"id": new.id, "title": new.title, "path": new.path, "layer": new.layer, "restored": True,
                 "from_layer": current.layer, "from_path": current.path, "tier": new.tier, "status": new.status,
