@@ -7,7 +7,7 @@ from pathlib import Path
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.config import CONFIG_FILE, Settings, render_config
-from memstrata.storage.paths import entry_dir, slugify
+from memstrata.storage.paths import entry_dir, inside_root, slugify
 
 DEFAULT_ROOT = "~/memory"
 STARTER_CATEGORIES = {
@@ -62,6 +62,7 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     `keep` is the entry's current path: it counts as free (an entry may stay where it is).
     """
     folder = entry_dir(category, archived)
+    inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
     base = slugify(title)
     candidate = f"{folder}/{base}.md"
     n = 2

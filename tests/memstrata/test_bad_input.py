@@ -1,0 +1,292 @@
+"""Bad input, through the API, the CLI, import and MCP: one clear line, and nothing already stored is harmed.
+
+Also the security rules: nothing is read or written outside the root (symlinks included),
+the root and its files are private (0700/0600), and the secret guard covers every way in.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory
+from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError, NotFound, SecretDetected
+
+SECRET = "sk-" + "ant-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz"  # built at run time: no secret in this file
+
+
+def snapshot(root: Path) -> dict:
+    """Every file under the root except derived stores and the lock, with its bytes."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith((".vectors", ".cache", ".lock", ".mem.sock")):
+            out[rel] = path.read_bytes()
+    return out
+
+
+@pytest.fixture
+def stored(tmp_path, embedder):
+    root = tmp_path / "mem"
+    m = Memory(root, embedder=embedder)
+    ids = [m.write("Postgres for alpha, because of JSONB.", title="DB choice", category="projects/alpha").id,
+           m.write("Standup at 9:30.", title="Standup", category="meetings").id]
+    return root, ids, snapshot(root)
+
+
+def cli(root, *args, stdin=None):
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "memstrata.cli.app", *args, "--root", str(root)], input=stdin,
+                          capture_output=True, env=env, timeout=300)
+
+
+def one_line_error(proc, code):
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == code, (proc.returncode, err, proc.stdout)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and err.startswith("mem: error:")
+    return err
+
+
+BAD_WRITES = [
+    (dict(body=b"\x89PNG\r\n\x1a\n\xff\xfe"), "not UTF-8"),
+    (dict(body="text with a NUL \x00 byte"), "NUL"),
+    (dict(body="ok", title="title with NUL \x00"), "NUL"),
+    (dict(body="", title=None), "title or a non-empty body"),
+    (dict(body="   \n\n", title="   "), "title or a non-empty body"),
+    (dict(body="lone surrogate \udc80"), "not valid Unicode"),
+    (dict(body="x", category=".."), "cannot leave the root"),
+    (dict(body="x", category="a/../../b"), "cannot leave the root"),
+    (dict(body="x", category="/etc"), "absolute path"),
+    (dict(body="x", category="~/secrets"), "'~'"),
+    (dict(body="x", category="C:\\Windows"), "absolute path"),
+    (dict(body="x", category=".trash"), "hidden level"),
+    (dict(body="x", category="a//b"), "empty level"),
+    (dict(body="x", id="../../etc/passwd"), "may only hold"),
+    (dict(body="x", id="/abs"), "may only hold"),
+    (dict(body="x", id="~root"), "may only hold"),
+    (dict(body="x", id=".."), "may only hold"),
+    (dict(body="x", importance="whenever"), "importance must be"),
+    (dict(body=f"the key is {SECRET}"), "credential"),
+    (dict(body="ok", title=f"key {SECRET}"), "credential"),
+    (dict(body="ok", tags=[SECRET]), "credential"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", BAD_WRITES, ids=[m for _, m in BAD_WRITES])
+def test_bad_writes_refused_with_one_line_nothing_harmed(stored, embedder, kwargs, message):
+    root, ids, before = stored
+    m = Memory(root, embedder=embedder)
+    with pytest.raises(MemstrataError) as info:
+        m.write(**kwargs)
+    assert message.lower() in info.value.message.lower() and "\n" not in info.value.message
+    assert snapshot(root) == before
+    assert {e.id for e in m.list()} == set(ids)
+
+
+def test_twenty_megabyte_body(stored, embedder, tmp_path):
+    root, ids, before = stored
+    m = Memory(root, embedder=embedder)
+    big = "word " * (4 * 1024 * 1024)  # 20 MB
+    with pytest.raises(InvalidInput) as info:
+        m.write(big, title="huge")
+    assert info.value.message == "body is 20.0 MB; the limit is 1.0 MB (max_entry_bytes in config.md)"
+    with pytest.raises(InvalidInput):
+        m.update(ids[0], big)
+    f = tmp_path / "big.txt"
+    f.write_text(big)
+    err = one_line_error(cli(root, "write", "--file", str(f), "--title", "huge"), 2)
+    assert "20.0 MB" in err and "max_entry_bytes" in err
+    assert snapshot(root) == before
+    m.config_set("max_entry_bytes", 32 * 1024 * 1024)  # the limit is a setting
+    assert Memory(root, embedder=embedder).settings.max_entry_bytes == 32 * 1024 * 1024
+
+
+def test_cli_bad_input_one_line_errors(stored, tmp_path):
+    root, ids, before = stored
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\x00\x01\x02\xff" * 100)
+    one_line_error(cli(root, "write", "--file", str(binary)), 2)
+    one_line_error(cli(root, "write", "-", "--title", "t", stdin=b"\xff\xfe\x00bad"), 2)
+    one_line_error(cli(root, "write", "x", "--category", "../../etc"), 2)
+    one_line_error(cli(root, "write", "x", "--category", "/etc"), 2)
+    one_line_error(cli(root, "write", "x", "--category", "~"), 2)
+    one_line_error(cli(root, "write", ""), 2)
+    one_line_error(cli(root, "read", "../../../etc/passwd"), 2)
+    one_line_error(cli(root, "read", "/etc/passwd"), 2)
+    one_line_error(cli(root, "read", "~/x.md"), 2)
+    one_line_error(cli(root, "delete", "../meetings"), 2)
+    one_line_error(cli(root, "write", f"token {SECRET}"), 5)
+    assert snapshot(root) == before
+
+
+def test_odd_but_valid_text_is_kept_exactly(stored, embedder):
+    root, ids, before = stored
+    m = Memory(root, embedder=embedder)
+    rtl = "שלום עולם — مرحبا بالعالم \u202eevil.exe\u202c"
+    combining = "e\u0301te\u0301 cafe\u0301 Z\u0351\u0320a\u0352lgo"
+    cases = [(rtl, rtl), (combining, combining), ("?!...///***", "punctuation only"), ("x" * 5000, "long title")]
+    for title, body in cases:
+        r = m.write(body + " body", title=title, category="odd", force=True)
+        entry = m.read(r.id, count_access=False)
+        assert entry.body == body + " body\n"
+        assert r.path.startswith("odd/") and "/" not in r.path[len("odd/"):]
+        assert len(Path(r.path).name.encode("utf-8")) <= 130
+        assert entry.title == " ".join(title.split())[:300] or entry.title.endswith("…")
+    assert m.write("", title="Only a title", category="odd").id  # an empty body with a title is fine
+    assert Path(m.resolve(m.list(category="odd")[0].id).path).parent.name == "odd"
+    assert m.doctor().healthy
+    after = snapshot(root)
+    assert {k: v for k, v in after.items() if k in before and not k.endswith("INDEX.md")} == \
+        {k: v for k, v in before.items() if not k.endswith("INDEX.md")}
+
+
+def test_hand_written_frontmatter_of_wrong_types(stored, embedder):
+    root, ids, before = stored
+    folder = root / "notes"
+    folder.mkdir(mode=0o700)
+    (folder / "types.md").write_text("---\nid: types0000001\ntitle: 42\nversion: three\ncreated: next tuesday\n"
+                                     "updated: 31/12/2024\ntags: alpha, beta\nimportance: 7\nimportant: 'yes'\n"
+                                     "related: single\naccess_count: many\n---\nbody\n")
+    (folder / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    (folder / "nofm.md").write_text("Just text, no frontmatter at all.\n")
+    (folder / "nul.md").write_bytes(b"---\ntitle: x\n---\nbinary\x00inside\n")
+    m = Memory(root, embedder=embedder)
+    entry = m.read("types0000001", count_access=False)
+    assert (entry.title, entry.version, entry.tags, entry.related, entry.access_count) == \
+        ("42", 1, ["alpha", "beta"], ["single"], 0)
+    assert entry.created is None and entry.importance == 0.7 and entry.important is True
+    listed = {e.path for e in m.list()}
+    assert "notes/types.md" in listed and "notes/nofm.md" in listed
+    assert "notes/broken.md" not in listed and "notes/nul.md" not in listed
+    with pytest.raises(CorruptEntry):
+        m.read("notes/broken.md")
+    one_line_error(cli(root, "read", "notes/broken.md"), 8)
+    assert set(m.stats()["unreadable"]) == {"notes/broken.md", "notes/nul.md"}
+    for rel, data in before.items():  # the files already stored are untouched
+        if not rel.endswith("INDEX.md"):
+            assert (root / rel).read_bytes() == data
+
+
+# ----------------------------------------------------------------------------- security
+
+
+def test_symlinked_category_out_of_the_root_is_refused(stored, embedder, tmp_path):
+    root, ids, before = stored
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / "escape")
+    m = Memory(root, embedder=embedder)
+    with pytest.raises(InvalidInput) as info:
+        m.write("should never land outside", title="x", category="escape")
+    assert "outside the memory root" in info.value.message
+    with pytest.raises(InvalidInput):
+        m.write("nested", title="y", category="escape/deeper")
+    with pytest.raises(InvalidInput):
+        m.update(ids[0], category="escape")
+    assert list(outside.iterdir()) == []
+    one_line_error(cli(root, "write", "x", "--category", "escape"), 2)
+    assert list(outside.iterdir()) == []
+
+
+def test_symlinked_entry_file_out_of_the_root_is_not_read(stored, embedder, tmp_path):
+    root, ids, before = stored
+    secret = tmp_path / "private.md"
+    secret.write_text("---\nid: private00001\ntitle: not yours\n---\nsecret body\n")
+    os.symlink(secret, root / "meetings" / "leak.md")
+    m = Memory(root, embedder=embedder)
+    assert "private00001" not in {e.id for e in m.list()}
+    with pytest.raises(NotFound):
+        m.read("private00001")
+    with pytest.raises(InvalidInput):
+        m.read("meetings/leak.md")
+    assert "secret body" not in cli(root, "read", "meetings/leak.md").stdout.decode()
+    recall = getattr(m, "recall", None)
+    if recall is not None:
+        hits = recall("secret body", k=5).results
+        assert all(h.id != "private00001" and "secret body" not in (h.snippet or "") for h in hits)
+
+
+def test_root_and_files_are_private(stored, embedder):
+    root, ids, _ = stored
+    m = Memory(root, embedder=embedder)
+    m.write("deep", title="Deep", category="a/b/c/d")
+    m.delete(ids[1])
+    assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
+    loose = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink() or rel.startswith((".vectors", ".cache")) or path.is_socket():
+            continue
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            loose.append((rel, oct(stat.S_IMODE(path.stat().st_mode))))
+    assert loose == []
+
+
+def test_secret_guard_on_update_and_import(stored, embedder, tmp_path):
+    root, ids, before = stored
+    m = Memory(root, embedder=embedder)
+    with pytest.raises(SecretDetected):
+        m.update(ids[0], f"now with {SECRET}")
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(json.dumps({"title": "leaky", "body": f"key {SECRET}", "category": "imported"}) + "\n"
+                     + json.dumps({"title": "fine", "body": "A harmless note.", "category": "imported"}) + "\n")
+    if hasattr(m, "import_jsonl"):
+        report = m.import_jsonl(jsonl)
+        assert report.get("imported") == 1
+        assert all(SECRET not in p.read_text() for p in root.rglob("*.md"))
+    assert (root / "projects").exists() and snapshot(root).get(next(iter(before))) == before[next(iter(before))]
+
+
+def test_import_cannot_place_files_outside_the_root(stored, embedder, tmp_path):
+    root, ids, before = stored
+    m = Memory(root, embedder=embedder)
+    if not hasattr(m, "import_jsonl"):
+        pytest.skip("no import in this build")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / "escape")
+    lines = [{"title": "a", "body": "one", "category": "../../outside"},
+             {"title": "b", "body": "two", "path": "../outside/b.md"},
+             {"title": "c", "body": "three", "category": "escape"},
+             {"title": "d", "body": "four", "full_content_file": "../../outside/d.md", "layer": "L2",
+              "__full_content__": "x"}]
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    try:
+        m.import_jsonl(jsonl)
+    except MemstrataError:
+        pass
+    assert list(outside.iterdir()) == []
+
+
+def test_mcp_refuses_secrets_and_paths_outside(stored, tmp_path):
+    pytest.importorskip("mcp")
+    import anyio
+
+    from .test_mcp import _session
+
+    root, ids, before = stored
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / "escape")
+
+    async def body(session):
+        results = [await session.call_tool("write", {"body": f"key {SECRET}"}),
+                   await session.call_tool("write", {"body": "x", "category": "../../etc"}),
+                   await session.call_tool("write", {"body": "x", "category": "escape"}),
+                   await session.call_tool("read", {"ref": "../../../etc/passwd"}),
+                   await session.call_tool("read", {"ref": "/etc/passwd"})]
+        return results
+
+    results = anyio.run(_session, root, body)
+    for result in results:
+        assert getattr(result, "is_error", None) or getattr(result, "isError", None)
+        text = result.content[0].text
+        assert "Traceback" not in text and len(text.splitlines()) == 1
+    assert list(outside.iterdir()) == []
+    assert all(SECRET not in p.read_text() for p in root.rglob("*.md"))
