@@ -508,7 +508,6 @@ class Service:
                 continue
             with self._state:
                 self.active += 1
-                self.last_activity = time.monotonic()
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
         deadline = time.monotonic() + 30
         while self.active and time.monotonic() < deadline:
@@ -571,7 +570,6 @@ class Service:
                 pass
             with self._state:
                 self.active -= 1
-                self.last_activity = time.monotonic()
 
     def _run(self, conn, message: dict, fds: list[int]) -> None:
         main = self._load_cli()
@@ -591,7 +589,9 @@ class Service:
             _local.stdin, _local.stdout, _local.stderr = streams
             _local.env = _env_overlay(message)
             _local.memories = {}
-            self.requests += 1
+            with self._state:
+                self.requests += 1
+                self.last_activity = time.monotonic()  # only calls count as activity, not --status
             _reply(conn, {"t": "started"})
             try:
                 code = main(list(message.get("argv") or []))
@@ -611,6 +611,8 @@ class Service:
             _local.stdin = _local.stdout = _local.stderr = None
             _local.env = None
             _close_streams(streams)
+            with self._state:
+                self.last_activity = time.monotonic()
             if previous_cwd is not None:
                 try:
                     os.chdir(previous_cwd)
