@@ -38,6 +38,10 @@ from pathlib import Path
 from memstrata import client
 
 _local = threading.local()
+# Calls after which the index may need upkeep (anything that can write), checked
+# MAINTAIN_DELAY seconds after the last call when no call is running.
+_READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
+MAINTAIN_DELAY = 2.0
 
 
 def _log(message: str) -> None:
@@ -366,6 +370,7 @@ class Service:
         self._sock_ino = None
         self.main = None
         self._code_mtimes: dict[str, int] = {}
+        self._maintain_due: float | None = None
 
     # -- life cycle ---------------------------------------------------------------------
     def acquire(self, wait: float = 0.0) -> bool:
@@ -470,14 +475,9 @@ class Service:
                         pass
                     except Exception as exc:  # noqa: BLE001
                         _log(f"warm recall failed: {type(exc).__name__}: {exc}")
-                try:
-                    from memstrata.retrieval import ann
-
-                    ann.maintain(m._vindex())
-                except Exception as exc:  # noqa: BLE001 - index upkeep is optional here
-                    _log(f"index upkeep skipped: {type(exc).__name__}: {exc}")
             finally:
                 POOL.checkin_all()
+            self.maintain_index()
             self._code_changed()  # record the mtimes of everything loaded so far
             _log(f"warm in {time.perf_counter() - t0:.2f}s")
         except Exception as exc:  # noqa: BLE001
@@ -519,6 +519,12 @@ class Service:
             if not self._socket_is_ours():
                 self.shutdown("socket removed or replaced")
                 break
+            with self._state:
+                due = self._maintain_due is not None and self.active == 0 and time.monotonic() >= self._maintain_due
+                if due:
+                    self._maintain_due = None
+            if due and self.warm.is_set():
+                self.maintain_index()
             with self._state:
                 idle = self.active == 0 and self.idle_seconds is not None and \
                     time.monotonic() - self.last_activity > self.idle_seconds
@@ -613,6 +619,8 @@ class Service:
             _close_streams(streams)
             with self._state:
                 self.last_activity = time.monotonic()
+                if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
+                    self._maintain_due = time.monotonic() + MAINTAIN_DELAY
             if previous_cwd is not None:
                 try:
                     os.chdir(previous_cwd)
@@ -620,6 +628,23 @@ class Service:
                     pass
             if serial is not None:
                 serial.release()
+
+    def maintain_index(self) -> dict | None:
+        """Index upkeep between calls: scalar/ANN indexes, compaction (retrieval/ann.py)."""
+        _local.memories = {}
+        try:
+            from memstrata.retrieval import ann
+
+            m = POOL.checkout(str(self.root))
+            done = ann.maintain(m._vindex())
+            if done.get("actions"):
+                _log("index upkeep: " + "; ".join(done["actions"]))
+            return done
+        except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation; calls still work without it
+            _log(f"index upkeep failed: {type(exc).__name__}: {exc}")
+            return None
+        finally:
+            POOL.checkin_all()
 
     def _code_changed(self) -> bool:
         """True when a loaded memstrata module's source file changed since it was loaded."""

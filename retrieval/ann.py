@@ -21,7 +21,9 @@ import time
 VECTOR_INDEX = "vector_idx"
 SCALAR_INDEXES = (("id", "BTREE", "id_idx"), ("category", "BITMAP", "category_idx"))
 ANN_TYPE = "IVF_HNSW_SQ"
-UNINDEXED_OPTIMIZE_SHARE = 0.02   # optimize when this share of rows sits outside the ANN index
+UNINDEXED_OPTIMIZE_SHARE = 0.02   # optimize when this share of rows sits outside an index ...
+MIN_UNINDEXED = 20                # ... and at least this many rows
+MAX_FRAGMENTS = 32                # or when small writes have left more fragments than this
 RETRAIN_GROWTH = 2.0              # retrain IVF partitions when the table has grown this much
 
 
@@ -42,6 +44,25 @@ def _vector_index_name(indices: dict) -> str | None:
         if "vector" in info["columns"]:
             return name
     return None
+
+
+def _max_unindexed(table, indices: dict) -> int:
+    """The most rows any index (vector, scalar, full-text) has not seen yet."""
+    worst = 0
+    for name in indices:
+        try:
+            st = table.index_stats(name)
+        except Exception:  # noqa: BLE001
+            continue
+        worst = max(worst, int(getattr(st, "num_unindexed_rows", 0) or 0))
+    return worst
+
+
+def _fragments(table) -> int | None:
+    try:
+        return len(table.to_lance().get_fragments())
+    except Exception:  # noqa: BLE001 - needs pylance
+        return None
 
 
 def stats(index) -> dict:
@@ -103,8 +124,9 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
     - scalar indexes (id, category) once the table has rows;
     - the ANN index once rows >= settings.ann_min_rows (build=False skips a build: for calls
       that must stay fast);
-    - optimize (compaction + incremental index update) when more than 2% of the rows are not
-      in the ANN index, or when asked;
+    - optimize (compaction + incremental update of every index) when more than 2% of the rows
+      (and at least 20) are outside an index, when more than 32 fragments have piled up, or
+      when asked;
     - retrain of the IVF partitions when the table has doubled since the last build.
     """
     table = index.table()
@@ -138,17 +160,15 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
         if build and built_rows and rows >= RETRAIN_GROWTH * built_rows:
             took = build_vector_index(index)
             done["actions"].append(f"{ANN_TYPE} index rebuilt ({built_rows} -> {rows} rows) in {took:.1f}s")
-        else:
-            try:
-                st = table.index_stats(vname)
-                unindexed = int(getattr(st, "num_unindexed_rows", 0) or 0)
-            except Exception:  # noqa: BLE001
-                unindexed = 0
-            done["unindexed"] = unindexed
-            if force_optimize or unindexed > UNINDEXED_OPTIMIZE_SHARE * rows:
-                table.optimize()
-                optimized = True
-                done["actions"].append(f"optimize: {unindexed} rows merged into the indexes")
+    unindexed = _max_unindexed(table, _indices(table))
+    fragments = _fragments(table)
+    done["unindexed"], done["fragments"] = unindexed, fragments
+    if not done["actions"] or force_optimize:
+        if force_optimize or unindexed > max(MIN_UNINDEXED, UNINDEXED_OPTIMIZE_SHARE * rows) or \
+                (fragments is not None and fragments > MAX_FRAGMENTS):
+            table.optimize()
+            optimized = True
+            done["actions"].append(f"optimize: {unindexed} rows merged into the indexes, {fragments} fragments compacted")
     if force_optimize and not optimized:
         table.optimize()
         done["actions"].append("optimize")
