@@ -517,6 +517,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cli-per-writer", type=int, default=60)
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--only", choices=("storm", "crashes"), default=None, help="run one of the two")
     args = parser.parse_args(argv)
     if args.command == "worker":
         worker(args)
@@ -531,15 +532,19 @@ def main(argv=None) -> int:
 
     base = Path(args.workdir or tempfile.mkdtemp(prefix="memstrata-safety-"))
     rows = []
-    r = storm(base / "storm", api_writers=args.writers, per_writer=args.per_writer, cli_writers=args.cli_writers,
-              cli_per_writer=args.cli_per_writer)
-    rows.append(("storm", r))
-    print(json.dumps({k: v for k, v in r.items()}, indent=1), file=sys.stderr)
-    c = crashes(base / "crash", kills=args.kills)
-    rows.append(("crashes", c))
-    print(json.dumps({k: v for k, v in c.items()}, indent=1), file=sys.stderr)
+    failures = []
+    if args.only in (None, "storm"):
+        r = storm(base / "storm", api_writers=args.writers, per_writer=args.per_writer,
+                  cli_writers=args.cli_writers, cli_per_writer=args.cli_per_writer)
+        rows.append(("storm", r))
+        failures += r["failures"]
+        print(json.dumps(r, indent=1), file=sys.stderr, flush=True)
+    if args.only in (None, "crashes"):
+        c = crashes(base / "crash", kills=args.kills)
+        rows.append(("crashes", c))
+        failures += c["failures"]
+        print(json.dumps(c, indent=1), file=sys.stderr, flush=True)
     print(table(rows))
-    failures = r["failures"] + c["failures"]
     for f in failures[:50]:
         print(f"FAIL: {f}")
     return 1 if failures else 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-import time
 from pathlib import Path
 
 from memstrata.errors import Locked
@@ -21,6 +20,49 @@ def default_timeout() -> float:
         return max(0.0, float(os.environ.get("MEMSTRATA_LOCK_TIMEOUT", DEFAULT_TIMEOUT_SECONDS)))
     except ValueError:
         return DEFAULT_TIMEOUT_SECONDS
+
+
+def _acquire(fd: int, timeout: float) -> bool:
+    """Take the flock on `fd` within `timeout` seconds; False (fd then owned by a helper) if not.
+
+    A waiter blocks in the kernel (flock without LOCK_NB, in a helper thread so the wait can
+    time out) instead of polling with sleeps: a polling waiter kept losing the lock to a busy
+    writer that released and re-took it between two polls, and gave up after the timeout.
+    On timeout the helper keeps waiting; when it gets the lock later it lets it go at once
+    and closes the fd.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        pass
+    if timeout <= 0:
+        os.close(fd)
+        return False
+    got = threading.Event()
+    guard = threading.Lock()
+    state = {"abandoned": False}
+
+    def wait() -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            return
+        with guard:
+            if state["abandoned"]:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                return
+            got.set()
+
+    threading.Thread(target=wait, name="memstrata-lock-wait", daemon=True).start()
+    if got.wait(timeout):
+        return True
+    with guard:
+        if got.is_set():
+            return True
+        state["abandoned"] = True
+    return False
 
 
 class TreeLock:
@@ -45,18 +87,8 @@ class TreeLock:
                 self._held[self._key] = (held[0], held[1] + 1)
                 return self
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + self.timeout
-        delay = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise Locked(f"the memory tree is locked by another writer (waited {self.timeout:.0f}s)") from None
-                time.sleep(delay)
-                delay = min(0.05, delay * 1.5)
+        if not _acquire(fd, self.timeout):
+            raise Locked(f"the memory tree is locked by another writer (waited {self.timeout:.0f}s)")
         with self._guard:
             self._held[self._key] = (fd, 1)
         return self
