@@ -168,6 +168,12 @@ class RecallOps:
             raise InvalidInput(f"strategy must be one of {', '.join(STRATEGIES)}")
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
+        from memstrata.storage.entry import STATUSES, TIERS
+
+        if tier and tier not in TIERS:
+            raise InvalidInput(f"tier must be one of {', '.join(TIERS)}")
+        if status and status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}")
         filters = self._filters(category, tier, status, tags, since, until)
         notes: list[str] = []
         if strategy in ("grep", "index"):

@@ -30,6 +30,7 @@ class FusionWeights:
     date: float
     archived_factor: float
     session_gap_seconds: float
+    dense_feedback: float = 0.0
 
     @classmethod
     def from_settings(cls, s) -> "FusionWeights":
@@ -37,7 +38,8 @@ class FusionWeights:
                    entity=s.recall_entity_boost, neighbour=s.recall_neighbour_weight,
                    session=s.recall_session_weight, date=s.recall_date_boost,
                    archived_factor=s.recall_archived_factor,
-                   session_gap_seconds=60.0 * s.recall_session_gap_minutes)
+                   session_gap_seconds=60.0 * s.recall_session_gap_minutes,
+                   dense_feedback=s.recall_dense_feedback_weight)
 
 
 def minmax(n: int, scores: dict[int, float]) -> np.ndarray:
@@ -110,13 +112,15 @@ def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np
     return score * factor, boosts
 
 
-def date_proximity(created: list, targets: list[tuple[float, float]]) -> np.ndarray:
-    """1 for entries written inside a named date range, falling off linearly over its length again."""
+def date_proximity(created: list, targets: list[tuple[float, float]], after_seconds: float) -> np.ndarray:
+    """1 for entries written inside a date range the query names, falling off linearly over one
+    day before it and over `after_seconds` (or the range's length, if longer) after it: notes
+    about an event are mostly written on the day or in the days after ("last week ...")."""
     stamps = np.array([c if c is not None else np.nan for c in created], dtype=np.float64)
     out = np.zeros(len(stamps), dtype=np.float64)
     for start, end in targets:
-        span = max(end - start, 86400.0)
-        dist = np.where(stamps < start, start - stamps, np.where(stamps > end, stamps - end, 0.0))
-        near = np.clip(1.0 - dist / span, 0.0, 1.0)
-        out = np.maximum(out, np.nan_to_num(near))
+        after = max(end - start, after_seconds)
+        near = np.where(stamps < start, 1.0 - (start - stamps) / 86400.0,
+                        np.where(stamps > end, 1.0 - (stamps - end) / after, 1.0))
+        out = np.maximum(out, np.nan_to_num(np.clip(near, 0.0, 1.0)))
     return out

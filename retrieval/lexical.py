@@ -40,6 +40,14 @@ get got gets go goes went much many way ways yes ok okay oh hey hi just really l
 """.split())
 
 
+# Capitalised words that name times, not entities (they go to the date handling instead).
+CALENDAR_WORDS = frozenset("""
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec
+monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow
+""".split())
+
+
 def cjk_text(text: str) -> str:
     """The CJK runs of a text, space separated (what the CJK column indexes)."""
     return " ".join(_CJK_RUN.findall(text or ""))
@@ -101,7 +109,8 @@ def query_entities(query: str) -> list[str]:
     out = []
     for w in words(query):
         base = w[:-2] if w.endswith(("'s", "’s")) else w
-        if len(base) < 2 or not base[0].isupper() or base.lower() in QUERY_STOPWORDS:
+        if (len(base) < 2 or not base[0].isupper() or base.lower() in QUERY_STOPWORDS
+                or base.lower() in CALENDAR_WORDS):
             continue
         if base not in out:
             out.append(base)

@@ -59,7 +59,8 @@ def _iso(ts):
 _MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august",
                                        "september", "october", "november", "december"], 1)}
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})(?:-(\d{2}))?\b")
-_DATE_WORDS = re.compile(r"\b(?:(\d{1,2})\s+)?(" + "|".join(_MONTHS) + r")\s*(?:(\d{1,2}),?\s*)?(\d{4})\b", re.I)
+_DATE_WORDS = re.compile(r"\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(" + "|".join(_MONTHS)
+                         + r")\.?,?\s*(?:(\d{1,2})(?:st|nd|rd|th)?,?\s*)?(\d{4})\b", re.I)
 
 
 def named_dates(query: str) -> list[tuple[float, float]]:
@@ -111,13 +112,16 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     cjk_share = lexical.cjk_share(query)
     dense: dict[int, float] = {}
     best_chunk: dict[int, str] = {}
-    if mode in ("hybrid", "vector") and embedder is not None:
-        qv = embedder.embed_query(lexical.without_entities(query, entities))
-        q = table.search(qv.tolist(), vector_column_name="vector")
+    qv = None
+    best_vec: dict[int, object] = {}
+
+    def vector_search(vec) -> None:
+        dense.clear()
+        q = table.search(vec.tolist(), vector_column_name="vector")
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(["id", "text", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
-        for rid, text, dist in zip(rows["id"], rows["text"], rows["_distance"]):
+        rows = q.select(["id", "text", "vector", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
+        for rid, text, v, dist in zip(rows["id"], rows["text"], rows["vector"], rows["_distance"]):
             pos = frame.pos.get(rid)
             if pos is None:
                 continue
@@ -125,6 +129,11 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             if sim > dense.get(pos, -2.0):
                 dense[pos] = sim
                 best_chunk[pos] = text
+                best_vec[pos] = v
+
+    if mode in ("hybrid", "vector") and embedder is not None:
+        qv = embedder.embed_query(lexical.without_entities(query, entities))
+        vector_search(qv)
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}
     if mode in ("hybrid", "text"):
@@ -153,7 +162,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 entity_share[i] = hit / len(entities)
     structure = _structure(index, frame, weights)
     dates = named_dates(query)
-    date_near = fusion.date_proximity(frame.cols["created"], dates) if dates else None
+    date_near = (fusion.date_proximity(frame.cols["created"], dates, 86400.0 * settings.recall_date_after_days)
+                 if dates else None)
 
     def rank(feedback_scores):
         base, parts = fusion.fuse(n, weights, dense, text_scores, feedback_scores, cjk_scores, cjk_share)
@@ -176,6 +186,16 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                     feedback[frame.pos[rid]] = float(s)
             if feedback:
                 score, parts, boosts = rank(feedback)
+    if qv is not None and weights.dense_feedback and dense:
+        # Rocchio feedback on the dense side: the query vector moved towards the best chunks
+        # of the top entries, then searched again.
+        top = [int(i) for i in np.argsort(-score)[: settings.recall_feedback_docs]
+               if np.isfinite(score[i]) and int(i) in best_vec]
+        if top:
+            centroid = np.mean([np.asarray(best_vec[i], dtype=np.float32) for i in top], axis=0)
+            moved = qv + weights.dense_feedback * centroid
+            vector_search(moved / max(float(np.linalg.norm(moved)), 1e-9))
+            score, parts, boosts = rank(feedback)
     order = [int(i) for i in np.argsort(-score, kind="stable")[:k] if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}

@@ -158,3 +158,14 @@ def test_import_and_batch(mem, tmp_path):
                             {"qid": "b", "query": "nightly data copies"}], k=2)
     assert [o["qid"] for o in out] == ["a", "b"]
     assert out[0]["results"][0]["id"] == "n1" and out[1]["results"][0]["id"] == "n2"
+
+
+def test_archived_rank_below_active(mem):
+    text = "The quarterly planning meeting moved to Thursday afternoon."
+    a = mem.write(text, title="Planning moved", category="meetings").id
+    b = mem.write(text, title="Planning moved", category="meetings", force=True).id
+    path = mem.root / mem.read(b, count_access=False).path
+    path.write_text(path.read_text().replace("status: active", "status: archived"))
+    res = mem.recall("when is the planning meeting?", k=2)
+    assert res.ids == [a, b] and res.results[1].status == "archived"
+    assert mem.recall("planning meeting", status="archived").ids == [b]
