@@ -343,3 +343,25 @@ def test_forgetting_cascades_through_related_in_one_run(mem, monkeypatch):
     assert "forget" in actions[r.id] and "forget" in actions[t.id]
     assert "forget" not in actions[keep.id] and mem.resolve(keep.id).status == "archived"
     assert {r.id, t.id} <= {i.id for i in mem.trash_list()}
+
+
+def test_failed_step_leaves_entries_as_they_were(mem, monkeypatch):
+    a = mem.write(EN_BODY, title="One", category="projects")
+    b = mem.write(ZH_BODY, title="Two", category="projects")
+    _at(monkeypatch, "2026-04-15")
+    before = {r.id: (mem.root / r.path).read_bytes() for r in (a, b)}
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(mem, "_write_indexes", broken)
+    report = mem.maintain()
+    assert report.changes == [] and {e["id"] for e in report.errors} == {a.id, b.id}
+    monkeypatch.undo()
+    _at(monkeypatch, "2026-04-15")
+    for r in (a, b):
+        assert (mem.root / r.path).read_bytes() == before[r.id]
+        assert not (mem.root / "projects/archived").exists() or not list((mem.root / "projects/archived").glob("*.md"))
+    report = mem.maintain()
+    assert report.errors == [] and mem.resolve(a.id).status == "archived"
+    assert mem.decompress(a.id, show=True)["body"] == EN_BODY
