@@ -300,6 +300,9 @@ def main(argv=None) -> int:
     ap.add_argument("--import-entries", type=int, default=200, help="entries per bulk-import run")
     ap.add_argument("--ann-sizes", default="5000,10000,20000,50000")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--e2e-max", type=int, default=10000,
+                    help="largest size for the end-to-end measures (beyond: warm service and RSS only)")
+    ap.add_argument("--no-import", action="store_true", help="skip the bulk-import measure")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--build", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -331,6 +334,12 @@ def main(argv=None) -> int:
         rows.append((measure, size, result, target, verdict))
         log(f"  {measure} @ {size}: {result} {target} {verdict}")
 
+    floor = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([PY, "-c", "pass"], capture_output=True)
+        floor.append(time.perf_counter() - t0)
+    add("calibration: a bare `python -c pass` (interpreter start)", "-", fmt_s(stats(floor)))
     has_autoload = "autoload" in subprocess.run(mem_bin() + ["--help"], capture_output=True, text=True,
                                                 env=env_for(work, "off")).stdout
     for n in sizes:
@@ -361,7 +370,20 @@ def main(argv=None) -> int:
         add("  of which the tree walk (sync.plan)", n, fmt_s(stats(res["plan"])))
         add("  recall without the sync check (_sync=False) p50", n, f"{res['no_sync_p50'] * 1000:.0f} ms")
 
-        if n <= 10000 or n == max(sizes):
+        if n > args.e2e_max:
+            # large trees: the warm service only (recall end to end, and its memory)
+            start_service(root)
+            timed(["recall", QUERIES[0], "--json"], root)
+            warm = [timed(["recall", QUERIES[r % len(QUERIES)], "--json"], root)[0] for r in range(max(runs, 10))]
+            add("mem recall end to end, service warm", n, fmt_s(stats(warm)))
+            sy = [timed(["sync", "--json"], root)[0] for _ in range(runs)]
+            add("mem sync, nothing changed, service warm", n, fmt_s(stats(sy)))
+            st = service_status(root)
+            add("service RSS now / peak", n, f"{st['rss_mb']:.0f} / {st['peak_rss_mb']:.0f} MB",
+                "rss_100000" if n == 100000 else None, st["peak_rss_mb"])
+            stop_service(root)
+            continue
+        if True:
             # first call, no service
             cold = []
             for r in range(runs):
@@ -406,38 +428,43 @@ def main(argv=None) -> int:
             add("mem sync, nothing changed, no service", n, fmt_s(stats(sy), "s"),
                 "sync_10000" if n == 10000 else None, statistics.median(sy))
 
+    if args.no_import:
+        runs_import = 0
+    else:
+        runs_import = runs
     # bulk import (real embeddings, real write path)
     src = work / "import.jsonl"
     rates, rates_svc = [], []
     with open(src, "w") as fh:
         for item in entries(args.import_entries, seed=99):
             fh.write(json.dumps(item) + "\n")
-    for r in range(runs):
+    for r in range(runs_import):
         root = work / f"import-{r}"
         if root.exists():
             shutil.rmtree(root)
         timed(["init"], root, "off")
         took, p = timed(["import", str(src), "--json"], root, "off")
         rates.append(json.loads(p.stdout)["imported"] / took)
-    add(f"mem import, {args.import_entries} entries, no service (entries/s)", "-",
-        f"{statistics.median(rates):.1f} ({min(rates):.1f}-{max(rates):.1f})", "import", statistics.median(rates),
-        better="higher")
-    root = work / "import-svc"
-    if root.exists():
-        shutil.rmtree(root)
-    timed(["init"], root, "off")
-    start_service(root)
-    for r in range(runs):
-        src_r = work / f"import-{r}.jsonl"
-        with open(src_r, "w") as fh:
-            for item in entries(args.import_entries, seed=100 + r):
-                fh.write(json.dumps(item) + "\n")
-        took, p = timed(["import", str(src_r), "--json"], root)
-        rates_svc.append(json.loads(p.stdout)["imported"] / took)
-    stop_service(root)
-    add(f"mem import, {args.import_entries} entries, service warm (entries/s)", "-",
-        f"{statistics.median(rates_svc):.1f} ({min(rates_svc):.1f}-{max(rates_svc):.1f})", "import",
-        statistics.median(rates_svc), better="higher")
+    if runs_import:
+        add(f"mem import, {args.import_entries} entries, no service (entries/s)", "-",
+            f"{statistics.median(rates):.1f} ({min(rates):.1f}-{max(rates):.1f})", "import", statistics.median(rates),
+            better="higher")
+        root = work / "import-svc"
+        if root.exists():
+            shutil.rmtree(root)
+        timed(["init"], root, "off")
+        start_service(root)
+        for r in range(runs):
+            src_r = work / f"import-{r}.jsonl"
+            with open(src_r, "w") as fh:
+                for item in entries(args.import_entries, seed=100 + r):
+                    fh.write(json.dumps(item) + "\n")
+            took, p = timed(["import", str(src_r), "--json"], root)
+            rates_svc.append(json.loads(p.stdout)["imported"] / took)
+        stop_service(root)
+        add(f"mem import, {args.import_entries} entries, service warm (entries/s)", "-",
+            f"{statistics.median(rates_svc):.1f} ({min(rates_svc):.1f}-{max(rates_svc):.1f})", "import",
+            statistics.median(rates_svc), better="higher")
 
     # ANN vs brute force
     for n in [int(s) for s in args.ann_sizes.split(",") if s]:
