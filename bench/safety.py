@@ -9,7 +9,8 @@ run the same code at a smaller size.
 
 Storm: several real processes write to one root at once: API writers (each writes N new
 entries with ids it chooses, and updates and deletes entries of the others), CLI writers
-(`python -m memstrata.cli.app write ... --json`, one process per write), and a reader that
+(`python -m memstrata.cli.app write ... --json`, one process per write), MCP clients each
+driving a real `mem mcp` server process over stdio, and a reader that
 parses every entry file it sees while the writers run. Every operation prints an "intent"
 line before it starts and an "ack" line after it returned, so the check afterwards knows
 what was acknowledged and what may or may not have happened.
@@ -142,6 +143,41 @@ def cli_worker(args) -> None:
             continue
         result = json.loads(proc.stdout)
         _emit({"op": "write", "phase": "ack", "id": result["id"], "title": title, "body": digest(body)})
+    _emit({"op": "done"})
+
+
+def mcp_worker(args) -> None:
+    """An MCP client: spawns `mem mcp` (a real server process over stdio) and writes through its tool."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    rng = random.Random(args.seed)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memstrata.cli.app", "mcp", "--root", args.root],
+                                   env=_env())
+
+    async def run():
+        with open(os.devnull, "w") as devnull:
+            async with stdio_client(params, errlog=devnull) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    _emit({"op": "ready", "pid": os.getpid()})
+                    for n in range(args.count):
+                        body = _body(rng, args.name, n)
+                        title = f"{args.name} {n} mcp"
+                        _emit({"op": "write", "phase": "intent", "title": title, "body": digest(body)})
+                        result = await session.call_tool("write", {
+                            "body": body, "title": title, "category": f"{args.category}/{args.name}", "force": True})
+                        if getattr(result, "is_error", None) or getattr(result, "isError", None):
+                            _emit({"op": "write", "phase": "failed", "title": title,
+                                   "error": result.content[0].text[-300:]})
+                            continue
+                        data = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+                        if not data or "id" not in data:
+                            data = json.loads(result.content[0].text)
+                        _emit({"op": "write", "phase": "ack", "id": data["id"], "title": title, "body": digest(body)})
+
+    anyio.run(run)
     _emit({"op": "done"})
 
 
@@ -350,7 +386,7 @@ def _vector_counts(root: Path, m) -> dict[str, int] | None:
 
 def storm(root: Path, api_writers: int = 3, per_writer: int = 250, cli_writers: int = 1, cli_per_writer: int = 50,
           update_rate: float = 0.15, delete_rate: float = 0.08, seed: int = 1, embedder=None,
-          timeout: float = 3600) -> dict:
+          timeout: float = 3600, mcp_writers: int = 0, mcp_per_writer: int = 50) -> dict:
     """Run the write storm on a fresh root and verify; returns counts (failures empty when safe)."""
     from memstrata import Memory
 
@@ -366,6 +402,9 @@ def storm(root: Path, api_writers: int = 3, per_writer: int = 250, cli_writers: 
     for n in range(cli_writers):
         procs.append(_spawn("cli", "--root", str(root), "--name", f"c{n}", "--count", str(cli_per_writer),
                             "--seed", str(seed * 100 + 50 + n), "--category", STORM_CATEGORY))
+    for n in range(mcp_writers):
+        procs.append(_spawn("mcp", "--root", str(root), "--name", f"m{n}", "--count", str(mcp_per_writer),
+                            "--seed", str(seed * 100 + 80 + n), "--category", STORM_CATEGORY))
     reader_proc = _spawn("reader", "--root", str(root), "--stop", stop)
     log = Log()
     errors = []
@@ -385,8 +424,8 @@ def storm(root: Path, api_writers: int = 3, per_writer: int = 250, cli_writers: 
     if reading["torn"]:
         result["failures"].append(f"reader saw {reading['torn']} half-written files: {reading['examples']}")
     cli_failed = [r for r in log.records if r.get("op") == "write" and r.get("phase") == "failed"]
-    result["failures"] += [f"cli write failed: {r['error']}" for r in cli_failed]
-    result.update({"processes": api_writers + cli_writers + 1 + cli_writers * cli_per_writer,
+    result["failures"] += [f"cli/mcp write failed: {r['error']}" for r in cli_failed]
+    result.update({"processes": api_writers + cli_writers + 2 * mcp_writers + 1 + cli_writers * cli_per_writer,
                    "writes": log.count("write"), "updates": log.count("update"), "deletes": log.count("delete"),
                    "reads_during_storm": reading["seen"], "torn_reads": reading["torn"],
                    "seconds": round(seconds, 1)})
@@ -499,7 +538,7 @@ def table(rows: list[tuple[str, dict]]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
-    for name in ("worker", "cli", "reader"):
+    for name in ("worker", "cli", "mcp", "reader"):
         p = sub.add_parser(name)
         p.add_argument("--root", required=True)
         p.add_argument("--name", default="w")
@@ -515,6 +554,8 @@ def main(argv=None) -> int:
     parser.add_argument("--per-writer", type=int, default=250)
     parser.add_argument("--cli-writers", type=int, default=1)
     parser.add_argument("--cli-per-writer", type=int, default=60)
+    parser.add_argument("--mcp-writers", type=int, default=1)
+    parser.add_argument("--mcp-per-writer", type=int, default=100)
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--only", choices=("storm", "crashes"), default=None, help="run one of the two")
@@ -524,6 +565,9 @@ def main(argv=None) -> int:
         return 0
     if args.command == "cli":
         cli_worker(args)
+        return 0
+    if args.command == "mcp":
+        mcp_worker(args)
         return 0
     if args.command == "reader":
         reader(args)
@@ -535,7 +579,8 @@ def main(argv=None) -> int:
     failures = []
     if args.only in (None, "storm"):
         r = storm(base / "storm", api_writers=args.writers, per_writer=args.per_writer,
-                  cli_writers=args.cli_writers, cli_per_writer=args.cli_per_writer)
+                  cli_writers=args.cli_writers, cli_per_writer=args.cli_per_writer,
+                  mcp_writers=args.mcp_writers, mcp_per_writer=args.mcp_per_writer)
         rows.append(("storm", r))
         failures += r["failures"]
         print(json.dumps(r, indent=1), file=sys.stderr, flush=True)

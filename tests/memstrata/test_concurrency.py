@@ -1,4 +1,4 @@
-"""Several real processes write to one tree at once (API writers, CLI writers, a reader).
+"""Several real processes write to one tree at once (API writers, CLI writers, an MCP server, a reader).
 
 Runs bench/safety.py's storm at CI size; `python bench/safety.py` runs the long version
 (4 x 250 writes and more). MEMSTRATA_SAFETY_SCALE=N multiplies the sizes here.
@@ -35,11 +35,12 @@ def safety():
 
 
 def test_storm_of_writers_loses_nothing(tmp_path, embedder, safety):
-    per_writer, cli_writes = int(20 * SCALE), int(3 * SCALE)
+    per_writer, cli_writes, mcp_writes = int(20 * SCALE), int(3 * SCALE), int(10 * SCALE)
     result = safety.storm(tmp_path / "mem", api_writers=3, per_writer=per_writer, cli_writers=1,
-                          cli_per_writer=cli_writes, update_rate=0.25, delete_rate=0.12, embedder=embedder)
+                          cli_per_writer=cli_writes, mcp_writers=1, mcp_per_writer=mcp_writes,
+                          update_rate=0.25, delete_rate=0.12, embedder=embedder)
     assert result["failures"] == []
-    assert result["acknowledged_writes"] == 3 * per_writer + cli_writes
+    assert result["acknowledged_writes"] == 3 * per_writer + cli_writes + mcp_writes
     assert result["entries_lost"] == 0
     assert result["updates"] > 0 and result["deletes"] > 0  # writers touched each other's entries
     assert result["reads_during_storm"] > 0 and result["torn_reads"] == 0
