@@ -8,7 +8,8 @@ import typer
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
 
 review_app = typer.Typer(help="Review tracking (spaced repetition): pending_review -> reviewing -> reviewed "
-                              "-> mastered; next review after 1, 3, 7, 15, then 30 days; mastered goes to archive.",
+                              "-> mastered; next review after 1, 3, 7, 15, then 30 days; mastered goes to archive. "
+                              "Example: mem review mark 3f2a9c1b7d4e reviewed",
                          no_args_is_help=True)
 
 
