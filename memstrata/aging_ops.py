@@ -173,8 +173,10 @@ class AgingOps:
 
         Every file is replaced atomically and sidecars are written before the entries that
         point at them, so a crash leaves each entry old or new; if saving fails, the whole
-        step is rolled back by the core and reported as errors.
+        step is rolled back by the core and reported as errors. The summaries (the slow part)
+        are computed before taking the lock, so other writers wait only for the file writes.
         """
+        self._warm_summaries(batch, now, referrers)
         with self.lock():
             pending: list[tuple[Entry, Entry, list[Action]]] = []
             taken: set[str] = set()
@@ -198,6 +200,43 @@ class AgingOps:
                     report.errors.append({"id": planned.id, "path": planned.path,
                                           "error": getattr(exc, "message", None) or str(exc)})
             self._flush(pending, report)
+        self.__dict__.pop("_aging_summaries", None)
+
+    def _warm_summaries(self, batch: list[Entry], now, referrers: dict[str, set[str]]) -> None:
+        """Compute the compressed bodies the batch will need, without the lock.
+
+        Keyed by the original text (and layer, tags, id, sidecar path): if an entry changes
+        before the lock is taken, the key no longer matches and the locked step recomputes.
+        """
+        for planned in batch:
+            try:
+                step = self._plan_one(planned, now, referrers)
+                if step is None:
+                    continue
+                current, actions = step
+                if any(a.kind in ("expire", "forget") for a in actions):
+                    continue
+                layer = next((a.to_value for a in actions if a.kind == "compress"), None)
+                if layer is None:
+                    continue
+                if current.layer == "L0":
+                    original, rel = current.body, sidecars.relative_path(current.id)
+                elif sidecars.exists(self.root, current.full_content_file):
+                    rel = current.full_content_file
+                    original = sidecars.original_body(self.root, rel)
+                else:
+                    continue
+                self._compressed(original, layer, current, rel)
+            except (MemstrataError, OSError):
+                continue
+
+    def _compressed(self, original: str, layer: str, entry: Entry, rel: str) -> tuple[str, str | None]:
+        """compressed_body, remembered for the current maintain batch."""
+        cache = self.__dict__.setdefault("_aging_summaries", {})
+        key = (layer, original, tuple(entry.tags), entry.id, rel)
+        if key not in cache:
+            cache[key] = compressed_body(original, layer, entry, rel, self.embedder, self.settings)
+        return cache[key]
 
     def _flush(self, pending: list, report: MaintenanceReport) -> None:
         if not pending:
@@ -290,7 +329,7 @@ class AgingOps:
                 raise NotFound(f"{current.path} is compressed ({current.layer}) but its full content "
                                f"{rel or '(no full_content_file)'} is missing: not compressing it further")
             original = sidecars.original_body(self.root, rel)
-        body, summary = compressed_body(original, layer, new, rel, self.embedder, self.settings)
+        body, summary = self._compressed(original, layer, new, rel)
         new.body = body
         new.layer = layer
         new.full_content_file = rel
