@@ -44,7 +44,7 @@ def test_random_sigkills_lose_nothing(tmp_path, embedder):
     assert result["failures"] == []
     assert result["kills"] >= kills
     assert result["entries_lost"] == 0
-    assert result["acknowledged_writes"] > kills  # the writers got work done between kills
+    assert result["acknowledged_writes"] >= result["rounds"]  # each round wrote before it was killed
     assert result["next_lock_seconds"] < 1.0
 
 
