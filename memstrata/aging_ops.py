@@ -371,6 +371,15 @@ class AgingOps:
                 "from_layer": current.layer, "from_path": current.path, "tier": new.tier, "status": new.status,
                 "message": f"restored the full text of {new.path} ({current.layer} -> L0, hot)"}
 
+    def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
+        """Index compressed entries by their full original (the sidecar), so recall still finds them.
+
+        The indexed text of a compressed entry is then the same as before compression: its
+        vectors are reused and compressing costs no re-embedding.
+        """
+        full = [e.copy(body=sidecars.full_body(self.root, e)) if e.is_compressed else e for e in entries]
+        super()._index_upsert(full, text_changed)
+
     def _before_update(self, current: Entry, changed: Entry) -> None:
         """A new body for a compressed entry is its full content from now on (the old original is kept aside)."""
         super()._before_update(current, changed)
