@@ -303,6 +303,8 @@ def main(argv=None) -> int:
     ap.add_argument("--e2e-max", type=int, default=10000,
                     help="largest size for the end-to-end measures (beyond: warm service and RSS only)")
     ap.add_argument("--no-import", action="store_true", help="skip the bulk-import measure")
+    ap.add_argument("--reuse", action="store_true", help="reuse trees built by an earlier run in --work")
+    ap.add_argument("--skip-inproc", action="store_true", help="skip the in-process recall measure")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--build", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -344,14 +346,17 @@ def main(argv=None) -> int:
                                                 env=env_for(work, "off")).stdout
     for n in sizes:
         root = work / f"tree-{n}"
-        log(f"building {n} entries in {root}")
-        t0 = time.perf_counter()
-        built = subprocess.run([PY, __file__, "--build", str(root), str(n)], capture_output=True, text=True,
-                               env=env_for(root, "off"))
-        if built.returncode != 0:
-            raise RuntimeError(built.stderr[-2000:])
-        info = json.loads(built.stdout.strip().splitlines()[-1])
-        log(f"  built in {time.perf_counter() - t0:.0f}s: {info}")
+        if args.reuse and (root / ".vectors" / "meta.json").exists():
+            log(f"reusing {root}")
+        else:
+            log(f"building {n} entries in {root}")
+            t0 = time.perf_counter()
+            built = subprocess.run([PY, __file__, "--build", str(root), str(n)], capture_output=True, text=True,
+                                   env=env_for(root, "off"))
+            if built.returncode != 0:
+                raise RuntimeError(built.stderr[-2000:])
+            info = json.loads(built.stdout.strip().splitlines()[-1])
+            log(f"  built in {time.perf_counter() - t0:.0f}s: {info}")
         took, p = timed(["sync", "--json"], root, "off")
         synced = json.loads(p.stdout)
         if synced.get("embedded") or synced.get("removed"):
@@ -359,23 +364,28 @@ def main(argv=None) -> int:
         stop_service(root)
 
         # in-process warm recall
-        w = subprocess.run([PY, __file__, "--worker", str(root), str(runs), "30"], capture_output=True, text=True,
-                           env=env_for(root, "off"), timeout=3600)
-        if w.returncode != 0:
-            raise RuntimeError(w.stderr[-2000:])
-        res = json.loads(w.stdout.strip().splitlines()[-1])
-        key = {10000: "inproc_10000", 100000: "inproc_100000"}.get(n)
-        add("Memory.recall in process, warm: p50", n, fmt_s(stats(res["p50"])), key, statistics.median(res["p50"]))
-        add("Memory.recall in process, warm: p95", n, fmt_s(stats(res["p95"])))
-        add("  of which the tree walk (sync.plan)", n, fmt_s(stats(res["plan"])))
-        add("  recall without the sync check (_sync=False) p50", n, f"{res['no_sync_p50'] * 1000:.0f} ms")
+        if args.skip_inproc:
+            w = None
+        else:
+            w = subprocess.run([PY, __file__, "--worker", str(root), str(runs), "30"], capture_output=True, text=True,
+                               env=env_for(root, "off"), timeout=3600)
+        if w is not None:
+            if w.returncode != 0:
+                raise RuntimeError(w.stderr[-2000:])
+            res = json.loads(w.stdout.strip().splitlines()[-1])
+            key = {10000: "inproc_10000", 100000: "inproc_100000"}.get(n)
+            add("Memory.recall in process, warm: p50", n, fmt_s(stats(res["p50"])), key, statistics.median(res["p50"]))
+            add("Memory.recall in process, warm: p95", n, fmt_s(stats(res["p95"])))
+            add("  of which the tree walk (sync.plan)", n, fmt_s(stats(res["plan"])))
+            add("  recall without the sync check (_sync=False) p50", n, f"{res['no_sync_p50'] * 1000:.0f} ms")
 
         if n > args.e2e_max:
             # large trees: the warm service only (recall end to end, and its memory)
             start_service(root)
             timed(["recall", QUERIES[0], "--json"], root)
             warm = [timed(["recall", QUERIES[r % len(QUERIES)], "--json"], root)[0] for r in range(max(runs, 10))]
-            add("mem recall end to end, service warm", n, fmt_s(stats(warm)))
+            add("mem recall end to end, service warm", n, fmt_s(stats(warm)),
+                "recall_warm_10000" if n == 10000 else None, statistics.median(warm))
             sy = [timed(["sync", "--json"], root)[0] for _ in range(runs)]
             add("mem sync, nothing changed, service warm", n, fmt_s(stats(sy)))
             st = service_status(root)

@@ -389,3 +389,19 @@ def test_small_writes_are_compacted_with_exact_row_counts(tmp_path):
     assert vinfo.get("unindexed_rows", 0) == 0
     if "fragments" in before and "fragments" in after:
         assert after["fragments"] < before["fragments"]
+
+
+def test_hand_edit_is_seen_by_recall_through_the_service(tree):
+    """The service's tree watcher lets recall skip the walk only while nothing changed."""
+    start(tree)
+    assert "quokka" not in mem(tree, "recall", "quokka sanctuary", "--json", "-k", "1").stdout
+    path = Path(tree) / "long-term" / "team-habits.md"
+    text = path.read_text()
+    path.write_text(text.replace("async written updates", "async written updates and the quokka sanctuary trip"))
+    try:
+        on = json.loads(mem(tree, "recall", "quokka sanctuary", "--json", "-k", "1").stdout)
+        assert on["results"][0]["title"] == "Team habits"
+        assert "quokka" in json.dumps(on)
+    finally:
+        path.write_text(text)
+        mem(tree, "sync", service="off")
