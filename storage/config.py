@@ -53,10 +53,10 @@ class Settings:
     recall_dense_feedback_weight: float = 0.0  # Rocchio: query vector moved towards the top entries' best chunks
     recall_feedback_terms: int = 10      # feedback: terms added
     recall_entity_boost: float = 0.25    # per share of the entities named in the query that an entry mentions
-    recall_neighbour_weight: float = 0.2  # share of the scores of the entries written just before/after
-    recall_session_weight: float = 0.15   # share of the best score of the sitting the entry was written in
+    recall_neighbour_weight: float = 0.3  # share of the scores of the entries written just before/after
+    recall_session_weight: float = 0.25   # share of the best score of the sitting the entry was written in
     recall_session_gap_minutes: int = 60  # entries of a category this close in time form one sitting
-    recall_date_boost: float = 0.15       # entries written near a date the query names
+    recall_date_boost: float = 0.5        # entries written near a date the query names
     recall_date_after_days: int = 7       # ... the boost fades over this many days after the date
     recall_archived_factor: float = 0.8   # archived/expired entries rank below active ones at equal relevance
     index_optimize_every: int = 20        # compact the vector table after this many table versions
