@@ -337,7 +337,8 @@ class AgentOps:
 
         self._ensure_tree()
         total = len(entries)
-        if progress:
+        progress = _monotonic(progress) if progress else None
+        if progress and total:
             progress(0, total)
         written = 0
         batch: list[Entry] = []
@@ -426,6 +427,18 @@ class AgentOps:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+def _monotonic(progress: Progress) -> Progress:
+    """A progress callback that only ever moves forward (each value reported once)."""
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        if done > last[0]:
+            last[0] = done
+            progress(done, total)
+
+    return report
+
+
 def _plain_write(memory, body, **kwargs) -> WriteResult:
     """A plain write that skips this mixin's own write (no share)."""
     return super(AgentOps, memory).write(body, **kwargs)
