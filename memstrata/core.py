@@ -11,7 +11,7 @@ from memstrata.results import WriteResult
 from memstrata.storage import codec, indexes, trash, tree
 from memstrata.storage.atomic import atomic_move, atomic_write_text
 from memstrata.storage.catalog import Catalog, read_entry_file
-from memstrata.storage.config import Settings, config_prose, load_settings, render_config
+from memstrata.storage.config import Settings, load_settings, set_setting
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
@@ -144,8 +144,7 @@ class MemoryCore:
     def config_set(self, key: str, value) -> dict:
         tree.require_initialised(self.root)
         with self.lock():
-            updated = load_settings(self.root).with_value(key, value)
-            atomic_write_text(self.root / "config.md", render_config(updated, config_prose(self.root)))
+            updated = set_setting(self.root, key, value)
         self.__dict__["settings"] = updated
         return {key: getattr(updated, key)}
 

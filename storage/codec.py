@@ -180,7 +180,11 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
         else:
             extra[key_text] = value
 
-    importance, important_from_word = normalise_importance(fields.get("importance"))
+    try:
+        importance, important_from_word = normalise_importance(fields.get("importance"))
+    except InvalidInput:  # a word we do not know: the default, and the original kept beside it
+        importance, important_from_word = 0.5, False
+        extra["importance_unparsed"] = fields.get("importance")
     important = _as_bool(fields.get("important", False)) or important_from_word
     dates = {k: _as_date(fields.get(k)) for k in _DATE_KEYS}
     title = fields.get("title")

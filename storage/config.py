@@ -117,10 +117,13 @@ def _convert(key: str, raw, default):
 CONFIG_PROSE = """
 # memstrata configuration
 
-The settings live in the YAML block above; `mem config set KEY VALUE` edits them, and
-`mem config list` shows every setting with its current value. Prose below the block is
-yours: the engine keeps it when it rewrites the settings.
+The YAML block above holds only the settings you changed (`mem config set KEY VALUE`);
+every other setting takes its documented default, so a newer memstrata's better
+defaults reach this tree too. `mem config list` shows every setting with its current
+value. Prose below the block is yours: the engine keeps it when it rewrites the settings.
 """
+
+_HEADER_COMMENT = "# Settings changed from their defaults (see `mem config list` for all of them).\n"
 
 
 def load_settings(root: Path) -> Settings:
@@ -141,9 +144,35 @@ def load_settings(root: Path) -> Settings:
     return settings
 
 
-def render_config(settings: Settings, prose: str = CONFIG_PROSE) -> str:
-    header = yaml.safe_dump(settings.to_dict(), sort_keys=False, allow_unicode=True)
-    return f"---\n{header}---\n{prose}"
+def render_config(changed: dict, prose: str = CONFIG_PROSE) -> str:
+    """config.md with `changed` (setting name -> value) as its YAML block."""
+    header = yaml.safe_dump(changed, sort_keys=False, allow_unicode=True) if changed else ""
+    return f"---\n{_HEADER_COMMENT}{header}---\n{prose}"
+
+
+def changed_settings(root: Path) -> dict:
+    """The settings config.md sets explicitly (unknown keys are kept, for newer versions)."""
+    from memstrata.storage.codec import split_frontmatter
+
+    path = Path(root) / CONFIG_FILE
+    if not path.exists():
+        return {}
+    try:
+        data, _ = split_frontmatter(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # CorruptEntry or decoding
+        raise InvalidInput(f"config.md cannot be read: {exc}") from None
+    return dict(data)
+
+
+def set_setting(root: Path, key: str, raw) -> Settings:
+    """Validate and store one setting in config.md; returns the new settings."""
+    from memstrata.storage.atomic import atomic_write_text
+
+    updated = load_settings(root).with_value(key, raw)
+    changed = changed_settings(root)
+    changed[key] = getattr(updated, key)
+    atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)))
+    return updated
 
 
 def config_prose(root: Path) -> str:

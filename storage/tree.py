@@ -47,12 +47,19 @@ def initialise(root: Path, settings: Settings | None = None) -> list[str]:
     ensure_dir(root)
     os.chmod(root, 0o700)
     if not (root / CONFIG_FILE).exists():
-        atomic_write_text(root / CONFIG_FILE, render_config(settings or Settings()))
+        atomic_write_text(root / CONFIG_FILE, render_config(_non_defaults(settings)))
         made.append(CONFIG_FILE)
     if not (root / ".gitignore").exists():
         atomic_write_text(root / ".gitignore", GITIGNORE)
         made.append(".gitignore")
     return made
+
+
+def _non_defaults(settings: Settings | None) -> dict:
+    if settings is None:
+        return {}
+    defaults = Settings().to_dict()
+    return {k: v for k, v in settings.to_dict().items() if defaults.get(k) != v}
 
 
 def unique_entry_path(root: Path, category: str, title: str, archived: bool = False,

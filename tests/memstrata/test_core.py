@@ -139,3 +139,14 @@ def test_clock_override(mem, monkeypatch):
     monkeypatch.setenv("MEMSTRATA_NOW", "2030-05-06T07:08:09Z")
     r = mem.write("x", title="clocked", category="c")
     assert codec.format_datetime(mem.read(r.id, count_access=False).created) == "2030-05-06T07:08:09Z"
+
+
+def test_config_md_holds_only_what_was_set(mem):
+    mem.config_set("trash_retention_days", "45")
+    text = (mem.root / "config.md").read_text()
+    assert "trash_retention_days: 45" in text and "hot_days" not in text
+    fresh = Memory(mem.root)
+    assert fresh.settings.trash_retention_days == 45 and fresh.settings.hot_days == 7
+    with pytest.raises(InvalidInput):
+        mem.config_set("hot_days", "-1")
+    assert "hot_days" not in (mem.root / "config.md").read_text()
