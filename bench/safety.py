@@ -204,7 +204,11 @@ def reader(args) -> None:
             except CorruptEntry as exc:
                 torn += 1
                 examples.append(f"{rel}: {exc.message}")
-        for index in root.rglob("INDEX.md"):
+        for folder, dirs, files in os.walk(root):  # folders vanish under us (moves): os.walk skips them
+            dirs[:] = [d for d in dirs if not d.startswith(".")]  # not .vectors/.trash/...: not ours to read
+            if "INDEX.md" not in files:
+                continue
+            index = Path(folder) / "INDEX.md"
             try:
                 split_frontmatter(index.read_text(encoding="utf-8"))
                 indexes_read += 1
