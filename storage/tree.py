@@ -15,7 +15,7 @@ STARTER_CATEGORIES = {
     "meetings": "Meeting notes and their conclusions.",
     "long-term": "Knowledge meant to last: decisions, conventions, lessons.",
 }
-GITIGNORE = ".vectors/\n.trash/\n.cache/\n.full/\n.versions/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n"
+GITIGNORE = ".vectors/\n.trash/\n.cache/\n.lock\n*.lock\n*.sock\n.*.tmp\n"  # .full/ and .versions/ are memories: keep them in git
 
 
 def resolve_root(root: str | os.PathLike | None = None) -> Path:
