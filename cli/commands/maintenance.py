@@ -24,6 +24,8 @@ def stats(root: RootOpt = None, as_json: JsonOpt = False):
         typer.echo(f"{data['entries']} entries in {data['root']}; tiers {data['tiers']}; trash {data['trash']}")
         rows = [{"category": c, **r} for c, r in data["categories"].items()]
         table(rows, ["category", "entries", "subtree", "active", "archived", "strategy", "split_advised"])
+        for warning in data.get("warnings", []):
+            typer.echo(f"warning: {warning}", err=True)
         for path in data["unreadable"]:
             typer.echo(f"warning: cannot parse {path} (see mem doctor)", err=True)
 
