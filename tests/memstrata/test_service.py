@@ -350,6 +350,14 @@ def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
         assert approx[0] == exact[0] == f"e{q * 7:05d}"
         hits += len(set(exact) & set(approx))
     assert hits / 200 >= 0.9
+    # with the query settings search.py should use (ann.tune_query): >= 0.95 and exact distances
+    hits = 0
+    for q in range(20):
+        query = vecs[q * 7 + 1].tolist()
+        exact = table.search(query).bypass_vector_index().limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        tuned = ann.tune_query(table.search(query), index).limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        hits += len(set(exact) & set(tuned))
+    assert hits / 200 >= 0.95
     # filtered search through the category index agrees with brute force
     where = "category = 'c3'"
     exact = table.search(vecs[3].tolist()).where(where, prefilter=True).bypass_vector_index().limit(5)
