@@ -186,8 +186,17 @@ EF = 100
 
 
 def has_vector_index(index) -> bool:
+    """Whether the table has an ANN index (cached per table version: no round trip per query)."""
     table = index.table()
-    return table is not None and _vector_index_name(_indices(table)) is not None
+    if table is None:
+        return False
+    version = int(table.version)
+    cached = getattr(index, "_ann_has_index", None)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    found = _vector_index_name(_indices(table)) is not None
+    index._ann_has_index = (version, found)
+    return found
 
 
 def tune_query(query, index):
