@@ -127,7 +127,7 @@ class MemoryCore:
             now = self.now()
             for category, description in tree.STARTER_CATEGORIES.items():
                 if not (self.root / category / indexes.INDEX_FILE).exists():
-                    indexes.set_description(self.root, category, description, [], now)
+                    indexes.set_description(self.root, category, description, self.catalog, now)
                     made.append(f"{category}/{indexes.INDEX_FILE}")
             self._write_indexes(None)
         self.__dict__.pop("settings", None)
@@ -421,8 +421,13 @@ class MemoryCore:
         return moved
 
     def _write_indexes(self, categories) -> None:
-        self.catalog.refresh()
-        indexes.write_indexes(self.root, self.catalog.entries(), self.now(), categories)
+        """Regenerate the INDEX.md files of `categories` (None: all, after re-reading the tree).
+
+        Targeted updates trust the catalog, which every engine write records as it goes.
+        """
+        if categories is None:
+            self.catalog.refresh()
+        indexes.write_indexes(self.root, self.catalog, self.now(), categories)
 
     # Hooks that later layers fill in (kept here so every write path goes through them).
     def _check_secrets(self, fields: dict) -> list[str]:

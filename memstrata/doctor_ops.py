@@ -367,27 +367,7 @@ def _index_ids(text: str) -> list[str]:
 
 def expected_indexes(root: Path, entries: list[Entry], now) -> dict[str, str]:
     """rel path of every INDEX.md -> the text write_indexes would give it (root without its stamp)."""
-    known = indexes.all_categories(entries, root)
-    by_category: dict[str, list[Entry]] = {}
-    for e in entries:
-        by_category.setdefault(e.category, []).append(e)
-    out = {}
-    for category in known:
-        subs = sorted(c for c in known if c.startswith(category + "/") and "/" not in c[len(category) + 1:])
-        out[f"{category}/{indexes.INDEX_FILE}"] = indexes.render_category_index(
-            category, indexes.read_description(root, category), by_category.get(category, []), subs, now)
-    rows = []
-    for category in known:
-        own = by_category.get(category, [])
-        subtree = sum(len(v) for k, v in by_category.items() if k == category or k.startswith(category + "/"))
-        updated = max((e.updated for e in own if e.updated), default=None)
-        rows.append((category, indexes.read_description(root, category), len(own), subtree, updated))
-    out[indexes.INDEX_FILE] = indexes.render_root_index(rows, now)
-    return out
-
-
-def _without_stamp(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("updated: "))
+    return indexes.render_all(root, entries, now)
 
 
 def check_indexes(scan: _Scan, now) -> list[Finding]:
@@ -403,7 +383,7 @@ def check_indexes(scan: _Scan, now) -> list[Finding]:
             out.append(Finding("index_md", f"unreadable ({exc})", path=rel, action="regenerate from the files"))
             continue
         if rel == indexes.INDEX_FILE:
-            same = _without_stamp(have) == _without_stamp(want)
+            same = indexes.without_stamp(have) == indexes.without_stamp(want)
         else:
             same = have == want
         if same:

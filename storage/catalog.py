@@ -15,6 +15,7 @@ from memstrata.storage.paths import category_of
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
+SCHEMA_VERSION = 2  # a catalog of another version is dropped and rebuilt from the tree
 SKIPPED_FILES = {"index.md", "memory.md", "claude.md", "agents.md", "readme.md"}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -24,7 +25,8 @@ CREATE TABLE IF NOT EXISTS entries (
     mtime_ns INTEGER,
     category TEXT,
     meta TEXT,
-    error TEXT
+    error TEXT,
+    updated TEXT
 );
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
@@ -97,7 +99,10 @@ class Catalog:
         self._conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            self._conn.executescript("DROP TABLE IF EXISTS entries;")
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         try:
             os.chmod(self.db_path, 0o600)
         except OSError:
@@ -120,16 +125,17 @@ class Catalog:
             report.changed.append(rel)
             try:
                 entry = read_entry_file(self.root, rel)
-                updates.append((rel, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None))
+                updates.append((rel, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None,
+                                _updated(entry)))
             except (CorruptEntry, OSError) as exc:
                 message = exc.message if isinstance(exc, CorruptEntry) else str(exc)
                 report.errors[rel] = message
-                updates.append((rel, None, st.st_size, st.st_mtime_ns, category_of(rel), None, message))
+                updates.append((rel, None, st.st_size, st.st_mtime_ns, category_of(rel), None, message, None))
         report.removed = [p for p in known if p not in seen]
         if updates or report.removed:
             with self._conn:
                 self._conn.execute("BEGIN")
-                self._conn.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?)", updates)
+                self._conn.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?)", updates)
                 self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
         return report
 
@@ -137,8 +143,9 @@ class Catalog:
         """Note an entry just written by the engine (its file exists at entry.path)."""
         st = (self.root / entry.path).stat()
         self._conn.execute(
-            "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?)",
-            (entry.path, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None),
+            "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?)",
+            (entry.path, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None,
+             _updated(entry)),
         )
 
     def forget(self, rel: str) -> None:
@@ -176,12 +183,29 @@ class Catalog:
             "GROUP BY id HAVING count(*) > 1")
         return {r[0]: sorted(r[1].split("\n")) for r in rows}
 
+    def entries_exact(self, category: str) -> list[Entry]:
+        """Metadata of the entries directly in `category` (its archived/ included, not subcategories)."""
+        rows = self._conn.execute(
+            "SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND category = ? ORDER BY path",
+            (category,))
+        return [_entry_from_row(r) for r in rows]
+
+    def category_summary(self) -> dict[str, tuple[int, str | None]]:
+        """category -> (entries directly in it, latest `updated` as ISO text)."""
+        rows = self._conn.execute(
+            "SELECT category, count(*), max(updated) FROM entries WHERE meta IS NOT NULL GROUP BY category")
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def category_counts(self) -> dict[str, int]:
         rows = self._conn.execute("SELECT category, count(*) FROM entries WHERE meta IS NOT NULL GROUP BY category")
         return {r[0]: r[1] for r in rows}
 
     def count(self) -> int:
         return self._conn.execute("SELECT count(*) FROM entries WHERE meta IS NOT NULL").fetchone()[0]
+
+
+def _updated(entry: Entry) -> str | None:
+    return codec.format_datetime(entry.updated) if entry.updated else None
 
 
 def _meta_json(entry: Entry) -> str:

@@ -1,10 +1,11 @@
 """The three-level INDEX.md files: root -> category -> entry, regenerated from the catalog."""
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
-from memstrata.clock import format_datetime
+from memstrata.clock import format_datetime, parse_datetime
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.codec import split_frontmatter
 from memstrata.storage.entry import Entry
@@ -33,21 +34,39 @@ def read_description(root: Path, category: str) -> str:
     return str(data.get("description") or "")
 
 
+def categories_with_index(root: Path) -> set[str]:
+    """Categories that have an INDEX.md (walks folders only, never the entry files)."""
+    root = Path(root)
+    found: set[str] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as items:
+                for item in items:
+                    if item.name.startswith(".") or item.name == ARCHIVED_DIR:
+                        continue
+                    if item.is_dir(follow_symlinks=False):
+                        stack.append(Path(item.path))
+                    elif item.name == INDEX_FILE and folder != root:
+                        found.add(folder.relative_to(root).as_posix())
+        except OSError:
+            continue
+    return found
+
+
+def with_ancestors(categories) -> list[str]:
+    out = set()
+    for category in categories:
+        if category:
+            parts = category.split("/")
+            out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return sorted(out)
+
+
 def all_categories(entries: list[Entry], root: Path) -> list[str]:
     """Every category that has entries or an INDEX.md, with all their ancestors."""
-    found = {e.category for e in entries if e.category}
-    root = Path(root)
-    for index in root.rglob(INDEX_FILE):
-        rel = index.parent.relative_to(root).as_posix()
-        if rel != "." and not any(part.startswith(".") for part in rel.split("/")) \
-                and ARCHIVED_DIR not in rel.split("/"):
-            found.add(rel)
-    with_ancestors = set()
-    for category in found:
-        parts = category.split("/")
-        for i in range(1, len(parts) + 1):
-            with_ancestors.add("/".join(parts[:i]))
-    return sorted(with_ancestors)
+    return with_ancestors({e.category for e in entries} | categories_with_index(root))
 
 
 def render_category_index(category: str, description: str, entries: list[Entry],
@@ -109,44 +128,70 @@ def _yaml_scalar(text: str) -> str:
     return json.dumps(text or "", ensure_ascii=False)
 
 
-def write_indexes(root: Path, entries: list[Entry], now: datetime, categories: list[str] | None = None) -> None:
-    """Regenerate the root INDEX.md and the given categories' INDEX.md files (all when None)."""
-    root = Path(root)
+def _subcategories(category: str, known: list[str]) -> list[str]:
+    return sorted(c for c in known if c.startswith(category + "/") and "/" not in c[len(category) + 1:])
+
+
+def _root_rows(root: Path, known: list[str], summary: dict) -> list[tuple]:
+    """(category, description, own entries, entries with subcategories, last update) per category."""
+    rows = []
+    for category in known:
+        own, updated = summary.get(category, (0, None))
+        subtree = sum(n for c, (n, _) in summary.items() if c == category or c.startswith(category + "/"))
+        rows.append((category, read_description(root, category), own,
+                     subtree, parse_datetime(updated) if updated else None))
+    return rows
+
+
+def render_all(root: Path, entries: list[Entry], now: datetime) -> dict[str, str]:
+    """Every INDEX.md the tree should have (relative path -> text), from the entries' metadata."""
     known = all_categories(entries, root)
-    targets = known if categories is None else sorted(
-        {a for c in categories if c for a in _ancestors(c)} & set(known) | {c for c in categories if c})
     by_category: dict[str, list[Entry]] = {}
     for e in entries:
         by_category.setdefault(e.category, []).append(e)
+    out = {f"{c}/{INDEX_FILE}": render_category_index(c, read_description(root, c), by_category.get(c, []),
+                                                      _subcategories(c, known), now) for c in known}
+    summary = {c: (len(v), format_datetime(max((e.updated for e in v if e.updated), default=None)))
+               for c, v in by_category.items()}
+    out[INDEX_FILE] = render_root_index(_root_rows(root, known, summary), now)
+    return out
+
+
+def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | None = None) -> None:
+    """Regenerate the root INDEX.md and the given categories' INDEX.md files (all when None).
+
+    Reads only what it writes: the entries of the named categories and per-category counts,
+    so a write costs O(its category), not O(tree).
+    """
+    root = Path(root)
+    summary = catalog.category_summary()
+    known = with_ancestors(set(summary) | categories_with_index(root) | set(c for c in categories or [] if c))
+    targets = known if categories is None else with_ancestors(c for c in categories if c)
     for category in targets:
-        subs = sorted(c for c in known if c.startswith(category + "/") and "/" not in c[len(category) + 1:])
-        text = render_category_index(category, read_description(root, category),
-                                     by_category.get(category, []), subs, now)
-        path = root / category / INDEX_FILE
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            atomic_write_text(path, text)
-    rows = []
-    for category in known:
-        own = by_category.get(category, [])
-        subtree = sum(len(v) for k, v in by_category.items() if k == category or k.startswith(category + "/"))
-        updated = max((e.updated for e in own if e.updated), default=None)
-        rows.append((category, read_description(root, category), len(own), subtree, updated))
-    root_text = render_root_index(rows, now)
+        text = render_category_index(category, read_description(root, category), catalog.entries_exact(category),
+                                     _subcategories(category, known), now)
+        _write_if_changed(root / category / INDEX_FILE, text)
+    root_text = render_root_index(_root_rows(root, known, summary), now)
     root_path = root / INDEX_FILE
     if not root_path.exists() or _without_stamp(root_path.read_text(encoding="utf-8")) != _without_stamp(root_text):
         atomic_write_text(root_path, root_text)
 
 
-def set_description(root: Path, category: str, description: str, entries: list[Entry], now: datetime) -> None:
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        atomic_write_text(path, text)
+
+
+def set_description(root: Path, category: str, description: str, catalog, now: datetime) -> None:
+    """Store a category's description in its INDEX.md (and show it in the root index)."""
     path = Path(root) / category / INDEX_FILE
-    own = [e for e in entries if e.category == category]
-    atomic_write_text(path, render_category_index(category, description, own, [], now))
-    write_indexes(root, entries, now, [category])
+    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category), [], now))
+    write_indexes(root, catalog, now, [category])
 
 
-def _ancestors(category: str) -> list[str]:
-    parts = category.split("/")
-    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+def without_stamp(text: str) -> str:
+    """The text without its `updated:` lines (what two renderings at different times share)."""
+    return _without_stamp(text)
 
 
 def _without_stamp(text: str) -> str:
