@@ -377,7 +377,7 @@ class AgingOps:
         The indexed text of a compressed entry is then the same as before compression: its
         vectors are reused and compressing costs no re-embedding.
         """
-        full = [e.copy(body=sidecars.full_body(self.root, e)) if e.is_compressed else e for e in entries]
+        full = [sidecars.with_full_body(self.root, e) for e in entries]
         super()._index_upsert(full, text_changed)
 
     def _before_update(self, current: Entry, changed: Entry) -> None:

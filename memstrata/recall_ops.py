@@ -93,6 +93,7 @@ class RecallOps:
         """Rebuild the index from the tree (every entry re-embedded)."""
         from memstrata.errors import CorruptEntry
         from memstrata.storage.catalog import iter_entry_files, read_entry_file
+        from memstrata.storage.sidecars import with_full_body
 
         embedder = self._model()
         with self.lock():
@@ -100,7 +101,7 @@ class RecallOps:
             entries, errors, seen = [], {}, set()
             for rel, _ in sorted(iter_entry_files(self.root)):
                 try:
-                    e = read_entry_file(self.root, rel)
+                    e = with_full_body(self.root, read_entry_file(self.root, rel))
                 except (CorruptEntry, OSError) as exc:
                     errors[rel] = getattr(exc, "message", str(exc))
                     continue

@@ -9,6 +9,7 @@ from memstrata.errors import CorruptEntry
 from memstrata.retrieval import lexical
 from memstrata.retrieval.chunking import sentences
 from memstrata.storage.catalog import read_entry_file
+from memstrata.storage.sidecars import with_full_body
 from memstrata.storage.entry import Entry
 
 INDEX_FILE = "INDEX.md"
@@ -60,7 +61,7 @@ def grep(root: Path, query: str, entries: list[Entry], k: int) -> list[tuple[Ent
     loaded = []
     for meta in entries:
         try:
-            e = read_entry_file(root, meta.path)
+            e = with_full_body(root, read_entry_file(root, meta.path))
         except (CorruptEntry, OSError):
             continue
         loaded.append((e, f"{e.title}\n{e.body}\n{' '.join(e.tags)}"))

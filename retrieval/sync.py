@@ -7,6 +7,7 @@ from memstrata.errors import CorruptEntry
 from memstrata.retrieval import chunking
 from memstrata.retrieval.table import VectorIndex, row_id
 from memstrata.storage.catalog import SKIPPED_FILES, read_entry_file
+from memstrata.storage.sidecars import with_full_body
 from memstrata.storage.atomic import is_temp_file
 
 
@@ -49,7 +50,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             seen_ids.add(row[0])
             continue
         try:
-            entry = read_entry_file(index.root, rel)
+            entry = with_full_body(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
             continue

