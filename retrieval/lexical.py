@@ -11,6 +11,7 @@ matched STACK.md's larger test (first hit 95.0% bigrams vs 90.5% jieba words).
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -169,6 +170,93 @@ def doc_freqs(texts) -> Counter:
     for text in texts:
         df.update({_stem(w.lower()) for w in words(text)})
     return df
+
+
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+try:  # the Snowball English stemmer, as the native index uses, when installed
+    import snowballstemmer as _snowball
+
+    _SNOWBALL = _snowball.stemmer("english")
+except ImportError:  # pragma: no cover - depends on the environment
+    _SNOWBALL = None
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The English stem the in-memory BM25 matches on: Snowball when installed, else `light_stem`."""
+    w = word.lower()
+    if _SNOWBALL is not None:
+        return _SNOWBALL.stemWord(w)
+    return light_stem(w)
+
+
+def light_stem(word: str) -> str:
+    """A light English stemmer (plural, -ing, -ed, final e/y folded), close enough to Snowball
+    that the native search's candidates find their query terms again: studies/studied/study ->
+    studi, hoping/hoped/hope -> hop."""
+    w = word.lower()
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        w = w[:-3] + "i"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith(("ss", "us", "is")):
+        pass
+    elif w.endswith("s"):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and _VOWEL.search(w[: -len(suffix)]):
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeioulsz":
+                w = w[:-1]
+            break
+    if len(w) > 3 and w[-1] == "e":
+        w = w[:-1]
+    elif len(w) > 3 and w[-1] == "y":
+        w = w[:-1] + "i"
+    return w
+
+
+class TermStats:
+    """In-memory BM25 statistics of the English column: per entry its stem counts and length."""
+
+    def __init__(self, texts: list[str]):
+        self.tf: list[Counter] = []
+        self.df: Counter = Counter()
+        lengths = []
+        for text in texts:
+            toks = [stem(w) for w in words(text) if w.lower() not in QUERY_STOPWORDS]
+            counts = Counter(toks)
+            self.tf.append(counts)
+            self.df.update(counts.keys())
+            lengths.append(len(toks))
+        self.n = len(texts)
+        self.length = lengths
+        self.avg_length = (sum(lengths) / len(lengths)) if lengths else 1.0
+
+    def bm25(self, positions, terms: dict[str, float], k1: float, b: float) -> dict[int, float]:
+        """BM25 (k1, b) of `positions` for weighted query `terms` {word: weight}; 0 scores left out."""
+        q: dict[str, float] = {}
+        for t, wt in terms.items():
+            s = stem(t)
+            q[s] = q.get(s, 0.0) + wt
+        idf = {s: math.log(1.0 + (self.n - self.df.get(s, 0) + 0.5) / (self.df.get(s, 0) + 0.5)) for s in q}
+        out = {}
+        avg = max(self.avg_length, 1e-9)
+        for p in positions:
+            tf = self.tf[p]
+            norm = k1 * (1.0 - b + b * self.length[p] / avg)
+            score = 0.0
+            for s, wt in q.items():
+                f = tf.get(s, 0)
+                if f:
+                    score += wt * idf[s] * f * (k1 + 1.0) / (f + norm)
+            if score > 0:
+                out[p] = score
+        return out
 
 
 def fts_configs():

@@ -137,9 +137,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}
     if mode in ("hybrid", "text"):
-        for rid, score in _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit):
-            if rid in frame.pos:
-                text_scores[frame.pos[rid]] = float(score)
+        text_scores = _text_side(index, frame, table, terms, where, settings)
         if lexical.has_cjk(query):
             for rid, score in _fts(table, lexical.cjk_query(query), lexical.CJK_COLUMN, where, limit):
                 if rid in frame.pos:
@@ -181,9 +179,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
                                               set(terms) | {e.lower() for e in entities},
                                               settings.recall_feedback_terms)
-            for rid, s in _fts(table, " ".join(fb_terms), lexical.EN_COLUMN, where, limit):
-                if rid in frame.pos:
-                    feedback[frame.pos[rid]] = float(s)
+            feedback = _text_side(index, frame, table, fb_terms, where, settings)
             if feedback:
                 score, parts, boosts = rank(feedback)
     if qv is not None and weights.dense_feedback and dense:
@@ -221,6 +217,19 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
                        "dense_query": lexical.without_entities(query, entities), "named_dates": len(dates)}
     return result
+
+
+def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settings) -> dict[int, float]:
+    """English full-text scores by entry position: LanceDB's native search finds the candidates;
+    with `recall_bm25_k1` > 0 they are rescored by BM25 with the configured k1 and b over the
+    in-memory term statistics (the native index's BM25 parameters cannot be set)."""
+    k1 = settings.recall_bm25_k1
+    limit = max(settings.recall_candidates, settings.recall_text_candidates) if k1 else settings.recall_candidates
+    found = {frame.pos[rid]: float(score) for rid, score in _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit)
+             if rid in frame.pos}
+    if not k1 or not found:
+        return found
+    return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, k1, settings.recall_bm25_b)
 
 
 def _r(value):

@@ -63,6 +63,7 @@ class Frame:
         self.by_path = {p: n for n, p in enumerate(self.cols["path"])}
         self._texts = None
         self._df = None
+        self._stats = None
 
 
 class VectorIndex:
@@ -355,3 +356,10 @@ class VectorIndex:
         if frame._df is None:
             frame._df = lexical.doc_freqs(self.texts(frame))
         return frame._df
+
+    def term_stats(self, frame: Frame | None = None) -> "lexical.TermStats":
+        """In-memory BM25 statistics of the English column (built once per table version)."""
+        frame = frame or self.frame()
+        if frame._stats is None:
+            frame._stats = lexical.TermStats(self.texts(frame))
+        return frame._stats
