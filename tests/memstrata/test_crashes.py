@@ -90,13 +90,13 @@ REWRITER = textwrap.dedent("""
 """)
 
 
-def test_kill_during_file_writes_leaves_old_or_new_file(tmp_path):
+def test_kill_during_file_writes_leaves_old_or_new_file(tmp_path, embedder):
     """A file being rewritten over and over, killed at random: always one whole version, temp files aside."""
     root = tmp_path / "mem"
     Memory(root).init()
     (root / "c").mkdir(mode=0o700)
     texts = []
-    for n, size in enumerate((300, 400_000)):
+    for n, size in enumerate((300, 200_000)):
         entry = Entry(id=f"e{n}", title=f"version {n}", body=("x" * 79 + "\n") * (size // 80), category="c",
                       path="c/e.md")
         (tmp_path / f"v{n}.md").write_text(codec.render(entry))
@@ -112,7 +112,7 @@ def test_kill_during_file_writes_leaves_old_or_new_file(tmp_path):
         proc.wait()
         assert (root / "c" / "e.md").read_text() in texts
         assert read_entry_file(root, "c/e.md").title in ("version 0", "version 1")
-    m = Memory(root)
+    m = Memory(root, embedder=embedder)
     assert [e.path for e in m.list()] == ["c/e.md"]  # leftover temp files are never entries
     report = m.doctor(fix=True)
     assert all(f.kind != "unparseable" for f in report.findings)
