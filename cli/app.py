@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:
+        import os
+
+        os.umask(0o077)  # what the engine and LanceDB create is private to the user
         from memstrata import client
 
         code = client.run(args)
@@ -102,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     app = __getattr__("app")
     wants_json = "--json" in args
     try:
-        app(args=args, prog_name="mem", standalone_mode=False)
-        return 0
+        code = app(args=args, prog_name="mem", standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except MemstrataError as exc:
         _report(exc.message, exc.to_dict(), wants_json)
         return exc.exit_code

@@ -221,6 +221,7 @@ class MemoryCore:
             raise InvalidInput(f"id {id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
         warnings = self._check_secrets({"title": title, "body": body, "tags": tags})
         self._ensure_tree()
+        self._prepare_write()
         now = self.now()
         stamp = clock.parse_datetime(created) if created else now
         entry = Entry(
@@ -250,6 +251,7 @@ class MemoryCore:
         fields_given = {"title": title, "body": new_body}
         warnings = self._check_secrets({k: v for k, v in fields_given.items() if v}
                                        | {"tags": _clean_tags(tags)})
+        self._prepare_write()
         with self.lock():
             current = self.resolve(ref)
             changed = current.copy(updated=self.now())
@@ -437,6 +439,10 @@ class MemoryCore:
             return []
         findings = secrets.check(fields, self.settings.secrets if tree.is_initialised(self.root) else "refuse")
         return [f"possible secret: {f.describe()}" for f in findings]
+
+    def _prepare_write(self) -> None:
+        """Slow set-up a write needs (e.g. loading the model), done before taking the tree lock."""
+        return None
 
     def _before_write(self, entry: Entry, force: bool, merge: bool) -> WriteResult | None:
         return None

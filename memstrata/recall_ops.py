@@ -45,6 +45,14 @@ class RecallOps:
             self._model_error = exc
             raise
 
+    def _prepare_write(self) -> None:
+        """Load the model before the tree lock is taken, so other writers never wait for it."""
+        super()._prepare_write()
+        try:
+            self.embedder
+        except _model_unavailable():
+            pass  # the write stands without it; the next sync embeds
+
     def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
         if self._bulk_pending is not None:
             self._bulk_pending.extend(entries)

@@ -70,8 +70,8 @@ def list_trash(root: Path) -> list[TrashItem]:
         rel = f"{TRASH_DIR}/{path.name}"
         try:
             entry = codec.parse(path.read_text(encoding="utf-8"), path=rel)
-        except (CorruptEntry, UnicodeDecodeError):
-            continue
+        except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
+            continue  # an unreadable trash file does not hide the others (mem doctor reports it)
         when = entry.extra.get("trashed_at")
         items.append(TrashItem(
             id=entry.id or path.name.split("--")[0], title=entry.title,
