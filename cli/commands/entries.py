@@ -43,6 +43,7 @@ def write(
     file: Annotated[Optional[str], typer.Option("--file", "-f", help="Read the body from this file.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Write even if a near-duplicate exists.")] = False,
     merge: Annotated[bool, typer.Option("--merge", help="Fold the text into a near-duplicate instead.")] = False,
+    share: Annotated[bool, typer.Option("--share", help="Also put it in the shared space other agents read.")] = False,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -56,7 +57,8 @@ def write(
     """
     text = read_body(body, file)
     result = memory(root).write(text, title=title, category=category, tags=tag, importance=importance,
-                                important=important, related=related, expires=expires, force=force, merge=merge)
+                                important=important, related=related, expires=expires, force=force, merge=merge,
+                                **({"share": True} if share else {}))
     emit(as_json, result.to_dict(), lambda: _print_write(result))
 
 

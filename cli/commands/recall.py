@@ -44,6 +44,8 @@ def recall(
     until: Annotated[Optional[str], typer.Option("--until", help="Written on or before this date (ISO 8601).")] = None,
     strategy: Annotated[str, typer.Option("--strategy", help="auto, hybrid, vector, text, grep or index.")] = "auto",
     explain: Annotated[bool, typer.Option("--explain", help="Show the signals that ranked each result.")] = False,
+    include_shared: Annotated[bool, typer.Option("--include-shared",
+                              help="Search the shared root too (shared_root in config.md or $MEMSTRATA_SHARED).")] = False,
     queries: Annotated[Optional[str], typer.Option("--queries", help="JSONL file of {\"qid\", \"query\"} lines: "
                                                    "one {\"qid\", \"results\"} line out per query.")] = None,
     root: RootOpt = None,
@@ -85,7 +87,7 @@ def recall(
         return
     if query is None:
         raise InvalidInput("give a query (or --queries FILE)")
-    result = m.recall(query, k=k, **options)
+    result = m.recall(query, k=k, include_shared=include_shared, **options)
     emit(as_json, result.to_dict(), lambda: _print(result, explain))
 
 
