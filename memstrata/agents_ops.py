@@ -407,10 +407,9 @@ class AgentOps:
         def step(done: int, of: int) -> None:
             progress(base + int(len(batch) * done / max(of, 1)), total)
 
-        before = getattr(self, "_bulk_pending", None)
         try:
             vindex = getattr(self, "_vindex", None)
-            if vindex is not None and before is None:
+            if vindex is not None:
                 done = vindex().upsert(list(batch), lambda: self.embedder, progress=step if progress else None)
                 report.embedded += int((done or {}).get("embedded", 0))
             else:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from pathlib import Path
 
 from memstrata import clock
 from memstrata.errors import InvalidInput, NotFound

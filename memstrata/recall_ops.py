@@ -1,16 +1,11 @@
 """Memory mixin for recall: keeps the vector index in step with writes, sync, reindex, import, recall."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 from memstrata import clock
 from memstrata.errors import InvalidInput, Locked
 from memstrata.storage.entry import Entry
 
-# Frontmatter fields an import line may set through write(); other Entry fields are refused.
-_WRITE_FIELDS = ("id", "title", "body", "category", "tags", "created", "importance", "important", "related",
-                 "expires")
 
 
 def _model_unavailable():
@@ -20,9 +15,7 @@ def _model_unavailable():
 
 
 class RecallOps:
-    """recall / recall_batch / sync / reindex / import_jsonl, and the index hooks of the core."""
-
-    _bulk_pending: list | None = None
+    """recall / recall_batch / sync / reindex, and the index hooks of the core (imports: agents_ops)."""
 
     # -- the index of this tree ---------------------------------------------------------
     def _vindex(self):
@@ -54,17 +47,12 @@ class RecallOps:
             pass  # the write stands without it; the next sync embeds
 
     def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
-        if self._bulk_pending is not None:
-            self._bulk_pending.extend(entries)
-            return
         try:
             self._vindex().upsert(entries, self._model)
         except _model_unavailable():
             return  # the write stands; the next sync embeds it
 
     def _index_remove(self, ids: list[str]) -> None:
-        if self._bulk_pending is not None:
-            self._bulk_pending[:] = [e for e in self._bulk_pending if e.id not in set(ids)]
         index = self._vindex()
         if index.table() is not None:
             index.delete(list(ids))
@@ -278,58 +266,3 @@ class RecallOps:
         result.results.sort(key=lambda h: -h.score)
         del result.results[k:]
         result.notes.append(f"merged {len(extra)} exact grep match(es) from the {len(entries)}-entry scope")
-
-    # -- bulk import --------------------------------------------------------------------
-    def import_jsonl(self, path, progress=None) -> dict:
-        """Write one entry per JSON line (id, title, body, category, tags, created, ...), then embed
-        them all in one batched call. Lines that fail are reported, not fatal."""
-        path = Path(path)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
-        from dataclasses import fields as dc_fields
-
-        entry_fields = {f.name for f in dc_fields(Entry)}
-        self._ensure_tree()
-        written, errors, ignored = [], [], set()
-        with self.lock():
-            self._bulk_pending = []
-            try:
-                for n, line in enumerate(lines, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        item = json.loads(line)
-                        if not isinstance(item, dict):
-                            raise InvalidInput("not a JSON object")
-                        args = {key: item[key] for key in _WRITE_FIELDS if key in item and item[key] is not None}
-                        extra = {}
-                        for key, value in item.items():
-                            if key in _WRITE_FIELDS:
-                                continue
-                            if key in entry_fields:
-                                ignored.add(key)
-                            else:
-                                extra[key] = value
-                        body = args.pop("body", "")
-                        res = self.write(body, extra=extra or None, force=True, **args)
-                        written.append(res.id)
-                    except (ValueError, InvalidInput) as exc:
-                        errors.append({"line": n, "error": getattr(exc, "message", str(exc))})
-                    except Exception as exc:  # noqa: BLE001 - engine errors of one line do not stop the import
-                        from memstrata.errors import MemstrataError
-
-                        if not isinstance(exc, MemstrataError):
-                            raise
-                        errors.append({"line": n, "error": exc.message})
-                pending, self._bulk_pending = self._bulk_pending, None
-            finally:
-                self._bulk_pending = None
-            embedded = {"embedded": 0}
-            try:
-                embedded = self._vindex().upsert(pending, self._model, progress=progress)
-            except _model_unavailable() as exc:
-                errors.append({"line": None, "error": f"not embedded (run `mem sync` later): {exc.message}"})
-        return {"imported": len(written), "embedded": embedded.get("embedded", 0), "errors": errors,
-                "ignored_fields": sorted(ignored)}

@@ -130,17 +130,25 @@ def reindex(root: RootOpt = None, as_json: JsonOpt = False):
 
 
 def import_(
-    file: Annotated[str, typer.Argument(help="JSONL: one entry per line (id, title, body, category, tags, "
-                                             "created and any frontmatter field).")],
+    file: Annotated[str, typer.Argument(help="A JSONL file (one entry per line: id, title, body, category, tags, "
+                                             "created and any frontmatter field) or a folder (a tree to import).")],
+    layout: Annotated[str, typer.Option("--layout", help="auto, jsonl, viking (hot/warm/cold/archive folders) "
+                                                         "or pme (categories with INDEX.md and archived/).")] = "auto",
+    category: Annotated[Optional[str], typer.Option("--category", "-c",
+                                                    help="Put an imported tree under this category.")] = None,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Bulk-write entries from a JSONL file, embedding them in batches.
+    """Bulk-import entries from a JSONL file or another memory tree, embedding them in batches.
 
-    Example: mem import notes.jsonl
+    Examples:
+
+    \b
+      mem import notes.jsonl
+      mem import ~/viking/agent/memories --layout viking
     """
     m = memory(root)
-    result = m.import_jsonl(file, progress=_progress("embedding", as_json))
+    result = m.import_path(file, layout=layout, progress=_progress("importing", as_json), category=category)
     emit(as_json, result, f"imported {result['imported']} entries ({result['embedded']} embedded)"
                           + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
                              if result["errors"] else ""))
