@@ -64,7 +64,7 @@ class RecallOps:
         A change of embedding model rebuilds the whole table (result["model_changed"]).
         Raises ModelUnavailable when something must be embedded and the model cannot load.
         """
-        from memstrata.retrieval import sync
+        from memstrata.retrieval import ann, sync
 
         embedder = self._model()
         with self.lock():
@@ -78,6 +78,7 @@ class RecallOps:
             elif announce is not None and todo.embed:
                 announce(f"embedding {len(todo.embed)} new or changed entries")
             result = sync.apply(index, todo, embedder, progress)
+            ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
         result["model"] = embedder.name
         if todo.model_changed:
             result["message"] = f"embedding model changed from {previous} to {embedder.name}: re-embedded everything"
@@ -88,6 +89,7 @@ class RecallOps:
     def reindex(self, progress=None) -> dict:
         """Rebuild the index from the tree (every entry re-embedded)."""
         from memstrata.errors import CorruptEntry
+        from memstrata.retrieval import ann
         from memstrata.storage.catalog import iter_entry_files, read_entry_file
         from memstrata.storage.sidecars import with_full_body
 
@@ -114,6 +116,7 @@ class RecallOps:
                              progress=(lambda d, t, base=done: progress(base + d, len(entries))) if progress else None)
                 done += len(part)
             index.maybe_optimize(force=True)
+            ann.maintain(index)
         return {"embedded": len(entries), "errors": errors, "model": embedder.name}
 
     def _cheap_sync(self, index, embedder, notes: list[str]) -> str:
