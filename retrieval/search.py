@@ -225,8 +225,8 @@ def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settin
     in-memory term statistics (the native index's BM25 parameters cannot be set)."""
     k1 = settings.recall_bm25_k1
     limit = max(settings.recall_candidates, settings.recall_text_candidates) if k1 else settings.recall_candidates
-    found = {frame.pos[rid]: float(score) for rid, score in _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit)
-             if rid in frame.pos}
+    hits = _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit)
+    found = {frame.pos[rid]: float(score) for rid, score in hits if rid in frame.pos}
     if not k1 or not found:
         return found
     return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, k1, settings.recall_bm25_b)

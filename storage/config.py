@@ -48,7 +48,7 @@ class Settings:
     recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
     recall_dense_weight: float = 1.0     # min-max normalised vector similarity
     recall_text_weight: float = 1.0      # min-max normalised BM25 (native full-text search)
-    recall_text_candidates: int = 200    # full-text candidates rescored with BM25 (k1, b below) over in-memory term stats
+    recall_text_candidates: int = 200    # full-text candidates rescored by BM25 (k1, b below) over in-memory stats
     recall_bm25_k1: float = 0.9          # ... 0: keep the native full-text scores (LanceDB's k1, b are fixed)
     recall_bm25_b: float = 0.5
     recall_feedback_weight: float = 0.3  # pseudo-relevance feedback (RM3) query, relative to the text side
