@@ -249,7 +249,7 @@ def test_import_pme_tree(tmp_path, embedder, clock):
 
 
 def test_layout_detection_and_errors(tmp_path, embedder, clock):
-    from memstrata.agents_ops import detect_layout
+    from memstrata.transfer import detect_layout
 
     (tmp_path / "v" / "hot").mkdir(parents=True)
     (tmp_path / "p" / "projects").mkdir(parents=True)

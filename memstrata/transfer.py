@@ -1,0 +1,327 @@
+"""Moving entries in and out: JSONL records, Viking and PME trees."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Iterator
+
+from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.storage import codec
+from memstrata.storage.entry import TIERS, Entry
+from memstrata.storage.sidecars import FULL_DIR
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+VIKING_TIER_DIRS = TIERS      # hot warm cold archive
+VIKING_CATEGORY_DIRS = ("daily", "meetings", "long-term")
+VIKING_SKIP_DIRS = ("config",)
+# JSONL keys that are not frontmatter.
+_RECORD_KEYS = ("body", "content", "text", "category", "path", "full_content", "history")
+
+
+@dataclass
+class ImportReport:
+    """What an import did."""
+
+    source: str
+    layout: str
+    imported: int = 0
+    embedded: int = 0
+    skipped: int = 0
+    errors: list[dict] = field(default_factory=list)     # {"line" or "file": ..., "error": one line}
+    warnings: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+
+    def error(self, where, message: str) -> None:
+        key = "line" if isinstance(where, int) or where is None else "file"
+        self.errors.append({key: where, "error": message})
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "layout": self.layout, "imported": self.imported,
+                "embedded": self.embedded, "skipped": self.skipped, "errors": list(self.errors),
+                "warnings": list(self.warnings), "ignored_fields": []}
+
+
+def entry_record(entry: Entry, root: Path | None = None) -> dict:
+    """The JSONL form of an entry: canonical frontmatter, then category, path, body."""
+    data = dict(codec.entry_to_frontmatter(entry))
+    data["category"] = entry.category
+    data["path"] = entry.path
+    data["body"] = entry.body
+    if entry.history:
+        data["history"] = [dict(h) for h in entry.history]
+    if root is not None and entry.full_content_file:
+        full = _read_sidecar(root, entry.full_content_file)
+        if full is not None:
+            data["full_content"] = full
+    return data
+
+
+# Not storage/sidecars.py's read_bytes/write: those accept only `.full/...` paths, raise on a
+# missing or bad one, and write to `.full/{id}.md` from the id. An import must also read
+# sidecars of other trees named bare or elsewhere under their root, and skip (None) rather
+# than fail; an export/import round trip keeps the recorded full_content_file name as is.
+def _sidecar_candidates(root: Path, name: str) -> list[Path]:
+    """full_content_file is relative to the root (.full/{id}.md); older files named it bare."""
+    name = str(name)
+    return [Path(root) / name, Path(root) / FULL_DIR / name]
+
+
+def _read_sidecar(root: Path, name: str) -> str | None:
+    for candidate in _sidecar_candidates(root, name):
+        try:
+            resolved = candidate.resolve()
+            if Path(root).resolve() not in resolved.parents:
+                continue
+            if resolved.is_file():
+                return resolved.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
+def _write_sidecar(root: Path, name: str, text: str) -> None:
+    from memstrata.storage.atomic import atomic_write_text
+
+    name = str(name)
+    target = (Path(root) / (name if name.startswith(f"{FULL_DIR}/") else f"{FULL_DIR}/{name}")).resolve()
+    if (Path(root).resolve() / FULL_DIR) not in target.parents:
+        return
+    atomic_write_text(target, text)
+
+
+def entry_from_record(record: dict, now) -> Entry:
+    """An Entry from one JSONL record (either vocabulary; unknown keys kept as frontmatter)."""
+    from memstrata.core import _clean_body, _clean_tags, _clean_title
+
+    if not isinstance(record, dict):
+        raise InvalidInput("a line must be a JSON object")
+    body = next((record[k] for k in ("body", "content", "text") if record.get(k) is not None), "")
+    if not isinstance(body, str):
+        body = json.dumps(body, ensure_ascii=False) if not isinstance(body, (int, float)) else str(body)
+    body = _clean_body(body)
+    frontmatter = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
+    category = record.get("category") or ""
+    entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"))
+    entry.title = _clean_title(entry.title or None, body)
+    entry.tags = _clean_tags(entry.tags)
+    if entry.id and not _valid_id(entry.id):
+        raise InvalidInput(f"id {entry.id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
+    if entry.created is None:
+        entry.created = entry.updated or now
+    if entry.updated is None:
+        entry.updated = entry.created
+    history = record.get("history")
+    if isinstance(history, list):
+        entry.history = [dict(h) for h in history if isinstance(h, dict)]
+    if record.get("full_content") is not None and entry.full_content_file:
+        entry.extra["__full_content__"] = str(record["full_content"])
+    return entry
+
+
+def _valid_id(value: str) -> bool:
+    from memstrata.core import _ID_PATTERN
+
+    return bool(_ID_PATTERN.match(value))
+
+
+def _entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entry]:
+    with open(source, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                report.error(number, "not UTF-8")
+                continue
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                report.error(number, f"not JSON ({exc.msg})")
+                continue
+            try:
+                entry = entry_from_record(record, now)
+            except MemstrataError as exc:
+                report.error(number, exc.message)
+                continue
+            entry.extra["__where__"] = number
+            yield entry
+
+
+# -- layouts ---------------------------------------------------------------------------------
+def detect_layout(source: Path) -> str:
+    """jsonl for a file; viking if hot/ warm/ cold/ archive/ folders are there; else pme."""
+    if source.is_file():
+        if source.suffix.lower() in JSONL_SUFFIXES:
+            return "jsonl"
+        raise InvalidInput(f"{source.name}: import reads a .jsonl file or a folder")
+    return "viking" if _viking_base(source, strict=True) is not None else "pme"
+
+
+def _viking_base(source: Path, strict: bool = False) -> Path | None:
+    """The folder holding hot/ warm/ cold/ archive/: the source itself, memories/, agent/memories/,
+    or the shared space's memory/ and shared/memory/ (viking-global)."""
+    for candidate in (source, source / "memories", source / "agent" / "memories", source / "memory",
+                      source / "shared" / "memory"):
+        if sum((candidate / d).is_dir() for d in VIKING_TIER_DIRS) >= 1 and \
+                not (candidate / "INDEX.md").is_file():
+            return candidate
+    return None if strict else source
+
+
+def _read_markdown(path: Path, rel_category: str, report: ImportReport) -> Entry | None:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        report.error(str(path), "not UTF-8 text")
+        return None
+    except OSError as exc:
+        report.error(str(path), str(exc.strerror))
+        return None
+    try:
+        entry = codec.parse(text, category=rel_category, path=None, fallback_title=_first_heading(text, path.stem))
+    except MemstrataError as exc:
+        report.error(str(path), exc.message)
+        return None
+    if not entry.title:
+        entry.title = path.stem
+    return entry
+
+
+def _first_heading(text: str, stem: str) -> str:
+    _, body = codec.split_frontmatter(text) if text.startswith("---") else ({}, text)
+    for line in body.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+            if heading:
+                return heading
+    return stem
+
+
+def _safe_category(parts: Iterable[str]) -> str:
+    from memstrata.storage.paths import slugify, validate_category
+
+    segments = [p for p in parts if p]
+    try:
+        return validate_category("/".join(segments))
+    except InvalidInput:
+        return validate_category("/".join(slugify(p) for p in segments))
+
+
+def _fill_dates(entry: Entry, path: Path, now) -> None:
+    from datetime import datetime, timezone
+
+    if entry.created is None:
+        try:
+            entry.created = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).replace(microsecond=0)
+        except OSError:
+            entry.created = now
+    if entry.updated is None:
+        entry.updated = entry.created
+
+
+def _md_files(folder: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(".md") and not name.startswith(".") and name.lower() != "index.md":
+                out.append(Path(dirpath) / name)
+    return out
+
+
+def _entries_from_viking(base: Path, report: ImportReport, now, category: str | None) -> Iterator[Entry]:
+    """hot/ warm/ cold/ archive/ set the tier; daily/ meetings/ long-term/ (and others) are categories."""
+    default_category = category or "general"
+    seen: set[str] = set()
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        name = folder.name
+        if name in VIKING_SKIP_DIRS:
+            continue
+        tier = name if name in VIKING_TIER_DIRS else None
+        for path in _md_files(folder):
+            rel_parts = path.relative_to(folder).parent.parts
+            if tier:
+                cat = _safe_category(rel_parts) if rel_parts else _safe_category(default_category.split("/"))
+            else:
+                cat = _safe_category((name,) + rel_parts)
+            entry = _read_markdown(path, cat, report)
+            if entry is None:
+                continue
+            if tier:
+                entry.tier = tier
+            _take_viking_sidecar(entry, path, report)
+            _fill_dates(entry, path, now)
+            _settle_id(entry, base, path, seen, report)
+            yield entry
+
+
+def _settle_id(entry: Entry, base: Path, path: Path, seen: set, report: ImportReport) -> None:
+    """Keep a file's own id when usable; else derive one from where the file is.
+
+    A derived id is stable for the same file of the same tree, so importing a tree again
+    skips what it imported before (ids without frontmatter `id:` included).
+    """
+    import hashlib
+
+    if entry.id and not _valid_id(entry.id):
+        entry.extra.setdefault("source_id", entry.id)
+        entry.id = ""
+    if entry.id and entry.id in seen:
+        report.warnings.append(f"{path}: id {entry.id} seen twice in this tree; gave it another id")
+        entry.id = ""
+    if not entry.id:
+        where = f"{Path(base).resolve()}\0{Path(path).resolve().relative_to(Path(base).resolve()).as_posix()}"
+        entry.id = hashlib.sha1(where.encode("utf-8")).hexdigest()[:12]
+    seen.add(entry.id)
+
+
+def _take_viking_sidecar(entry: Entry, path: Path, report: ImportReport) -> None:
+    """A Viking archive keeps the full text in `<file>.archive.full`: bring it back as the body."""
+    if not entry.full_content_file:
+        return
+    candidate = path.parent / entry.full_content_file
+    if not candidate.is_file():
+        candidate = path.parent / Path(entry.full_content_file).name
+    if candidate.is_file():
+        try:
+            entry.body = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            report.warnings.append(f"{path.name}: cannot read {entry.full_content_file}; kept the summary")
+            return
+        entry.full_content_file = None
+        entry.layer = "L0"
+    else:
+        report.warnings.append(f"{path.name}: {entry.full_content_file} is missing; kept the summary only")
+        entry.full_content_file = None
+
+
+def _entries_from_pme(base: Path, report: ImportReport, now) -> Iterator[Entry]:
+    """Categories are folders (any depth); archived/ means status archived; .trash/ is not imported."""
+    from memstrata.storage.paths import ARCHIVED_DIR
+
+    seen: set[str] = set()
+    for path in _md_files(base):
+        rel = PurePosixPath(path.relative_to(base).as_posix())
+        parts = list(rel.parent.parts)
+        if not parts:
+            continue  # files at the top (config.md, MEMORY.md, README.md) are not entries
+        if path.name.lower() in ("memory.md", "claude.md", "agents.md", "readme.md"):
+            continue
+        archived = ARCHIVED_DIR in parts
+        cat = _safe_category([p for p in parts if p != ARCHIVED_DIR])
+        entry = _read_markdown(path, cat, report)
+        if entry is None:
+            continue
+        if archived:
+            entry.status = "archived"
+        _fill_dates(entry, path, now)
+        if entry.full_content_file:
+            full = _read_sidecar(base, entry.full_content_file)
+            if full is not None:
+                entry.extra["__full_content__"] = full
+        _settle_id(entry, base, path, seen, report)
+        yield entry
