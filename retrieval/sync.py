@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from memstrata.errors import CorruptEntry
 from memstrata.retrieval import chunking
 from memstrata.retrieval.table import VectorIndex, row_id
-from memstrata.storage.catalog import SKIPPED_FILES, read_entry_file
+from memstrata.storage.catalog import iter_entry_files, read_entry_file
 from memstrata.storage.sidecars import with_full_body
-from memstrata.storage.atomic import is_temp_file
 
 
 @dataclass
@@ -44,7 +43,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
         p: (frame.cols["id"][n], frame.cols["size"][n], frame.cols["mtime_ns"][n], frame.cols["hash"][n])
         for n, p in enumerate(frame.cols["path"])}
     seen_ids: set[str] = set()
-    for rel, st in sorted(walk(index.root)):
+    for rel, st in sorted(iter_entry_files(index.root)):
         row = known.get(rel)
         if row is not None and (row[1], row[2]) == (st.st_size, st.st_mtime_ns):
             seen_ids.add(row[0])
@@ -67,32 +66,6 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
     if frame is not None:
         out.remove = sorted({i for i in frame.ids if i not in seen_ids})
     return out
-
-
-def walk(root):
-    """(relative path, stat) of every entry file: the same files as storage.catalog.iter_entry_files
-    (hidden folders, INDEX.md and friends, temp files, symlinks and root-level files left out),
-    with plain string paths: recall walks the tree before every answer, so this must be cheap."""
-    import os
-
-    base = str(root)
-    cut = len(base) + 1
-    stack = [base]
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as items:
-                for item in items:
-                    name = item.name
-                    if name.startswith("."):
-                        continue
-                    if item.is_dir(follow_symlinks=False):
-                        stack.append(item.path)
-                    elif (folder != base and name.endswith(".md") and not item.is_symlink()
-                          and not is_temp_file(name) and name.lower() not in SKIPPED_FILES):
-                        yield item.path[cut:].replace(os.sep, "/"), item.stat(follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
 
 
 def _hash_of(frame, rid: str):

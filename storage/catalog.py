@@ -46,10 +46,12 @@ def iter_entry_files(root: Path):
     """Yield (relative path, os.stat_result) of every entry file in the tree.
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
-    MEMORY.md/CLAUDE.md and temporary files are not entries.
+    MEMORY.md/CLAUDE.md, temporary files, symlinks and files at the root are not entries.
+    Plain string paths and one scandir per folder: recall walks the tree before every answer.
     """
-    root = Path(root)
-    stack = [root]
+    base = str(root)
+    cut = len(base) + 1
+    stack = [base]
     while stack:
         folder = stack.pop()
         try:
@@ -59,17 +61,11 @@ def iter_entry_files(root: Path):
                     if name.startswith("."):
                         continue
                     if item.is_dir(follow_symlinks=False):
-                        stack.append(Path(item.path))
-                        continue
-                    if item.is_symlink() or not name.endswith(".md") or is_temp_file(name):
-                        continue
-                    if name.lower() in SKIPPED_FILES or (folder == root and name == "config.md"):
-                        continue
-                    rel = Path(item.path).relative_to(root).as_posix()
-                    if "/" not in rel:
-                        continue  # files at the root are not in a category
-                    yield rel, item.stat(follow_symlinks=False)
-        except FileNotFoundError:
+                        stack.append(item.path)
+                    elif (folder != base and name.endswith(".md") and not item.is_symlink()
+                          and not is_temp_file(name) and name.lower() not in SKIPPED_FILES):
+                        yield item.path[cut:].replace(os.sep, "/"), item.stat(follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
             continue
 
 
