@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from locomo_data import conversation_files, load  # noqa: E402
+from locomo import DATA, load  # noqa: E402  (one reader of the LoCoMo files, shared with bench/locomo.py)
 
 THRESHOLDS = [round(x, 2) for x in np.arange(0.30, 0.81, 0.05)]
 MAX_PROMOTIONS = 50
@@ -40,7 +40,7 @@ def main() -> int:
     from memstrata.models.embedder import get_embedder
 
     embedder = get_embedder("bundled")
-    files = conversation_files()
+    files = sorted(DATA.glob("*.json"))
     if not files:
         print("no LoCoMo data in ../shared/bench/locomo", file=sys.stderr)
         return 1
@@ -50,15 +50,15 @@ def main() -> int:
     n_questions = 0
     for path in files:
         turns, questions = load(path)
-        vectors, owners = entry_similarities(embedder, [t.text for t in turns])
-        ids = [t.dia_id for t in turns]
-        queries = embedder.embed([q.question for q in questions], batch_size=64)
+        vectors, owners = entry_similarities(embedder, [t["body"] for t in turns])
+        ids = [t["id"] for t in turns]
+        queries = embedder.embed([q["query"] for q in questions], batch_size=64)
         sims = queries @ vectors.T
         for qi, question in enumerate(questions):
             best = np.full(len(turns), -1.0)
             np.maximum.at(best, owners, sims[qi])
             order = np.argsort(-best)
-            relevant = set(question.evidence)
+            relevant = set(question["evidence"])
             n_questions += 1
             for t in THRESHOLDS:
                 promoted = [ids[j] for j in order[:MAX_PROMOTIONS] if best[j] >= t]
