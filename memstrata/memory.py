@@ -3,14 +3,16 @@ from __future__ import annotations
 
 from memstrata.agents_ops import AgentOps
 from memstrata.aging_ops import AgingOps
+from memstrata.builtin_ops import BuiltinOps
 from memstrata.core import MemoryCore
 from memstrata.doctor_ops import DoctorOps
 from memstrata.promotion_ops import PromotionOps
 from memstrata.recall_ops import RecallOps
+from memstrata.split_ops import SplitOps
 from memstrata.versions_ops import VersionOps
 
 
-class Memory(PromotionOps, VersionOps, AgentOps, AgingOps, RecallOps, DoctorOps, MemoryCore):
+class Memory(PromotionOps, VersionOps, SplitOps, BuiltinOps, AgentOps, AgingOps, RecallOps, DoctorOps, MemoryCore):
     """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
 
     Each feature lives in its own module as a mixin placed before MemoryCore, so every

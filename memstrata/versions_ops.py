@@ -1,44 +1,37 @@
-"""Memory mixin for the pre-write checks and versions: dedup, near-duplicates, conflicts,
-history/revert, category split/merge and the one-way import of an agent's own MEMORY.md.
-
-The rules (documented in docs/versions.md):
-
-- Candidates are the non-expired entries of the *same category* (archived ones included).
-  Categories up to `grep_max_entries` entries are read in full; beyond that, entries with
-  the same title or tag set plus the vector index's nearest neighbours in the category.
-- Similarity is the cosine of the embeddings of title + body (the text the vector index
-  embeds for chunk 0); vectors come from a per-process cache, then from the index rows
-  whose content hash still matches, then from the model. No model: similarity 0, and only
-  exact duplicates and same-title conflicts are caught.
-- scoring.classify_write decides: duplicate (nothing written, existing id reported),
-  conflict (the existing entry gets a new version holding the new content), near_duplicate
-  (nothing written unless --merge folds it in or --force writes it anyway), new.
-- Every content change of an existing entry keeps the replaced file in full under
-  `.versions/{id}/v{N}.md` and adds a line to the entry's "Version history" section.
-"""
+"""Memory mixin for the pre-write checks (dedup, near-duplicates, conflicts) and versions: history, revert."""
+# The rules (documented in docs/versions.md):
+#
+# - Candidates are the non-expired entries of the *same category* (archived ones included).
+#   Categories up to `grep_max_entries` entries are read in full; beyond that, entries with
+#   the same title or tag set plus the vector index's nearest neighbours in the category.
+# - Similarity is the cosine of the embeddings of title + body (the text the vector index
+#   embeds for chunk 0); vectors come from a per-process cache, then from the index rows
+#   whose content hash still matches, then from the model. No model: similarity 0, and only
+#   exact duplicates and same-title conflicts are caught.
+# - scoring.classify_write decides: duplicate (nothing written, existing id reported),
+#   conflict (the existing entry gets a new version holding the new content), near_duplicate
+#   (nothing written unless --merge folds it in or --force writes it anyway), new.
+# - Every content change of an existing entry keeps the replaced file in full under
+#   `.versions/{id}/v{N}.md` and adds a line to the entry's "Version history" section.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
-from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError, NotFound
+from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.results import WriteResult
 from memstrata.storage import versions
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
-from memstrata.storage.paths import entry_dir, is_archived_path, slugify, validate_category
+from memstrata.storage.paths import is_archived_path
 
-SPLIT_MODES = ("status", "year", "month", "tag")
-STATUS_SUBCATEGORY = {"active": "active", "archived": "archive", "expired": "expired"}
 NEIGHBOURS = 20                 # nearest index rows asked for in a large category
 VECTOR_CACHE_MAX = 20000        # vectors kept per process (keyed by content hash)
-IMPORT_MAX_BYTES = 4 * 1024 * 1024
 
 
 class VersionOps:
-    """Pre-write checks (hooks of the core), history/revert, split/merge, import_builtin."""
+    """Pre-write checks (hooks of the core), versions, history and revert."""
 
     # ====================================================================== pre-write checks
     def _before_write(self, entry: Entry, force: bool, merge: bool) -> WriteResult | None:
@@ -325,179 +318,6 @@ class VersionOps:
                            message=f"reverted {changed.id} to v{to}: current v{changed.version}",
                            warnings=warnings, related_id=changed.id)
 
-    # ====================================================================== split and merge
-    def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:
-        """Move a category's own entries into subcategories by status, year, month or (first) tag."""
-        from memstrata import clock
-
-        category = validate_category(category)
-        if by not in SPLIT_MODES:
-            raise InvalidInput(f"--by must be one of {', '.join(SPLIT_MODES)}, not {by!r}")
-        with self.lock():
-            self.catalog.refresh()
-            own = [e for e in self.catalog.entries(category) if e.category == category]
-            if not own and not (self.root / category).is_dir():
-                raise NotFound(f"no category {category}")
-            existing = {p.name for p in (self.root / category).iterdir() if p.is_dir()} \
-                if (self.root / category).is_dir() else set()
-            taken: set[str] = set()
-            moves = []
-            for e in sorted(own, key=lambda x: x.path):
-                sub = _split_key(e, by, category)
-                target = _free_path(self.root, entry_dir(f"{category}/{sub}", is_archived_path(e.path)),
-                                    PurePosixPath(e.path).name, taken)
-                moves.append({"id": e.id, "title": e.title, "from": e.path, "to": target, "subcategory": sub})
-            counts: dict[str, int] = {}
-            for m in moves:
-                counts[m["subcategory"]] = counts.get(m["subcategory"], 0) + 1
-            result = {"category": category, "by": by, "dry_run": dry_run, "moved": len(moves),
-                      "subcategories": dict(sorted(counts.items())), "moves": moves}
-            if dry_run or not moves:
-                return result
-            record = versions.read_split_record(self.root, category) or {"splits": []}
-            record["splits"].append({"by": by, "at": clock.format_datetime(self.now()),
-                                     "created": sorted(s for s in counts if s not in existing),
-                                     "moves": [{"id": m["id"], "from": m["from"], "to": m["to"]} for m in moves]})
-            self._apply_moves(moves)
-            versions.write_split_record(self.root, category, record)
-            self._write_indexes([category] + [f"{category}/{s}" for s in counts])
-        return result
-
-    def merge(self, category: str, dry_run: bool = False) -> dict:
-        """Undo a split: move the entries of the split's subcategories (every subcategory when
-        there is no split record) back into the category, with their former file names."""
-        category = validate_category(category)
-        with self.lock():
-            self.catalog.refresh()
-            if not (self.root / category).is_dir():
-                raise NotFound(f"no category {category}")
-            record = versions.read_split_record(self.root, category)
-            origin: dict[str, str] = {}
-            if record:
-                subs = sorted({s for sp in record.get("splits", []) for s in sp.get("created", [])})
-                recorded = {}
-                for sp in record.get("splits", []):
-                    for m in sp.get("moves", []):
-                        origin.setdefault(m["id"], m["from"])
-                        recorded[m["id"]] = m["to"]
-            else:
-                subs = sorted(p.name for p in (self.root / category).iterdir()
-                              if p.is_dir() and not p.name.startswith(".") and p.name != "archived")
-                recorded = {}
-            scopes = [f"{category}/{s}" for s in subs]
-            candidates = [e for e in self.catalog.entries(category) if e.category != category]
-            picked = [e for e in candidates
-                      if any(e.category == s or e.category.startswith(s + "/") for s in scopes)
-                      or (e.id in recorded and e.path == recorded[e.id])]
-            taken: set[str] = set()
-            moves = []
-            for e in sorted(picked, key=lambda x: (x.id not in origin, x.path)):
-                name = PurePosixPath(origin.get(e.id) or e.path).name
-                target = _free_path(self.root, entry_dir(category, is_archived_path(e.path)), name, taken)
-                moves.append({"id": e.id, "title": e.title, "from": e.path, "to": target})
-            result = {"category": category, "dry_run": dry_run, "moved": len(moves),
-                      "subcategories": [f"{category}/{s}" for s in subs], "moves": moves}
-            if dry_run:
-                return result
-            self._apply_moves(moves)
-            versions.remove_split_record(self.root, category)
-            removed = []
-            for scope in sorted(scopes, key=lambda s: -s.count("/")):
-                removed += _remove_if_empty(self.root, scope)
-            result["removed"] = removed
-            self._write_indexes([category])
-        return result
-
-    def _apply_moves(self, moves: list[dict]) -> None:
-        """Move entry files as one save (all or nothing): catalog, vector index and INDEX.md follow."""
-        from memstrata.storage.paths import category_of
-
-        changes = []
-        for m in moves:
-            entry = read_entry_file(self.root, m["from"])
-            changes.append((entry.copy(path=m["to"], category=category_of(m["to"])), entry))
-        if changes:
-            self._save_many(changes, reindex_text=False)
-
-    def stats(self) -> dict:
-        data = super().stats()
-        limit = self.settings.split_threshold
-        warnings = list(data.get("warnings", []))
-        for category, row in data.get("categories", {}).items():
-            if row.get("entries", 0) > limit:
-                warnings.append(f"category {category} holds {row['entries']} entries (> {limit}); "
-                                f"consider `mem split {category} --by year`")
-        data["warnings"] = warnings
-        return data
-
-    # ====================================================================== import-builtin
-    def import_builtin(self, path, category: str | None = None, dry_run: bool = False) -> dict:
-        """Read an agent's own MEMORY.md / CLAUDE.md into entries, one per section, one way.
-
-        The source is opened read-only and never written. Each section gets a stable id (from
-        the source path, its title and occurrence), so a second run adds nothing; a section
-        whose text changed in the source becomes a new version of its entry.
-        """
-        from memstrata.scoring.conflicts import normalise_text
-
-        source = Path(os.path.realpath(os.path.expanduser(str(path))))
-        if not source.is_file():
-            raise NotFound(f"no file at {path}")
-        root_real = Path(os.path.realpath(self.root))
-        if source == root_real or root_real in source.parents:
-            raise InvalidInput(f"{path} is inside the memory root; import-builtin reads an agent's own "
-                               "memory file from outside the tree")
-        with open(source, "rb") as handle:  # read-only, never written
-            raw = handle.read(IMPORT_MAX_BYTES + 1)
-        if len(raw) > IMPORT_MAX_BYTES:
-            raise InvalidInput(f"{path} is larger than {IMPORT_MAX_BYTES // (1024 * 1024)} MB")
-        try:
-            text = raw.decode("utf-8-sig").replace("\r\n", "\n")
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{path} is not UTF-8 text") from None
-        category = validate_category(category or f"imported/{slugify(source.stem)}")  # e.g. imported/claude
-        sections = markdown_sections(text, fallback_title=source.stem)
-        # credentials: refuse the whole import before anything is written
-        warnings = self._check_secrets({f"section {n + 1} ({t})": f"{t}\n{b}" for n, (t, b) in enumerate(sections)})
-        seen: dict[str, int] = {}
-        result = {"source": str(source), "category": category, "sections": len(sections), "dry_run": dry_run,
-                  "created": [], "updated": [], "unchanged": [], "skipped": [], "warnings": warnings}
-        self._ensure_tree()
-        with self.lock():
-            for title, body in sections:
-                key = normalise_text(title)
-                seen[key] = seen.get(key, 0) + 1
-                digest = hashlib.sha256(f"{source}\n{key}\n{seen[key]}".encode("utf-8")).hexdigest()
-                entry_id = "bi" + digest[:10]
-                body_hash = hashlib.sha256(f"{title}\n{body}".encode("utf-8")).hexdigest()[:16]
-                marker = {"source": str(source), "source_section": title, "source_hash": body_hash}
-                try:
-                    current = self.resolve(entry_id)
-                except NotFound:
-                    current = None
-                if current is not None:
-                    if current.extra.get("source_hash") == body_hash:
-                        result["unchanged"].append(entry_id)
-                        continue
-                    if not dry_run:
-                        changed = current.copy(title=title, body=body, updated=self.now(),
-                                               extra={**current.extra, **marker})
-                        self._before_update(current, changed)
-                        self._save(changed, previous=current)
-                    result["updated"].append(entry_id)
-                    continue
-                if dry_run:
-                    result["created"].append(entry_id)
-                    continue
-                res = self.write(body, title=title, category=category, id=entry_id, extra=marker)
-                if res.action == "created":
-                    result["created"].append(entry_id)
-                elif res.action in ("conflict", "merged"):
-                    result["updated"].append(res.id)
-                else:  # duplicate / near_duplicate of an entry already in the category
-                    result["skipped"].append({"title": title, "reason": res.message, "id": res.id})
-        return result
-
 
 # ========================================================================== helpers
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -517,89 +337,3 @@ def _cosine(a, b) -> float:
     if na == 0.0 or nb == 0.0:
         return 0.0
     return float(np.dot(a, b) / (na * nb))
-
-
-def _split_key(entry: Entry, by: str, category: str) -> str:
-    if by == "status":
-        sub = STATUS_SUBCATEGORY.get(entry.status, entry.status)
-    elif by in ("year", "month"):
-        stamp = entry.created or entry.updated
-        sub = "undated" if stamp is None else (f"{stamp.year:04d}" if by == "year" else f"{stamp.year:04d}-{stamp.month:02d}")
-    else:
-        sub = slugify(entry.tags[0]) if entry.tags else "untagged"
-    try:
-        validate_category(f"{category}/{sub}")
-    except InvalidInput:
-        sub = f"{by}-{sub}"
-    return sub
-
-
-def _free_path(root: Path, folder: str, name: str, taken: set[str]) -> str:
-    stem, suffix = (name[:-3], ".md") if name.endswith(".md") else (name, "")
-    candidate = f"{folder}/{name}"
-    n = 2
-    while candidate in taken or (Path(root) / candidate).exists():
-        candidate = f"{folder}/{stem}-{n}{suffix}"
-        n += 1
-    taken.add(candidate)
-    return candidate
-
-
-def _remove_if_empty(root: Path, category: str) -> list[str]:
-    """Remove a category folder left with nothing but its INDEX.md (and empty subfolders)."""
-    from memstrata.storage.indexes import INDEX_FILE
-
-    folder = Path(root) / category
-    if not folder.is_dir():
-        return []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        if any(f != INDEX_FILE for f in filenames):
-            return []
-    for dirpath, dirnames, filenames in sorted(os.walk(folder), key=lambda t: -len(t[0])):
-        for f in filenames:
-            os.unlink(os.path.join(dirpath, f))
-        os.rmdir(dirpath)
-    return [category]
-
-
-def markdown_sections(text: str, fallback_title: str = "notes") -> list[tuple[str, str]]:
-    """(title, body) per section of a Markdown file, split at the shallowest heading level that
-    occurs at least twice (else the shallowest there is); fenced code is never split. Text
-    before the first such heading becomes a section named after the heading above it (or
-    `fallback_title`); sections with an empty body are left out."""
-    lines = text.split("\n")
-    headings = []  # (line number, level, title)
-    fence = None
-    for n, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            mark = stripped[:3]
-            fence = None if fence == mark else (fence or mark)
-            continue
-        if fence or len(line) - len(stripped) > 3 or not stripped.startswith("#"):
-            continue
-        level = len(stripped) - len(stripped.lstrip("#"))
-        rest = stripped[level:]
-        if 1 <= level <= 6 and (rest == "" or rest[0] in " \t"):
-            title = rest.strip().rstrip("#").strip()
-            if title:
-                headings.append((n, level, title))
-    if not headings:
-        body = text.strip()
-        return [(fallback_title, body + "\n")] if body else []
-    levels = sorted({h[1] for h in headings})
-    split_level = next((lv for lv in levels if sum(1 for h in headings if h[1] == lv) >= 2), levels[0])
-    cuts = [h for h in headings if h[1] == split_level]
-    out = []
-    pre = lines[:cuts[0][0]]
-    above = [h for h in headings if h[0] < cuts[0][0]]
-    pre_title = above[0][2] if above else fallback_title
-    pre_body = "\n".join(l for i, l in enumerate(pre) if not any(h[0] == i for h in above)).strip()
-    if pre_body:
-        out.append((pre_title, pre_body + "\n"))
-    for k, (n, _, title) in enumerate(cuts):
-        end = cuts[k + 1][0] if k + 1 < len(cuts) else len(lines)
-        body = "\n".join(lines[n + 1:end]).strip()
-        if body:
-            out.append((title, body + "\n"))
-    return out
