@@ -1,0 +1,312 @@
+"""The doctor's checks of the tree itself: one scan of the files, then one function per kind of damage."""
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from memstrata.errors import CorruptEntry
+from memstrata.storage.atomic import is_temp_file
+from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, read_entry_file
+from memstrata.storage.entry import Entry
+from memstrata.storage.lock import LOCK_FILE
+
+QUARANTINE_DIR = ".quarantine"
+TEMP_MIN_AGE_SECONDS = 60.0  # a temp file younger than this may belong to a live writer
+FULL_DIR = ".full"
+VERSIONS_DIR = ".versions"
+TRASH_DIR = ".trash"
+VECTORS_DIR = ".vectors"
+DERIVED_DIRS = (VECTORS_DIR, CACHE_DIR)
+_TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
+
+# Finding kinds, in the order they are reported.
+KINDS = (
+    "lock_held", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
+    "orphan_versions", "missing_sidecar", "catalog", "index_md", "vectors_missing", "vectors_unreadable",
+    "model_mismatch", "vectors_rows", "permissions",
+)
+
+
+@dataclass
+class Finding:
+    """One thing wrong with the tree (`fixable` False: only a person can decide)."""
+
+    kind: str
+    detail: str
+    path: str | None = None
+    id: str | None = None
+    fixed: bool = False
+    fixable: bool = True
+    action: str | None = None  # what --fix did (or would do)
+
+    def key(self) -> tuple:
+        return (self.kind, self.path, self.id)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+
+# ----------------------------------------------------------------------------- the scan
+
+
+@dataclass
+class _Scan:
+    """What is on disk, read once: entries (with bodies), parse errors, temp files, symlinks."""
+
+    root: Path
+    entries: list[Entry] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)            # rel -> (size, mtime_ns)
+    errors: dict = field(default_factory=dict)           # rel -> message
+    temp_files: list = field(default_factory=list)       # (rel, age seconds)
+    symlinks_out: list = field(default_factory=list)     # (rel, target)
+    trash_ids: set = field(default_factory=set)
+
+    @property
+    def ids(self) -> set[str]:
+        return {e.id for e in self.entries if e.id}
+
+
+def _scan(root: Path) -> _Scan:
+    scan = _Scan(root=root)
+    for rel, st in sorted(iter_entry_files(root)):
+        scan.stats[rel] = (st.st_size, st.st_mtime_ns)
+        try:
+            scan.entries.append(read_entry_file(root, rel))
+        except CorruptEntry as exc:
+            scan.errors[rel] = exc.message
+        except OSError as exc:
+            scan.errors[rel] = exc.strerror or str(exc)
+    real_root = os.path.realpath(root)
+    now = time.time()
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel_folder = os.path.relpath(folder, root)
+        top = rel_folder.split(os.sep)[0]
+        if top in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR):  # derived stores; what is already set aside
+            dirs[:] = []
+            continue
+        for name in list(dirs) + files:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if os.path.islink(path):
+                target = os.path.realpath(path)
+                if target != real_root and not target.startswith(real_root + os.sep):
+                    scan.symlinks_out.append((rel, os.readlink(path)))
+                continue
+            if name in files and is_temp_file(name):
+                try:
+                    scan.temp_files.append((rel, now - os.lstat(path).st_mtime))
+                except FileNotFoundError:
+                    pass
+    trash = root / TRASH_DIR
+    if trash.is_dir():
+        for path in trash.glob("*.md"):
+            if path.name != "INDEX.md":
+                scan.trash_ids.add(path.name.split("--")[0])
+    return scan
+
+
+# ----------------------------------------------------------------------------- checks (pure-ish)
+
+
+def check_lock(root: Path) -> list[Finding]:
+    """The tree lock is an flock: it dies with its holder, so a held lock means a live writer."""
+    import fcntl
+
+    path = root / LOCK_FILE
+    if not path.exists():
+        return []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return []
+        except BlockingIOError:
+            holder = lock_holder(path)
+            who = f"process {holder}" if holder else "another process"
+            return [Finding("lock_held", f"the tree lock is held by {who} (a live writer; it is released "
+                            "when that process ends)", path=LOCK_FILE, fixable=False)]
+    finally:
+        os.close(fd)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid holding an flock on `path`, from /proc/locks (Linux), or None."""
+    try:
+        inode = os.stat(path).st_ino
+        with open("/proc/locks", encoding="ascii") as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].endswith(f":{inode}"):
+                    return int(parts[4])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def check_symlinks(scan: _Scan) -> list[Finding]:
+    return [Finding("symlink_outside", f"symlink leads outside the root (to {target}); the engine never "
+                    "follows it", path=rel, action="move the link (not its target) to .quarantine/")
+            for rel, target in scan.symlinks_out]
+
+
+def check_unparseable(scan: _Scan) -> list[Finding]:
+    return [Finding("unparseable", message, path=rel, action="move to .quarantine/")
+            for rel, message in sorted(scan.errors.items())]
+
+
+def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tuple[Entry, str]]]:
+    """Which file of a duplicated id keeps it, and what happens to each other file.
+
+    group: (entry, content hash, mtime_ns). The keeper is the latest edit by the engine
+    (highest version, then latest `updated`; among equals the oldest file: the original).
+    A file with the same content as the keeper or as another file already kept is a copy
+    and goes to quarantine ("quarantine:copy"); a file with other content gets a fresh id
+    ("new_id") and stays an entry: nothing is deleted and no text disappears from the tree.
+    """
+    def rank(item):
+        e, _, mtime = item
+        stamp = e.updated.timestamp() if e.updated else float("-inf")
+        return (-e.version, -stamp, mtime, e.path or "")
+
+    ordered = sorted(group, key=rank)
+    keeper, keeper_hash, _ = ordered[0]
+    kept = {keeper_hash}
+    plan = []
+    for e, digest, _ in ordered[1:]:
+        if digest in kept:
+            plan.append((e, "quarantine:copy"))
+        else:
+            kept.add(digest)
+            plan.append((e, "new_id"))
+    return keeper, plan
+
+
+def _content_hash(e: Entry) -> str:
+    try:
+        from memstrata.retrieval.chunking import content_hash
+
+        return content_hash(e.title, e.body)
+    except ImportError:  # pragma: no cover - retrieval is part of the package
+        import hashlib
+
+        return hashlib.sha256(f"{e.title}\n{e.body}".encode("utf-8")).hexdigest()
+
+
+def check_duplicates(scan: _Scan) -> list[Finding]:
+    groups: dict[str, list] = {}
+    for e in scan.entries:
+        if e.id:
+            groups.setdefault(e.id, []).append((e, _content_hash(e), scan.stats.get(e.path, (0, 0))[1]))
+    out = []
+    for entry_id, group in sorted(groups.items()):
+        if len(group) < 2:
+            continue
+        keeper, plan = duplicate_plan(group)
+        for e, what in plan:
+            action = ("give this file a fresh id (both stay entries)" if what == "new_id" else
+                      "move to .quarantine/ (a copy of text kept in the tree)")
+            out.append(Finding("duplicate_id", f"id {entry_id} is also used by {keeper.path}", path=e.path,
+                               id=entry_id, action=action))
+    return out
+
+
+def temp_pid(name: str) -> int | None:
+    match = _TEMP_PID.match(name)
+    return int(match.group(1)) if match else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def temp_is_stale(name: str, age_seconds: float, pid_alive=_pid_alive) -> bool:
+    """A temp file is stale when its writer is gone (pid in the name) or it is older than a minute."""
+    pid = temp_pid(name)
+    if pid is not None and pid != os.getpid() and not pid_alive(pid):
+        return True
+    return age_seconds > TEMP_MIN_AGE_SECONDS
+
+
+def check_temp_files(scan: _Scan) -> list[Finding]:
+    out = []
+    for rel, age in scan.temp_files:
+        if temp_is_stale(rel.rsplit("/", 1)[-1], age):  # young ones may belong to a live writer
+            out.append(Finding("temp_file", f"temporary file of an interrupted write ({age:.0f}s old); never "
+                               "read as an entry", path=rel, action="remove"))
+    return out
+
+
+def check_orphans(scan: _Scan) -> list[Finding]:
+    """Sidecars and version folders whose id has no entry in the tree nor in the trash."""
+    known = scan.ids | scan.trash_ids
+    out = []
+    full = scan.root / FULL_DIR
+    if full.is_dir():
+        for path in sorted(full.glob("*.md")):
+            if path.stem not in known:
+                out.append(Finding("orphan_sidecar", f"sidecar of id {path.stem}, which is neither in the tree "
+                                   "nor in the trash", path=f"{FULL_DIR}/{path.name}", id=path.stem,
+                                   action="move to .quarantine/"))
+    versions = scan.root / VERSIONS_DIR
+    if versions.is_dir():
+        for path in sorted(versions.iterdir()):
+            if path.is_dir() and not path.is_symlink() and path.name not in known:
+                out.append(Finding("orphan_versions", f"old versions of id {path.name}, which is neither in the "
+                                   "tree nor in the trash", path=f"{VERSIONS_DIR}/{path.name}", id=path.name,
+                                   action="move to .quarantine/"))
+    return out
+
+
+def check_missing_sidecars(scan: _Scan) -> list[Finding]:
+    out = []
+    for e in scan.entries:
+        ref = e.full_content_file
+        if ref and e.layer != "L0" and not (scan.root / ref).is_file():
+            out.append(Finding("missing_sidecar", f"compressed ({e.layer}) but its full text {ref} is missing; "
+                               "the summary in the file is all that is left", path=e.path, id=e.id, fixable=False))
+    return out
+
+
+def _loose_mode(mode: int) -> bool:
+    return bool(stat.S_IMODE(mode) & 0o077)
+
+
+def check_permissions(root: Path) -> list[Finding]:
+    out = []
+    try:
+        if _loose_mode(os.stat(root).st_mode):
+            out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(os.stat(root).st_mode))}, not 0700: "
+                               "other users can read your memories", path=".", action="chmod 0700"))
+    except OSError:
+        return out
+    loose = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        if folder == str(root):
+            # Derived stores (LanceDB writes with the process umask, sqlite's -wal/-shm files):
+            # protected by the root's 0700, not checked file by file.
+            dirs[:] = [d for d in dirs if d not in DERIVED_DIRS]
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISLNK(st.st_mode) and _loose_mode(st.st_mode):
+                loose.append(os.path.relpath(path, root))
+    if loose:
+        out.append(Finding("permissions", f"{len(loose)} files or folders are readable by others "
+                           f"(e.g. {', '.join(sorted(loose)[:3])}); the root must be 0700 and its files 0600",
+                           action="chmod files 0600, folders 0700"))
+    return out

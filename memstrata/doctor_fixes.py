@@ -1,0 +1,141 @@
+"""The doctor's repairs: quarantine (move aside, never delete), rebuilds of derived stores, permissions."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from memstrata.clock import format_datetime
+from memstrata.doctor_checks import QUARANTINE_DIR, VECTORS_DIR, Finding, _loose_mode, _scan
+from memstrata.doctor_derived import _catalog_rows, check_vectors
+from memstrata.errors import MemstrataError
+from memstrata.storage.atomic import atomic_write_text, ensure_dir
+from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE, read_entry_file
+from memstrata.storage.entry import new_id
+
+QUARANTINE_INDEX = "INDEX.md"
+_QUARANTINE_HEADER = (
+    "# Quarantine\n\nFiles `mem doctor --fix` moved out of the tree instead of deleting them. "
+    "Fix one and move it back into a category folder to make it an entry again.\n\n"
+    "| when | kind | from | kept as | reason |\n| --- | --- | --- | --- | --- |\n"
+)
+
+
+def quarantine(root: Path, rel: str, kind: str, reason: str, now) -> str:
+    """Move a file, folder or symlink into .quarantine/ (never delete) and note it; returns its new path."""
+    folder = root / QUARANTINE_DIR
+    ensure_dir(folder)
+    os.chmod(folder, 0o700)
+    stamp = (format_datetime(now) or "now").replace(":", "").replace("-", "")
+    base = rel.strip("/").replace("/", "__")
+    target_rel = f"{QUARANTINE_DIR}/{stamp}--{base}"
+    n = 2
+    while os.path.lexists(root / target_rel):
+        target_rel = f"{QUARANTINE_DIR}/{stamp}-{n}--{base}"
+        n += 1
+    os.replace(root / rel, root / target_rel)
+    index = folder / QUARANTINE_INDEX
+    current = index.read_text(encoding="utf-8") if index.exists() else _QUARANTINE_HEADER
+
+    def cell(text):
+        return str(text or "").replace("|", "\\|").replace("\n", " ")
+
+    atomic_write_text(index, current + f"| {format_datetime(now)} | {kind} | {cell(rel)} | {cell(target_rel)} | "
+                                       f"{cell(reason)} |\n")
+    return target_rel
+
+
+class DoctorFixes:
+    """Memory mixin: the repairs `doctor(fix=True)` runs under the tree lock."""
+
+    def _doctor_fix(self, findings: list[Finding]) -> None:
+        now = self.now()
+        kinds = {f.kind for f in findings if f.fixable and not f.fixed}
+        for f in findings:
+            if not f.fixable or f.fixed:
+                continue
+            try:
+                if f.kind in ("symlink_outside", "unparseable", "orphan_sidecar", "orphan_versions"):
+                    if os.path.lexists(self.root / f.path):
+                        where = quarantine(self.root, f.path, f.kind, f.detail, now)
+                        f.action = f"moved to {where}"
+                elif f.kind == "temp_file":
+                    (self.root / f.path).unlink(missing_ok=True)
+                    f.action = "removed"
+                elif f.kind == "duplicate_id":
+                    self._doctor_fix_duplicate(f, now)
+            except (OSError, MemstrataError) as exc:
+                f.action = f"could not fix: {getattr(exc, 'message', None) or exc}"
+        if kinds & {"catalog", "unparseable", "duplicate_id", "symlink_outside", "index_md"}:
+            self._doctor_fix_catalog()
+        if kinds & {"index_md", "unparseable", "duplicate_id", "catalog"}:
+            self._write_indexes(None)
+        if kinds & {"vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_rows", "duplicate_id",
+                    "unparseable"}:
+            self._doctor_fix_vectors(findings)
+        if "permissions" in kinds:
+            _tighten(self.root)
+
+    def _doctor_fix_duplicate(self, f: Finding, now) -> None:
+        if "fresh id" in (f.action or ""):
+            entry = read_entry_file(self.root, f.path)
+            fresh = entry.copy(id=new_id())
+            self._save(fresh, previous=entry, reindex_text=True)
+            f.action = f"now id {fresh.id}"
+        else:
+            where = quarantine(self.root, f.path, "duplicate_id", f"{f.detail}; {f.action}", now)
+            f.action = f"moved to {where}"
+
+    def _doctor_fix_catalog(self) -> None:
+        from memstrata.storage.catalog import Catalog
+
+        current = self.__dict__.pop("catalog", None)
+        if current is not None:
+            current.close()
+        db = self.root / CACHE_DIR / CATALOG_FILE
+        try:
+            _catalog_rows(self.root) if db.exists() else None
+        except sqlite3.Error:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)  # derived data: rebuilt just below
+        catalog = Catalog(self.root)
+        catalog.rebuild()
+        self.__dict__["catalog"] = catalog
+
+    def _doctor_fix_vectors(self, findings: list[Finding]) -> None:
+        if not hasattr(self, "sync"):
+            return
+        scan = _scan(self.root)
+        state = check_vectors(scan, self.settings)
+        if not state:
+            return
+        rebuild = any(f.kind in ("vectors_unreadable", "model_mismatch") or "duplicated" in f.detail for f in state)
+        if rebuild:
+            if any(f.kind == "vectors_unreadable" for f in state):
+                import shutil
+
+                shutil.rmtree(self.root / VECTORS_DIR, ignore_errors=True)  # derived: rebuilt from the files
+                if hasattr(self, "_vector_index"):
+                    self._vector_index = None
+            self.reindex()
+            return
+        self.sync()
+        if check_vectors(_scan(self.root), self.settings):
+            self.reindex()
+
+
+def _tighten(root: Path) -> None:
+    os.chmod(root, 0o700)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode) or not _loose_mode(st.st_mode):
+                continue
+            wanted = 0o700 if stat.S_ISDIR(st.st_mode) else (stat.S_IMODE(st.st_mode) & 0o700) | 0o600
+            os.chmod(path, wanted)
+
