@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import fusion, lexical
+from memstrata.retrieval import ann, fusion, lexical
 from memstrata.retrieval.hits import RecallHit, RecallResult
 from memstrata.retrieval.table import VectorIndex, sql_str
 
@@ -117,7 +117,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     def vector_search(vec) -> None:
         dense.clear()
-        q = table.search(vec.tolist(), vector_column_name="vector")
+        q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index)
         if where:
             q = q.where(where, prefilter=True)
         rows = q.select(["id", "text", "vector", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
