@@ -8,6 +8,7 @@ from memstrata.doctor_checks import VECTORS_DIR, Finding, _content_hash, _Scan
 from memstrata.storage import indexes
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE
 from memstrata.storage.entry import Entry
+from memstrata.storage.sidecars import with_full_body
 
 
 
@@ -164,7 +165,8 @@ def check_vectors(scan: _Scan, settings) -> list[Finding]:
                            f"{want_model}", path=f"{rel}/meta.json", action="re-embed everything"))
         return out
     cols = frame.cols if frame is not None else {"id": [], "hash": [], "path": []}
-    diff = compare_rows(scan.entries, list(cols["id"]), list(cols["hash"]), list(cols["path"]))
+    indexed = [with_full_body(scan.root, e) for e in scan.entries]  # compressed entries: as the index sees them
+    diff = compare_rows(indexed, list(cols["id"]), list(cols["hash"]), list(cols["path"]))
     parts = [f"{len(v)} {k} ({', '.join(v[:3])}{'...' if len(v) > 3 else ''})" for k, v in diff.items() if v]
     if parts:
         out.append(Finding("vectors_rows", "index rows differ from the files: " + "; ".join(parts), path=rel,

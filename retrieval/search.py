@@ -120,16 +120,19 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index)
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(["id", "text", "vector", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
-        for rid, text, v, dist in zip(rows["id"], rows["text"], rows["vector"], rows["_distance"]):
+        rows = q.select(["id", "kind", "text", "vector", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
+        for rid, kind, text, v, dist in zip(rows["id"], rows["kind"], rows["text"], rows["vector"], rows["_distance"]):
             pos = frame.pos.get(rid)
             if pos is None:
                 continue
             sim = 1.0 - float(dist) / 2.0
             if sim > dense.get(pos, -2.0):
                 dense[pos] = sim
-                best_chunk[pos] = text
                 best_vec[pos] = v
+                if kind != "context":  # a context chunk holds the previous entry's text: no snippet
+                    best_chunk[pos] = text
+                else:
+                    best_chunk.pop(pos, None)
 
     if mode in ("hybrid", "vector") and embedder is not None:
         qv = embedder.embed_query(lexical.without_entities(query, entities))

@@ -214,6 +214,22 @@ def test_stale_vector_rows_after_hand_edit(tree, embedder):
     fix_and_check(root, embedder, "vectors_rows")
 
 
+def test_compressed_entries_are_in_line_with_their_vector_rows(tree, embedder, monkeypatch):
+    root, ids = tree
+    from datetime import timedelta
+
+    from memstrata.clock import format_datetime, now
+
+    monkeypatch.setenv("MEMSTRATA_NOW", format_datetime(now() + timedelta(days=100)))  # archived and compressed
+    m = fresh(root, embedder)
+    m.maintain()
+    assert m.resolve(ids[0]).is_compressed
+    report = fresh(root, embedder).doctor()
+    assert "vectors_rows" not in kinds(report), report.findings
+    m.sync()
+    assert "vectors_rows" not in kinds(fresh(root, embedder).doctor())
+
+
 def test_model_mismatch_reembeds(tree, embedder):
     root, _ = tree
     meta = root / ".vectors" / "meta.json"
