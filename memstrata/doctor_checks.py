@@ -283,19 +283,15 @@ def _loose_mode(mode: int) -> bool:
     return bool(stat.S_IMODE(mode) & 0o077)
 
 
-def check_permissions(root: Path) -> list[Finding]:
+def loose_paths(root: Path) -> list[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of files and folders others can read or write (symlinks skipped).
+
+    Derived stores (LanceDB writes with the process umask, sqlite's -wal/-shm files) are
+    protected by the root's 0700 and not checked file by file.
+    """
     out = []
-    try:
-        if _loose_mode(os.stat(root).st_mode):
-            out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(os.stat(root).st_mode))}, not 0700: "
-                               "other users can read your memories", path=".", action="chmod 0700"))
-    except OSError:
-        return out
-    loose = []
     for folder, dirs, files in os.walk(root, followlinks=False):
         if folder == str(root):
-            # Derived stores (LanceDB writes with the process umask, sqlite's -wal/-shm files):
-            # protected by the root's 0700, not checked file by file.
             dirs[:] = [d for d in dirs if d not in DERIVED_DIRS]
         for name in dirs + files:
             path = os.path.join(folder, name)
@@ -304,7 +300,19 @@ def check_permissions(root: Path) -> list[Finding]:
             except FileNotFoundError:
                 continue
             if not stat.S_ISLNK(st.st_mode) and _loose_mode(st.st_mode):
-                loose.append(os.path.relpath(path, root))
+                out.append((os.path.relpath(path, root), st))
+    return out
+
+
+def check_permissions(root: Path) -> list[Finding]:
+    out = []
+    try:
+        if _loose_mode(os.stat(root).st_mode):
+            out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(os.stat(root).st_mode))}, not 0700: "
+                               "other users can read your memories", path=".", action="chmod 0700"))
+    except OSError:
+        return out
+    loose = [rel for rel, _ in loose_paths(root)]
     if loose:
         out.append(Finding("permissions", f"{len(loose)} files or folders are readable by others "
                            f"(e.g. {', '.join(sorted(loose)[:3])}); the root must be 0700 and its files 0600",

@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from memstrata.clock import format_datetime
-from memstrata.doctor_checks import QUARANTINE_DIR, VECTORS_DIR, Finding, _loose_mode, _scan
+from memstrata.doctor_checks import QUARANTINE_DIR, VECTORS_DIR, Finding, _scan, loose_paths
 from memstrata.doctor_derived import _catalog_rows, check_vectors
 from memstrata.errors import MemstrataError
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
@@ -126,16 +126,9 @@ class DoctorFixes:
 
 
 def _tighten(root: Path) -> None:
+    """chmod what check_permissions reports: folders 0700, files 0600 (owner bits kept)."""
     os.chmod(root, 0o700)
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISLNK(st.st_mode) or not _loose_mode(st.st_mode):
-                continue
-            wanted = 0o700 if stat.S_ISDIR(st.st_mode) else (stat.S_IMODE(st.st_mode) & 0o700) | 0o600
-            os.chmod(path, wanted)
+    for rel, st in loose_paths(root):
+        wanted = 0o700 if stat.S_ISDIR(st.st_mode) else (stat.S_IMODE(st.st_mode) & 0o700) | 0o600
+        os.chmod(os.path.join(root, rel), wanted)
 
