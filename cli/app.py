@@ -118,12 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # click usage errors and anything unforeseen: still one line
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
-            exc.show()
-            return 2
-        if isinstance(exc, click.exceptions.ClickException):
+        if isinstance(exc, _click_errors()):  # usage errors carry exit code 2
+            if wants_json:
+                sys.stdout.write(json.dumps({"error": "usage", "message": exc.format_message()}) + "\n")
             exc.show()
             return exc.exit_code
         if isinstance(exc, OSError):
@@ -132,6 +129,19 @@ def main(argv: list[str] | None = None) -> int:
             message = f"internal error: {type(exc).__name__}: {exc}"
         _report(message, {"error": "internal", "message": message}, wants_json)
         return 1
+
+
+def _click_errors() -> tuple:
+    """Click's exception base as typer raises it: recent typer versions vendor click as typer._click."""
+    import importlib
+
+    found = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).ClickException)
+        except ImportError:
+            pass
+    return tuple(found)
 
 
 def _report(message: str, data: dict, wants_json: bool) -> None:

@@ -199,16 +199,17 @@ def has_vector_index(index) -> bool:
     return found
 
 
-def tune_query(query, index):
-    """Apply the ANN query settings to a LanceDB vector query when the table has the index.
+def tune_query(query, index, limit: int):
+    """Limit a LanceDB vector query to `limit` rows, with the ANN query settings when the table
+    has the index (HNSW's `ef` must cover the rows it fetches: `limit` times the refine factor).
 
-    To be called on the vector query in retrieval/search.py:
-        q = table.search(qv.tolist(), vector_column_name="vector")
-        q = ann.tune_query(q, index)
+    retrieval/search.py calls it on every vector query:
+        q = ann.tune_query(table.search(qv.tolist(), vector_column_name="vector"), index, limit)
     """
+    query = query.limit(limit)
     if not has_vector_index(index):
         return query
     try:
-        return query.ef(EF).refine_factor(REFINE_FACTOR)
+        return query.ef(max(EF, limit * REFINE_FACTOR)).refine_factor(REFINE_FACTOR)
     except AttributeError:
         return query.refine_factor(REFINE_FACTOR)

@@ -117,10 +117,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     def vector_search(vec) -> None:
         dense.clear()
-        q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index)
+        q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, limit * 2)
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(["id", "kind", "text", "vector", "_distance"]).limit(limit * 2).to_arrow().to_pydict()
+        rows = q.select(["id", "kind", "text", "vector", "_distance"]).to_arrow().to_pydict()
         for rid, kind, text, v, dist in zip(rows["id"], rows["kind"], rows["text"], rows["vector"], rows["_distance"]):
             pos = frame.pos.get(rid)
             if pos is None:

@@ -64,6 +64,14 @@ def test_json_errors_are_json(root):
     assert json.loads(proc.stdout)["error"] == "not_found"
 
 
+def test_usage_errors_exit_2_with_a_reason(root):
+    proc = run(root, "list", "--no-such-option")
+    assert proc.returncode == 2 and "No such option: --no-such-option" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    as_json = run(root, "list", "--no-such-option", "--json")
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"] == "usage"
+
+
 def test_delete_restore_trash_cycle(root):
     w = json.loads(run(root, "write", "to delete", "--category", "tmp", "--json").stdout)
     assert run(root, "delete", w["id"]).returncode == 0

@@ -359,9 +359,13 @@ def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
     for q in range(20):
         query = vecs[q * 7 + 1].tolist()
         exact = table.search(query).bypass_vector_index().limit(10).select(["id"]).to_arrow()["id"].to_pylist()
-        tuned = ann.tune_query(table.search(query), index).limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        tuned = ann.tune_query(table.search(query), index, 10).select(["id"]).to_arrow()["id"].to_pylist()
         hits += len(set(exact) & set(tuned))
     assert hits / 200 >= 0.95
+    # as many rows as recall asks for (twice recall_candidates), past HNSW's default ef
+    wide = 2 * index.settings.recall_candidates
+    rows = ann.tune_query(table.search(vecs[5].tolist()), index, wide).select(["id"]).to_arrow()["id"].to_pylist()
+    assert len(rows) == wide and rows[0] == "e00005"
     # filtered search through the category index agrees with brute force
     where = "category = 'c3'"
     exact = table.search(vecs[3].tolist()).where(where, prefilter=True).bypass_vector_index().limit(5)
