@@ -88,6 +88,26 @@ def test_hand_edits_and_removals_picked_up(mem):
                             "model": mem.embedder.name}
 
 
+def test_recall_walks_the_tree_only_after_a_change(mem, monkeypatch):
+    """The inotify watcher lets a warm Memory skip the walk for hand edits while nothing changed."""
+    from memstrata.retrieval import sync
+
+    ids = _seed(mem)
+    walks = []
+    real_plan = sync.plan
+    monkeypatch.setattr(sync, "plan", lambda *a, **kw: walks.append(1) or real_plan(*a, **kw))
+    mem.recall("cat on the keyboard")
+    walked = len(walks)
+    mem.recall("cat on the keyboard")
+    mem.recall("database choice")
+    assert len(walks) == walked  # nothing changed since: no walk
+    path = mem.root / mem.read(ids["cat"], count_access=False).path
+    with open(path, "a", encoding="utf-8") as f:  # in place: the folder's mtime does not move
+        f.write("\nMiso also chases the red laser pointer dot across the hallway.\n")
+    res = mem.recall("chasing a red laser pointer")
+    assert len(walks) > walked and res.ids[0] == ids["cat"]
+
+
 def test_sync_counts_only_changed(mem, embedder):
     ids = _seed(mem)
     entry = mem.read(ids["db"], count_access=False)

@@ -1,0 +1,116 @@
+"""Whether any entry file of a tree changed since a moment, without walking it (Linux inotify)."""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from pathlib import Path
+
+
+class TreeWatcher:
+    """Knows, without walking the tree, whether any entry file changed (Linux inotify).
+
+    Every non-hidden directory of the root is watched (entries never live in hidden ones).
+    `generation()` drains the kernel's queue without blocking and returns a counter that
+    grows with every change; the kernel queues an event before the writing syscall returns,
+    so a change made before a call started is always counted when the call asks. Queue
+    overflow, a watch limit or any error turns the watcher off (`ok` False): callers then
+    walk the tree as they would without it.
+    """
+
+    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # modify attrib close_write moved create delete self
+    _IN_ISDIR = 0x40000000
+    _IN_Q_OVERFLOW = 0x4000
+    _IN_IGNORED = 0x8000
+    _IN_NONBLOCK = 0o4000
+    _IN_CLOEXEC = 0o2000000
+
+    def __init__(self, root: Path, max_watches: int = 20000):
+        import ctypes
+
+        self.root = Path(root)
+        self.ok = False
+        self._gen = 0
+        self._lock = threading.Lock()
+        self._dirs: dict[int, str] = {}
+        self._max = max_watches
+        try:
+            self._libc = ctypes.CDLL(None, use_errno=True)
+            self._fd = self._libc.inotify_init1(self._IN_NONBLOCK | self._IN_CLOEXEC)
+            if self._fd < 0:
+                return
+            self._add_tree(str(self.root))
+            self.ok = True
+        except (OSError, AttributeError):
+            self.ok = False
+
+    def _add(self, path: str) -> None:
+        if len(self._dirs) >= self._max:
+            raise OSError("too many directories to watch")
+        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), self._MASK)
+        if wd < 0:
+            raise OSError("inotify_add_watch failed")
+        self._dirs[wd] = path
+
+    def _add_tree(self, top: str) -> None:
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            self._add(folder)
+            try:
+                with os.scandir(folder) as items:
+                    for item in items:
+                        if not item.name.startswith(".") and item.is_dir(follow_symlinks=False):
+                            stack.append(item.path)
+            except FileNotFoundError:
+                continue
+
+    def generation(self) -> int | None:
+        """The change counter after draining pending events; None when the watcher is off."""
+        if not self.ok:
+            return None
+        with self._lock:
+            try:
+                while True:
+                    try:
+                        data = os.read(self._fd, 65536)
+                    except BlockingIOError:
+                        break
+                    if not data:
+                        break
+                    self._consume(data)
+            except OSError:
+                self.ok = False
+                return None
+            return self._gen if self.ok else None
+
+    def _consume(self, data: bytes) -> None:
+        offset = 0
+        while offset + 16 <= len(data):
+            wd, mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+            name = data[offset + 16: offset + 16 + length].rstrip(b"\0").decode("utf-8", "surrogateescape")
+            offset += 16 + length
+            if mask & self._IN_Q_OVERFLOW:
+                self.ok = False
+                return
+            if mask & self._IN_IGNORED:
+                self._dirs.pop(wd, None)
+                continue
+            if name.startswith(".") and not name.endswith(".md"):
+                continue  # hidden folders (.vectors, .cache ...) and lock/temp files hold no entries
+            self._gen += 1
+            if mask & self._IN_ISDIR and mask & (0x100 | 0x80):  # a new or moved-in folder: watch it too
+                parent = self._dirs.get(wd)
+                if parent is not None and not name.startswith("."):
+                    try:
+                        self._add_tree(os.path.join(parent, name))
+                    except OSError:
+                        self.ok = False
+                        return
+
+    def close(self) -> None:
+        self.ok = False
+        try:
+            os.close(self._fd)
+        except (OSError, AttributeError):
+            pass
