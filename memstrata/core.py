@@ -95,7 +95,24 @@ class MemoryCore:
     @cached_property
     def catalog(self) -> Catalog:
         tree.require_initialised(self.root)
-        return Catalog(self.root)
+        return Catalog(self.root, watcher=self._tree_watcher())
+
+    def _tree_watcher(self):
+        """This instance's inotify watcher of the tree (None where inotify cannot run)."""
+        watcher = getattr(self, "_watcher", False)
+        if watcher is False:
+            import weakref
+
+            from memstrata.storage.watcher import TreeWatcher
+
+            watcher = TreeWatcher(self.root)
+            if watcher.ok:
+                weakref.finalize(self, watcher.close)
+            else:
+                watcher.close()
+                watcher = None
+            self._watcher = watcher
+        return watcher
 
     def lock(self) -> TreeLock:
         return TreeLock(self.root)
@@ -204,6 +221,18 @@ class MemoryCore:
                 continue
             out.append(entry)
         return out
+
+    def hot_entries(self, now) -> list[Entry]:
+        """Entries in the hot tier at `now` (the catalog narrows the search to the important
+        ones and those touched within hot_days)."""
+        from datetime import timedelta
+
+        from memstrata.scoring.tiers import tier_for
+
+        tree.require_initialised(self.root)
+        self.catalog.refresh()
+        since = (now - timedelta(days=self.settings.hot_days + 1)).timestamp()
+        return [e for e in self.catalog.entries(touched_since=since) if tier_for(e, now, self.settings) == "hot"]
 
     # -- writing ------------------------------------------------------------------------
     def write(self, body, *, title: str | None = None, category: str | None = None, tags=None,
@@ -389,15 +418,17 @@ class MemoryCore:
                 if old_bytes is not None and old_path != entry.path:
                     atomic_move(old_file, target)
                 atomic_write_text(target, codec.render(entry))
-                categories.append(entry.category)
-                if previous is not None:
-                    categories.append(previous.category)
+                if indexes.listing_changed(entry, previous):
+                    categories.append(entry.category)
+                    if previous is not None:
+                        categories.append(previous.category)
             for entry, previous in changes:
                 if previous is not None and previous.path and previous.path != entry.path:
                     self.catalog.forget(previous.path)
                 self.catalog.record(entry)
             self._index_upsert([entry for entry, _ in changes], text_changed=reindex_text)
-            self._write_indexes(list(dict.fromkeys(categories)))
+            if categories:
+                self._write_indexes(list(dict.fromkeys(categories)))
         except BaseException:
             for entry, old_path, old_bytes in reversed(undo):
                 self._rollback(entry, old_path, old_bytes)

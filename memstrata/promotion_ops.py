@@ -94,13 +94,10 @@ class PromotionOps:
         if max_count is not None and int(max_count) < 0:
             raise InvalidInput("max must be 0 or more")
         settings, now = self.settings, self.now()
-        candidates = [e for e in self.list() if e.status != "expired"
-                      and promotion.current_tier(e, now, settings) in wanted]
-        similarities = self._similarities(context, candidates)
-        chosen = promotion.select([(e, similarities.get(e.id)) for e in candidates], now, settings,
-                                  threshold=threshold, layers=wanted, max_count=max_count)
         threshold_used = settings.promote_threshold if threshold is None else float(threshold)
-        by_id = {e.id: e for e in candidates}
+        candidates = self._promotion_candidates(context, wanted, threshold_used, now)
+        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count)
+        by_id = {e.id: e for e, _ in candidates}
         rows = [{"id": p.entry_id, "title": by_id[p.entry_id].title, "similarity": round(p.similarity, 4),
                  "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
                  "weight": round(p.new_weight, 4), "path": by_id[p.entry_id].path} for p in chosen]
@@ -119,6 +116,62 @@ class PromotionOps:
         if unknown or not wanted:
             raise InvalidInput(f"layers must be among {', '.join(TIERS)}, not {', '.join(sorted(unknown)) or 'nothing'}")
         return wanted
+
+    def _promotion_candidates(self, context: str, wanted: set[str], threshold: float, now) -> list[tuple]:
+        """(entry, best similarity) of the entries now in the `wanted` tiers whose similarity to
+        `context` reaches `threshold`. One vector search finds them when it is complete (its
+        last row is below the threshold); else every entry of those tiers is compared."""
+        from memstrata.scoring import promotion
+
+        def in_layers(e):
+            return e.status != "expired" and promotion.current_tier(e, now, self.settings) in wanted
+
+        found = self._similar_in_index(context, threshold)
+        if found is None:
+            entries = [e for e in self.list() if in_layers(e)]
+            similarities = self._similarities(context, entries)
+        else:
+            similarities, unindexed = found
+            entries = []
+            for entry_id in list(similarities) + unindexed:
+                try:
+                    entries.append(self.resolve(entry_id))
+                except Exception:  # noqa: BLE001 - a row whose file is gone: the next sync drops it
+                    continue
+            entries = [e for e in entries if in_layers(e)]
+            missing = set(unindexed)
+            similarities.update(self._similarities(context, [e for e in entries if e.id in missing]))
+        return [(e, similarities[e.id]) for e in entries
+                if similarities.get(e.id) is not None and similarities[e.id] >= threshold]
+
+    def _similar_in_index(self, context: str, threshold: float):
+        """({entry id: best chunk similarity >= threshold}, [ids of entries the index lacks]) from one
+        vector search, or None when that search cannot be complete (no usable index, or more rows
+        at or above the threshold than it returns)."""
+        from memstrata.retrieval import ann
+
+        index = self._vindex()
+        embedder = self.embedder
+        if not index.exists() or not index.model_matches(embedder):
+            return None
+        index.refresh()
+        table, frame = index.table(), index.frame()
+        if table is None or frame is None:
+            return None
+        limit = 2 * self.settings.recall_candidates
+        query = embedder.embed_query(context)
+        rows = ann.tune_query(table.search(query.tolist(), vector_column_name="vector"), index, limit)
+        rows = rows.select(["id", "_distance"]).to_arrow().to_pydict()
+        sims = [1.0 - float(d) / 2.0 for d in rows["_distance"]]  # unit vectors: L2 distance to cosine
+        if len(sims) >= limit and min(sims) >= threshold:
+            return None
+        best: dict[str, float] = {}
+        for rid, sim in zip(rows["id"], sims):
+            if sim >= threshold and sim > best.get(rid, -2.0):
+                best[rid] = sim
+        self.catalog.refresh()
+        unindexed = [i for i in self.catalog.ids() if i not in frame.pos]
+        return best, unindexed
 
     def _similarities(self, context: str, entries: list[Entry]) -> dict[str, float]:
         """Best cosine of the context against each entry's chunk vectors (embedding what the index lacks)."""
@@ -180,7 +233,6 @@ class PromotionOps:
                  include_shared: bool = True) -> AutoloadResult:
         """The memories an agent should start with: relevant ones first, then hot ones by weight,
         within `budget` tokens (the model's tokenizer). Loading counts as an access (correlation 1.0)."""
-        from memstrata.scoring.tiers import tier_for
         from memstrata.scoring.weight import compute_weight
 
         budget = self.settings.autoload_budget if budget is None else int(budget)
@@ -209,7 +261,7 @@ class PromotionOps:
         for source in (self, shared):
             if source is None:
                 continue
-            hot = [e for e in source.list(status="active") if tier_for(e, now, self.settings) == "hot"]
+            hot = [e for e in source.hot_entries(now) if e.status == "active"]
             for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
                 if source is shared:
                     e.extra["_from_shared"] = True
@@ -231,22 +283,26 @@ class PromotionOps:
         embedder = self.embedder
         seen: set[str] = set()
         used = 0
+        def header_cost(e) -> int:
+            return embedder.count_tokens(f"### {e.title}\n`{e.id}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
+
         for item, section, score in ranked:
             if item.id in seen:
                 continue
             seen.add(item.id)
+            if result.budget - used - header_cost(item) < _MIN_BODY_TOKENS:  # as listed: no need to read it
+                if used >= result.budget:
+                    break
+                continue
             from_shared = shared is not None and (getattr(item, "shared_root", None) is not None
                                                   or bool(getattr(item, "extra", {}).get("_from_shared")))
             try:
                 entry = (shared if from_shared else self).resolve(item.id)
             except Exception:  # a file that vanished or broke since it was listed: skip it
                 continue
-            header = f"### {entry.title}\n`{entry.id}` · {entry.tier} · {entry.category} · 0000-00-00\n"
-            cost = embedder.count_tokens(header) + 2
+            cost = header_cost(entry)
             room = result.budget - used - cost
             if room < _MIN_BODY_TOKENS:
-                if room < 0 and used >= result.budget:
-                    break
                 continue
             body = entry.body.strip() or (entry.summary or "")
             tokens = embedder.count_tokens(body)

@@ -119,48 +119,33 @@ class RecallOps:
             ann.maintain(index)
         return {"embedded": len(entries), "errors": errors, "model": embedder.name}
 
-    def _tree_watcher(self):
-        """This instance's inotify watcher of the tree (None where inotify cannot run)."""
-        watcher = getattr(self, "_watcher", False)
-        if watcher is False:
-            import weakref
-
-            from memstrata.storage.watcher import TreeWatcher
-
-            watcher = TreeWatcher(self.root)
-            if watcher.ok:
-                weakref.finalize(self, watcher.close)
-            else:
-                watcher.close()
-                watcher = None
-            self._watcher = watcher
-        return watcher
-
     def _cheap_sync(self, index, embedder, notes: list[str]) -> str:
         """Before answering: apply small changes to the index. 'ok', 'missing', 'stale' or 'model'.
 
-        The tree walk that finds hand edits is skipped while the inotify watcher has seen no
-        change since the last walk that left the index in step (it would find nothing)."""
+        The inotify watcher names the files changed since the index was last in step with the
+        tree: only those are looked at (no walk), and nothing at all when none changed."""
         if not index.exists():
             notes.append("no vector index yet (run `mem sync`)")
             return "missing"
         watcher = self._tree_watcher()
-        generation = watcher.generation() if watcher is not None else None
         model = embedder.name if embedder is not None else None
-        if generation is not None and getattr(self, "_in_step", None) == (generation, model):
+        in_step = getattr(self, "_in_step", None)
+        since = in_step[0] if in_step is not None and in_step[1] == model else None
+        generation, changed = watcher.changes_since(since) if watcher is not None else (None, None)
+        if changed is not None and not changed:
             return "ok"
-        result = self._sync_before_recall(index, embedder, notes)
-        self._in_step = (generation, model) if result == "in step" else None
+        result = self._sync_before_recall(index, embedder, notes, changed)
+        self._in_step = (generation, model) if result == "in step" and generation is not None else None
         return "ok" if result == "in step" else result
 
-    def _sync_before_recall(self, index, embedder, notes: list[str]) -> str:
-        """The walk and the small sync of `_cheap_sync`: 'in step', 'ok' (answered from the index
-        as it is), 'stale' or 'model'."""
+    def _sync_before_recall(self, index, embedder, notes: list[str], paths: set[str] | None) -> str:
+        """The small sync of `_cheap_sync` over `paths` (None: walk the tree): 'in step', 'ok'
+        (answered from the index as it is), 'stale' or 'model'."""
         from memstrata.retrieval import sync
         from memstrata.storage.lock import TreeLock
 
         name, dim = (embedder.name, embedder.dim) if embedder is not None else (None, None)
-        todo = sync.plan(index, name, dim)
+        todo = sync.plan(index, name, dim, paths)
         if todo.empty and not todo.model_changed:
             return "in step"
         if todo.model_changed and len(todo.embed) > self.settings.recall_sync_max:
@@ -175,7 +160,7 @@ class RecallOps:
         try:
             with TreeLock(self.root, timeout=5.0):
                 index.refresh()
-                todo = sync.plan(index, name, dim)
+                todo = sync.plan(index, name, dim, paths)
                 sync.apply(index, todo, embedder)
         except Locked:
             notes.append("the tree is busy; answered from the index as it is")

@@ -763,7 +763,7 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
         except Exception:  # noqa: BLE001
             idle_minutes = 15
     service = Service(root, idle_minutes if idle_minutes and idle_minutes > 0 else None, wait_pid)
-    if not service.acquire(wait=5.0 if wait_pid else 0.0):
+    if not service.acquire(wait=5.0):  # a service that is stopping (e.g. idle) holds the lock a moment longer
         _log(f"a service already runs for {root}")
         return 0
     install_process_hooks()

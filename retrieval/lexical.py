@@ -131,6 +131,7 @@ def mentions(text: str, entity: str) -> bool:
     return re.search(r"\b" + re.escape(entity) + r"\b", text or "") is not None
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A light suffix stripper for feedback-term statistics (the index stems on its own)."""
     for suffix in ("ing", "edly", "ed", "ies", "es", "s", "ly"):
@@ -164,12 +165,30 @@ def feedback_terms(docs: list[str], doc_freq, n_docs: int, exclude: set[str], n_
     return [surface[s] for s, _ in weights.most_common(n_terms)]
 
 
+def _stem_set(text: str) -> set[str]:
+    return {_stem(w.lower()) for w in words(text)}
+
+
 def doc_freqs(texts) -> Counter:
     """Document frequency of each stem over the collection (for feedback idf)."""
     df: Counter = Counter()
     for text in texts:
-        df.update({_stem(w.lower()) for w in words(text)})
+        df.update(_stem_set(text))
     return df
+
+
+def doc_freqs_carried(old_df: Counter, old_texts: list[str], reuse: list, texts: list[str]) -> Counter:
+    """`doc_freqs(texts)` from the previous collection's: reuse[n] is the old position of an
+    entry whose text is unchanged, None for a new or changed one (only those are read)."""
+    df = old_df.copy()
+    kept = {j for j in reuse if j is not None}
+    for j, text in enumerate(old_texts):
+        if j not in kept:
+            df.subtract(_stem_set(text))
+    for n, j in enumerate(reuse):
+        if j is None:
+            df.update(_stem_set(texts[n]))
+    return +df
 
 
 _VOWEL = re.compile(r"[aeiouy]")
@@ -228,14 +247,44 @@ class TermStats:
         self.df: Counter = Counter()
         lengths = []
         for text in texts:
-            toks = [stem(w) for w in words(text) if w.lower() not in QUERY_STOPWORDS]
-            counts = Counter(toks)
+            counts = self._counts(text)
             self.tf.append(counts)
             self.df.update(counts.keys())
-            lengths.append(len(toks))
-        self.n = len(texts)
+            lengths.append(sum(counts.values()))
+        self._finish(lengths)
+
+    @staticmethod
+    def _counts(text: str) -> Counter:
+        return Counter(stem(w) for w in words(text) if w.lower() not in QUERY_STOPWORDS)
+
+    def _finish(self, lengths: list[int]) -> None:
+        self.n = len(lengths)
         self.length = lengths
         self.avg_length = (sum(lengths) / len(lengths)) if lengths else 1.0
+
+    @classmethod
+    def carried(cls, old: "TermStats", reuse: list, texts: list[str]) -> "TermStats":
+        """The statistics of a new collection from the previous one's: reuse[n] is the old
+        position of an entry whose text is unchanged, None for a new or changed one (counted)."""
+        self = cls.__new__(cls)
+        self.tf, lengths = [], []
+        df = old.df.copy()
+        for n, j in enumerate(reuse):
+            if j is None:
+                counts = cls._counts(texts[n])
+                df.update(counts.keys())
+                self.tf.append(counts)
+                lengths.append(sum(counts.values()))
+            else:
+                self.tf.append(old.tf[j])
+                lengths.append(old.length[j])
+        kept = {j for j in reuse if j is not None}
+        for j, counts in enumerate(old.tf):
+            if j not in kept:
+                df.subtract(counts.keys())
+        self.df = +df
+        self._finish(lengths)
+        return self
 
     def bm25(self, positions, terms: dict[str, float], k1: float, b: float) -> dict[int, float]:
         """BM25 (k1, b) of `positions` for weighted query `terms` {word: weight}; 0 scores left out."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from memstrata.errors import CorruptEntry
 from memstrata.retrieval import chunking
 from memstrata.retrieval.table import VectorIndex, row_id
-from memstrata.storage.catalog import iter_entry_files, read_entry_file
+from memstrata.storage.catalog import entry_file_stat, is_entry_path, iter_entry_files, read_entry_file
 from memstrata.storage.sidecars import with_full_body
 
 
@@ -30,8 +30,15 @@ class SyncPlan:
                 "errors": dict(self.errors), "model_changed": self.model_changed}
 
 
-def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | None = None) -> SyncPlan:
-    """Compare files on disk with the indexed rows (reads only files whose size/mtime changed)."""
+def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | None = None,
+         paths: set[str] | None = None) -> SyncPlan:
+    """Compare files on disk with the indexed rows (reads only files whose size/mtime changed).
+
+    `paths` (relative to the root): only these files changed since the index was last in step
+    with the tree (a TreeWatcher names them), so only they are looked at; None walks the tree.
+    """
+    if paths is not None:
+        return _plan_paths(index, model_name, model_dim, paths)
     out = SyncPlan()
     frame = index.frame() if index.exists() else None
     meta = index.meta()
@@ -65,6 +72,47 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             out.embed.append(entry)
     if frame is not None:
         out.remove = sorted({i for i in frame.ids if i not in seen_ids})
+    return out
+
+
+def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> SyncPlan:
+    """`plan` for a known set of changed files: the same decisions, O(changed)."""
+    frame = index.frame() if index.exists() else None
+    meta = index.meta()
+    if frame is None or (model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim)):
+        return plan(index, model_name, model_dim)  # the whole tree is to embed
+    out = SyncPlan()
+    at_path = frame.by_path
+    found: dict[str, str] = {}  # row id -> path where it is now
+    for rel in sorted(p for p in paths if is_entry_path(p)):
+        st = entry_file_stat(index.root, rel)
+        if st is None:
+            continue
+        n = at_path.get(rel)
+        if n is not None and (frame.cols["size"][n], frame.cols["mtime_ns"][n]) == (st.st_size, st.st_mtime_ns):
+            found[frame.ids[n]] = rel
+            continue
+        try:
+            entry = with_full_body(index.root, read_entry_file(index.root, rel))
+        except (CorruptEntry, OSError) as exc:
+            out.errors[rel] = getattr(exc, "message", str(exc))
+            continue
+        rid = row_id(entry)
+        indexed_at = frame.cols["path"][frame.pos[rid]] if rid in frame.pos else None
+        if rid in found or (indexed_at is not None and indexed_at != rel and indexed_at not in paths
+                            and entry_file_stat(index.root, indexed_at) is not None):
+            out.errors[rel] = f"duplicate id {entry.id}: indexed once"  # another file holds this id
+            continue
+        found[rid] = rel
+        if _hash_of(frame, rid) == chunking.content_hash(entry.title, entry.body):
+            out.metadata.append(entry)
+        else:
+            out.embed.append(entry)
+    for rel in paths:
+        n = at_path.get(rel)
+        if n is not None and frame.ids[n] not in found and entry_file_stat(index.root, rel) is None:
+            out.remove.append(frame.ids[n])
+    out.remove.sort()
     return out
 
 

@@ -64,6 +64,13 @@ class Frame:
         self._texts = None
         self._df = None
         self._stats = None
+        self._reuse = None  # (previous frame, old position per entry or None): see VectorIndex.texts
+
+    def text_keys(self) -> list[tuple]:
+        """Per entry, what its full-text column is made of besides the chunking: content hash,
+        created, tags (equal keys: equal indexed text)."""
+        c = self.cols
+        return [(h, cr, tuple(t or ())) for h, cr, t in zip(c["hash"], c["created"], c["tags"])]
 
 
 class VectorIndex:
@@ -76,6 +83,9 @@ class VectorIndex:
         self._db = None
         self._table = None
         self._frame: Frame | None = None
+        # The last frame whose texts were loaded: a new table version reuses its texts and term
+        # statistics for the entries whose text did not change (a write touches few entries).
+        self._carry: Frame | None = None
 
     # -- opening ------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -126,6 +136,13 @@ class VectorIndex:
         self._table = None
         self._db = None
         self._frame = None
+        self._carry = None
+
+    def _stale_frame(self) -> None:
+        """The table changed: the next frame() reloads, carrying over what is still valid."""
+        if self._frame is not None and self._frame._texts is not None:
+            self._carry = self._frame
+        self._frame = None
 
     def model_matches(self, embedder) -> bool:
         meta = self.meta()
@@ -135,6 +152,7 @@ class VectorIndex:
         """(Re)create an empty table for `embedder`'s vectors. Caller holds the tree lock."""
         db = self._connect()
         self._frame = None
+        self._carry = None  # another model may chunk differently
         exists = (self.dir / f"{TABLE_NAME}.lance").is_dir()
         self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim),
                                       mode="overwrite" if exists else "create")
@@ -281,7 +299,7 @@ class VectorIndex:
         if rows:
             table.add(rows)
         self._ensure_fts()
-        self._frame = None
+        self._stale_frame()
         self.maybe_optimize()
         return {"embedded": len(fresh) - skipped, "updated": len(reuse), "skipped": skipped}
 
@@ -306,7 +324,7 @@ class VectorIndex:
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             table.delete("id IN (" + ",".join(sql_str(i) for i in part) + ")")
-        self._frame = None
+        self._stale_frame()
         if _optimize:
             self.maybe_optimize()
 
@@ -323,7 +341,7 @@ class VectorIndex:
                        delete_unverified=False)
         meta["optimized_version"] = int(table.version)
         self._write_meta(meta)
-        self._frame = None
+        self._stale_frame()
         return True
 
     # -- reading ------------------------------------------------------------------------
@@ -335,31 +353,86 @@ class VectorIndex:
         version = int(table.version)
         if self._frame is not None and self._frame.version == version:
             return self._frame
+        self._stale_frame()  # changed by another process
         data = (table.search().where("chunk = 0").select(META_COLUMNS).limit(None).to_arrow().to_pydict())
         self._frame = Frame(version, data["id"], data)
+        old = self._carry
+        if old is not None and old.ids == self._frame.ids:  # e.g. only access times changed
+            if old.text_keys() == self._frame.text_keys():
+                self._frame._texts, self._frame._stats, self._frame._df = old._texts, old._stats, old._df
+            if old.cols["category"] == data["category"] and old.cols["created"] == data["created"]:
+                structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
+                if structure is not None:
+                    self._frame._structure = structure
         return self._frame
 
     def texts(self, frame: Frame | None = None) -> list[str]:
-        """The English full-text column of every entry, frame order (loaded once per version)."""
+        """The English full-text column of every entry, frame order (loaded once per version;
+        entries unchanged since the previous version keep their text, only the others are read)."""
         frame = frame or self.frame()
         if frame is None:
             return []
         if frame._texts is None:
-            data = self.table().search().where("chunk = 0").select(["id", lexical.EN_COLUMN]).limit(None)
-            data = data.to_arrow().to_pydict()
-            by_id = dict(zip(data["id"], data[lexical.EN_COLUMN]))
-            frame._texts = [by_id.get(i) or "" for i in frame.ids]
+            reuse = self._reusable(frame)
+            if reuse is None:
+                by_id = self._en_texts(None)
+                frame._texts = [by_id.get(i) or "" for i in frame.ids]
+            else:
+                old = self._carry
+                by_id = self._en_texts([i for i, j in zip(frame.ids, reuse) if j is None])
+                frame._texts = [old._texts[j] if j is not None else (by_id.get(i) or "")
+                                for i, j in zip(frame.ids, reuse)]
+                old._reuse = None  # no chains of old frames
+                frame._reuse = (old, reuse)
         return frame._texts
+
+    def _reusable(self, frame: Frame) -> list | None:
+        """Old position per entry of `frame` whose indexed text is unchanged in the carried
+        frame (None where changed or new); None when reloading everything is as cheap."""
+        old = self._carry
+        if old is None or old._texts is None or old is frame:
+            return None
+        old_keys = old.text_keys()
+        reuse = []
+        for rid, key in zip(frame.ids, frame.text_keys()):
+            j = old.pos.get(rid)
+            reuse.append(j if j is not None and old_keys[j] == key else None)
+        changed = sum(1 for j in reuse if j is None)
+        return reuse if changed <= max(500, len(reuse) // 4) else None
+
+    def _en_texts(self, ids: list[str] | None) -> dict[str, str]:
+        """English full-text column by id: of `ids`, or of every entry (None)."""
+        table = self.table()
+        if ids is not None and not ids:
+            return {}
+        out: dict[str, str] = {}
+        batches = [None] if ids is None else [ids[s:s + 500] for s in range(0, len(ids), 500)]
+        for part in batches:
+            where = "chunk = 0" + ("" if part is None else " AND id IN (" + ",".join(map(sql_str, part)) + ")")
+            data = table.search().where(where).select(["id", lexical.EN_COLUMN]).limit(None).to_arrow().to_pydict()
+            out.update(zip(data["id"], data[lexical.EN_COLUMN]))
+        return out
 
     def doc_freq(self, frame: Frame | None = None):
         frame = frame or self.frame()
         if frame._df is None:
-            frame._df = lexical.doc_freqs(self.texts(frame))
+            texts = self.texts(frame)
+            old, reuse = frame._reuse or (None, None)
+            if old is not None and old._df is not None:
+                frame._df = lexical.doc_freqs_carried(old._df, old._texts, reuse, texts)
+            else:
+                frame._df = lexical.doc_freqs(texts)
         return frame._df
 
     def term_stats(self, frame: Frame | None = None) -> "lexical.TermStats":
-        """In-memory BM25 statistics of the English column (built once per table version)."""
+        """In-memory BM25 statistics of the English column (built once per table version,
+        carried over from the previous version for unchanged entries)."""
         frame = frame or self.frame()
         if frame._stats is None:
-            frame._stats = lexical.TermStats(self.texts(frame))
+            texts = self.texts(frame)
+            old, reuse = frame._reuse or (None, None)
+            if old is not None and old._stats is not None:
+                frame._stats = lexical.TermStats.carried(old._stats, reuse, texts)
+            else:
+                frame._stats = lexical.TermStats(texts)
         return frame._stats

@@ -15,7 +15,7 @@ from memstrata.storage.paths import category_of
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
-SCHEMA_VERSION = 2  # a catalog of another version is dropped and rebuilt from the tree
+SCHEMA_VERSION = 3  # a catalog of another version is dropped and rebuilt from the tree
 SKIPPED_FILES = {"index.md", "memory.md", "claude.md", "agents.md", "readme.md"}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -26,7 +26,9 @@ CREATE TABLE IF NOT EXISTS entries (
     category TEXT,
     meta TEXT,
     error TEXT,
-    updated TEXT
+    updated TEXT,
+    touched REAL,
+    important INTEGER
 );
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
@@ -69,6 +71,25 @@ def iter_entry_files(root: Path):
             continue
 
 
+def is_entry_path(rel: str) -> bool:
+    """Whether a path relative to the root is where an entry file can be (as iter_entry_files sees it)."""
+    parts = rel.split("/")
+    name = parts[-1]
+    return (len(parts) > 1 and name.endswith(".md") and not any(p.startswith(".") or p in ("", "..") for p in parts)
+            and name.lower() not in SKIPPED_FILES)
+
+
+def entry_file_stat(root: Path, rel: str):
+    """os.stat_result of the entry file at `rel`, None if there is none (gone, a symlink, a folder)."""
+    import stat as stat_mod
+
+    try:
+        st = os.lstat(os.path.join(str(root), rel))
+    except OSError:
+        return None
+    return st if stat_mod.S_ISREG(st.st_mode) else None
+
+
 def read_entry_file(root: Path, rel: str) -> Entry:
     """Parse one entry file (CorruptEntry if it cannot be decoded or parsed)."""
     raw = (Path(root) / rel).read_bytes()
@@ -88,8 +109,13 @@ def read_entry_file(root: Path, rel: str) -> Entry:
 class Catalog:
     """Entry metadata for fast list/filter/lookup; the tree stays the source of truth."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, watcher=None):
         self.root = Path(root)
+        # With a TreeWatcher (storage/watcher.py) refresh() skips its walk while no file changed
+        # since the last complete one; parsed entries are kept per path and given out as copies.
+        self._watcher = watcher
+        self._walked_at = None
+        self._parsed: dict[str, tuple[str, Entry]] = {}
         ensure_dir(self.root / CACHE_DIR)
         self.db_path = self.root / CACHE_DIR / CATALOG_FILE
         self._conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -111,44 +137,54 @@ class Catalog:
     def refresh(self) -> RefreshReport:
         """Re-read files whose size or mtime changed; drop rows of files that are gone."""
         report = RefreshReport()
-        known = {row[0]: (row[1], row[2]) for row in self._conn.execute("SELECT path, size, mtime_ns FROM entries")}
-        seen = set()
+        generation, changed = (self._watcher.changes_since(self._walked_at) if self._watcher is not None
+                               else (None, None))
         updates = []
-        for rel, st in iter_entry_files(self.root):
-            seen.add(rel)
-            if known.get(rel) == (st.st_size, st.st_mtime_ns):
-                continue
-            report.changed.append(rel)
-            try:
-                entry = read_entry_file(self.root, rel)
-                updates.append((rel, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None,
-                                _updated(entry)))
-            except (CorruptEntry, OSError) as exc:
-                message = exc.message if isinstance(exc, CorruptEntry) else str(exc)
-                report.errors[rel] = message
-                updates.append((rel, None, st.st_size, st.st_mtime_ns, category_of(rel), None, message, None))
-        report.removed = [p for p in known if p not in seen]
+        if changed is not None:  # the watcher names every file changed since the last refresh
+            for rel in sorted(p for p in changed if is_entry_path(p)):
+                row = self._conn.execute("SELECT size, mtime_ns FROM entries WHERE path = ?", (rel,)).fetchone()
+                st = entry_file_stat(self.root, rel)
+                if st is None:
+                    if row is not None:
+                        report.removed.append(rel)
+                elif row is None or (row[0], row[1]) != (st.st_size, st.st_mtime_ns):
+                    updates.append(self._read_row(rel, st, report))
+        else:
+            known = {row[0]: (row[1], row[2]) for row in self._conn.execute("SELECT path, size, mtime_ns FROM entries")}
+            seen = set()
+            for rel, st in iter_entry_files(self.root):
+                seen.add(rel)
+                if known.get(rel) != (st.st_size, st.st_mtime_ns):
+                    updates.append(self._read_row(rel, st, report))
+            report.removed = [p for p in known if p not in seen]
         if updates or report.removed:
             with self._conn:
                 self._conn.execute("BEGIN")
-                self._conn.executemany("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?)", updates)
+                self._conn.executemany(_INSERT, updates)
                 self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
+        self._walked_at = generation
         return report
+
+    def _read_row(self, rel: str, st, report: RefreshReport) -> tuple:
+        report.changed.append(rel)
+        try:
+            return _row(rel, read_entry_file(self.root, rel), st)
+        except (CorruptEntry, OSError) as exc:
+            message = exc.message if isinstance(exc, CorruptEntry) else str(exc)
+            report.errors[rel] = message
+            return (rel, None, st.st_size, st.st_mtime_ns, category_of(rel), None, message, None, None, None)
 
     def record(self, entry: Entry) -> None:
         """Note an entry just written by the engine (its file exists at entry.path)."""
-        st = (self.root / entry.path).stat()
-        self._conn.execute(
-            "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?)",
-            (entry.path, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None,
-             _updated(entry)),
-        )
+        self._conn.execute(_INSERT, _row(entry.path, entry, (self.root / entry.path).stat()))
 
     def forget(self, rel: str) -> None:
         self._conn.execute("DELETE FROM entries WHERE path = ?", (rel,))
 
     def rebuild(self) -> RefreshReport:
         self._conn.execute("DELETE FROM entries")
+        self._walked_at = None
+        self._parsed.clear()
         return self.refresh()
 
     # -- questions --------------------------------------------------------------------
@@ -158,17 +194,34 @@ class Catalog:
     def get(self, rel: str) -> Entry | None:
         row = self._conn.execute("SELECT path, category, meta FROM entries WHERE path = ? AND meta IS NOT NULL",
                                  (rel,)).fetchone()
-        return _entry_from_row(row) if row else None
+        return self._entry(row) if row else None
 
-    def entries(self, category: str | None = None) -> list[Entry]:
-        """Metadata of every parseable entry (bodies not loaded), optionally within a category subtree."""
+    def entries(self, category: str | None = None, touched_since: float | None = None) -> list[Entry]:
+        """Metadata of every parseable entry (bodies not loaded), optionally within a category subtree
+        and, with `touched_since` (epoch seconds), only the important ones and those touched since."""
+        where, args = ["meta IS NOT NULL"], []
         if category:
-            rows = self._conn.execute(
-                "SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND (category = ? OR category LIKE ?)"
-                " ORDER BY path", (category, category.replace("%", r"\%").replace("_", r"\_") + "/%"))
-        else:
-            rows = self._conn.execute("SELECT path, category, meta FROM entries WHERE meta IS NOT NULL ORDER BY path")
-        return [_entry_from_row(r) for r in rows]
+            where.append("(category = ? OR category LIKE ?)")
+            args += [category, category.replace("%", r"\%").replace("_", r"\_") + "/%"]
+        if touched_since is not None:
+            where.append("(important = 1 OR touched IS NULL OR touched >= ?)")
+            args.append(float(touched_since))
+        rows = self._conn.execute(f"SELECT path, category, meta FROM entries WHERE {' AND '.join(where)} ORDER BY path",
+                                  args)
+        return [self._entry(r) for r in rows]
+
+    def _entry(self, row) -> Entry:
+        """The entry of a catalog row, parsed once per metadata text (callers get their own copy)."""
+        path, _category, meta = row
+        cached = self._parsed.get(path)
+        if cached is None or cached[0] != meta:
+            cached = (meta, _entry_from_row(row))
+            self._parsed[path] = cached
+        return cached[1].copy()
+
+    def ids(self) -> list[str]:
+        """The ids of all parseable entries."""
+        return [r[0] for r in self._conn.execute("SELECT id FROM entries WHERE meta IS NOT NULL AND id IS NOT NULL")]
 
     def errors(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self._conn.execute("SELECT path, error FROM entries WHERE error IS NOT NULL")}
@@ -184,7 +237,7 @@ class Catalog:
         rows = self._conn.execute(
             "SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND category = ? ORDER BY path",
             (category,))
-        return [_entry_from_row(r) for r in rows]
+        return [self._entry(r) for r in rows]
 
     def category_summary(self) -> dict[str, tuple[int, str | None]]:
         """category -> (entries directly in it, latest `updated` as ISO text)."""
@@ -198,6 +251,15 @@ class Catalog:
 
     def count(self) -> int:
         return self._conn.execute("SELECT count(*) FROM entries WHERE meta IS NOT NULL").fetchone()[0]
+
+
+_INSERT = "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?)"
+
+
+def _row(rel: str, entry: Entry, st) -> tuple:
+    touched = entry.last_touched
+    return (rel, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None, _updated(entry),
+            touched.timestamp() if touched is not None else None, 1 if entry.important else 0)
 
 
 def _updated(entry: Entry) -> str | None:

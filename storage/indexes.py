@@ -157,6 +157,15 @@ def render_all(root: Path, entries: list[Entry], now: datetime) -> dict[str, str
     return out
 
 
+_LISTED = ("id", "title", "status", "tier", "updated", "path", "category")
+
+
+def listing_changed(entry: Entry, previous: Entry | None) -> bool:
+    """Whether writing `entry` over `previous` changes what the INDEX.md files show (an access,
+    which moves only last_access and the counters, does not)."""
+    return previous is None or any(getattr(entry, f) != getattr(previous, f) for f in _LISTED)
+
+
 def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | None = None) -> None:
     """Regenerate the root INDEX.md and the given categories' INDEX.md files (all when None).
 

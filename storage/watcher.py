@@ -1,4 +1,4 @@
-"""Whether any entry file of a tree changed since a moment, without walking it (Linux inotify)."""
+"""Which files of a tree changed since a moment, without walking it (Linux inotify)."""
 from __future__ import annotations
 
 import os
@@ -8,15 +8,19 @@ from pathlib import Path
 
 
 class TreeWatcher:
-    """Knows, without walking the tree, whether any entry file changed (Linux inotify).
+    """Knows, without walking the tree, whether and which files changed (Linux inotify).
 
     Every non-hidden directory of the root is watched (entries never live in hidden ones).
     `generation()` drains the kernel's queue without blocking and returns a counter that
     grows with every change; the kernel queues an event before the writing syscall returns,
-    so a change made before a call started is always counted when the call asks. Queue
-    overflow, a watch limit or any error turns the watcher off (`ok` False): callers then
-    walk the tree as they would without it.
+    so a change made before a call started is always counted when the call asks.
+    `changes_since(g)` also names the files (paths relative to the root) changed after
+    generation g, or None when only a walk can tell (a folder was created, moved or
+    deleted, or the log of names overflowed). Queue overflow, a watch limit or any error
+    turns the watcher off (`ok` False): callers then walk the tree as they would without it.
     """
+
+    LOG_MAX = 20000  # file names remembered; older changes need a walk
 
     _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800  # modify attrib close_write moved create delete self
     _IN_ISDIR = 0x40000000
@@ -31,6 +35,9 @@ class TreeWatcher:
         self.root = Path(root)
         self.ok = False
         self._gen = 0
+        self._log: list[tuple[int, str]] = []  # (generation, relative path) of each file event
+        self._walk_needed_at = 0  # latest generation whose change only a walk can describe
+        self._log_complete_after = 0  # the log names every file change after this generation
         self._lock = threading.Lock()
         self._dirs: dict[int, str] = {}
         self._max = max_watches
@@ -84,6 +91,19 @@ class TreeWatcher:
                 return None
             return self._gen if self.ok else None
 
+    def changes_since(self, generation: int | None) -> tuple[int | None, set[str] | None]:
+        """(current generation, relative paths of the files changed after `generation`), the
+        paths None when a walk is needed (or `generation` is None); (None, None) when off."""
+        current = self.generation()
+        if current is None:
+            return None, None
+        with self._lock:
+            if generation is None or generation < self._walk_needed_at:
+                return current, None
+            if generation < self._log_complete_after:
+                return current, None  # the names of some changes were dropped from the log
+            return current, {rel for gen, rel in self._log if gen > generation}
+
     def _consume(self, data: bytes) -> None:
         offset = 0
         while offset + 16 <= len(data):
@@ -99,6 +119,16 @@ class TreeWatcher:
             if name.startswith(".") and not name.endswith(".md"):
                 continue  # hidden folders (.vectors, .cache ...) and lock/temp files hold no entries
             self._gen += 1
+            parent = self._dirs.get(wd)
+            if mask & self._IN_ISDIR or mask & (0x400 | 0x800) or parent is None or not name:
+                self._walk_needed_at = self._gen  # a folder changed (or the event names no file)
+            else:
+                rel = os.path.relpath(os.path.join(parent, name), self.root)
+                self._log.append((self._gen, rel.replace(os.sep, "/")))
+                if len(self._log) > self.LOG_MAX:
+                    cut = len(self._log) // 2
+                    self._log_complete_after = self._log[cut - 1][0]
+                    del self._log[:cut]
             if mask & self._IN_ISDIR and mask & (0x100 | 0x80):  # a new or moved-in folder: watch it too
                 parent = self._dirs.get(wd)
                 if parent is not None and not name.startswith("."):

@@ -53,6 +53,27 @@ def test_promote_brings_back_relevant_archived_entries_with_full_text(aged):
     assert m.recall("PostgreSQL replication runbook", k=1).results[0].id == ids["Alpha database"]
 
 
+def test_promotion_search_agrees_with_comparing_every_entry(aged):
+    """One vector search finds the candidates; it must choose what comparing every entry chooses,
+    including an entry the index does not have yet (written by hand, embedded on the fly)."""
+    m, ids = aged
+    (m.root / "projects" / "alpha" / "replica-lag.md").write_text(
+        "---\nid: 0123456789ab\ntitle: Replica lag\ncreated: 2025-12-01T09:00:00Z\n---\n"
+        "The alpha database replica lags behind the primary by about two seconds.\n")
+    context = "alpha database replication lag"
+    for threshold in (0.1, 0.3, 0.45, 0.6):
+        fast = m.promote(context, threshold=threshold, dry_run=True)
+        m._similar_in_index = lambda _context, _threshold: None  # force the entry-by-entry comparison
+        try:
+            slow = m.promote(context, threshold=threshold, dry_run=True)
+        finally:
+            del m._similar_in_index
+        as_pairs = lambda r: [(p["id"], round(p["similarity"], 3)) for p in r["promoted"]]  # noqa: E731
+        assert as_pairs(fast) == as_pairs(slow) and fast["candidates"] == slow["candidates"]
+        if threshold == 0.3:
+            assert {"0123456789ab", ids["Alpha database"]} <= {p["id"] for p in fast["promoted"]}
+
+
 def test_dry_run_changes_nothing_and_max_holds(aged):
     m, ids = aged
     before = _files(m.root)

@@ -88,24 +88,31 @@ def test_hand_edits_and_removals_picked_up(mem):
                             "model": mem.embedder.name}
 
 
-def test_recall_walks_the_tree_only_after_a_change(mem, monkeypatch):
-    """The inotify watcher lets a warm Memory skip the walk for hand edits while nothing changed."""
+def test_recall_never_walks_the_tree_while_the_watcher_names_the_changes(mem, monkeypatch):
+    """A warm Memory looks only at the files its inotify watcher saw change: hand edits,
+    deletions and hand copies are picked up without a walk of the tree."""
     from memstrata.retrieval import sync
 
     ids = _seed(mem)
+    mem.recall("cat on the keyboard")  # the first recall walks once
     walks = []
-    real_plan = sync.plan
-    monkeypatch.setattr(sync, "plan", lambda *a, **kw: walks.append(1) or real_plan(*a, **kw))
-    mem.recall("cat on the keyboard")
-    walked = len(walks)
-    mem.recall("cat on the keyboard")
+    real_walk = sync.iter_entry_files
+    monkeypatch.setattr(sync, "iter_entry_files", lambda root: walks.append(1) or real_walk(root))
     mem.recall("database choice")
-    assert len(walks) == walked  # nothing changed since: no walk
     path = mem.root / mem.read(ids["cat"], count_access=False).path
     with open(path, "a", encoding="utf-8") as f:  # in place: the folder's mtime does not move
         f.write("\nMiso also chases the red laser pointer dot across the hallway.\n")
-    res = mem.recall("chasing a red laser pointer")
-    assert len(walks) > walked and res.ids[0] == ids["cat"]
+    assert mem.recall("chasing a red laser pointer").ids[0] == ids["cat"]
+    (mem.root / mem.read(ids["ui"], count_access=False).path).unlink()
+    assert ids["ui"] not in mem.recall("editor dark mode at night").ids
+    copy = mem.root / "projects" / "alpha" / "copy-of-db.md"
+    copy.write_bytes((mem.root / mem.read(ids["db"], count_access=False).path).read_bytes())
+    res = mem.recall("JSONB columns and transactions")
+    assert res.ids.count(ids["db"]) == 1  # the copy is not indexed a second time
+    assert walks == []
+    copy.unlink()
+    other = Memory(mem.root, embedder=mem.embedder)  # a second process, walking: the index is in step
+    assert other.sync()["embedded"] == 0 and other.sync()["removed"] == 0
 
 
 def test_sync_counts_only_changed(mem, embedder):
@@ -189,3 +196,27 @@ def test_archived_rank_below_active(mem):
     res = mem.recall("when is the planning meeting?", k=2)
     assert res.ids == [a, b] and res.results[1].status == "archived"
     assert mem.recall("planning meeting", status="archived").ids == [b]
+
+
+def test_term_statistics_carried_across_writes_equal_a_full_rebuild(mem):
+    """After writes, updates and deletes the index reuses the texts and BM25/feedback statistics
+    of unchanged entries; they must equal statistics built from scratch."""
+    from memstrata.retrieval import lexical
+
+    ids = _seed(mem)
+    mem.recall("postgres transactions")  # loads texts and both statistics
+    index = mem._vindex()
+    mem.write("Friday deploys are frozen until the billing migration is done.", title="Deploy freeze",
+              category="projects/alpha", tags=["deploy"])
+    mem.update(ids["db"], "We moved project alpha to SQLite for the embedded build.")
+    mem.delete(ids["ui"])
+    frame = index.frame()
+    carried_texts = index.texts(frame)
+    assert frame._reuse is not None  # the texts were carried, not reloaded
+    stats, df = index.term_stats(frame), index.doc_freq(frame)
+    fresh_texts = [index._en_texts(None)[i] or "" for i in frame.ids]
+    assert carried_texts == fresh_texts and any("SQLite" in t for t in carried_texts)
+    full = lexical.TermStats(fresh_texts)
+    assert (stats.tf, stats.df, stats.length, stats.n) == (full.tf, full.df, full.length, full.n)
+    assert df == lexical.doc_freqs(fresh_texts)
+    assert mem.recall("embedded build database").ids[0] == ids["db"]
