@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from memstrata.retrieval import chunking, lexical
+from memstrata.retrieval import chunking, lexical, stats_cache
 from memstrata.storage.entry import Entry
 
 VECTORS_DIR = ".vectors"
@@ -389,6 +389,8 @@ class VectorIndex:
     def _reusable(self, frame: Frame) -> list | None:
         """Old position per entry of `frame` whose indexed text is unchanged in the carried
         frame (None where changed or new); None when reloading everything is as cheap."""
+        if self._carry is None:
+            self._carry = stats_cache.load(self.dir, self.meta().get("model"))  # a new process
         old = self._carry
         if old is None or old._texts is None or old is frame:
             return None
@@ -435,4 +437,6 @@ class VectorIndex:
                 frame._stats = lexical.TermStats.carried(old._stats, reuse, texts)
             else:
                 frame._stats = lexical.TermStats(texts)
+                self.doc_freq(frame)
+                stats_cache.save(self.dir, frame, self.meta().get("model"))  # the next process starts from it
         return frame._stats

@@ -220,3 +220,28 @@ def test_term_statistics_carried_across_writes_equal_a_full_rebuild(mem):
     assert (stats.tf, stats.df, stats.length, stats.n) == (full.tf, full.df, full.length, full.n)
     assert df == lexical.doc_freqs(fresh_texts)
     assert mem.recall("embedded build database").ids[0] == ids["db"]
+
+
+def test_a_new_process_starts_from_the_cached_statistics(mem):
+    """The first process that counts the term statistics leaves them on disk; a new Memory
+    loads them, reads only the entries written since, and ranks exactly as a full count."""
+    from memstrata.retrieval import lexical, stats_cache
+
+    ids = _seed(mem)
+    first = mem.recall("postgres transactions", explain=True)
+    assert (mem.root / ".vectors" / stats_cache.CACHE_FILE).is_file()
+    mem.write("Friday deploys are frozen until the billing migration is done.", title="Deploy freeze",
+              category="projects/alpha")
+    fresh = Memory(mem.root, embedder=mem.embedder)
+    again = fresh.recall("postgres transactions", explain=True)
+    index = fresh._vindex()
+    frame = index.frame()
+    assert frame._reuse is not None and frame._reuse[0].version == -1  # carried from the disk cache
+    texts = [index._en_texts(None)[i] or "" for i in frame.ids]
+    full = lexical.TermStats(texts)
+    stats = index.term_stats(frame)
+    assert ([dict(c) for c in stats.tf], stats.df, stats.length) == ([dict(c) for c in full.tf], full.df, full.length)
+    assert index.doc_freq(frame) == lexical.doc_freqs(texts)
+    assert again.ids[0] == first.ids[0] == ids["db"]
+    (mem.root / ".vectors" / stats_cache.CACHE_FILE).write_bytes(b"not a cache")  # damaged: counted again
+    assert Memory(mem.root, embedder=mem.embedder).recall("postgres transactions").ids[0] == ids["db"]

@@ -1,0 +1,53 @@
+"""The full-text column's texts and term statistics kept on disk, so a new process need not recount them.
+
+A cache under {root}/.vectors/ (derived like the table: deleting it only costs time). A
+process that had to count everything writes it; a new process loads it as the "previous
+frame" and carries over what is unchanged (VectorIndex.texts/term_stats), reading only
+the entries written since. marshal, not pickle: loading it never runs code.
+"""
+from __future__ import annotations
+
+import marshal
+from collections import Counter
+from pathlib import Path
+
+CACHE_FILE = "termstats.bin"
+FORMAT = 1
+_COLUMNS = ("hash", "created", "tags", "path", "category")
+
+
+def save(directory: Path, frame, model: str | None) -> None:
+    """Write the frame's texts and statistics (both must be computed)."""
+    from memstrata.storage.atomic import atomic_write_bytes
+
+    stats = frame._stats
+    data = {"format": FORMAT, "model": model, "ids": list(frame.ids),
+            "cols": {c: [list(v) if isinstance(v, list) else v for v in frame.cols[c]] for c in _COLUMNS},
+            "texts": list(frame._texts), "tf": [dict(c) for c in stats.tf], "length": list(stats.length),
+            "df": dict(stats.df), "fdf": dict(frame._df)}
+    try:
+        atomic_write_bytes(Path(directory) / CACHE_FILE, marshal.dumps(data))
+    except (OSError, ValueError):
+        pass  # a cache: the next process counts again
+
+
+def load(directory: Path, model: str | None):
+    """A Frame holding the cached texts and statistics (version -1), or None."""
+    from memstrata.retrieval import lexical
+    from memstrata.retrieval.table import Frame
+
+    try:
+        data = marshal.loads((Path(directory) / CACHE_FILE).read_bytes())
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model:
+            return None
+        frame = Frame(-1, data["ids"], data["cols"])
+        frame._texts = data["texts"]
+        stats = lexical.TermStats.__new__(lexical.TermStats)
+        stats.tf, stats.df = data["tf"], Counter(data["df"])
+        stats._finish(data["length"])
+        frame._stats, frame._df = stats, Counter(data["fdf"])
+        if not (len(frame.ids) == len(frame._texts) == len(stats.tf)):
+            return None
+        return frame
+    except (OSError, ValueError, EOFError, TypeError, KeyError):
+        return None
