@@ -259,8 +259,18 @@ class Embedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one text: a (dim,) float32 unit vector."""
-        return self.embed([text], batch_size=1)[0]
+        """Embed one text: a (dim,) float32 unit vector. The last few queries are remembered
+        (autoload embeds its context for promotion and again for recall)."""
+        cache = self.__dict__.setdefault("_recent_queries", {})
+        vec = cache.get(text)
+        if vec is None:
+            vec = self.embed([text], batch_size=1)[0]
+            vec.setflags(write=False)  # shared between callers
+            with self._lock:
+                if len(cache) >= 32:
+                    cache.pop(next(iter(cache)))
+                cache[text] = vec
+        return vec
 
     def _counter(self):
         if self._count_tok is None:
