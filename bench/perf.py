@@ -63,12 +63,13 @@ TARGETS = {
 }
 
 
+SHORT = (8, 20)  # words of a "short entry" (the import target): one sentence, as a chat turn or a note
 # --------------------------------------------------------------------------- building trees
 
-def entries(n: int, seed: int = 7):
+def entries(n: int, seed: int = 7, words_per_entry: tuple[int, int] = (20, 80)):
     rng = random.Random(seed)
     for i in range(n):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(20, 80))]
+        words = [rng.choice(WORDS) for _ in range(rng.randint(*words_per_entry))]
         yield {"id": f"b{seed}x{i:06d}", "title": f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}",
                "body": " ".join(words) + ".", "category": rng.choice(CATEGORIES), "tags": rng.sample(WORDS, 2),
                "created": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z"}
@@ -297,7 +298,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--work", default="/tmp/memstrata-perf")
-    ap.add_argument("--import-entries", type=int, default=200, help="entries per bulk-import run")
+    ap.add_argument("--import-entries", type=int, default=1000,
+                    help="short entries (8-20 words, one sentence) per bulk-import run")
     ap.add_argument("--ann-sizes", default="5000,10000,20000,50000")
     ap.add_argument("--out", default=None)
     ap.add_argument("--e2e-max", type=int, default=10000,
@@ -446,7 +448,7 @@ def main(argv=None) -> int:
     src = work / "import.jsonl"
     rates, rates_svc = [], []
     with open(src, "w") as fh:
-        for item in entries(args.import_entries, seed=99):
+        for item in entries(args.import_entries, seed=99, words_per_entry=SHORT):
             fh.write(json.dumps(item) + "\n")
     for r in range(runs_import):
         root = work / f"import-{r}"
@@ -456,7 +458,7 @@ def main(argv=None) -> int:
         took, p = timed(["import", str(src), "--json"], root, "off")
         rates.append(json.loads(p.stdout)["imported"] / took)
     if runs_import:
-        add(f"mem import, {args.import_entries} entries, no service (entries/s)", "-",
+        add(f"mem import, {args.import_entries} short entries, no service (entries/s)", "-",
             f"{statistics.median(rates):.1f} ({min(rates):.1f}-{max(rates):.1f})", "import", statistics.median(rates),
             better="higher")
         root = work / "import-svc"
@@ -467,12 +469,12 @@ def main(argv=None) -> int:
         for r in range(runs):
             src_r = work / f"import-{r}.jsonl"
             with open(src_r, "w") as fh:
-                for item in entries(args.import_entries, seed=100 + r):
+                for item in entries(args.import_entries, seed=100 + r, words_per_entry=SHORT):
                     fh.write(json.dumps(item) + "\n")
             took, p = timed(["import", str(src_r), "--json"], root)
             rates_svc.append(json.loads(p.stdout)["imported"] / took)
         stop_service(root)
-        add(f"mem import, {args.import_entries} entries, service warm (entries/s)", "-",
+        add(f"mem import, {args.import_entries} short entries, service warm (entries/s)", "-",
             f"{statistics.median(rates_svc):.1f} ({min(rates_svc):.1f}-{max(rates_svc):.1f})", "import",
             statistics.median(rates_svc), better="higher")
 
