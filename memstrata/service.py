@@ -23,7 +23,6 @@ SIGTERM/SIGINT, or when its socket is removed or replaced.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -32,12 +31,12 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import MutableMapping
 from pathlib import Path
 
-from memstrata import client
+from memstrata import client, service_threads
+from memstrata.service_threads import (_close_streams, _env_overlay, _local, _open_streams, _private_fs, _serial,
+                                       install_process_hooks)
 
-_local = threading.local()
 # Calls after which the index may need upkeep (anything that can write), checked
 # MAINTAIN_DELAY seconds after the last call when no call is running.
 _READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
@@ -52,176 +51,6 @@ def _log(message: str) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-
-
-# --------------------------------------------------------------------------- per-thread process state
-
-
-class _ThreadStream:
-    """sys.stdout / sys.stderr / sys.stdin: the current request's stream, else the process's."""
-
-    def __init__(self, name: str, default):
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_default", default)
-
-    def _target(self):
-        return getattr(_local, self._name, None) or self._default
-
-    def __getattr__(self, attr):
-        return getattr(self._target(), attr)
-
-    def __setattr__(self, attr, value):
-        setattr(self._target(), attr, value)
-
-    def __iter__(self):
-        return iter(self._target())
-
-    def __repr__(self):
-        return f"<thread-local {self._name} -> {self._target()!r}>"
-
-
-_MISSING = object()
-
-
-class _ThreadEnviron(MutableMapping):
-    """os.environ with a per-thread overlay: the keys a request brought (None = unset for it)."""
-
-    def __init__(self, real):
-        self._real = real
-
-    @staticmethod
-    def _overlay():
-        return getattr(_local, "env", None)
-
-    def __getitem__(self, key):
-        ov = self._overlay()
-        if ov is not None and key in ov:
-            if ov[key] is None:
-                raise KeyError(key)
-            return ov[key]
-        return self._real[key]
-
-    def get(self, key, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key):
-        try:
-            self[key]
-            return True
-        except KeyError:
-            return False
-
-    def __setitem__(self, key, value):
-        ov = self._overlay()
-        if ov is not None and key in ov:
-            ov[key] = value
-        else:
-            self._real[key] = value
-
-    def __delitem__(self, key):
-        ov = self._overlay()
-        if ov is not None and key in ov:
-            if ov[key] is None:
-                raise KeyError(key)
-            ov[key] = None
-        else:
-            del self._real[key]
-
-    def pop(self, key, default=_MISSING):
-        try:
-            value = self[key]
-        except KeyError:
-            if default is _MISSING:
-                raise
-            return default
-        del self[key]
-        return value
-
-    def setdefault(self, key, default=None):
-        if key not in self:
-            self[key] = default
-        return self[key]
-
-    def _keys(self):
-        ov = self._overlay() or {}
-        keys = [k for k in self._real if k not in ov]
-        keys += [k for k, v in ov.items() if v is not None]
-        return keys
-
-    def keys(self):
-        return self._keys()
-
-    def __iter__(self):
-        return iter(self._keys())
-
-    def __len__(self):
-        return len(self._keys())
-
-    def items(self):
-        return [(k, self[k]) for k in self._keys()]
-
-    def values(self):
-        return [self[k] for k in self._keys()]
-
-    def copy(self):
-        return dict(self.items())
-
-    def update(self, other=(), **kw):
-        for k, v in dict(other, **kw).items():
-            self[k] = v
-
-    def __eq__(self, other):
-        return dict(self.items()) == other
-
-    __hash__ = None
-
-    def __repr__(self):
-        return f"environ({dict(self.items())!r})"
-
-
-_CLONE_FS = 0x00000200
-_unshare_ok: bool | None = None
-_serial = threading.Lock()   # used when per-thread cwd is impossible: calls run one at a time
-
-
-def _private_fs() -> bool:
-    """Give this thread its own cwd/umask (unshare(CLONE_FS)); False where that is impossible."""
-    global _unshare_ok
-    if _unshare_ok is False:
-        return False
-    try:
-        if hasattr(os, "unshare"):
-            os.unshare(_CLONE_FS)
-        else:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.unshare(_CLONE_FS) != 0:
-                raise OSError(ctypes.get_errno(), "unshare")
-        _unshare_ok = True
-        return True
-    except (OSError, AttributeError):
-        _unshare_ok = False
-        return False
-
-
-_installed = False
-
-
-def install_process_hooks() -> None:
-    """Thread-local streams and environment for this process (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    sys.stdout = _ThreadStream("stdout", sys.stdout)
-    sys.stderr = _ThreadStream("stderr", sys.stderr)
-    sys.stdin = _ThreadStream("stdin", sys.stdin)
-    if not isinstance(os.environ, _ThreadEnviron):
-        os.environ = _ThreadEnviron(os.environ)
-    _installed = True
 
 
 # --------------------------------------------------------------------------- warm Memory instances
@@ -309,46 +138,6 @@ def _install_memory_factory() -> None:
 
 
 # --------------------------------------------------------------------------- running one call
-
-
-def _open_streams(fds: list[int], message: dict):
-    enc = message.get("enc") or {}
-    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(fds[0], "r", closefd=True)),
-                             encoding=enc.get("stdin") or "utf-8", errors="strict")
-    out_raw = io.FileIO(fds[1], "w", closefd=True)
-    err_raw = io.FileIO(fds[2], "w", closefd=True)
-    tty_out = out_raw.isatty()
-    stdout = io.TextIOWrapper(io.BufferedWriter(out_raw), encoding="utf-8",
-                              errors=enc.get("stdout_errors") or "strict", line_buffering=tty_out)
-    stderr = io.TextIOWrapper(io.BufferedWriter(err_raw), encoding="utf-8",
-                              errors=enc.get("stderr_errors") or "backslashreplace", line_buffering=True)
-    return stdin, stdout, stderr
-
-
-def _close_streams(streams) -> None:
-    for stream in streams:
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-        try:
-            stream.close()
-        except (OSError, ValueError):
-            pass
-
-
-def _env_overlay(message: dict) -> dict:
-    """The caller's values of the forwarded variables; None marks one the caller does not have."""
-    sent = dict(message.get("env") or {})
-    real = os.environ._real if isinstance(os.environ, _ThreadEnviron) else os.environ
-    keys = set(sent) | set(client.FORWARDED_ENV) | {k for k in real if k.startswith("MEMSTRATA_")}
-    overlay = {k: sent.get(k) for k in keys}
-    term = message.get("term")
-    if term and overlay.get("COLUMNS") is None:
-        overlay["COLUMNS"] = str(term[0])
-    if term and overlay.get("LINES") is None:
-        overlay["LINES"] = str(term[1])
-    return overlay
 
 
 class Service:
@@ -670,7 +459,7 @@ class Service:
                 "active": max(0, self.active - 1), "warm": self.warm.is_set(),
                 "idle_minutes": None if self.idle_seconds is None else self.idle_seconds / 60,
                 "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "pooled_memories": POOL.size(),
-                "per_thread_cwd": bool(_unshare_ok) if _unshare_ok is not None else None}
+                "per_thread_cwd": service_threads.per_thread_cwd()}
 
 
 # --------------------------------------------------------------------------- helpers

@@ -162,6 +162,8 @@ class Catalog:
                 self._conn.execute("BEGIN")
                 self._conn.executemany(_INSERT, updates)
                 self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
+            for rel in report.removed:
+                self._parsed.pop(rel, None)
         self._walked_at = generation
         return report
 
@@ -180,6 +182,7 @@ class Catalog:
 
     def forget(self, rel: str) -> None:
         self._conn.execute("DELETE FROM entries WHERE path = ?", (rel,))
+        self._parsed.pop(rel, None)
 
     def rebuild(self) -> RefreshReport:
         self._conn.execute("DELETE FROM entries")

@@ -234,10 +234,12 @@ def test_split_refuses_unknown_mode(mem):
 # -- atomic write with rollback ------------------------------------------------------------------
 @pytest.mark.parametrize("hook", ["_write_indexes", "_index_upsert"])
 def test_failure_after_the_file_write_puts_everything_back(mem, monkeypatch, hook):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")
     r = mem.write("User prefers dark mode", title="UI preference", category="preferences")
     path = mem.root / r.path
     before_file = path.read_bytes()
     before_all = _all_files(mem.root)
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-02T09:00:00Z")  # a later day: INDEX.md changes too
 
     def boom(*args, **kwargs):
         raise RuntimeError("injected failure")
