@@ -366,6 +366,13 @@ def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
     wide = 2 * index.settings.recall_candidates
     rows = ann.tune_query(table.search(vecs[5].tolist()), index, wide).select(["id"]).to_arrow()["id"].to_pylist()
     assert len(rows) == wide and rows[0] == "e00005"
+    hits = 0
+    for q in range(20):  # wide lists are not refined: their top 20 still agree with exact search
+        query = vecs[q * 7 + 2].tolist()
+        exact = table.search(query).bypass_vector_index().limit(20).select(["id"]).to_arrow()["id"].to_pylist()
+        tuned = ann.tune_query(table.search(query), index, wide).select(["id"]).to_arrow()["id"].to_pylist()[:20]
+        hits += len(set(exact) & set(tuned))
+    assert hits / 400 >= 0.9, hits / 400
     # filtered search through the category index agrees with brute force
     where = "category = 'c3'"
     exact = table.search(vecs[3].tolist()).where(where, prefilter=True).bypass_vector_index().limit(5)
