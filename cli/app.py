@@ -82,6 +82,23 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
+_COMMAND = None
+
+
+def _click_command():
+    """The click command of the app, built once (typer rebuilds it on every call of `app`,
+    which costs tens of milliseconds per call in the long-lived service)."""
+    global _COMMAND
+    if _COMMAND is None:
+        import typer.main
+
+        app = __getattr__("app")
+        with _APP_LOCK:
+            if _COMMAND is None:
+                _COMMAND = typer.main.get_command(app)
+    return _COMMAND
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `mem`: every engine error becomes one line and a non-zero exit code.
 
@@ -102,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from memstrata.errors import MemstrataError
 
-    app = __getattr__("app")
+    command = _click_command()
     wants_json = "--json" in args
     try:
-        code = app(args=args, prog_name="mem", standalone_mode=False)
+        code = command.main(args=args, prog_name="mem", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except MemstrataError as exc:
         _report(exc.message, exc.to_dict(), wants_json)
