@@ -16,6 +16,7 @@ from memstrata.storage.paths import category_of
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
 SCHEMA_VERSION = 3  # a catalog of another version is dropped and rebuilt from the tree
+PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
 SKIPPED_FILES = {"index.md", "memory.md", "claude.md", "agents.md", "readme.md"}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -218,6 +219,8 @@ class Catalog:
         path, _category, meta = row
         cached = self._parsed.get(path)
         if cached is None or cached[0] != meta:
+            if len(self._parsed) >= PARSED_MAX:
+                self._parsed.clear()  # bounded: a long-lived service must not hold a huge tree twice
             cached = (meta, _entry_from_row(row))
             self._parsed[path] = cached
         return cached[1].copy()
