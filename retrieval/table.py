@@ -19,8 +19,9 @@ VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
 META_FILE = "meta.json"
 SCHEMA_VERSION = 1
-META_COLUMNS = ["id", "title", "category", "tier", "status", "tags", "importance", "weight", "created",
-                "updated", "last_access", "path", "hash", "size", "mtime_ns"]
+# What recall and sync read of every entry (kept in memory per table version; the table also
+# holds importance, weight, updated and last_access, which no in-memory step reads).
+META_COLUMNS = ["id", "title", "category", "tier", "status", "tags", "created", "path", "hash", "size", "mtime_ns"]
 
 
 def row_id(entry: Entry) -> str:
