@@ -5,7 +5,8 @@ nothing reads files, the table or the clock. The priors, all generic to memory t
 
 - entity boost: entries that mention the names a query uses (by or about that entity);
 - neighbours: an entry gets a share of the scores of the entries written just before and
-  after it in the same category (what was written around it gives it context);
+  after it in the same category (what was written around it gives it context), and a
+  smaller share of those two steps away;
 - sitting: entries of one category written close together in time form a sitting; each
   gets a share of its sitting's best score;
 - date: entries written near a date the query names;
@@ -31,6 +32,7 @@ class FusionWeights:
     archived_factor: float
     session_gap_seconds: float
     dense_feedback: float = 0.0
+    neighbour_second: float = 0.0
 
     @classmethod
     def from_settings(cls, s) -> "FusionWeights":
@@ -39,7 +41,8 @@ class FusionWeights:
                    session=s.recall_session_weight, date=s.recall_date_boost,
                    archived_factor=s.recall_archived_factor,
                    session_gap_seconds=60.0 * s.recall_session_gap_minutes,
-                   dense_feedback=s.recall_dense_feedback_weight)
+                   dense_feedback=s.recall_dense_feedback_weight,
+                   neighbour_second=s.recall_neighbour_second)
 
 
 def minmax(n: int, scores: dict[int, float]) -> np.ndarray:
@@ -98,7 +101,9 @@ def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np
         boosts["entity"] = w.entity * entity_share
     relevance = base + boosts.get("entity", 0.0)
     if w.neighbour:
-        around = np.where(prev >= 0, relevance[prev], 0.0) + np.where(nxt >= 0, relevance[nxt], 0.0)
+        around = _at(relevance, prev) + _at(relevance, nxt)
+        if w.neighbour_second:
+            around = around + w.neighbour_second * (_at(relevance, _step(prev)) + _at(relevance, _step(nxt)))
         boosts["neighbours"] = w.neighbour * around
     if w.session:
         best = np.zeros(len(base), dtype=np.float64)
@@ -110,6 +115,16 @@ def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np
         score = score + b
     factor = np.where(inactive, w.archived_factor, 1.0)
     return score * factor, boosts
+
+
+def _at(values: np.ndarray, link: np.ndarray) -> np.ndarray:
+    """values[link] where the link exists (>= 0), else 0."""
+    return np.where(link >= 0, values[np.maximum(link, 0)], 0.0)
+
+
+def _step(link: np.ndarray) -> np.ndarray:
+    """The link followed twice (the neighbour's neighbour in the same direction), -1 if none."""
+    return np.where(link >= 0, link[np.maximum(link, 0)], -1)
 
 
 def date_proximity(created: list, targets: list[tuple[float, float]], after_seconds: float) -> np.ndarray:

@@ -145,13 +145,16 @@ def feedback_terms(docs: list[str], doc_freq, n_docs: int, exclude: set[str], n_
 
     Each document's term distribution (tf / length) is weighted equally, multiplied by idf.
     `doc_freq(stem)` gives a stem's document frequency; one surface word per stem is kept.
+    Calendar words are never expansion terms: the date an entry was written is part of its
+    indexed text, so the top documents' weekdays and months would otherwise be picked.
     """
     weights: Counter = Counter()
     surface: dict[str, str] = {}
     excluded = {_stem(e) for e in exclude}
     for doc in docs:
         toks = [w.lower() for w in words(doc)]
-        toks = [t for t in toks if t not in QUERY_STOPWORDS and len(t) > 2 and not t.isdigit()]
+        toks = [t for t in toks if t not in QUERY_STOPWORDS and t not in CALENDAR_WORDS
+                and len(t) > 2 and not t.isdigit()]
         if not toks:
             continue
         counts = Counter(_stem(t) for t in toks)

@@ -134,8 +134,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 else:
                     best_chunk.pop(pos, None)
 
+    dense_query = query
     if mode in ("hybrid", "vector") and embedder is not None:
-        qv = embedder.embed_query(lexical.without_entities(query, entities))
+        dense_query = lexical.without_entities(query, _common_entities(index, frame, entities, settings))
+        qv = embedder.embed_query(dense_query)
         vector_search(qv)
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}
@@ -218,7 +220,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         result.results.append(hit)
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
-                       "dense_query": lexical.without_entities(query, entities), "named_dates": len(dates)}
+                       "dense_query": dense_query, "named_dates": len(dates)}
     return result
 
 
@@ -233,6 +235,19 @@ def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settin
     if not k1 or not found:
         return found
     return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, k1, settings.recall_bm25_b)
+
+
+def _common_entities(index: VectorIndex, frame, entities: list[str], settings) -> list[str]:
+    """The names in the query that at least `recall_dense_name_share` of the entries mention:
+    the people (or projects) a memory is by or about. They carry no topic for the embedding
+    model and are handled by the entity boost, so they leave the dense query; rarer names (a
+    book, a place, a group) stay in it. Share 0: every name leaves."""
+    share = settings.recall_dense_name_share
+    if not entities or share <= 0:
+        return entities
+    df = index.doc_freq(frame)
+    n = max(len(frame.ids), 1)
+    return [e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * n]
 
 
 def _r(value):

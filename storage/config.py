@@ -46,17 +46,19 @@ class Settings:
     chunk_context: bool = True       # also embed each entry with the one written just before it (same category, same sitting)
     recall_candidates: int = 100     # rows each of the vector and full-text searches return
     recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
-    recall_dense_weight: float = 1.0     # min-max normalised vector similarity
+    recall_dense_weight: float = 1.15    # min-max normalised vector similarity
     recall_text_weight: float = 1.0      # min-max normalised BM25 (native full-text search)
     recall_text_candidates: int = 200    # full-text candidates rescored by BM25 (k1, b below) over in-memory stats
     recall_bm25_k1: float = 0.9          # ... 0: keep the native full-text scores (LanceDB's k1, b are fixed)
     recall_bm25_b: float = 0.5
-    recall_feedback_weight: float = 0.3  # pseudo-relevance feedback (RM3) query, relative to the text side
+    recall_feedback_weight: float = 0.0  # pseudo-relevance feedback (RM3) query, relative to the text side (0: off)
     recall_feedback_docs: int = 3        # feedback: top entries read
     recall_dense_feedback_weight: float = 0.0  # Rocchio: query vector moved towards the top entries' best chunks
     recall_feedback_terms: int = 10      # feedback: terms added
-    recall_entity_boost: float = 0.25    # per share of the entities named in the query that an entry mentions
-    recall_neighbour_weight: float = 0.3  # share of the scores of the entries written just before/after
+    recall_dense_name_share: float = 0.05  # query names that >= this share of entries mention leave the dense query (0: all)
+    recall_entity_boost: float = 0.35    # per share of the entities named in the query that an entry mentions
+    recall_neighbour_weight: float = 0.25  # share of the scores of the entries written just before/after
+    recall_neighbour_second: float = 0.5  # ... entries two steps away count this much of an adjacent one
     recall_session_weight: float = 0.25   # share of the best score of the sitting the entry was written in
     recall_session_gap_minutes: int = 60  # entries of a category this close in time form one sitting
     recall_date_boost: float = 0.5        # entries written near a date the query names
