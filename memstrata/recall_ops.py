@@ -71,13 +71,15 @@ class RecallOps:
             index = self._vindex()
             index.refresh()
             previous = index.meta().get("model")
-            todo = sync.plan(index, embedder.name, embedder.dim)
+            generation, changed = self._changes_since_in_step(embedder.name)
+            todo = sync.plan(index, embedder.name, embedder.dim, changed)
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
                          f"re-embedding {len(todo.embed)} entries")
             elif announce is not None and todo.embed:
                 announce(f"embedding {len(todo.embed)} new or changed entries")
             result = sync.apply(index, todo, embedder, progress)
+            self._in_step = (generation, embedder.name) if generation is not None and not result["errors"] else None
             ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
         result["model"] = embedder.name
         if todo.model_changed:
@@ -127,16 +129,22 @@ class RecallOps:
         if not index.exists():
             notes.append("no vector index yet (run `mem sync`)")
             return "missing"
-        watcher = self._tree_watcher()
         model = embedder.name if embedder is not None else None
-        in_step = getattr(self, "_in_step", None)
-        since = in_step[0] if in_step is not None and in_step[1] == model else None
-        generation, changed = watcher.changes_since(since) if watcher is not None else (None, None)
+        generation, changed = self._changes_since_in_step(model)
         if changed is not None and not changed:
             return "ok"
         result = self._sync_before_recall(index, embedder, notes, changed)
         self._in_step = (generation, model) if result == "in step" and generation is not None else None
         return "ok" if result == "in step" else result
+
+    def _changes_since_in_step(self, model: str | None) -> tuple:
+        """(watcher generation, files changed since the index was last in step with the tree for
+        `model`); the files are None when only a walk can tell (no watcher, never in step)."""
+        watcher = self._tree_watcher()
+        if watcher is None:
+            return None, None
+        in_step = getattr(self, "_in_step", None)
+        return watcher.changes_since(in_step[0] if in_step is not None and in_step[1] == model else None)
 
     def _sync_before_recall(self, index, embedder, notes: list[str], paths: set[str] | None) -> str:
         """The small sync of `_cheap_sync` over `paths` (None: walk the tree): 'in step', 'ok'

@@ -111,6 +111,7 @@ def test_recall_never_walks_the_tree_while_the_watcher_names_the_changes(mem, mo
     assert res.ids.count(ids["db"]) == 1  # the copy is not indexed a second time
     assert walks == []
     copy.unlink()
+    assert mem.sync()["embedded"] == 0 and walks == []  # `mem sync` in a warm process: no walk either
     other = Memory(mem.root, embedder=mem.embedder)  # a second process, walking: the index is in step
     assert other.sync()["embedded"] == 0 and other.sync()["removed"] == 0
 
