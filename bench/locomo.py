@@ -66,6 +66,7 @@ def build(root: Path, lines: list[dict], reuse: bool):
 
     m = Memory(root)
     if reuse and (root / ".vectors").exists():
+        _warn_pinned(root)
         return m, 0.0
     m.init()
     m.config_set("secrets", "warn")
@@ -77,6 +78,17 @@ def build(root: Path, lines: list[dict], reuse: bool):
     if res["errors"]:
         sys.stderr.write(f"{len(res['errors'])} import errors, first: {res['errors'][0]}\n")
     return m, time.perf_counter() - t
+
+
+def _warn_pinned(root: Path) -> None:
+    """A reused tree whose config.md sets recall_*/chunk_* values (trees written before config.md
+    kept only changed settings pinned all of them) is measured with those, not the defaults."""
+    cfg = root / "config.md"
+    text = cfg.read_text() if cfg.exists() else ""
+    pinned = re.findall(r"^((?:recall|chunk)_\w+):", text, re.M)
+    if pinned:
+        sys.stderr.write(f"note: {root.name}/config.md sets {', '.join(pinned)}; "
+                         "these override the defaults in this run\n")
 
 
 def _bar(label):
