@@ -9,6 +9,7 @@ from memstrata.storage.entry import TIERS, Entry
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
 _MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
+_MAX_MISSES = 25  # once this many items in a row did not fit, the budget is taken as full
 
 
 @dataclass
@@ -286,14 +287,17 @@ class PromotionOps:
         def header_cost(e) -> int:
             return embedder.count_tokens(f"### {e.title}\n`{e.id}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
 
+        missed = 0  # items in a row that did not fit
         for item, section, score in ranked:
             if item.id in seen:
                 continue
             seen.add(item.id)
             if result.budget - used - header_cost(item) < _MIN_BODY_TOKENS:  # as listed: no need to read it
-                if used >= result.budget:
-                    break
+                missed += 1
+                if used >= result.budget or missed >= _MAX_MISSES:
+                    break  # (nearly) full: the rest of a long hot list is not tried one by one
                 continue
+            missed = 0
             from_shared = shared is not None and (getattr(item, "shared_root", None) is not None
                                                   or bool(getattr(item, "extra", {}).get("_from_shared")))
             try:

@@ -66,12 +66,15 @@ class Frame:
         self._df = None
         self._stats = None
         self._reuse = None  # (previous frame, old position per entry or None): see VectorIndex.texts
+        self._keys = None
 
     def text_keys(self) -> list[tuple]:
         """Per entry, what its full-text column is made of besides the chunking: content hash,
-        created, tags (equal keys: equal indexed text)."""
-        c = self.cols
-        return [(h, cr, tuple(t or ())) for h, cr, t in zip(c["hash"], c["created"], c["tags"])]
+        created, tags (equal keys: equal indexed text). Computed once per frame."""
+        if self._keys is None:
+            c = self.cols
+            self._keys = [(h, cr, tuple(t or ())) for h, cr, t in zip(c["hash"], c["created"], c["tags"])]
+        return self._keys
 
 
 class VectorIndex:
@@ -271,6 +274,7 @@ class VectorIndex:
             self.create(embedder_fn())
             table = self._table
         ids = [row_id(e) for e in entries]
+        current = self._frame if self._frame is not None and self._frame.version == int(table.version) else None
         reuse: dict[str, list[dict]] = {}
         existing = self.fetch_rows(ids)
         for e in entries:
@@ -301,8 +305,35 @@ class VectorIndex:
             table.add(rows)
         self._ensure_fts()
         self._stale_frame()
+        if current is not None and not fresh and self._patch_frame(current, entries):
+            self._frame = current  # only metadata changed: no need to reload every entry's
         self.maybe_optimize()
         return {"embedded": len(fresh) - skipped, "updated": len(reuse), "skipped": skipped}
+
+    def _patch_frame(self, frame: Frame, entries: list[Entry]) -> bool:
+        """Bring `frame` to the table's new version after a metadata-only upsert of `entries`
+        (same text, date, tags and category: texts, statistics and time structure stay valid).
+        False, and `frame` untouched, when that does not hold."""
+        changes = []
+        for e in entries:
+            n = frame.pos.get(row_id(e))
+            if n is None:
+                return False
+            meta = self._meta_values(e)
+            c = frame.cols
+            if (meta["hash"], meta["created"], meta["tags"], meta["category"]) != (
+                    c["hash"][n], c["created"][n], list(c["tags"][n] or []), c["category"][n]):
+                return False
+            changes.append((n, meta))
+        for n, meta in changes:
+            old_path = frame.cols["path"][n]
+            for column in META_COLUMNS:
+                frame.cols[column][n] = meta[column]
+            if old_path != meta["path"]:
+                frame.by_path.pop(old_path, None)
+                frame.by_path[meta["path"]] = n
+        frame.version = int(self.table().version)
+        return True
 
     def fetch_rows(self, ids: list[str]) -> dict[str, list[dict]]:
         table = self.table()
@@ -338,11 +369,15 @@ class VectorIndex:
         last = int(meta.get("optimized_version", 0))
         if not force and table.version - last < self.settings.index_optimize_every:
             return False
+        current = self._frame if self._frame is not None and self._frame.version == int(table.version) else None
         table.optimize(cleanup_older_than=timedelta(minutes=self.settings.index_cleanup_minutes),
                        delete_unverified=False)
         meta["optimized_version"] = int(table.version)
         self._write_meta(meta)
-        self._stale_frame()
+        if current is not None:
+            current.version = int(table.version)  # compaction changes no row
+        else:
+            self._stale_frame()
         return True
 
     # -- reading ------------------------------------------------------------------------
@@ -356,10 +391,17 @@ class VectorIndex:
             return self._frame
         self._stale_frame()  # changed by another process
         data = (table.search().where("chunk = 0").select(META_COLUMNS).limit(None).to_arrow().to_pydict())
+        ids = data["id"]
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        if order != list(range(len(ids))):
+            # Entries in id order, not the table's physical order (an update moves its rows to
+            # the end): positions, and so ties in ranking, do not depend on the write history,
+            # and a version that changed only metadata keeps every position.
+            data = {c: [v[i] for i in order] for c, v in data.items()}
         self._frame = Frame(version, data["id"], data)
         old = self._carry
         if old is not None and old.ids == self._frame.ids:  # e.g. only access times changed
-            if old.text_keys() == self._frame.text_keys():
+            if all(old.cols[c] == data[c] for c in ("hash", "created", "tags")):  # the text keys
                 self._frame._texts, self._frame._stats, self._frame._df = old._texts, old._stats, old._df
             if old.cols["category"] == data["category"] and old.cols["created"] == data["created"]:
                 structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure

@@ -1,6 +1,7 @@
 """`mem doctor`: each kind of damage inflicted on purpose is found, and --fix repairs it without losing content."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -161,6 +162,7 @@ def test_missing_sidecar_is_reported_not_fixable(tree, embedder):
 
 def test_corrupt_catalog_is_rebuilt(tree, embedder):
     root, ids = tree
+    gc.collect()  # the fixture's Memory closes its catalog first (a closing connection writes to the file)
     db = root / ".cache" / "catalog.db"
     for extra in ("-wal", "-shm"):
         (root / ".cache" / f"catalog.db{extra}").unlink(missing_ok=True)
