@@ -120,8 +120,11 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, limit * 2)
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(["id", "kind", "text", "vector", "_distance"]).to_arrow().to_pydict()
-        for rid, kind, text, v, dist in zip(rows["id"], rows["kind"], rows["text"], rows["vector"], rows["_distance"]):
+        with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
+        columns = ["id", "kind", "text", "_distance"] + (["vector"] if with_vectors else [])
+        rows = q.select(columns).to_arrow().to_pydict()
+        vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
+        for rid, kind, text, v, dist in zip(rows["id"], rows["kind"], rows["text"], vectors, rows["_distance"]):
             pos = frame.pos.get(rid)
             if pos is None:
                 continue
