@@ -63,6 +63,16 @@ TARGETS = {
 }
 
 
+def pinned_settings(root: Path) -> list[str]:
+    """The settings a tree's config.md sets besides the defaults (bench trees should set none)."""
+    import re
+
+    cfg = root / "config.md"
+    text = cfg.read_text() if cfg.exists() else ""
+    head = text.split("\n---", 1)[0] if text.startswith("---") else ""
+    return re.findall(r"^(\w+):", head, re.M)
+
+
 SHORT = (8, 20)  # words of a "short entry" (the import target): one sentence, as a chat turn or a note
 # --------------------------------------------------------------------------- building trees
 
@@ -350,6 +360,10 @@ def main(argv=None) -> int:
         root = work / f"tree-{n}"
         if args.reuse and (root / ".vectors" / "meta.json").exists():
             log(f"reusing {root}")
+            pinned = pinned_settings(root)
+            if pinned:
+                notes.append(f"{n}: the reused tree's config.md sets {', '.join(pinned)} (a tree written before "
+                             "config.md kept only changed settings); measured with those, not the defaults")
         else:
             log(f"building {n} entries in {root}")
             t0 = time.perf_counter()
