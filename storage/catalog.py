@@ -50,7 +50,7 @@ def iter_entry_files(root: Path):
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
     MEMORY.md/CLAUDE.md, temporary files, symlinks and files at the root are not entries.
-    Plain string paths and one scandir per folder: recall walks the tree before every answer.
+    Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
     """
     base = str(root)
     cut = len(base) + 1
