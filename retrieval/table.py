@@ -427,6 +427,7 @@ class VectorIndex:
                                 for i, j in zip(frame.ids, reuse)]
                 old._reuse = None  # no chains of old frames
                 frame._reuse = (old, reuse)
+                self._carry = None  # `frame` is the next one to carry from
         return frame._texts
 
     def _reusable(self, frame: Frame) -> list | None:
@@ -467,7 +468,14 @@ class VectorIndex:
                 frame._df = lexical.doc_freqs_carried(old._df, old._texts, reuse, texts)
             else:
                 frame._df = lexical.doc_freqs(texts)
+            self._release_previous(frame)
         return frame._df
+
+    def _release_previous(self, frame: Frame) -> None:
+        """Let the previous frame go once the statistics it was kept for are carried over
+        (feedback statistics are only ever needed when feedback is on)."""
+        if frame._stats is not None and (frame._df is not None or not self.settings.recall_feedback_weight):
+            frame._reuse = None
 
     def term_stats(self, frame: Frame | None = None) -> "lexical.TermStats":
         """In-memory BM25 statistics of the English column (built once per table version,
@@ -482,4 +490,5 @@ class VectorIndex:
                 frame._stats = lexical.TermStats(texts)
                 self.doc_freq(frame)
                 stats_cache.save(self.dir, frame, self.meta().get("model"))  # the next process starts from it
+            self._release_previous(frame)
         return frame._stats

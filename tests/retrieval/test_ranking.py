@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from memstrata import Memory
 from memstrata.retrieval import fusion, lexical
 
 
@@ -45,13 +43,6 @@ def test_feedback_terms_skip_the_written_date():
     assert "tomatoes" in terms
     assert not {"may", "monday", "tuesday", "2023"} & set(terms)
     assert "garden" not in terms
-
-
-@pytest.fixture()
-def mem(tmp_path, embedder):
-    m = Memory(tmp_path / "mem", embedder=embedder)
-    m.init()
-    return m
 
 
 def test_only_common_names_leave_the_dense_query(mem):

@@ -4,16 +4,8 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
 
 from memstrata import Memory
-
-
-@pytest.fixture()
-def mem(tmp_path, embedder):
-    m = Memory(tmp_path / "mem", embedder=embedder)
-    m.init()
-    return m
 
 
 def _seed(m):
@@ -234,15 +226,16 @@ def test_a_new_process_starts_from_the_cached_statistics(mem):
     mem.write("Friday deploys are frozen until the billing migration is done.", title="Deploy freeze",
               category="projects/alpha")
     fresh = Memory(mem.root, embedder=mem.embedder)
-    again = fresh.recall("postgres transactions", explain=True)
     index = fresh._vindex()
     frame = index.frame()
+    index.texts(frame)
     assert frame._reuse is not None and frame._reuse[0].version == -1  # carried from the disk cache
     texts = [index._en_texts(None)[i] or "" for i in frame.ids]
     full = lexical.TermStats(texts)
     stats = index.term_stats(frame)
     assert ([dict(c) for c in stats.tf], stats.df, stats.length) == ([dict(c) for c in full.tf], full.df, full.length)
     assert index.doc_freq(frame) == lexical.doc_freqs(texts)
-    assert again.ids[0] == first.ids[0] == ids["db"]
+    assert frame._reuse is None  # both carried: the cached frame is let go
+    assert fresh.recall("postgres transactions").ids[0] == first.ids[0] == ids["db"]
     (mem.root / ".vectors" / stats_cache.CACHE_FILE).write_bytes(b"not a cache")  # damaged: counted again
     assert Memory(mem.root, embedder=mem.embedder).recall("postgres transactions").ids[0] == ids["db"]
