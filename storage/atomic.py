@@ -5,6 +5,8 @@ import os
 import secrets as _random
 from pathlib import Path
 
+from memstrata.storage.safe_io import check_write_target
+
 TEMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -50,9 +52,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never half."""
-    path = Path(path)
+def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never half.
+
+    With `root`, refuse (InvalidInput) a target outside it (safe_io.check_write_target).
+    """
+    path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
     temp = path.parent / f".{path.name}.{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
@@ -71,12 +76,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, root: Path | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), root=root)
 
 
-def atomic_move(source: Path, target: Path) -> None:
-    """Move a file within the root atomically (rename), creating the target folder."""
+def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None:
+    """Move a file within the root atomically (rename), creating the target folder.
+
+    With `root`, both ends must be inside it (safe_io.check_write_target).
+    """
+    if root is not None:
+        check_write_target(root, source)
+        check_write_target(root, target)
     ensure_dir(Path(target).parent)
     os.replace(source, target)
     _fsync_dir(Path(target).parent)

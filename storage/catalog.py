@@ -4,20 +4,22 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import codec
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry
-from memstrata.storage.paths import category_of
+from memstrata.storage.paths import RESERVED_FILE_NAMES, category_of
+from memstrata.storage.safe_io import check_write_target, read_regular_bytes
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
 SCHEMA_VERSION = 3  # a catalog of another version is dropped and rebuilt from the tree
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
-SKIPPED_FILES = {"index.md", "memory.md", "claude.md", "agents.md", "readme.md"}
+SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased: INDEX.md, Config.md ... are never entries
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     path TEXT PRIMARY KEY,
@@ -49,7 +51,8 @@ def iter_entry_files(root: Path):
     """Yield (relative path, os.stat_result) of every entry file in the tree.
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
-    MEMORY.md/CLAUDE.md, temporary files, symlinks and files at the root are not entries.
+    MEMORY.md/CLAUDE.md, temporary files, files at the root, symlinks and anything that is not a
+    regular file (a FIFO, socket or device named x.md: opening it could block) are not entries.
     Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
     """
     base = str(root)
@@ -65,11 +68,22 @@ def iter_entry_files(root: Path):
                         continue
                     if item.is_dir(follow_symlinks=False):
                         stack.append(item.path)
-                    elif (folder != base and name.endswith(".md") and not item.is_symlink()
+                    elif (folder != base and name.endswith(".md") and item.is_file(follow_symlinks=False)
                           and not is_temp_file(name) and name.lower() not in SKIPPED_FILES):
-                        yield item.path[cut:].replace(os.sep, "/"), item.stat(follow_symlinks=False)
+                        st = _regular_stat(item)
+                        if st is not None:
+                            yield item.path[cut:].replace(os.sep, "/"), st
         except (FileNotFoundError, NotADirectoryError):
             continue
+
+
+def _regular_stat(item: os.DirEntry):
+    """The lstat of a scandir item when it is (still) a regular file, else None."""
+    try:
+        st = item.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return st if stat_mod.S_ISREG(st.st_mode) else None
 
 
 def is_entry_path(rel: str) -> bool:
@@ -81,9 +95,7 @@ def is_entry_path(rel: str) -> bool:
 
 
 def entry_file_stat(root: Path, rel: str):
-    """os.stat_result of the entry file at `rel`, None if there is none (gone, a symlink, a folder)."""
-    import stat as stat_mod
-
+    """os.stat_result of the entry file at `rel`, None if there is none (gone, a symlink, a folder, a FIFO ...)."""
     try:
         st = os.lstat(os.path.join(str(root), rel))
     except OSError:
@@ -92,8 +104,15 @@ def entry_file_stat(root: Path, rel: str):
 
 
 def read_entry_file(root: Path, rel: str) -> Entry:
-    """Parse one entry file (CorruptEntry if it cannot be decoded or parsed)."""
-    raw = (Path(root) / rel).read_bytes()
+    """Parse one entry file (CorruptEntry if it cannot be decoded or parsed).
+
+    NotFound when `rel` is not where an entry can be (is_entry_path: a reserved name such as
+    INDEX.md or config.md, a hidden folder, the root itself); safe_io.NotRegularFile (an
+    OSError) when it is a symlink, FIFO, socket or device: those are never opened.
+    """
+    if not is_entry_path(str(rel)):
+        raise NotFound(f"{rel} is not an entry file (a reserved name, a hidden folder or outside a category)")
+    raw = read_regular_bytes(os.path.join(str(root), rel))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -117,8 +136,8 @@ class Catalog:
         self._watcher = watcher
         self._walked_at = None
         self._parsed: dict[str, tuple[str, Entry]] = {}
-        ensure_dir(self.root / CACHE_DIR)
-        self.db_path = self.root / CACHE_DIR / CATALOG_FILE
+        self.db_path = check_write_target(self.root, self.root / CACHE_DIR / CATALOG_FILE)  # no symlinked .cache/
+        ensure_dir(self.db_path.parent)
         self._conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")

@@ -9,7 +9,7 @@ import yaml
 
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import CorruptEntry, InvalidInput
-from memstrata.storage.entry import LAYERS, REVIEW_STATUSES, STATUSES, TIERS, Entry
+from memstrata.storage.entry import INVALID_ID_KEY, LAYERS, REVIEW_STATUSES, STATUSES, TIERS, Entry, valid_id
 
 # Words of the second source document onto the 0-1 scale of the first.
 IMPORTANCE_WORDS = {"low": 0.2, "medium": 0.5, "normal": 0.5, "high": 0.8, "important": 1.0, "critical": 1.0}
@@ -33,6 +33,12 @@ ALIASES = {
 _DATE_KEYS = ("created", "updated", "expires", "last_access", "last_reviewed", "next_review")
 
 FRONTMATTER_DELIMITER = "---"
+# The line that closes a frontmatter block ("---" or "...", trailing whitespace allowed).
+_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE)
+# Limits on what one frontmatter block may cost to read (a hand-made file is untrusted input).
+MAX_FRONTMATTER_BYTES = 256 * 1024
+MAX_FRONTMATTER_DEPTH = 32       # nested mappings/lists (the engine writes 2-3)
+MAX_FRONTMATTER_NODES = 100_000  # values once aliases are expanded
 # The trailing section of an entry file that lists its versions (see storage/versions.py).
 HISTORY_HEADING = "## Version history"
 _HISTORY_SECTION = re.compile(r"(?:\A|\n\n)## Version history\n\n((?:- v\d+ \([^()\n]*\): [^\n]*\n)+)\Z")
@@ -57,32 +63,87 @@ _Dumper.add_representer(str, _str_presenter)
 
 
 def split_frontmatter(text: str) -> tuple[dict, str]:
-    """Split a Markdown file into (frontmatter dict, body). No frontmatter gives ({}, text)."""
+    """Split a Markdown file into (frontmatter dict, body). No frontmatter gives ({}, text).
+
+    CorruptEntry for malformed YAML, a block over MAX_FRONTMATTER_BYTES, or one whose
+    aliases or nesting go past the limits (see check_frontmatter_limits).
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.startswith(FRONTMATTER_DELIMITER):
         return {}, text
-    lines = text.split("\n")
-    if lines[0].strip() != FRONTMATTER_DELIMITER:
+    first_end = text.find("\n")
+    if (text if first_end < 0 else text[:first_end]).strip() != FRONTMATTER_DELIMITER:
         return {}, text
-    for i in range(1, len(lines)):
-        if lines[i].rstrip() in (FRONTMATTER_DELIMITER, "..."):
-            raw = "\n".join(lines[1:i])
-            body = "\n".join(lines[i + 1:])
-            if body.startswith("\n"):
-                body = body[1:]
-            try:
-                data = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f" at line {mark.line + 2}" if mark is not None else ""
-                raise CorruptEntry(f"malformed YAML frontmatter{where}") from None
-            if data is None:
-                data = {}
-            if not isinstance(data, dict):
-                raise CorruptEntry("frontmatter is not a mapping of keys to values")
-            return data, body
-    raise CorruptEntry("frontmatter opened with '---' but never closed")
+    close = _CLOSING_LINE.search(text, first_end + 1) if first_end >= 0 else None
+    if close is None:
+        raise CorruptEntry("frontmatter opened with '---' but never closed")
+    raw = text[first_end + 1:max(first_end + 1, close.start() - 1)]
+    body = text[close.end() + 1:]
+    if body.startswith("\n"):
+        body = body[1:]
+    return _load_yaml(raw), body
+
+
+def _load_yaml(raw: str) -> dict:
+    """The frontmatter mapping of a YAML block, within the limits (CorruptEntry otherwise)."""
+    if len(raw) > MAX_FRONTMATTER_BYTES // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
+        raise CorruptEntry(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KB")
+    try:
+        data = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise CorruptEntry(f"malformed YAML frontmatter{where}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise CorruptEntry("frontmatter is not a mapping of keys to values")
+    if "&" in raw:  # an anchor: aliases may repeat (or contain) it, count the values they expand to
+        check_frontmatter_limits(data)
+    else:  # nothing is shared: the size is bounded by the block's, only the depth needs a look
+        _check_depth_only(data)
+    problem = value_problem(data) if "\\" in raw else None  # an escape such as "\\0" in a quoted string
+    if problem:
+        raise CorruptEntry(f"frontmatter value {problem}")
+    return data
+
+
+def check_frontmatter_limits(data) -> None:
+    """CorruptEntry when a loaded value is cyclic, nests deeper than MAX_FRONTMATTER_DEPTH, or,
+    with its aliases expanded, holds more than MAX_FRONTMATTER_NODES values (a "billion laughs")."""
+    sizes: dict[int, int] = {}
+    _expanded_size(data, 0, sizes, set())
+
+
+def _expanded_size(value, depth: int, sizes: dict, open_ids: set) -> int:
+    if not isinstance(value, (dict, list)):
+        return 1
+    key = id(value)
+    if key in sizes:
+        return sizes[key]  # an alias of a value already measured: counted again, not walked again
+    if key in open_ids:
+        raise CorruptEntry("frontmatter refers to itself (a YAML alias inside its own anchor)")
+    if depth >= MAX_FRONTMATTER_DEPTH:
+        raise CorruptEntry(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+    open_ids.add(key)
+    children = value.values() if isinstance(value, dict) else value
+    total = 1 + sum(_expanded_size(child, depth + 1, sizes, open_ids) for child in children)
+    open_ids.discard(key)
+    if total > MAX_FRONTMATTER_NODES:
+        raise CorruptEntry(f"frontmatter expands to more than {MAX_FRONTMATTER_NODES} values (YAML aliases?)")
+    sizes[key] = total
+    return total
+
+
+def _check_depth_only(data) -> None:
+    """The nesting limit alone (no anchors: nothing is shared, sizes are bounded by the block size)."""
+    level, depth = [v for v in data.values() if isinstance(v, (dict, list))], 1
+    while level:
+        depth += 1
+        if depth > MAX_FRONTMATTER_DEPTH:
+            raise CorruptEntry(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+        level = [c for v in level for c in (v.values() if isinstance(v, dict) else v) if isinstance(c, (dict, list))]
 
 
 def normalise_importance(value) -> tuple[float, bool]:
@@ -180,6 +241,7 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
         else:
             extra[key_text] = value
 
+    entry_id = _checked_id(fields.get("id"), extra)
     try:
         importance, important_from_word = normalise_importance(fields.get("importance"))
     except InvalidInput:  # a word we do not know: the default, and the original kept beside it
@@ -192,7 +254,7 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
     status = _choice(fields.get("status"), STATUSES, "active")
     correlation = _as_float(fields.get("context_correlation"), 1.0)
     return Entry(
-        id=str(fields["id"]).strip() if fields.get("id") not in (None, "") else "",
+        id=entry_id,
         title=title,
         body=body,
         category=category,
@@ -222,6 +284,21 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
         agent=str(fields["agent"]) if fields.get("agent") not in (None, "") else None,
         extra=extra,
     )
+
+
+def _checked_id(value, extra: dict) -> str:
+    """The entry id of an `id:` value; one that breaks the id rule (entry.valid_id) is no id:
+    the original value is kept in extra[INVALID_ID_KEY] (then _2, _3 ... if that key is taken)."""
+    if value is None or value == "":
+        return ""
+    text = str(value).strip()
+    if valid_id(text):
+        return text
+    key, n = INVALID_ID_KEY, 2
+    while key in extra:
+        key, n = f"{INVALID_ID_KEY}_{n}", n + 1
+    extra[key] = value
+    return ""
 
 
 def entry_to_frontmatter(entry: Entry) -> dict:
@@ -311,8 +388,56 @@ def split_history(text: str) -> tuple[str, list[dict]]:
     return body, history
 
 
+# Characters no entry file may hold: NUL (the file would read as binary) and lone surrogates (not UTF-8).
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+# Values YAML safe_dump writes (and the codec reads back); containers are walked.
+_LEAF_TYPES = (str, bool, int, float, type(None), bytes, datetime, date)
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+def value_problem(value, depth: int = 0) -> str | None:
+    """Why `value` cannot be written to an entry file (a NUL or lone surrogate in a string,
+    a type YAML safe_dump cannot write, nesting past MAX_FRONTMATTER_DEPTH), None when it can."""
+    if isinstance(value, str):
+        bad = _BAD_CHARS.search(value)
+        return None if bad is None else ("holds a NUL character" if bad.group() == "\x00"
+                                          else f"holds a lone surrogate (U+{ord(bad.group()):04X})")
+    if not isinstance(value, _CONTAINERS):
+        return None if type(value) in _LEAF_TYPES else f"holds a {type(value).__name__}, which YAML cannot store"
+    if depth >= MAX_FRONTMATTER_DEPTH:
+        return f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
+    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+    for key, item in items:
+        problem = (value_problem(str(key), depth + 1) if key is not None else None) or value_problem(item, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def check_renderable(entry: Entry) -> None:
+    """InvalidInput naming the field when any string of the entry (extra values included, recursively)
+    holds a NUL or a lone surrogate, or an extra value is something YAML cannot write."""
+    named = {"id": entry.id, "title": entry.title, "body": entry.body, "category": entry.category,
+             "tags": entry.tags, "related": entry.related, "summary": entry.summary, "agent": entry.agent,
+             "full_content_file": entry.full_content_file, "retention": entry.retention,
+             "history": [h.get("summary") for h in entry.history]}
+    for key, value in entry.extra.items():
+        key_problem = value_problem(str(key))
+        if key_problem:
+            raise InvalidInput(f"the name of extra field {_BAD_CHARS.sub('?', str(key))!r} {key_problem}")
+        named[f"extra field {key!r}"] = value
+    for name, value in named.items():
+        problem = value_problem(value)
+        if problem:
+            raise InvalidInput(f"{name} {problem}")
+
+
 def render(entry: Entry) -> str:
-    """The full text of an entry's Markdown file (body, then its version history if any)."""
+    """The full text of an entry's Markdown file (body, then its version history if any).
+
+    InvalidInput (check_renderable) when a value cannot be written.
+    """
+    check_renderable(entry)
     header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
                        sort_keys=False, default_flow_style=None, width=100000)
     body = _body_with_history(entry.body, entry.history)

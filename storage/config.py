@@ -8,8 +8,10 @@ from pathlib import Path
 import yaml
 
 from memstrata.errors import InvalidInput
+from memstrata.storage.safe_io import read_regular_text
 
 CONFIG_FILE = "config.md"
+CONFIG_MAX_BYTES = 1024 * 1024  # a larger config.md is refused (it is read by every command)
 
 
 @dataclass
@@ -139,14 +141,22 @@ def load_settings(root: Path) -> Settings:
     if not path.exists():
         return Settings()
     try:
-        data, _ = split_frontmatter(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # CorruptEntry or decoding
+        data, _ = split_frontmatter(read_config_text(root))
+    except Exception as exc:  # CorruptEntry, decoding, not a regular file, too large
         raise InvalidInput(f"config.md cannot be read: {exc}") from None
     settings = Settings()
     for key, value in data.items():
         if key in Settings.field_names():
             settings = settings.with_value(key, value)
     return settings
+
+
+def read_config_text(root: Path) -> str:
+    """The text of config.md: a regular file (a symlink to one is followed) of at most CONFIG_MAX_BYTES.
+
+    OSError otherwise (safe_io.NotRegularFile for a FIFO, socket or device: never opened).
+    """
+    return read_regular_text(Path(root) / CONFIG_FILE, CONFIG_MAX_BYTES, follow_symlinks=True)
 
 
 def render_config(changed: dict, prose: str = CONFIG_PROSE) -> str:
@@ -163,8 +173,8 @@ def changed_settings(root: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        data, _ = split_frontmatter(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # CorruptEntry or decoding
+        data, _ = split_frontmatter(read_config_text(root))
+    except Exception as exc:  # CorruptEntry, decoding, not a regular file, too large
         raise InvalidInput(f"config.md cannot be read: {exc}") from None
     return dict(data)
 
@@ -176,7 +186,7 @@ def set_setting(root: Path, key: str, raw) -> Settings:
     updated = load_settings(root).with_value(key, raw)
     changed = changed_settings(root)
     changed[key] = getattr(updated, key)
-    atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)))
+    atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)), root=root)
     return updated
 
 
@@ -187,6 +197,6 @@ def config_prose(root: Path) -> str:
     if not path.exists():
         return CONFIG_PROSE
     try:
-        return split_frontmatter(path.read_text(encoding="utf-8"))[1] or CONFIG_PROSE
+        return split_frontmatter(read_config_text(root))[1] or CONFIG_PROSE
     except Exception:
         return CONFIG_PROSE

@@ -1,14 +1,35 @@
-"""The one entry type that storage reads and writes and everything else passes around."""
+"""The one entry type (and the rule for its id) that storage reads and writes and everything else passes around."""
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+
+from memstrata.errors import InvalidInput
 
 TIERS = ("hot", "warm", "cold", "archive")
 LAYERS = ("L0", "L1", "L2", "L3", "L4")
 STATUSES = ("active", "archived", "expired")
 REVIEW_STATUSES = ("pending_review", "reviewing", "reviewed", "mastered")
+# The one rule for entry ids (the engine's writer, file names under .trash/.versions/.full).
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# Where codec.parse keeps an `id:` that breaks the rule (the entry then has no id).
+INVALID_ID_KEY = "invalid_id"
+
+
+def valid_id(text) -> bool:
+    """Whether `text` is a str that is a valid entry id (whole string, no trailing newline)."""
+    return isinstance(text, str) and ID_PATTERN.fullmatch(text) is not None
+
+
+def require_id(text, what: str = "entry id") -> str:
+    """`text` when it is a valid entry id, else InvalidInput (say what it was meant to be)."""
+    if not valid_id(text):
+        shown = repr(text if not isinstance(text, str) or len(text) <= 80 else text[:80] + "...")
+        raise InvalidInput(f"{shown} is not a valid {what} (a letter or digit, then letters, digits, '_', '.', '-';"
+                           " at most 64)")
+    return text
 
 
 def new_id() -> str:

@@ -10,8 +10,10 @@ from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.codec import split_frontmatter
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import ARCHIVED_DIR
+from memstrata.storage.safe_io import is_regular_file, read_regular_text
 
 INDEX_FILE = "INDEX.md"
+INDEX_MAX_BYTES = 64 * 1024 * 1024  # an INDEX.md larger than this is not one the engine wrote: not read
 
 
 def _cell(text) -> str:
@@ -25,10 +27,10 @@ def _day(dt: datetime | None) -> str:
 def read_description(root: Path, category: str) -> str:
     """A category's description, kept in its INDEX.md frontmatter."""
     path = Path(root) / category / INDEX_FILE
-    if not path.exists():
+    if not is_regular_file(path):
         return ""
     try:
-        data, _ = split_frontmatter(path.read_text(encoding="utf-8"))
+        data, _ = split_frontmatter(read_regular_text(path, INDEX_MAX_BYTES))
     except Exception:
         return ""
     return str(data.get("description") or "")
@@ -179,22 +181,31 @@ def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | No
     for category in targets:
         text = render_category_index(category, read_description(root, category), catalog.entries_exact(category),
                                      _subcategories(category, known), now)
-        _write_if_changed(root / category / INDEX_FILE, text)
+        _write_if_changed(root, root / category / INDEX_FILE, text)
     root_text = render_root_index(_root_rows(root, known, summary), now)
     root_path = root / INDEX_FILE
-    if not root_path.exists() or _without_stamp(root_path.read_text(encoding="utf-8")) != _without_stamp(root_text):
-        atomic_write_text(root_path, root_text)
+    if _without_stamp(_current_text(root_path)) != _without_stamp(root_text):
+        atomic_write_text(root_path, root_text, root=root)
 
 
-def _write_if_changed(path: Path, text: str) -> None:
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        atomic_write_text(path, text)
+def _current_text(path: Path) -> str:
+    """An INDEX.md as it is now ("" when missing, not a regular file, too large or not UTF-8: rewrite it)."""
+    try:
+        return read_regular_text(path, INDEX_MAX_BYTES)
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _write_if_changed(root: Path, path: Path, text: str) -> None:
+    if _current_text(path) != text:
+        atomic_write_text(path, text, root=root)
 
 
 def set_description(root: Path, category: str, description: str, catalog, now: datetime) -> None:
     """Store a category's description in its INDEX.md (and show it in the root index)."""
     path = Path(root) / category / INDEX_FILE
-    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category), [], now))
+    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category), [], now),
+                      root=root)
     write_indexes(root, catalog, now, [category])
 
 

@@ -1,8 +1,10 @@
 """One writer lock per tree (flock: released by the kernel when a holder dies)."""
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -65,6 +67,16 @@ def _acquire(fd: int, timeout: float) -> bool:
     return False
 
 
+def _open_lock_file(path: str) -> int:
+    """Open (creating) the lock file: never through a symlink, never a FIFO or device (OSError)."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "the lock file is not a regular file", path)
+    return fd
+
+
 class TreeLock:
     """Exclusive, re-entrant (per thread) lock on a memory root.
 
@@ -86,7 +98,7 @@ class TreeLock:
             if held:
                 self._held[self._key] = (held[0], held[1] + 1)
                 return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_lock_file(self.path)
         if not _acquire(fd, self.timeout):
             raise Locked(f"the memory tree is locked by another writer (waited {self.timeout:.0f}s)")
         with self._guard:

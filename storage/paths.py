@@ -1,4 +1,4 @@
-"""Category paths, slugs and the rule that nothing leaves the root."""
+"""Category paths, slugs, names that are never entries, and the rule that nothing leaves the root."""
 from __future__ import annotations
 
 import os
@@ -9,9 +9,15 @@ from pathlib import Path, PurePosixPath
 from memstrata.errors import InvalidInput
 
 ARCHIVED_DIR = "archived"
-RESERVED_SEGMENTS = {ARCHIVED_DIR, "index.md", "config.md", "memory.md"}
 DEFAULT_CATEGORY = "general"
 MAX_SEGMENT_CHARS = 80
+MAX_SEGMENT_BYTES = 100  # UTF-8 bytes of one category level (file names stop at 255 bytes)
+# File names (any case) that are never entries: the tree's own files and agents' instruction files.
+RESERVED_FILE_NAMES = frozenset({"index.md", "config.md", "memory.md", "claude.md", "agents.md", "readme.md"})
+# Names Windows reserves for devices, with or without an extension ("con", "nul.md", "com1.txt").
+WINDOWS_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
+                                  *(f"lpt{i}" for i in range(1, 10))})
+RESERVED_SEGMENTS = {ARCHIVED_DIR, *RESERVED_FILE_NAMES}  # category levels that are refused
 MAX_SLUG_BYTES = 120  # file names are limited to 255 bytes; leave room for suffixes
 _SLUG_DROP = re.compile(r"[^\w]+", re.UNICODE)
 
@@ -23,8 +29,8 @@ def validate_category(category: str | None) -> str:
     text = unicodedata.normalize("NFC", str(category)).strip()
     if not text:
         return DEFAULT_CATEGORY
-    if "\x00" in text or any(unicodedata.category(ch) == "Cc" for ch in text):
-        raise InvalidInput("category contains control characters")
+    if "\x00" in text or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
+        raise InvalidInput("category contains control characters or lone surrogates")
     if text.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", text):
         raise InvalidInput(f"category {category!r} is an absolute path; use a relative path like projects/web")
     if text.startswith("~"):
@@ -41,9 +47,25 @@ def validate_category(category: str | None) -> str:
             raise InvalidInput(f"category {category!r} has a hidden level {segment!r}; those are reserved")
         if segment.lower() in RESERVED_SEGMENTS:
             raise InvalidInput(f"category {category!r} uses the reserved name {segment!r}")
-        if len(segment) > MAX_SEGMENT_CHARS:
-            raise InvalidInput(f"category level {segment[:20]!r}... is longer than {MAX_SEGMENT_CHARS} characters")
+        _check_portable_name(segment, category)
     return "/".join(segments)
+
+
+def is_windows_device_name(name: str) -> bool:
+    """Whether Windows reserves `name` for a device (CON, nul.md, com1.txt ...; any case)."""
+    return name.split(".")[0].rstrip(" ").lower() in WINDOWS_DEVICE_NAMES
+
+
+def _check_portable_name(segment: str, category) -> None:
+    """A category level every file system can hold: no device name, no trailing '.'/' ', not too long."""
+    if is_windows_device_name(segment):
+        raise InvalidInput(f"category {category!r} uses {segment!r}, a name Windows reserves for a device")
+    if segment.endswith((".", " ")):
+        raise InvalidInput(f"category {category!r} has a level ending in '.' or ' ' ({segment!r})")
+    if len(segment) > MAX_SEGMENT_CHARS:
+        raise InvalidInput(f"category level {segment[:20]!r}... is longer than {MAX_SEGMENT_CHARS} characters")
+    if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+        raise InvalidInput(f"category level {segment[:20]!r}... is longer than {MAX_SEGMENT_BYTES} bytes (UTF-8)")
 
 
 def slugify(title: str) -> str:
@@ -53,8 +75,17 @@ def slugify(title: str) -> str:
     text = _SLUG_DROP.sub("-", text).strip("-_")
     while len(text.encode("utf-8")) > MAX_SLUG_BYTES:
         text = text[:-1]
-    text = text.strip("-_")
-    return text or "entry"
+    text = text.strip("-_") or "entry"
+    if text == "index" or is_windows_device_name(text):
+        text += "-entry"  # index.md is never an entry; con, nul, com1 ... cannot be created on Windows
+    return text
+
+
+def file_slug(title: str) -> str:
+    """slugify for an entry's file name: also never config, memory, claude, agents or readme
+    (RESERVED_FILE_NAMES: such a file is not read as an entry). Category levels use slugify."""
+    text = slugify(title)
+    return f"{text}-entry" if f"{text}.md" in RESERVED_FILE_NAMES else text
 
 
 def category_of(relative_path: str) -> str:

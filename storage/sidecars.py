@@ -16,7 +16,8 @@ from pathlib import Path
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_bytes
 from memstrata.storage.codec import split_frontmatter
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, require_id
+from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
 
 FULL_DIR = ".full"
 SUPERSEDED_DIR = "superseded"
@@ -24,10 +25,7 @@ SUPERSEDED_DIR = "superseded"
 
 def relative_path(entry_id: str) -> str:
     """Where an entry's sidecar lives, relative to the root: `.full/{id}.md`."""
-    entry_id = str(entry_id or "")
-    if not entry_id or "/" in entry_id or "\\" in entry_id or entry_id.startswith(".") or "\x00" in entry_id:
-        raise InvalidInput(f"cannot keep a sidecar for entry id {entry_id!r}")
-    return f"{FULL_DIR}/{entry_id}.md"
+    return f"{FULL_DIR}/{require_id(entry_id, 'entry id (for a .full/ sidecar)')}.md"
 
 
 def _resolve(root: Path, rel: str) -> Path:
@@ -42,13 +40,13 @@ def _resolve(root: Path, rel: str) -> Path:
     real = Path(os.path.realpath(path))
     if real_root not in real.parents:
         raise InvalidInput(f"full_content_file {text!r} leads outside the memory root")
-    return path
+    return check_write_target(root, path)  # also refuses a symlinked .full/
 
 
 def write(root: Path, entry_id: str, original: bytes) -> str:
     """Atomically store `original` (the whole L0 file) as the entry's sidecar; returns its relative path."""
     rel = relative_path(entry_id)
-    atomic_write_bytes(_resolve(root, rel), bytes(original))
+    atomic_write_bytes(_resolve(root, rel), bytes(original), root=root)
     return rel
 
 
@@ -56,7 +54,7 @@ def exists(root: Path, rel: str | None) -> bool:
     if not rel:
         return False
     try:
-        return _resolve(root, rel).is_file()
+        return is_regular_file(_resolve(root, rel))
     except InvalidInput:
         return False
 
@@ -65,7 +63,7 @@ def read_bytes(root: Path, rel: str) -> bytes:
     """The stored original file (NotFound when the sidecar is missing)."""
     path = _resolve(root, rel)
     try:
-        return path.read_bytes()
+        return read_regular_bytes(path)
     except FileNotFoundError:
         raise NotFound(f"the full content {rel} is missing") from None
 
@@ -126,9 +124,9 @@ def supersede(root: Path, rel: str, stamp: str) -> str | None:
         path = _resolve(root, rel)
     except InvalidInput:
         return None
-    if not path.is_file():
+    if not is_regular_file(path):
         return None
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp)
     target_rel = f"{FULL_DIR}/{SUPERSEDED_DIR}/{path.stem}--{safe}.md"
-    atomic_write_bytes(Path(root) / target_rel, path.read_bytes())
+    atomic_write_bytes(Path(root) / target_rel, read_regular_bytes(path), root=root)
     return target_rel

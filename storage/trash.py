@@ -1,6 +1,7 @@
 """The trash: deleted and forgotten entries, restorable, with an audit INDEX.md."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -9,8 +10,9 @@ from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import CorruptEntry, InvalidInput
 from memstrata.storage import codec
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import slugify
+from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_text
 
 TRASH_DIR = ".trash"
 AUDIT_FILE = "INDEX.md"
@@ -40,53 +42,74 @@ def _cell(text) -> str:
 
 def audit(root: Path, when: datetime, action: str, entry_id: str, title: str, origin: str, reason: str) -> None:
     """Append one row to .trash/INDEX.md (rewritten atomically; callers hold the tree lock)."""
-    path = Path(root) / TRASH_DIR / AUDIT_FILE
+    path = check_write_target(root, Path(root) / TRASH_DIR / AUDIT_FILE)
     ensure_dir(path.parent)
-    current = path.read_text(encoding="utf-8") if path.exists() else _AUDIT_HEADER
-    row = f"| {format_datetime(when)} | {action} | {entry_id} | {_cell(title)} | {_cell(origin)} | {_cell(reason)} |\n"
-    atomic_write_text(path, current + row)
+    current = read_regular_text(path) if path.exists() else _AUDIT_HEADER
+    row = (f"| {format_datetime(when)} | {action} | {_cell(entry_id)} | {_cell(title)} | {_cell(origin)} "
+           f"| {_cell(reason)} |\n")
+    atomic_write_text(path, current + row, root=root)
 
 
 def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime) -> str:
     """Move an entry's file into the trash; returns its path there (relative to the root)."""
     root = Path(root)
-    audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
-    target_rel = f"{TRASH_DIR}/{entry.id}--{slugify(entry.title)}.md"
-    atomic_move(root / entry.path, root / target_rel)
+    target_rel = _free_trash_name(root, entry)
     trashed = entry.copy(path=target_rel)
     trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
-    atomic_write_text(root / target_rel, codec.render(trashed))
+    text = codec.render(trashed)  # refuses (InvalidInput) before anything moves
+    audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
+    atomic_move(root / entry.path, root / target_rel, root=root)
+    atomic_write_text(root / target_rel, text, root=root)
     return target_rel
+
+
+def _free_trash_name(root: Path, entry: Entry) -> str:
+    """`.trash/{id}--{slug}.md` (an entry without an id: `--{slug}.md`), then -2, -3 ... if taken.
+
+    The id must pass entry.require_id: a file name is never built from an invalid one.
+    """
+    prefix = require_id(entry.id) if entry.id else ""
+    base = f"{TRASH_DIR}/{prefix}--{slugify(entry.title)}"
+    candidate, n = f"{base}.md", 2
+    while os.path.lexists(root / candidate):
+        candidate, n = f"{base}-{n}.md", n + 1
+    return candidate
 
 
 def list_trash(root: Path) -> list[TrashItem]:
     folder = Path(root) / TRASH_DIR
     items = []
-    if not folder.exists():
+    if not folder.is_dir() or folder.is_symlink():
         return items
     for path in sorted(folder.glob("*.md")):
-        if path.name == AUDIT_FILE:
+        if path.name == AUDIT_FILE or not is_regular_file(path):
             continue
         rel = f"{TRASH_DIR}/{path.name}"
         try:
-            entry = codec.parse(path.read_text(encoding="utf-8"), path=rel)
+            entry = codec.parse(read_regular_text(path), path=rel)
         except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
             continue  # an unreadable trash file does not hide the others (mem doctor reports it)
         when = entry.extra.get("trashed_at")
         items.append(TrashItem(
-            id=entry.id or path.name.split("--")[0], title=entry.title,
+            id=entry.id or _id_from_name(path.name), title=entry.title,
             trashed_at=parse_datetime(when) if when else None,
             trashed_from=str(entry.extra.get("trashed_from") or _origin_from_audit(root, entry.id)),
             reason=str(entry.extra.get("trash_reason") or ""), path=rel))
     return sorted(items, key=lambda i: (i.trashed_at is None, i.trashed_at or datetime.min), reverse=False)
 
 
+def _id_from_name(name: str) -> str:
+    """The id in a trash file name ({id}--{slug}.md), "" when it is not a valid id."""
+    prefix = name.split("--")[0]
+    return prefix if valid_id(prefix) else ""
+
+
 def _origin_from_audit(root: Path, entry_id: str) -> str:
     path = Path(root) / TRASH_DIR / AUDIT_FILE
-    if not path.exists():
+    if not is_regular_file(path):
         return ""
     origin = ""
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_regular_text(path).splitlines():
         cells = [c.strip() for c in line.strip("|").split(" | ")]
         if len(cells) >= 5 and cells[1] == "trash" and cells[2] == entry_id:
             origin = cells[4]
@@ -102,7 +125,7 @@ def find(root: Path, entry_id: str) -> TrashItem:
 
 def take_out(root: Path, item: TrashItem) -> Entry:
     """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
-    text = (Path(root) / item.path).read_text(encoding="utf-8")
+    text = read_regular_text(Path(root) / item.path)
     entry = codec.parse(text, path=item.path)
     for key in ("trashed_at", "trashed_from", "trash_reason"):
         entry.extra.pop(key, None)
@@ -128,7 +151,7 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False) -
             age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
             sidecar = _sidecar_of(root, item)
-            (Path(root) / item.path).unlink(missing_ok=True)
+            check_write_target(root, Path(root) / item.path).unlink(missing_ok=True)
             if sidecar:
                 sidecars.remove(root, sidecar)
             purged.append(item)

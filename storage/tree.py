@@ -7,7 +7,7 @@ from pathlib import Path
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.config import CONFIG_FILE, Settings, render_config
-from memstrata.storage.paths import entry_dir, inside_root, slugify
+from memstrata.storage.paths import entry_dir, file_slug, inside_root
 
 DEFAULT_ROOT = "~/memory"
 STARTER_CATEGORIES = {
@@ -47,10 +47,10 @@ def initialise(root: Path, settings: Settings | None = None) -> list[str]:
     ensure_dir(root)
     os.chmod(root, 0o700)
     if not (root / CONFIG_FILE).exists():
-        atomic_write_text(root / CONFIG_FILE, render_config(_non_defaults(settings)))
+        atomic_write_text(root / CONFIG_FILE, render_config(_non_defaults(settings)), root=root)
         made.append(CONFIG_FILE)
     if not (root / ".gitignore").exists():
-        atomic_write_text(root / ".gitignore", GITIGNORE)
+        atomic_write_text(root / ".gitignore", GITIGNORE, root=root)
         made.append(".gitignore")
     return made
 
@@ -70,10 +70,10 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     """
     folder = entry_dir(category, archived)
     inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
-    base = slugify(title)
+    base = file_slug(title)
     candidate = f"{folder}/{base}.md"
     n = 2
-    while (Path(root) / candidate).exists() and candidate != keep:
+    while os.path.lexists(Path(root) / candidate) and candidate != keep:  # a dangling symlink or FIFO is taken too
         candidate = f"{folder}/{base}-{n}.md"
         n += 1
     return candidate

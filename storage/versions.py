@@ -17,23 +17,22 @@ from datetime import datetime
 from pathlib import Path
 
 from memstrata.clock import format_datetime
-from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.errors import CorruptEntry, NotFound
 from memstrata.storage import codec
 from memstrata.storage.atomic import atomic_write_text
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, require_id
 from memstrata.storage.paths import category_of
+from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_text
 
 VERSIONS_DIR = ".versions"
 SPLIT_RECORD = ".split.json"
 SUMMARY_CHARS = 80
+SPLIT_RECORD_MAX_BYTES = 16 * 1024 * 1024  # a larger .split.json is not one the engine wrote
 _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def _folder(root: Path, entry_id: str) -> Path:
-    if not _SAFE_ID.match(entry_id or "") or entry_id in (".", ".."):
-        raise InvalidInput(f"{entry_id!r} is not an entry id")
-    return Path(root) / VERSIONS_DIR / entry_id
+    return Path(root) / VERSIONS_DIR / require_id(entry_id)
 
 
 def snapshot_path(root: Path, entry_id: str, version: int) -> Path:
@@ -43,28 +42,28 @@ def snapshot_path(root: Path, entry_id: str, version: int) -> Path:
 def list_snapshots(root: Path, entry_id: str) -> dict[int, Path]:
     """The kept versions of an entry: {version number: file}."""
     folder = _folder(root, entry_id)
-    if not folder.is_dir():
+    if not folder.is_dir() or folder.is_symlink():
         return {}
     out = {}
     for item in folder.iterdir():
         m = _SNAPSHOT.match(item.name)
-        if m and item.is_file():
+        if m and is_regular_file(item):
             out[int(m.group(1))] = item
     return dict(sorted(out.items()))
 
 
 def save_snapshot(root: Path, entry_id: str, version: int, text: str) -> bool:
     """Keep `text` as version `version` (atomic). Returns True when the file is new."""
-    path = snapshot_path(root, entry_id, version)
+    path = check_write_target(root, snapshot_path(root, entry_id, version))
     existed = path.exists()
-    if existed and path.read_text(encoding="utf-8") == text:
+    if existed and read_regular_text(path) == text:
         return False
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, root=root)
     return not existed
 
 
 def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
-    path = snapshot_path(root, entry_id, version)
+    path = check_write_target(root, snapshot_path(root, entry_id, version))
     path.unlink(missing_ok=True)
     try:
         path.parent.rmdir()
@@ -74,9 +73,9 @@ def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
 
 def read_snapshot(root: Path, entry_id: str, version: int) -> str:
     path = snapshot_path(root, entry_id, version)
-    if not path.is_file():
+    if not is_regular_file(path):
         raise NotFound(f"version {version} of {entry_id} is not kept")
-    return path.read_text(encoding="utf-8")
+    return read_regular_text(path)
 
 
 def snapshot_entry(root: Path, entry_id: str, version: int, rel_path: str | None = None) -> Entry:
@@ -127,18 +126,19 @@ def split_record_path(root: Path, category: str) -> Path:
 
 def read_split_record(root: Path, category: str) -> dict | None:
     path = split_record_path(root, category)
-    if not path.is_file():
+    if not is_regular_file(path):
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_text(path, SPLIT_RECORD_MAX_BYTES))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def write_split_record(root: Path, category: str, record: dict) -> None:
-    atomic_write_text(split_record_path(root, category), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(split_record_path(root, category), json.dumps(record, indent=1, ensure_ascii=False) + "\n",
+                      root=root)
 
 
 def remove_split_record(root: Path, category: str) -> None:
-    split_record_path(root, category).unlink(missing_ok=True)
+    check_write_target(root, split_record_path(root, category)).unlink(missing_ok=True)
