@@ -191,7 +191,7 @@ def timed(args, root, service="auto", stdin=None) -> tuple[float, subprocess.Com
 
 
 def service_status(root: Path):
-    from memstrata import client
+    from memstrata.service import client
 
     return client.request(str(root), {"op": "status"}, timeout=5)
 
@@ -243,7 +243,7 @@ def inproc_worker(root: str, runs: int, per_run: int) -> dict:
             lat.append(time.perf_counter() - t0)
         p50s.append(pct(lat, 0.5))
         p95s.append(pct(lat, 0.95))
-        index = m._vindex()
+        index = m.state.vector_index()
         t0 = time.perf_counter()
         sync_mod.plan(index, m.embedder.name, m.embedder.dim)
         plan.append(time.perf_counter() - t0)

@@ -34,13 +34,7 @@ def _register_all(app) -> None:
     import importlib
 
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"memstrata.cli.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"memstrata.cli.commands.{name}":
-                continue
-            raise
-        module.register(app)
+        importlib.import_module(f"memstrata.cli.commands.{name}").register(app)
 
 
 def _build_app():
@@ -110,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         import os
 
         os.umask(0o077)  # what the engine and LanceDB create is private to the user
-        from memstrata import client
+        from memstrata.service import client
 
         code = client.run(args)
         if code is not None:

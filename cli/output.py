@@ -51,8 +51,19 @@ def table(rows: list[dict], columns: list[str], title: str | None = None) -> Non
     console.print(grid)
 
 
+_memory_factory: Callable | None = None
+
+
+def set_memory_factory(factory: Callable | None) -> None:
+    """Where `memory(root)` gets its Memory from (the warm service hands out pooled ones)."""
+    global _memory_factory
+    _memory_factory = factory
+
+
 def memory(root: str | None):
     """The Memory for a --root option (cheap: nothing heavy is loaded until used)."""
+    if _memory_factory is not None:
+        return _memory_factory(root)
     from memstrata.memory import Memory
 
     return Memory(root)

@@ -24,18 +24,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         result = memory.write(body, title=title, category=category, tags=tags, importance=importance)
         print(f"wrote   {result.path}  [{result.id}]")
-    recall = getattr(memory, "recall", None)
     for query in QUERIES:
-        if recall is None:
-            break
-        answer = recall(query, k=2)
+        answer = memory.recall(query, k=2)
         print(f"\nrecall  {query!r}  (strategy: {answer.strategy})")
         for hit in answer.results:
             data = hit.to_dict()
             print(f"  {data['score']:.3f}  {data['title']}  — {data['snippet'][:70]}")
-    if recall is None:
-        for entry in memory.list():
-            print(f"listed  {entry.category}/{entry.title}")
     return 0
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-class MemoryError_(Exception):
+class MemstrataError(Exception):
     """Base class of every error the engine raises on purpose (one line, no traceback)."""
 
     exit_code = 1
@@ -17,10 +17,6 @@ class MemoryError_(Exception):
         return {"error": self.kind, "message": self.message, **self.details}
 
 
-# The public name; the trailing underscore above only avoids shadowing the builtin MemoryError.
-MemstrataError = MemoryError_
-
-
 class NotFound(MemstrataError):
     exit_code = 3
     kind = "not_found"
@@ -29,11 +25,6 @@ class NotFound(MemstrataError):
 class InvalidInput(MemstrataError):
     exit_code = 2
     kind = "invalid_input"
-
-
-class Conflict(MemstrataError):
-    exit_code = 4
-    kind = "conflict"
 
 
 class SecretDetected(MemstrataError):

@@ -1,24 +1,255 @@
-"""The public Python API: `Memory(root)`, the core plus each feature's operations."""
+"""The public Python API: `Memory(root)`, one facade over the engine's explicit parts."""
 from __future__ import annotations
 
-from memstrata.agents_ops import AgentOps
-from memstrata.aging_ops import AgingOps
-from memstrata.builtin_ops import BuiltinOps
-from memstrata.core import MemoryCore
-from memstrata.doctor_ops import DoctorOps
-from memstrata.promotion_ops import PromotionOps
-from memstrata.recall_ops import RecallOps
-from memstrata.split_ops import SplitOps
-from memstrata.versions_ops import VersionOps
+from memstrata.doctor import Doctor
+from memstrata.engine.entries import Entries
+from memstrata.engine.index import IndexStep
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
+from memstrata.features.aging import Aging
+from memstrata.features.builtin_import import BuiltinImport
+from memstrata.features.daily import DailyNotes
+from memstrata.features.promotion import Promotion
+from memstrata.features.recall import Recall
+from memstrata.features.review import Review
+from memstrata.features.shared import SharedSpace
+from memstrata.features.split import Split
+from memstrata.features.transfer import Transfer
+from memstrata.features.versions import Versions
 
 
-class Memory(PromotionOps, VersionOps, SplitOps, BuiltinOps, AgentOps, AgingOps, RecallOps, DoctorOps, MemoryCore):
+class Memory:
     """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
 
-    Each feature lives in its own module as a mixin placed before MemoryCore, so every
-    write still goes through the core's one path (_save) and its hooks.
+    `Memory` builds the parts once and hands each what it needs; every public method is a
+    line or three that delegates to one part. The save path's steps are registered here, in
+    the order they run (docs/architecture.md).
 
     >>> m = Memory("/tmp/mem"); r = m.write("We chose Postgres", title="DB choice", category="projects/alpha")
     >>> m.read(r.id).title
     'DB choice'
     """
+
+    def __init__(self, root=None, *, embedder=None):
+        self.state = state = TreeState(root, embedder=embedder)
+        self.save_path = save = SavePath(state, IndexStep(state))
+        self._entries = entries = Entries(state, save)
+        self._versions = Versions(state, entries, save)
+        self._aging = Aging(state, entries, save)
+        self._recall = Recall(state, entries)
+        self._shared = SharedSpace(state, entries, self._recall, open_memory=_open_memory)
+        self._promotion = Promotion(state, entries, save, self._aging, self._recall, self._shared)
+        self._review = Review(state, entries, save, self._aging)
+        self._split = Split(state, save)
+        self._daily = DailyNotes(state, entries, save, self._shared)
+        self._transfer = Transfer(state, entries, save)
+        self._builtin = BuiltinImport(state, entries, save)
+        self._doctor = Doctor(state, save, self._recall)
+        # The save path's steps, in order: a new entry is checked for duplicates and conflicts;
+        # a changed entry's body is full text again if it was compressed, then its old version is kept.
+        save.write_checks.append(self._versions.check_new)
+        save.update_steps.append(self._aging.full_text_again)
+        save.update_steps.append(self._versions.keep_version)
+
+    # -- the tree ------------------------------------------------------------------------
+    @property
+    def root(self):
+        return self.state.root
+
+    @property
+    def settings(self):
+        return self.state.settings
+
+    @property
+    def catalog(self):
+        return self.state.catalog
+
+    @property
+    def embedder(self):
+        return self.state.embedder
+
+    def lock(self):
+        return self.state.lock()
+
+    def now(self):
+        return self.state.now()
+
+    def init(self) -> dict:
+        return self._entries.init()
+
+    def config_list(self) -> dict:
+        return self._entries.config_list()
+
+    def config_get(self, key: str):
+        return self._entries.config_get(key)
+
+    def config_set(self, key: str, value) -> dict:
+        return self._entries.config_set(key, value)
+
+    def stats(self) -> dict:
+        return self._entries.stats()
+
+    def rebuild_indexes(self) -> dict:
+        return self._entries.rebuild_indexes()
+
+    def doctor(self, fix: bool = False, lock_timeout: float = 60.0):
+        return self._doctor.doctor(fix=fix, lock_timeout=lock_timeout)
+
+    # -- entries -------------------------------------------------------------------------
+    def resolve(self, ref: str):
+        return self._entries.resolve(ref)
+
+    def read(self, ref: str, *, count_access: bool = True):
+        return self._entries.read(ref, count_access=count_access)
+
+    def list(self, category: str | None = None, tier: str | None = None, status: str | None = None, tags=None):
+        return self._entries.list(category, tier, status, tags)
+
+    def hot_entries(self, now):
+        return self._entries.hot_entries(now)
+
+    def write(self, body, *, title: str | None = None, category: str | None = None, tags=None,
+              importance=None, important: bool = False, related=None, expires=None, id: str | None = None,
+              created=None, extra: dict | None = None, force: bool = False, merge: bool = False,
+              share: bool = False):
+        """Write a new memory (engine.entries.Entries.write); share=True also copies it to the shared root."""
+        if share:
+            self._shared.shared_memory()  # no shared root: fail before anything is written
+        result = self._entries.write(body, title=title, category=category, tags=tags, importance=importance,
+                                     important=important, related=related, expires=expires, id=id,
+                                     created=created, extra=extra, force=force, merge=merge)
+        return self._shared.shared_result(result) if share else result
+
+    def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
+               important: bool | None = None, related=None, expires=None, category: str | None = None):
+        return self._entries.update(ref, body, title=title, tags=tags, importance=importance, important=important,
+                                    related=related, expires=expires, category=category)
+
+    def delete(self, ref: str, reason: str = "deleted"):
+        return self._entries.delete(ref, reason)
+
+    def restore(self, entry_id: str):
+        return self._entries.restore(entry_id)
+
+    def trash_list(self):
+        return self._entries.trash_list()
+
+    def trash_purge(self, everything: bool = False):
+        return self._entries.trash_purge(everything)
+
+    # -- recall --------------------------------------------------------------------------
+    def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
+               status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
+               explain: bool = False, include_shared: bool = False):
+        """Find the entries that answer `query`, best first (features.recall.Recall.recall);
+        include_shared=True also searches the shared root."""
+        options = dict(category=category, tier=tier, status=status, tags=tags, since=since, until=until,
+                       strategy=strategy, explain=explain)
+        if include_shared:
+            return self._shared.recall(query, k=k, **options)
+        return self._recall.recall(query, k=k, **options)
+
+    def recall_batch(self, queries, k: int = 10, **options) -> list[dict]:
+        return self._recall.recall_batch(queries, k=k, **options)
+
+    def warm_up(self) -> list[str]:
+        """Load the model and the index's in-memory frame now (a service's start); what failed."""
+        return self._recall.warm_up()
+
+    def sync(self, progress=None, announce=None) -> dict:
+        return self._recall.sync(progress=progress, announce=announce)
+
+    def reindex(self, progress=None) -> dict:
+        return self._recall.reindex(progress=progress)
+
+    # -- versions ------------------------------------------------------------------------
+    def history(self, ref: str) -> list[dict]:
+        return self._versions.history(ref)
+
+    def version(self, ref: str, n: int):
+        return self._versions.version(ref, n)
+
+    def history_show(self, ref: str, n: int) -> str:
+        return self._versions.history_show(ref, n)
+
+    def revert(self, ref: str, to: int):
+        return self._versions.revert(ref, to)
+
+    # -- aging, review, promotion ----------------------------------------------------------
+    def weight(self, ref: str, update: bool = False, context_correlation: float | None = None) -> dict:
+        return self._aging.weight(ref, update=update, context_correlation=context_correlation)
+
+    def maintain(self, dry_run: bool = False, progress=None):
+        return self._aging.maintain(dry_run=dry_run, progress=progress)
+
+    def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:
+        return self._aging.decompress(ref, show=show, restore=restore)
+
+    def review_mark(self, ref: str, status: str) -> dict:
+        return self._review.review_mark(ref, status)
+
+    def review_list(self, status: str | None = None):
+        return self._review.review_list(status)
+
+    def review_due(self):
+        return self._review.review_due()
+
+    def review_stats(self) -> dict:
+        return self._review.review_stats()
+
+    def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
+                dry_run: bool = False) -> dict:
+        return self._promotion.promote(context, threshold=threshold, layers=layers, max_count=max_count,
+                                       dry_run=dry_run)
+
+    def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
+                 include_shared: bool = True):
+        return self._promotion.autoload(context, promote=promote, budget=budget, include_shared=include_shared)
+
+    # -- categories ------------------------------------------------------------------------
+    def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:
+        return self._split.split(category, by=by, dry_run=dry_run)
+
+    def merge(self, category: str, dry_run: bool = False) -> dict:
+        return self._split.merge(category, dry_run=dry_run)
+
+    # -- other agents: the shared space and daily notes -----------------------------------------
+    @property
+    def agent_name(self) -> str:
+        return self._shared.agent_name
+
+    @property
+    def shared_root(self):
+        return self._shared.shared_root
+
+    def shared_memory(self) -> "Memory":
+        return self._shared.shared_memory()
+
+    def share(self, ref: str) -> dict:
+        return self._shared.share(ref)
+
+    def daily(self, text: str, *, day=None, share: bool = False):
+        if share:
+            self._shared.shared_memory()
+        return self._daily.daily(text, day=day, share=share)
+
+    # -- import and export -------------------------------------------------------------------
+    def export_jsonl(self, target=None) -> dict:
+        return self._transfer.export_jsonl(target)
+
+    def import_path(self, path, layout: str = "auto", progress=None, category: str | None = None) -> dict:
+        return self._transfer.import_path(path, layout=layout, progress=progress, category=category)
+
+    def import_jsonl(self, path, progress=None) -> dict:
+        return self._transfer.import_jsonl(path, progress=progress)
+
+    def import_tree(self, path, layout: str = "auto", progress=None, category: str | None = None) -> dict:
+        return self._transfer.import_tree(path, layout=layout, progress=progress, category=category)
+
+    def import_builtin(self, path, category: str | None = None, dry_run: bool = False) -> dict:
+        return self._builtin.import_builtin(path, category=category, dry_run=dry_run)
+
+
+def _open_memory(root, embedder) -> Memory:
+    """The Memory of another root (the shared space), sharing an already loaded model."""
+    return Memory(root, embedder=embedder)

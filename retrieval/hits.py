@@ -11,6 +11,20 @@ def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def best_sentence(text: str, terms: list[str]) -> str:
+    """The snippet of every strategy: the sentence of `text` holding most query terms (the first
+    sentence when none holds any)."""
+    from memstrata.retrieval.chunking import sentences
+
+    best, best_n = "", -1
+    for s in sentences(text or ""):
+        low = s.lower()
+        n = sum(1 for t in terms if t in low)
+        if n > best_n:
+            best, best_n = s, n
+    return best
+
+
 @dataclass
 class RecallHit:
     id: str
@@ -23,6 +37,16 @@ class RecallHit:
     path: str | None = None
     created: str | None = None
     signals: dict | None = None  # only with explain
+    shared_root: str | None = None  # set on hits that come from the shared root
+    agent: str | None = None  # who wrote a shared hit
+
+    @classmethod
+    def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None) -> "RecallHit":
+        from memstrata.clock import format_datetime
+
+        return cls(id=entry.id, title=entry.title, score=float(score), snippet=snippet, category=entry.category,
+                   tier=entry.tier, status=entry.status, path=entry.path, created=format_datetime(entry.created),
+                   signals=signals)
 
     def to_dict(self) -> dict:
         data = {"id": self.id, "title": self.title, "score": round(float(self.score), 4),
@@ -30,6 +54,8 @@ class RecallHit:
                 "status": self.status, "path": self.path, "created": self.created}
         if self.signals is not None:
             data["signals"] = self.signals
+        if self.shared_root is not None:
+            data.update(shared=True, agent=self.agent, root=self.shared_root)
         return data
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from memstrata.retrieval import ann, fusion, lexical
-from memstrata.retrieval.hits import RecallHit, RecallResult
+from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
 from memstrata.retrieval.table import VectorIndex, sql_str
 
 STRATEGIES = ("auto", "hybrid", "vector", "text", "grep", "index")
@@ -205,7 +205,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
     for pos in order:
         c = frame.cols
-        snippet = best_chunk.get(pos) or _best_sentence(texts[pos] if texts else "", terms) or c["title"][pos]
+        snippet = best_chunk.get(pos) or best_sentence(texts[pos] if texts else "", terms) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
                         path=c["path"][pos], created=_iso(c["created"][pos]))
@@ -265,15 +265,3 @@ def _structure(index: VectorIndex, frame, weights):
                                              weights.session_gap_seconds))
         frame._structure = cached
     return cached[1]
-
-
-def _best_sentence(text: str, terms: list[str]) -> str:
-    from memstrata.retrieval.chunking import sentences
-
-    best, best_n = "", 0
-    for s in sentences(text):
-        low = s.lower()
-        hits = sum(1 for t in terms if t in low)
-        if hits > best_n:
-            best, best_n = s, hits
-    return best

@@ -3,11 +3,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memstrata.errors import CorruptEntry
 from memstrata.retrieval import chunking
-from memstrata.retrieval.table import VectorIndex, row_id
-from memstrata.storage.catalog import entry_file_stat, is_entry_path, iter_entry_files, read_entry_file
-from memstrata.storage.sidecars import with_full_body
+from memstrata.retrieval.table import VectorIndex, indexed_form, row_id
+from memstrata.storage.catalog import (
+    entry_file_stat,
+    is_entry_path,
+    iter_entry_files,
+    read_entry_file,
+)
+
+from memstrata.errors import CorruptEntry
 
 
 @dataclass
@@ -56,7 +61,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             seen_ids.add(row[0])
             continue
         try:
-            entry = with_full_body(index.root, read_entry_file(index.root, rel))
+            entry = indexed_form(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
             continue
@@ -93,7 +98,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
             found[frame.ids[n]] = rel
             continue
         try:
-            entry = with_full_body(index.root, read_entry_file(index.root, rel))
+            entry = indexed_form(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
             continue

@@ -1,32 +1,42 @@
-"""The LanceDB chunk table under {root}/.vectors/: schema, model meta, upserts, deletes, compaction, entry frame.
+"""The LanceDB chunk table under {root}/.vectors/: schema, model meta, upserts, deletes, compaction, row reads.
 
 All writes happen under the caller's tree lock (two processes merging the same ids would
 duplicate rows). One row per chunk; chunk 0 rows carry the full-text columns, so full-text
-search ranks whole entries while vector search ranks chunks.
+search ranks whole entries while vector search ranks chunks. The entry frame kept in memory
+per table version (VectorIndex.frame/texts/term_stats) is in frame.py.
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from memstrata.retrieval import chunking, lexical, stats_cache
+from memstrata.retrieval import chunking, lexical
+
+# Frame is imported from here too (stats_cache.py); META_COLUMNS are what the frame holds of each entry.
+from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache
 from memstrata.storage.entry import Entry
+from memstrata.storage.sidecars import with_full_body
 
 VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
 META_FILE = "meta.json"
 SCHEMA_VERSION = 1
-# What recall and sync read of every entry (kept in memory per table version; the table also
-# holds importance, weight, updated and last_access, which no in-memory step reads).
-META_COLUMNS = ["id", "title", "category", "tier", "status", "tags", "created", "path", "hash", "size", "mtime_ns"]
 
 
 def row_id(entry: Entry) -> str:
     """The row key of an entry: its id (a file without one is keyed by its path)."""
     return entry.id or f"path:{entry.path}"
+
+
+def indexed_form(root: Path, entry: Entry) -> Entry:
+    """The entry as the index (and grep) sees it: a compressed entry carries its full original text.
+
+    The one place of the rule "a compressed entry is found by what it said before compression";
+    `VectorIndex.upsert` applies it to whatever it is given, so no writer has to remember it.
+    """
+    return with_full_body(root, entry)
 
 
 def sql_str(value: str) -> str:
@@ -51,33 +61,7 @@ def schema(dim: int):
     ])
 
 
-@dataclass
-class Frame:
-    """Chunk-0 metadata of every indexed entry, as parallel lists (cached per table version)."""
-
-    version: int
-    ids: list
-    cols: dict
-
-    def __post_init__(self):
-        self.pos = {i: n for n, i in enumerate(self.ids)}
-        self.by_path = {p: n for n, p in enumerate(self.cols["path"])}
-        self._texts = None
-        self._df = None
-        self._stats = None
-        self._reuse = None  # (previous frame, old position per entry or None): see VectorIndex.texts
-        self._keys = None
-
-    def text_keys(self) -> list[tuple]:
-        """Per entry, what its full-text column is made of besides the chunking: content hash,
-        created, tags (equal keys: equal indexed text). Computed once per frame."""
-        if self._keys is None:
-            c = self.cols
-            self._keys = [(h, cr, tuple(t or ())) for h, cr, t in zip(c["hash"], c["created"], c["tags"])]
-        return self._keys
-
-
-class VectorIndex:
+class VectorIndex(FrameCache):
     """The derived vector + full-text table of one memory tree."""
 
     def __init__(self, root: Path, settings):
@@ -142,11 +126,6 @@ class VectorIndex:
         self._frame = None
         self._carry = None
 
-    def _stale_frame(self) -> None:
-        """The table changed: the next frame() reloads, carrying over what is still valid."""
-        if self._frame is not None and self._frame._texts is not None:
-            self._carry = self._frame
-        self._frame = None
 
     def model_matches(self, embedder) -> bool:
         meta = self.meta()
@@ -269,6 +248,7 @@ class VectorIndex:
         """
         if not entries:
             return {"embedded": 0, "updated": 0, "skipped": 0}
+        entries = [indexed_form(self.root, e) for e in entries]
         table = self.table()
         if table is None:
             self.create(embedder_fn())
@@ -381,71 +361,6 @@ class VectorIndex:
         return True
 
     # -- reading ------------------------------------------------------------------------
-    def frame(self) -> Frame | None:
-        """Chunk-0 metadata of all indexed entries (cached until the table version changes)."""
-        table = self.table()
-        if table is None:
-            return None
-        version = int(table.version)
-        if self._frame is not None and self._frame.version == version:
-            return self._frame
-        self._stale_frame()  # changed by another process
-        data = (table.search().where("chunk = 0").select(META_COLUMNS).limit(None).to_arrow().to_pydict())
-        ids = data["id"]
-        order = sorted(range(len(ids)), key=ids.__getitem__)
-        if order != list(range(len(ids))):
-            # Entries in id order, not the table's physical order (an update moves its rows to
-            # the end): positions, and so ties in ranking, do not depend on the write history,
-            # and a version that changed only metadata keeps every position.
-            data = {c: [v[i] for i in order] for c, v in data.items()}
-        self._frame = Frame(version, data["id"], data)
-        old = self._carry
-        if old is not None and old.ids == self._frame.ids:  # e.g. only access times changed
-            if all(old.cols[c] == data[c] for c in ("hash", "created", "tags")):  # the text keys
-                self._frame._texts, self._frame._stats, self._frame._df = old._texts, old._stats, old._df
-            if old.cols["category"] == data["category"] and old.cols["created"] == data["created"]:
-                structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
-                if structure is not None:
-                    self._frame._structure = structure
-        return self._frame
-
-    def texts(self, frame: Frame | None = None) -> list[str]:
-        """The English full-text column of every entry, frame order (loaded once per version;
-        entries unchanged since the previous version keep their text, only the others are read)."""
-        frame = frame or self.frame()
-        if frame is None:
-            return []
-        if frame._texts is None:
-            reuse = self._reusable(frame)
-            if reuse is None:
-                by_id = self._en_texts(None)
-                frame._texts = [by_id.get(i) or "" for i in frame.ids]
-            else:
-                old = self._carry
-                by_id = self._en_texts([i for i, j in zip(frame.ids, reuse) if j is None])
-                frame._texts = [old._texts[j] if j is not None else (by_id.get(i) or "")
-                                for i, j in zip(frame.ids, reuse)]
-                old._reuse = None  # no chains of old frames
-                frame._reuse = (old, reuse)
-                self._carry = None  # `frame` is the next one to carry from
-        return frame._texts
-
-    def _reusable(self, frame: Frame) -> list | None:
-        """Old position per entry of `frame` whose indexed text is unchanged in the carried
-        frame (None where changed or new); None when reloading everything is as cheap."""
-        if self._carry is None:
-            self._carry = stats_cache.load(self.dir, self.meta().get("model"))  # a new process
-        old = self._carry
-        if old is None or old._texts is None or old is frame:
-            return None
-        old_keys = old.text_keys()
-        reuse = []
-        for rid, key in zip(frame.ids, frame.text_keys()):
-            j = old.pos.get(rid)
-            reuse.append(j if j is not None and old_keys[j] == key else None)
-        changed = sum(1 for j in reuse if j is None)
-        return reuse if changed <= max(500, len(reuse) // 4) else None
-
     def _en_texts(self, ids: list[str] | None) -> dict[str, str]:
         """English full-text column by id: of `ids`, or of every entry (None)."""
         table = self.table()
@@ -458,37 +373,3 @@ class VectorIndex:
             data = table.search().where(where).select(["id", lexical.EN_COLUMN]).limit(None).to_arrow().to_pydict()
             out.update(zip(data["id"], data[lexical.EN_COLUMN]))
         return out
-
-    def doc_freq(self, frame: Frame | None = None):
-        frame = frame or self.frame()
-        if frame._df is None:
-            texts = self.texts(frame)
-            old, reuse = frame._reuse or (None, None)
-            if old is not None and old._df is not None:
-                frame._df = lexical.doc_freqs_carried(old._df, old._texts, reuse, texts)
-            else:
-                frame._df = lexical.doc_freqs(texts)
-            self._release_previous(frame)
-        return frame._df
-
-    def _release_previous(self, frame: Frame) -> None:
-        """Let the previous frame go once the statistics it was kept for are carried over
-        (feedback statistics are only ever needed when feedback is on)."""
-        if frame._stats is not None and (frame._df is not None or not self.settings.recall_feedback_weight):
-            frame._reuse = None
-
-    def term_stats(self, frame: Frame | None = None) -> "lexical.TermStats":
-        """In-memory BM25 statistics of the English column (built once per table version,
-        carried over from the previous version for unchanged entries)."""
-        frame = frame or self.frame()
-        if frame._stats is None:
-            texts = self.texts(frame)
-            old, reuse = frame._reuse or (None, None)
-            if old is not None and old._stats is not None:
-                frame._stats = lexical.TermStats.carried(old._stats, reuse, texts)
-            else:
-                frame._stats = lexical.TermStats(texts)
-                self.doc_freq(frame)
-                stats_cache.save(self.dir, frame, self.meta().get("model"))  # the next process starts from it
-            self._release_previous(frame)
-        return frame._stats

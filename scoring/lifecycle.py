@@ -5,10 +5,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable
 
-from memstrata.clock import days_between
-from memstrata.scoring.tiers import days_since_touched, layer_depth, layer_for_tier, tier_for
+from memstrata.scoring.tiers import (
+    days_since_touched,
+    layer_depth,
+    layer_for_tier,
+    tier_for,
+)
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
+
+from memstrata.clock import days_between
 
 ACTION_KINDS = ("retier", "compress", "archive", "expire", "forget")
 
@@ -116,3 +122,46 @@ def trash_purge_due(deleted_at: datetime | None, now: datetime, settings: Settin
     if deleted_at is None:
         return False
     return days_between(deleted_at, now) > settings.trash_retention_days
+
+
+def plan_with_cascade(entries: list[Entry], now, settings) -> tuple[dict[str, list[Action]], set[str]]:
+    """lifecycle.plan, repeated without the entries it sends to the trash, until nothing more leaves.
+
+    An entry referenced only by entries that are forgotten or expired in this run is no longer
+    referenced once they are in the trash; planning it now (instead of on the next run) is what
+    makes a second run right after the first change nothing. Returns (actions per id, ids
+    going to the trash).
+    """
+    leaving: set[str] = {e.id for e in entries if e.status == "expired"}
+    trash_actions: dict[str, list[Action]] = {}
+    while True:
+        remaining = [e for e in entries if e.id not in leaving]
+        planned: dict[str, list[Action]] = {}
+        for action in plan(remaining, now, settings):
+            planned.setdefault(action.entry_id, []).append(action)
+        new = {i for i, acts in planned.items() if any(a.kind in ("expire", "forget") for a in acts)}
+        if not new:
+            planned.update(trash_actions)
+            return planned, leaving
+        for entry_id in new:
+            trash_actions[entry_id] = planned[entry_id]
+        leaving |= new
+
+
+def referrers(entries: list[Entry]) -> dict[str, set[str]]:
+    """id -> ids of the (non-expired) entries that list it in `related`."""
+    out: dict[str, set[str]] = {}
+    for other in entries:
+        if other.status == "expired":
+            continue
+        for ref in other.related:
+            if ref and ref != other.id:
+                out.setdefault(ref, set()).add(other.id)
+    return out
+
+
+def stray_expired(entry: Entry) -> list[Action]:
+    """An entry marked expired but still in the tree (a crash mid-expiry, a hand edit): to the trash."""
+    if entry.status != "expired":
+        return []
+    return [Action(entry.id, "expire", "expired", "expired", "marked expired")]

@@ -4,10 +4,11 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from memstrata.clock import days_between
-from memstrata.errors import InvalidInput
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import LAYERS, TIERS, Entry
+
+from memstrata.clock import days_between
+from memstrata.errors import InvalidInput
 
 TIER_LAYER = {"hot": "L0", "warm": "L1", "cold": "L2", "archive": "L4"}
 LAYER_DEPTH = {layer: i for i, layer in enumerate(LAYERS)}  # L0 0 ... L4 4

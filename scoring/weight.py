@@ -4,8 +4,9 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from memstrata.clock import days_between
 from memstrata.storage.entry import Entry
+
+from memstrata.clock import days_between
 
 # The factors and the decay exponent are the source document's formula, not tunable thresholds.
 FACTOR_IMPORTANT = 3.0

@@ -5,7 +5,6 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
 
 LAYOUTS = ("auto", "jsonl", "viking", "pme")
@@ -35,7 +34,7 @@ def mcp(
       claude mcp add memstrata -- mem mcp
       claude mcp add memstrata -- mem mcp --root ~/memory
     """
-    from memstrata.mcp_server import serve
+    from memstrata.mcp.server import serve
 
     serve(root, warm=not no_warm)
 
@@ -149,7 +148,13 @@ class _progress:
         if not self.enabled:
             return None
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         self._bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                              console=Console(stderr=True), transient=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
 
 review_app = typer.Typer(help="Review tracking (spaced repetition): pending_review -> reviewing -> reviewed "

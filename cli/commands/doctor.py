@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
 
 EXIT_PROBLEMS = 9  # problems remain (after --fix: the ones it could not repair)
@@ -32,7 +31,7 @@ def doctor(
       mem doctor
       mem doctor --fix --json
     """
-    from memstrata.doctor_ops import report_lines
+    from memstrata.doctor import report_lines
 
     report = memory(root).doctor(fix=fix)
 

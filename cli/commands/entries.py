@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Annotated, List, Optional
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, read_body, table
 
 TagOpt = Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="A tag (repeat for several; 'a,b' works too).")]
@@ -78,8 +77,9 @@ def read(
 
     Example: mem read 3f2a9c1b7d4e --json
     """
-    from memstrata.results import entry_full
     from memstrata.storage.codec import render
+
+    from memstrata.results import entry_full
 
     entry = memory(root).read(ref, count_access=not no_touch)
     emit(as_json, entry_full(entry), lambda: typer.echo(render(entry), nl=False))

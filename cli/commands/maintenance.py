@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
 
 

@@ -5,7 +5,6 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
 
 
@@ -60,6 +59,7 @@ def autoload(
         _autoload_hook(promote_first, budget, root, as_json)
         return
     from memstrata.cli.output import read_body
+
     from memstrata.errors import InvalidInput
 
     if context is not None and context_file is not None:

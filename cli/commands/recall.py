@@ -6,7 +6,6 @@ import sys
 from typing import Annotated, List, Optional
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
 
 

@@ -1,10 +1,9 @@
-"""`mem serve`: the warm local service of a memory root (see memstrata/service.py)."""
+"""`mem serve`: the warm local service of a memory root (see memstrata/service/)."""
 from __future__ import annotations
 
 from typing import Annotated, Optional
 
 import typer
-
 from memstrata.cli.output import JsonOpt, RootOpt, emit
 
 
@@ -35,9 +34,10 @@ def serve(
       mem serve --status --json
       mem serve --stop
     """
-    from memstrata import service
-    from memstrata.errors import InvalidInput, NotFound
     from memstrata.storage import tree
+
+    from memstrata.errors import InvalidInput, NotFound
+    from memstrata.service import server as service
 
     if sum((detach, status, stop)) > 1:
         raise InvalidInput("give at most one of --detach, --status, --stop")

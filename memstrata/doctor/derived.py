@@ -4,12 +4,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from memstrata.doctor_checks import VECTORS_DIR, Finding, _content_hash, _Scan
+from memstrata.doctor.checks import VECTORS_DIR, Finding, _content_hash, _Scan
+from memstrata.retrieval.table import indexed_form
 from memstrata.storage import indexes
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE
 from memstrata.storage.entry import Entry
-from memstrata.storage.sidecars import with_full_body
-
+from memstrata.storage.safe_io import read_regular_text
 
 
 def _catalog_rows(root: Path) -> dict[str, tuple]:
@@ -66,7 +66,7 @@ def check_indexes(scan: _Scan, now) -> list[Finding]:
     for rel, want in expected_indexes(scan.root, scan.entries, now).items():
         path = scan.root / rel
         try:
-            have = path.read_text(encoding="utf-8")
+            have = read_regular_text(path)
         except FileNotFoundError:
             out.append(Finding("index_md", "missing", path=rel, action="regenerate from the files"))
             continue
@@ -165,7 +165,7 @@ def check_vectors(scan: _Scan, settings) -> list[Finding]:
                            f"{want_model}", path=f"{rel}/meta.json", action="re-embed everything"))
         return out
     cols = frame.cols if frame is not None else {"id": [], "hash": [], "path": []}
-    indexed = [with_full_body(scan.root, e) for e in scan.entries]  # compressed entries: as the index sees them
+    indexed = [indexed_form(scan.root, e) for e in scan.entries]  # compressed entries: as the index sees them
     diff = compare_rows(indexed, list(cols["id"]), list(cols["hash"]), list(cols["path"]))
     parts = [f"{len(v)} {k} ({', '.join(v[:3])}{'...' if len(v) > 3 else ''})" for k, v in diff.items() if v]
     if parts:

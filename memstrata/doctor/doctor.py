@@ -8,7 +8,7 @@ symlink that leads outside the root are moved to `.quarantine/` with a line in
 and stale temporary files (`.*.tmp`, left by a writer that died) are rewritten or removed.
 
 Each check is a small function from a `_Scan` of the tree to a list of findings
-(`doctor_checks`, `doctor_derived`); the repairs (`doctor_fixes`) run afterwards under the
+(`doctor/checks.py`, `doctor/derived.py`); the repairs (`doctor/fixes.py`) run afterwards under the
 tree lock, and every check runs again to verify them, so `fixed` in the report means "was
 wrong and is right now".
 """
@@ -16,15 +16,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memstrata.doctor_checks import (  # noqa: F401 - re-exported: the doctor's public names
-    DERIVED_DIRS, FULL_DIR, KINDS, QUARANTINE_DIR, TEMP_MIN_AGE_SECONDS, TRASH_DIR, VECTORS_DIR, VERSIONS_DIR,
-    Finding, _scan, check_duplicates, check_lock, check_missing_sidecars, check_orphans, check_permissions,
-    check_symlinks, check_temp_files, check_unparseable, duplicate_plan, lock_holder, temp_is_stale, temp_pid,
+from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's public names
+    DERIVED_DIRS,
+    FULL_DIR,
+    KINDS,
+    QUARANTINE_DIR,
+    TEMP_MIN_AGE_SECONDS,
+    TRASH_DIR,
+    VECTORS_DIR,
+    VERSIONS_DIR,
+    Finding,
+    _scan,
+    check_duplicates,
+    check_lock,
+    check_missing_sidecars,
+    check_orphans,
+    check_permissions,
+    check_symlinks,
+    check_temp_files,
+    check_unparseable,
+    duplicate_plan,
+    lock_holder,
+    temp_is_stale,
+    temp_pid,
 )
-from memstrata.doctor_derived import (  # noqa: F401 - re-exported
-    check_catalog, check_indexes, check_vectors, compare_rows, configured_model, expected_indexes, vector_state,
+from memstrata.doctor.derived import (  # noqa: F401 - re-exported
+    check_catalog,
+    check_indexes,
+    check_vectors,
+    compare_rows,
+    configured_model,
+    expected_indexes,
+    vector_state,
 )
-from memstrata.doctor_fixes import QUARANTINE_INDEX, DoctorFixes, quarantine  # noqa: F401 - re-exported
+from memstrata.doctor.fixes import QUARANTINE_INDEX, Repairs, quarantine  # noqa: F401 - re-exported
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.storage.lock import TreeLock
 
 
@@ -50,8 +77,13 @@ class DoctorReport:
                 "checked": self.checked, "findings": [f.to_dict() for f in self.findings]}
 
 
-class DoctorOps(DoctorFixes):
-    """Memory mixin: `doctor(fix=False)` checks (and repairs) a tree."""
+class Doctor:
+    """`doctor(fix=False)` checks (and repairs) a tree."""
+
+    def __init__(self, state: TreeState, save: SavePath, recall):
+        self.state = state
+        self.root = state.root
+        self.repairs = Repairs(state, save, recall)
 
     def doctor(self, fix: bool = False, lock_timeout: float = 60.0) -> DoctorReport:
         """Check tree <-> catalog <-> INDEX.md <-> LanceDB, parse errors, duplicate ids, temp files,
@@ -67,11 +99,11 @@ class DoctorOps(DoctorFixes):
         report.findings.extend(check_lock(self.root))
         with TreeLock(self.root, timeout=lock_timeout):
             report.findings = [f for f in report.findings if f.kind != "lock_held"]  # we got it: it was free
-            first = self._doctor_checks(report)
+            first = self._checks(report)
             report.findings.extend(first)
             if fix and any(not f.fixed and f.fixable for f in first):
-                self._doctor_fix(first)
-                again = {f.key(): f for f in self._doctor_checks(None)}
+                self.repairs.run(first)
+                again = {f.key(): f for f in self._checks(None)}
                 for finding in first:
                     if finding.key() not in again and finding.fixable:
                         finding.fixed = True
@@ -82,12 +114,12 @@ class DoctorOps(DoctorFixes):
         return report
 
     # -- the checks, in order --------------------------------------------------------
-    def _doctor_checks(self, report: DoctorReport | None) -> list[Finding]:
+    def _checks(self, report: DoctorReport | None) -> list[Finding]:
         scan = _scan(self.root)
         if report is not None:
             report.checked = {"entry_files": len(scan.stats), "entries": len(scan.entries),
                               "temp_files": len(scan.temp_files)}
-        now = self.now()
+        now = self.state.now()
         findings: list[Finding] = []
         findings += check_symlinks(scan)
         findings += check_unparseable(scan)
@@ -97,7 +129,7 @@ class DoctorOps(DoctorFixes):
         findings += check_missing_sidecars(scan)
         findings += check_catalog(scan)
         findings += check_indexes(scan, now)
-        findings += check_vectors(scan, self.settings)
+        findings += check_vectors(scan, self.state.settings)
         findings += check_permissions(self.root)
         return findings
 
@@ -113,5 +145,5 @@ def report_lines(report: DoctorReport) -> list[str]:
     return lines
 
 
-__all__ = ["DoctorOps", "DoctorReport", "Finding", "quarantine", "report_lines", "duplicate_plan",
+__all__ = ["Doctor", "DoctorReport", "Finding", "quarantine", "report_lines", "duplicate_plan",
            "temp_is_stale", "compare_rows", "expected_indexes"]

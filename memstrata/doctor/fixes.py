@@ -7,12 +7,21 @@ import stat
 from pathlib import Path
 
 from memstrata.clock import format_datetime
-from memstrata.doctor_checks import QUARANTINE_DIR, VECTORS_DIR, Finding, _scan, loose_paths
-from memstrata.doctor_derived import _catalog_rows, check_vectors
+from memstrata.doctor.checks import (
+    QUARANTINE_DIR,
+    VECTORS_DIR,
+    Finding,
+    _scan,
+    loose_paths,
+)
+from memstrata.doctor.derived import _catalog_rows, check_vectors
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE, read_entry_file
 from memstrata.storage.entry import new_id
+from memstrata.storage.safe_io import read_regular_text
 
 QUARANTINE_INDEX = "INDEX.md"
 _QUARANTINE_HEADER = (
@@ -36,21 +45,27 @@ def quarantine(root: Path, rel: str, kind: str, reason: str, now) -> str:
         n += 1
     os.replace(root / rel, root / target_rel)
     index = folder / QUARANTINE_INDEX
-    current = index.read_text(encoding="utf-8") if index.exists() else _QUARANTINE_HEADER
+    current = read_regular_text(index) if index.exists() else _QUARANTINE_HEADER
 
     def cell(text):
         return str(text or "").replace("|", "\\|").replace("\n", " ")
 
-    atomic_write_text(index, current + f"| {format_datetime(now)} | {kind} | {cell(rel)} | {cell(target_rel)} | "
+    atomic_write_text(index, root=root, text=current + f"| {format_datetime(now)} | {kind} | {cell(rel)} | {cell(target_rel)} | "
                                        f"{cell(reason)} |\n")
     return target_rel
 
 
-class DoctorFixes:
-    """Memory mixin: the repairs `doctor(fix=True)` runs under the tree lock."""
+class Repairs:
+    """The repairs `doctor(fix=True)` runs under the tree lock."""
 
-    def _doctor_fix(self, findings: list[Finding]) -> None:
-        now = self.now()
+    def __init__(self, state: TreeState, save: SavePath, recall):
+        self.state = state
+        self.save = save
+        self.recall = recall  # features.recall.Recall: sync and reindex of the vector index
+        self.root = state.root
+
+    def run(self, findings: list[Finding]) -> None:
+        now = self.state.now()
         kinds = {f.kind for f in findings if f.fixable and not f.fixed}
         for f in findings:
             if not f.fixable or f.fixed:
@@ -64,35 +79,33 @@ class DoctorFixes:
                     (self.root / f.path).unlink(missing_ok=True)
                     f.action = "removed"
                 elif f.kind == "duplicate_id":
-                    self._doctor_fix_duplicate(f, now)
+                    self._fix_duplicate(f, now)
             except (OSError, MemstrataError) as exc:
                 f.action = f"could not fix: {getattr(exc, 'message', None) or exc}"
         if kinds & {"catalog", "unparseable", "duplicate_id", "symlink_outside", "index_md"}:
-            self._doctor_fix_catalog()
+            self._fix_catalog()
         if kinds & {"index_md", "unparseable", "duplicate_id", "catalog"}:
-            self._write_indexes(None)
+            self.save.write_indexes(None)
         if kinds & {"vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_rows", "duplicate_id",
                     "unparseable"}:
-            self._doctor_fix_vectors(findings)
+            self._fix_vectors(findings)
         if "permissions" in kinds:
             _tighten(self.root)
 
-    def _doctor_fix_duplicate(self, f: Finding, now) -> None:
+    def _fix_duplicate(self, f: Finding, now) -> None:
         if "fresh id" in (f.action or ""):
             entry = read_entry_file(self.root, f.path)
             fresh = entry.copy(id=new_id())
-            self._save(fresh, previous=entry, reindex_text=True)
+            self.save.save(fresh, previous=entry)
             f.action = f"now id {fresh.id}"
         else:
             where = quarantine(self.root, f.path, "duplicate_id", f"{f.detail}; {f.action}", now)
             f.action = f"moved to {where}"
 
-    def _doctor_fix_catalog(self) -> None:
+    def _fix_catalog(self) -> None:
         from memstrata.storage.catalog import Catalog
 
-        current = self.__dict__.pop("catalog", None)
-        if current is not None:
-            current.close()
+        self.state.replace_catalog(None)
         db = self.root / CACHE_DIR / CATALOG_FILE
         try:
             _catalog_rows(self.root) if db.exists() else None
@@ -101,13 +114,11 @@ class DoctorFixes:
                 Path(f"{db}{suffix}").unlink(missing_ok=True)  # derived data: rebuilt just below
         catalog = Catalog(self.root)
         catalog.rebuild()
-        self.__dict__["catalog"] = catalog
+        self.state.replace_catalog(catalog)
 
-    def _doctor_fix_vectors(self, findings: list[Finding]) -> None:
-        if not hasattr(self, "sync"):
-            return
+    def _fix_vectors(self, findings: list[Finding]) -> None:
         scan = _scan(self.root)
-        state = check_vectors(scan, self.settings)
+        state = check_vectors(scan, self.state.settings)
         if not state:
             return
         rebuild = any(f.kind in ("vectors_unreadable", "model_mismatch") or "duplicated" in f.detail for f in state)
@@ -116,13 +127,12 @@ class DoctorFixes:
                 import shutil
 
                 shutil.rmtree(self.root / VECTORS_DIR, ignore_errors=True)  # derived: rebuilt from the files
-                if hasattr(self, "_vector_index"):
-                    self._vector_index = None
-            self.reindex()
+                self.state.forget_vector_index()
+            self.recall.reindex()
             return
-        self.sync()
-        if check_vectors(_scan(self.root), self.settings):
-            self.reindex()
+        self.recall.sync()
+        if check_vectors(_scan(self.root), self.state.settings):
+            self.recall.reindex()
 
 
 def _tighten(root: Path) -> None:

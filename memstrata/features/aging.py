@@ -1,7 +1,7 @@
-"""Aging without loss: weights, tiers, reversible compression, archive, forgetting, review.
+"""Aging without loss: weights, tiers, reversible compression, archive, forgetting.
 
 The rules are scoring's (weight, tiers, lifecycle.plan, review); this mixin applies them to
-the tree through the core's one write path (`_save`), one entry per lock-held step, so a
+the tree through the one save path (engine/save.py), a few entries per lock-held step, so a
 crash leaves each entry as it was or as it should be, never half-changed:
 
 - the original of an entry being compressed is written to `.full/{id}.md` first (atomic),
@@ -22,17 +22,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memstrata.clock import format_datetime
+from memstrata.engine.entries import Entries
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
-from memstrata.scoring import lifecycle, review as review_rules, tiers, weight as weight_rules
+from memstrata.features.compression import compressed_body
+from memstrata.scoring import lifecycle
+from memstrata.scoring import weight as weight_rules
+from memstrata.scoring.access import touched
 from memstrata.scoring.lifecycle import Action
 from memstrata.storage import sidecars, trash, tree
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
+from memstrata.storage.safe_io import read_regular_bytes
 
-LAYER_LABELS = {"L0": "full text", "L1": "key points", "L2": "one line and tags", "L3": "one line and tags",
-                "L4": "archive summary"}
-# Review marks that count as an access (the entry was looked at); pending_review only schedules.
-REVIEW_ACCESS = ("reviewing", "reviewed", "mastered")
 # maintain writes this many entries per lock-held step (one index update and INDEX.md rewrite each).
 MAINTAIN_BATCH = 32
 
@@ -66,20 +69,17 @@ class MaintenanceReport:
                 "errors": list(self.errors)}
 
 
-class AgingOps:
-    """Weight, maintain (tiers, compression, archive, expiry, forgetting, purge), decompress, review."""
+class Aging:
+    """Weight, maintain (tiers, compression, archive, expiry, forgetting, purge), decompress."""
+
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath):
+        self.state = state
+        self.entries = entries
+        self.save = save
+        self.root = state.root
+        self._summaries: dict = {}  # compressed bodies computed for the current maintain batch
 
     # -- weight ---------------------------------------------------------------------------
-    def _touched(self, entry: Entry, now, correlation: float | None = None) -> Entry:
-        """One access: the core's dates and count, then tier by age and a fresh weight."""
-        touched = super()._touched(entry, now, correlation)
-        if correlation is not None:
-            touched.context_correlation = weight_rules.clamp_correlation(correlation)
-        if touched.status == "active":
-            touched.tier = tiers.tier_for(touched, now, self.settings)
-        touched.weight = round(weight_rules.compute_weight(touched, now), 4)
-        return touched
-
     def weight(self, ref: str, update: bool = False, context_correlation: float | None = None) -> dict:
         """An entry's weight with each factor of the formula; `update` stores it in the frontmatter.
 
@@ -87,17 +87,17 @@ class AgingOps:
         Asking for the weight is not an access. With `context_correlation` (0.5-1.5) that
         value is used (and stored with `update`) instead of the entry's own.
         """
-        now = self.now()
-        entry = self.resolve(ref)
+        now = self.state.now()
+        entry = self.entries.resolve(ref)
         if update:
-            with self.lock():
-                entry = self.resolve(entry.path)
+            with self.state.lock():
+                entry = self.entries.resolve(entry.path)
                 new = entry.copy()
                 if context_correlation is not None:
                     new.context_correlation = weight_rules.clamp_correlation(context_correlation)
                 new.weight = round(weight_rules.compute_weight(new, now), 4)
                 if new.weight != entry.weight or new.context_correlation != entry.context_correlation:
-                    self._save(new, previous=entry, reindex_text=False)
+                    self.save.save(new, previous=entry)
                 return self._weight_info(new, now, None, stored=True)
         return self._weight_info(entry, now, context_correlation, stored=False)
 
@@ -133,22 +133,22 @@ class AgingOps:
         `progress(done, total)` is called after each entry.
         """
         tree.require_initialised(self.root)
-        now = self.now()
-        settings = self.settings
+        now = self.state.now()
+        settings = self.state.settings
         report = MaintenanceReport(now=now, dry_run=dry_run)
-        entries = self.list()
+        entries = self.entries.list()
         usable = []
         for entry in entries:
             if not entry.id:
                 report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
             else:
                 usable.append(entry)
-        planned, leaving = _plan_with_cascade(usable, now, settings)
-        referrers = _referrers([e for e in usable if e.id not in leaving])
+        planned, leaving = lifecycle.plan_with_cascade(usable, now, settings)
+        referrers = lifecycle.referrers([e for e in usable if e.id not in leaving])
         todo = [e for e in usable if e.id in planned or e.status == "expired"]
         if dry_run:
             for done, entry in enumerate(todo, 1):
-                report.changes.append(self._preview(entry, planned.get(entry.id) or _stray_expired(entry)))
+                report.changes.append(self._preview(entry, planned.get(entry.id) or lifecycle.stray_expired(entry)))
                 if progress is not None:
                     progress(done, len(todo))
         else:
@@ -162,8 +162,8 @@ class AgingOps:
         if dry_run:
             report.purged = [_purge_row(i, now) for i in due]
         elif due:
-            with self.lock():
-                purged = trash.purge(self.root, self.now(), settings)
+            with self.state.lock():
+                purged = trash.purge(self.root, self.state.now(), settings)
             report.purged = [_purge_row(i, now) for i in purged]
         return report
 
@@ -177,7 +177,7 @@ class AgingOps:
         are computed before taking the lock, so other writers wait only for the file writes.
         """
         self._warm_summaries(batch, now, referrers)
-        with self.lock():
+        with self.state.lock():
             pending: list[tuple[Entry, Entry, list[Action]]] = []
             taken: set[str] = set()
             for planned in batch:
@@ -200,7 +200,7 @@ class AgingOps:
                     report.errors.append({"id": planned.id, "path": planned.path,
                                           "error": getattr(exc, "message", None) or str(exc)})
             self._flush(pending, report)
-        self.__dict__.pop("_aging_summaries", None)
+        self._summaries.clear()
 
     def _warm_summaries(self, batch: list[Entry], now, referrers: dict[str, set[str]]) -> None:
         """Compute the compressed bodies the batch will need, without the lock.
@@ -232,17 +232,17 @@ class AgingOps:
 
     def _compressed(self, original: str, layer: str, entry: Entry, rel: str) -> tuple[str, str | None]:
         """compressed_body, remembered for the current maintain batch."""
-        cache = self.__dict__.setdefault("_aging_summaries", {})
         key = (layer, original, tuple(entry.tags), entry.id, rel)
-        if key not in cache:
-            cache[key] = compressed_body(original, layer, entry, rel, self.embedder, self.settings)
-        return cache[key]
+        if key not in self._summaries:
+            self._summaries[key] = compressed_body(original, layer, entry, rel, self.state.embedder,
+                                                   self.state.settings)
+        return self._summaries[key]
 
     def _flush(self, pending: list, report: MaintenanceReport) -> None:
         if not pending:
             return
         try:
-            self._save_many([(new, current) for current, new, _ in pending], reindex_text=True)
+            self.save.save_many([(new, current) for current, new, _ in pending])
             report.changes.extend(_change_row(current, new, actions) for current, new, actions in pending)
         except (MemstrataError, OSError) as exc:
             message = getattr(exc, "message", None) or str(exc)
@@ -253,16 +253,16 @@ class AgingOps:
     def _plan_one(self, planned: Entry, now, referrers: dict[str, set[str]]):
         """(entry as it is now, its actions), or None when it moved away or nothing is due any more."""
         try:
-            current = self.resolve(planned.path)
+            current = self.entries.resolve(planned.path)
         except NotFound:
             return None  # moved or deleted since the plan: the next run sees it where it is
         if current.id != planned.id:
             return None
         if current.status == "expired":
-            actions = _stray_expired(current)
+            actions = lifecycle.stray_expired(current)
         else:
             others = referrers.get(current.id, set()) - {current.id}
-            actions = lifecycle.plan([current], now, self.settings,
+            actions = lifecycle.plan([current], now, self.state.settings,
                                      referenced_ids={current.id} if others else set())
         return (current, actions) if actions else None
 
@@ -288,9 +288,9 @@ class AgingOps:
         reason = f"{'expired' if action.kind == 'expire' else 'forgotten'}: {action.reason}"
         if action.kind == "expire" and current.status != "expired":
             marked = current.copy(status="expired")
-            self._save(marked, previous=current, reindex_text=False)
+            self.save.save(marked, previous=current)
             current = marked
-        item = self.delete(current.path, reason=reason)
+        item = self.entries.delete(current.path, reason=reason)
         new = current.copy(path=item.path)
         return _change_row(current, new, actions, new_path=item.path)
 
@@ -308,10 +308,10 @@ class AgingOps:
         new.weight = round(weight_rules.compute_weight(new, now), 4)
         return new
 
-    def _apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
-        """_prepare, then save (caller holds the lock)."""
+    def apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
+        """Carry out lifecycle actions on one entry and save it (caller holds the lock)."""
         new = self._prepare(current, new, actions, now)
-        self._save(new, previous=current, reindex_text=new.body != current.body)
+        self.save.save(new, previous=current)
         return new
 
     def _archived_path(self, entry: Entry) -> str:
@@ -322,7 +322,7 @@ class AgingOps:
         """Set `new`'s body, layer, sidecar and summary for `layer`; the original goes to `.full/` first."""
         if current.layer == "L0":
             original = current.body
-            rel = sidecars.write(self.root, current.id, (self.root / current.path).read_bytes())
+            rel = sidecars.write(self.root, current.id, read_regular_bytes(self.root / current.path))
         else:
             rel = current.full_content_file
             if not rel or not sidecars.exists(self.root, rel):
@@ -345,173 +345,43 @@ class AgingOps:
         """
         if show and restore:
             raise InvalidInput("say --show or --restore, not both")
-        entry = self.resolve(ref)
+        entry = self.entries.resolve(ref)
         if not restore:
             # NotFound when a compressed entry's sidecar is missing: say so rather than show the summary.
             full = sidecars.original_body(self.root, entry.full_content_file) if entry.is_compressed else entry.body
             return {"id": entry.id, "title": entry.title, "path": entry.path, "layer": entry.layer,
                     "compressed": entry.is_compressed, "full_content_file": entry.full_content_file,
                     "summary": entry.summary, "body": full}
-        with self.lock():
-            current = self.resolve(entry.path)
+        with self.state.lock():
+            current = self.entries.resolve(entry.path)
             if not current.is_compressed:
                 return {"id": current.id, "title": current.title, "path": current.path, "layer": current.layer,
                         "restored": False, "message": f"{current.path} is not compressed (L0)"}
             rel = current.full_content_file
             original = sidecars.original_body(self.root, rel)
-            now = self.now()
+            now = self.state.now()
             new = current.copy(body=original, layer="L0", full_content_file=None, summary=None, status="active")
-            new = self._touched(new, now)
+            new = touched(new, now, self.state.settings)
             new.tier = "hot"
             if is_archived_path(current.path or ""):
                 new.path = tree.unique_entry_path(self.root, current.category, current.title)
-            self._save(new, previous=current, reindex_text=True)
+            self.save.save(new, previous=current)
             sidecars.remove(self.root, rel)
         return {"id": new.id, "title": new.title, "path": new.path, "layer": new.layer, "restored": True,
                 "from_layer": current.layer, "from_path": current.path, "tier": new.tier, "status": new.status,
                 "message": f"restored the full text of {new.path} ({current.layer} -> L0, hot)"}
 
-    def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
-        """Index compressed entries by their full original (the sidecar), so recall still finds them.
-
-        The indexed text of a compressed entry is then the same as before compression: its
-        vectors are reused and compressing costs no re-embedding.
-        """
-        full = [sidecars.with_full_body(self.root, e) for e in entries]
-        super()._index_upsert(full, text_changed)
-
-    def _before_update(self, current: Entry, changed: Entry) -> None:
-        """A new body for a compressed entry is its full content from now on (the old original is kept aside)."""
-        super()._before_update(current, changed)
+    def full_text_again(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
+        """The update step: a new body for a compressed entry is its full content from now on
+        (the old original is kept aside)."""
         if current.is_compressed and changed.body != current.body:
-            sidecars.supersede(self.root, current.full_content_file, format_datetime(self.now()) or "now")
+            sidecars.supersede(self.root, current.full_content_file, format_datetime(self.state.now()) or "now")
             changed.layer = "L0"
             changed.full_content_file = None
             changed.summary = None
 
-    # -- review ---------------------------------------------------------------------------
-    def review_mark(self, ref: str, status: str) -> dict:
-        """Set an entry's review status (scoring.review.mark_review); mastered entries go to the archive.
-
-        reviewing, reviewed and mastered count as an access; pending_review only schedules.
-        """
-        status = review_rules.normalise_review_status(status)
-        with self.lock():
-            current = self.resolve(ref)
-            now = self.now()
-            changes = review_rules.mark_review(current, status, now)
-            archive = changes.pop(review_rules.ARCHIVE_FLAG, False)
-            new = current.copy(**changes)
-            if status in REVIEW_ACCESS:
-                new = self._touched(new, now)
-            if archive:
-                actions = []
-                if new.tier != "archive":
-                    actions.append(Action(new.id, "retier", new.tier, "archive", "mastered"))
-                if tiers.layer_depth(new.layer) < tiers.layer_depth("L4"):
-                    actions.append(Action(new.id, "compress", new.layer, "L4", "mastered"))
-                if new.status == "active":
-                    actions.append(Action(new.id, "archive", "active", "archived", "mastered"))
-                new = self._apply(current, new, actions, now)
-            else:
-                self._save(new, previous=current, reindex_text=False)
-        return {"id": new.id, "title": new.title, "path": new.path, "review_status": new.review_status,
-                "review_count": new.review_count, "last_reviewed": format_datetime(new.last_reviewed),
-                "next_review": format_datetime(new.next_review), "archived": bool(archive),
-                "status": new.status, "tier": new.tier, "layer": new.layer}
-
-    def review_list(self, status: str | None = None) -> list[Entry]:
-        """Entries with this review status (any tracked status when None), by next review."""
-        wanted = review_rules.normalise_review_status(status) if status else None
-        hits = [e for e in self.list() if e.review_status is not None
-                and (wanted is None or e.review_status == wanted)]
-        far = datetime.max.replace(tzinfo=self.now().tzinfo)
-        return sorted(hits, key=lambda e: (e.next_review or far, e.id))
-
-    def review_due(self) -> list[Entry]:
-        """Entries due for review now, most overdue first."""
-        return review_rules.due(self.list(), self.now())
-
-    def review_stats(self) -> dict:
-        """Counts per review status, and how many are due now."""
-        entries = self.list()
-        counts = review_rules.stats(entries)
-        return {"statuses": counts, "tracked": sum(counts.values()),
-                "due": len(review_rules.due(entries, self.now()))}
-
 
 # -- helpers (no IO) ------------------------------------------------------------------------
-
-def compressed_body(original: str, layer: str, entry: Entry, rel: str, embedder, settings) -> tuple[str, str | None]:
-    """The body a layer keeps in the tree, and the `summary:` value (L4 only), from the original body.
-
-    L1: up to compress_key_points key points as a list; L2/L3: the most central sentence and
-    the tags; L4: a paragraph of summary_sentences sentences (and summary "one | paragraph").
-    Each ends with a note naming the sidecar, so a person reading the file knows where the
-    full text is.
-    """
-    from memstrata.models import summarize
-
-    note = (f"_[{layer}: {LAYER_LABELS.get(layer, 'compressed')}] Full text in `{rel}`: "
-            f"`mem decompress {entry.id} --show` prints it, `--restore` brings it back._")
-    tags = f"Tags: {', '.join(entry.tags)}" if entry.tags else ""
-    summary = None
-    if layer == "L1":
-        points = summarize.key_points(original, embedder, max_points=max(1, settings.compress_key_points))
-        parts = ["\n".join(p if "\n" in p else f"- {p}" for p in points)] if points else []
-    elif layer in ("L2", "L3"):
-        parts = [summarize.one_sentence(original, embedder), tags]
-    else:
-        one = summarize.one_sentence(original, embedder)
-        para = summarize.paragraph(original, embedder, max_sentences=max(1, settings.summary_sentences))
-        summary = f"{one} | {para}" if one and para and one != para else (one or para or None)
-        parts = [para, tags]
-    parts = [p for p in parts if p and p.strip()]
-    return "\n\n".join(parts + [note]) + "\n", summary
-
-
-def _plan_with_cascade(entries: list[Entry], now, settings) -> tuple[dict[str, list[Action]], set[str]]:
-    """lifecycle.plan, repeated without the entries it sends to the trash, until nothing more leaves.
-
-    An entry referenced only by entries that are forgotten or expired in this run is no longer
-    referenced once they are in the trash; planning it now (instead of on the next run) is what
-    makes a second run right after the first change nothing. Returns (actions per id, ids
-    going to the trash).
-    """
-    leaving: set[str] = {e.id for e in entries if e.status == "expired"}
-    trash_actions: dict[str, list[Action]] = {}
-    while True:
-        remaining = [e for e in entries if e.id not in leaving]
-        planned: dict[str, list[Action]] = {}
-        for action in lifecycle.plan(remaining, now, settings):
-            planned.setdefault(action.entry_id, []).append(action)
-        new = {i for i, acts in planned.items() if any(a.kind in ("expire", "forget") for a in acts)}
-        if not new:
-            planned.update(trash_actions)
-            return planned, leaving
-        for entry_id in new:
-            trash_actions[entry_id] = planned[entry_id]
-        leaving |= new
-
-
-def _referrers(entries: list[Entry]) -> dict[str, set[str]]:
-    """id -> ids of the (non-expired) entries that list it in `related`."""
-    out: dict[str, set[str]] = {}
-    for other in entries:
-        if other.status == "expired":
-            continue
-        for ref in other.related:
-            if ref and ref != other.id:
-                out.setdefault(ref, set()).add(other.id)
-    return out
-
-
-def _stray_expired(entry: Entry) -> list[Action]:
-    """An entry marked expired but still in the tree (a crash mid-expiry, a hand edit): to the trash."""
-    if entry.status != "expired":
-        return []
-    return [Action(entry.id, "expire", "expired", "expired", "marked expired")]
-
 
 def _change_row(before: Entry, after: Entry, actions: list[Action], new_path: str | None = None) -> dict:
     kinds = [a.kind for a in actions]

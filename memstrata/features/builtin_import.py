@@ -1,18 +1,27 @@
-"""Memory mixin for import_builtin: the one-way import of an agent's own MEMORY.md / CLAUDE.md."""
+"""The one-way import of an agent's own MEMORY.md / CLAUDE.md: one entry per section, the source never written."""
 from __future__ import annotations
 
 import hashlib
 import os
 from pathlib import Path
 
+from memstrata.engine.entries import Entries
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage.paths import slugify, validate_category
 
 IMPORT_MAX_BYTES = 4 * 1024 * 1024
 
 
-class BuiltinOps:
+class BuiltinImport:
     """import_builtin: one entry per section of an agent's own memory file, stable ids, read-only source."""
+
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath):
+        self.state = state
+        self.entries = entries
+        self.save = save
+        self.root = state.root
 
     def import_builtin(self, path, category: str | None = None, dry_run: bool = False) -> dict:
         """Read an agent's own MEMORY.md / CLAUDE.md into entries, one per section, one way.
@@ -41,12 +50,12 @@ class BuiltinOps:
         category = validate_category(category or f"imported/{slugify(source.stem)}")  # e.g. imported/claude
         sections = markdown_sections(text, fallback_title=source.stem)
         # credentials: refuse the whole import before anything is written
-        warnings = self._check_secrets({f"section {n + 1} ({t})": f"{t}\n{b}" for n, (t, b) in enumerate(sections)})
+        warnings = self.save.check_fields({f"section {n + 1} ({t})": f"{t}\n{b}" for n, (t, b) in enumerate(sections)})
         seen: dict[str, int] = {}
         result = {"source": str(source), "category": category, "sections": len(sections), "dry_run": dry_run,
                   "created": [], "updated": [], "unchanged": [], "skipped": [], "warnings": warnings}
-        self._ensure_tree()
-        with self.lock():
+        self.entries.ensure_tree()
+        with self.state.lock():
             for title, body in sections:
                 key = normalise_text(title)
                 seen[key] = seen.get(key, 0) + 1
@@ -55,7 +64,7 @@ class BuiltinOps:
                 body_hash = hashlib.sha256(f"{title}\n{body}".encode("utf-8")).hexdigest()[:16]
                 marker = {"source": str(source), "source_section": title, "source_hash": body_hash}
                 try:
-                    current = self.resolve(entry_id)
+                    current = self.entries.resolve(entry_id)
                 except NotFound:
                     current = None
                 if current is not None:
@@ -63,16 +72,15 @@ class BuiltinOps:
                         result["unchanged"].append(entry_id)
                         continue
                     if not dry_run:
-                        changed = current.copy(title=title, body=body, updated=self.now(),
+                        changed = current.copy(title=title, body=body, updated=self.state.now(),
                                                extra={**current.extra, **marker})
-                        self._before_update(current, changed)
-                        self._save(changed, previous=current)
+                        self.save.update(current, changed)
                     result["updated"].append(entry_id)
                     continue
                 if dry_run:
                     result["created"].append(entry_id)
                     continue
-                res = self.write(body, title=title, category=category, id=entry_id, extra=marker)
+                res = self.entries.write(body, title=title, category=category, id=entry_id, extra=marker)
                 if res.action == "created":
                     result["created"].append(entry_id)
                 elif res.action in ("conflict", "merged"):

@@ -1,10 +1,17 @@
-"""Memory mixin for promotion (old memories back to hot when the task needs them) and autoload."""
+"""Promotion (old memories back to hot when the task needs them) and autoload (what a session starts with)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from memstrata import clock
+from memstrata.engine.entries import Entries
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
+from memstrata.features.aging import Aging
+from memstrata.features.recall import Recall
+from memstrata.features.shared import SharedSpace
+from memstrata.scoring.access import touched
 from memstrata.storage.entry import TIERS, Entry
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
@@ -73,8 +80,18 @@ class AutoloadResult:
                 "markdown": self.markdown()}
 
 
-class PromotionOps:
+class Promotion:
     """promote / autoload; similarity comes from the vector index, rules from scoring.promotion."""
+
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath, aging: Aging, recall: Recall,
+                 shared: SharedSpace):
+        self.state = state
+        self.entries = entries
+        self.save = save
+        self.aging = aging
+        self.recall = recall
+        self.shared = shared
+        self.root = state.root
 
     # -- promotion ----------------------------------------------------------------------
     def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
@@ -94,7 +111,7 @@ class PromotionOps:
             raise InvalidInput("threshold must be between 0 and 1")
         if max_count is not None and int(max_count) < 0:
             raise InvalidInput("max must be 0 or more")
-        settings, now = self.settings, self.now()
+        settings, now = self.state.settings, self.state.now()
         threshold_used = settings.promote_threshold if threshold is None else float(threshold)
         candidates = self._promotion_candidates(context, wanted, threshold_used, now)
         chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count)
@@ -125,18 +142,18 @@ class PromotionOps:
         from memstrata.scoring import promotion
 
         def in_layers(e):
-            return e.status != "expired" and promotion.current_tier(e, now, self.settings) in wanted
+            return e.status != "expired" and promotion.current_tier(e, now, self.state.settings) in wanted
 
         found = self._similar_in_index(context, threshold)
         if found is None:
-            entries = [e for e in self.list() if in_layers(e)]
+            entries = [e for e in self.entries.list() if in_layers(e)]
             similarities = self._similarities(context, entries)
         else:
             similarities, unindexed = found
             entries = []
             for entry_id in list(similarities) + unindexed:
                 try:
-                    entries.append(self.resolve(entry_id))
+                    entries.append(self.entries.resolve(entry_id))
                 except Exception:  # noqa: BLE001 - a row whose file is gone: the next sync drops it
                     continue
             entries = [e for e in entries if in_layers(e)]
@@ -151,15 +168,15 @@ class PromotionOps:
         at or above the threshold than it returns)."""
         from memstrata.retrieval import ann
 
-        index = self._vindex()
-        embedder = self.embedder
+        index = self.state.vector_index()
+        embedder = self.state.embedder
         if not index.exists() or not index.model_matches(embedder):
             return None
         index.refresh()
         table, frame = index.table(), index.frame()
         if table is None or frame is None:
             return None
-        limit = 2 * self.settings.recall_candidates
+        limit = 2 * self.state.settings.recall_candidates
         query = embedder.embed_query(context)
         rows = ann.tune_query(table.search(query.tolist(), vector_column_name="vector"), index, limit)
         rows = rows.select(["id", "_distance"]).to_arrow().to_pydict()
@@ -170,8 +187,9 @@ class PromotionOps:
         for rid, sim in zip(rows["id"], sims):
             if sim >= threshold and sim > best.get(rid, -2.0):
                 best[rid] = sim
-        self.catalog.refresh()
-        unindexed = [i for i in self.catalog.ids() if i not in frame.pos]
+        catalog = self.state.catalog
+        catalog.refresh()
+        unindexed = [i for i in catalog.ids() if i not in frame.pos]
         return best, unindexed
 
     def _similarities(self, context: str, entries: list[Entry]) -> dict[str, float]:
@@ -180,9 +198,9 @@ class PromotionOps:
 
         if not entries:
             return {}
-        embedder = self.embedder
+        embedder = self.state.embedder
         query = embedder.embed_query(context)
-        index = self._vindex()
+        index = self.state.vector_index()
         index.refresh()
         rows = index.fetch_rows([e.id for e in entries]) if index.exists() and index.model_matches(embedder) else {}
         out: dict[str, float] = {}
@@ -195,14 +213,15 @@ class PromotionOps:
                 missing.append(e)
         if missing:
             from memstrata.retrieval.chunking import chunk_entry, entry_text
-            from memstrata.storage import sidecars
+            from memstrata.retrieval.table import indexed_form
 
             texts, owners = [], []
             for e in missing:
-                full = self.resolve(e.path)
-                body = sidecars.full_body(self.root, full)
+                full = indexed_form(self.root, self.entries.resolve(e.path))
+                body = full.body
+                settings = self.state.settings
                 for chunk in chunk_entry(full.title, body, embedder.count_tokens, embedder.max_tokens,
-                                         self.settings.chunk_overlap_tokens, self.settings.chunk_max_sentences):
+                                         settings.chunk_overlap_tokens, settings.chunk_max_sentences):
                     texts.append(chunk.text or entry_text(full.title, body))
                     owners.append(e.id)
             if texts:
@@ -217,16 +236,16 @@ class PromotionOps:
         from memstrata.storage import tree
         from memstrata.storage.paths import is_archived_path
 
-        with self.lock():
-            current = self.resolve(p.entry_id)
-            changes = promotion_changes(p, current, self.now())
+        with self.state.lock():
+            current = self.entries.resolve(p.entry_id)
+            changes = promotion_changes(p, current, self.state.now())
             if current.is_compressed:
-                self.decompress(current.id, restore=True)
-                current = self.resolve(current.id)
+                self.aging.decompress(current.id, restore=True)
+                current = self.entries.resolve(current.id)
             new = current.copy(**changes)
             if is_archived_path(current.path or ""):
                 new.path = tree.unique_entry_path(self.root, current.category, current.title)
-            self._save(new, previous=current, reindex_text=False)
+            self.save.save(new, previous=current)
         return new.path
 
     # -- autoload -----------------------------------------------------------------------
@@ -236,30 +255,32 @@ class PromotionOps:
         within `budget` tokens (the model's tokenizer). Loading counts as an access (correlation 1.0)."""
         from memstrata.scoring.weight import compute_weight
 
-        budget = self.settings.autoload_budget if budget is None else int(budget)
+        settings = self.state.settings
+        budget = settings.autoload_budget if budget is None else int(budget)
         if budget < 1:
             raise InvalidInput("budget must be a positive number of tokens")
         context = " ".join(str(context or "").split()) or None
         result = AutoloadResult(context=context, budget=budget)
-        now = self.now()
+        now = self.state.now()
         if promote and context:
             try:
                 result.promoted = self.promote(context)["promoted"]
             except IndexUnavailable as exc:
                 result.notes.append(f"no promotion: {exc.message}")
-        shared = self._shared_or_none() if include_shared else None
+        shared = self.shared.shared_or_none() if include_shared else None
         ranked: list[tuple[Entry, str, float]] = []
         if context:
-            answer = self.recall(context, k=10, **({"include_shared": True} if shared is not None else {}))
+            answer = (self.shared.recall(context, k=10) if shared is not None
+                      else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
             result.notes += list(answer.notes)
             best = max((float(h.score) for h in answer.results), default=0.0)
-            floor = best * self.settings.autoload_min_relevance
+            floor = best * settings.autoload_min_relevance
             for hit in answer.results:
                 if hit.status == "expired" or float(hit.score) < floor:
                     continue
                 ranked.append((hit, "relevant", float(hit.score)))
-        for source in (self, shared):
+        for source in (self.entries, shared):
             if source is None:
                 continue
             hot = [e for e in source.hot_entries(now) if e.status == "active"]
@@ -271,17 +292,8 @@ class PromotionOps:
         self._count_loads([i.entry for i in result.items if not i.shared])
         return result
 
-    def _shared_or_none(self):
-        """The shared root's Memory when one is configured and initialised, else None."""
-        from memstrata.storage.tree import is_initialised
-
-        root = getattr(self, "shared_root", None)
-        if root is None or root == self.root or not is_initialised(root):
-            return None
-        return self.shared_memory()
-
     def _fill(self, result: AutoloadResult, ranked, shared) -> None:
-        embedder = self.embedder
+        embedder = self.state.embedder
         seen: set[str] = set()
         used = 0
         def header_cost(e) -> int:
@@ -298,10 +310,10 @@ class PromotionOps:
                     break  # (nearly) full: the rest of a long hot list is not tried one by one
                 continue
             missed = 0
-            from_shared = shared is not None and (getattr(item, "shared_root", None) is not None
-                                                  or bool(getattr(item, "extra", {}).get("_from_shared")))
+            from_shared = shared is not None and (item.shared_root is not None if section == "relevant"
+                                                  else bool(item.extra.get("_from_shared")))
             try:
-                entry = (shared if from_shared else self).resolve(item.id)
+                entry = (shared if from_shared else self.entries).resolve(item.id)
             except Exception:  # a file that vanished or broke since it was listed: skip it
                 continue
             cost = header_cost(entry)
@@ -321,14 +333,14 @@ class PromotionOps:
         """Routine loading is an access with context_correlation 1.0 (one batched write)."""
         if not entries:
             return
-        with self.lock():
-            now = self.now()
+        with self.state.lock():
+            now = self.state.now()
             changes = []
             for e in entries:
                 try:
-                    current = self.resolve(e.id)
-                except Exception:
+                    current = self.entries.resolve(e.id)
+                except Exception:  # noqa: BLE001 - gone since it was loaded
                     continue
-                changes.append((self._touched(current.copy(context_correlation=1.0), now), current))
+                changes.append((touched(current, now, self.state.settings, correlation=1.0), current))
             if changes:
-                self._save_many(changes, reindex_text=False)
+                self.save.save_many(changes)

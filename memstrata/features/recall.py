@@ -1,11 +1,13 @@
-"""Memory mixin for recall: keeps the vector index in step with writes, sync, reindex, import, recall."""
+"""Recall: vector + full-text search with grep and INDEX.md fallbacks, and sync / reindex of the index."""
 from __future__ import annotations
 
-
 from memstrata import clock
+from memstrata.engine.entries import Entries
+from memstrata.engine.inputs import clean_tags
+from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, Locked
+from memstrata.retrieval.hits import RecallHit, RecallResult
 from memstrata.storage.entry import Entry
-
 
 
 def _model_unavailable():
@@ -14,48 +16,26 @@ def _model_unavailable():
     return ModelUnavailable
 
 
-class RecallOps:
-    """recall / recall_batch / sync / reindex, and the index hooks of the core (imports: agents_ops)."""
+class Recall:
+    """recall / recall_batch / sync / reindex over the tree's LanceDB index."""
 
-    # -- the index of this tree ---------------------------------------------------------
-    def _vindex(self):
-        from memstrata.retrieval.table import VectorIndex
+    def __init__(self, state: TreeState, entries: Entries):
+        self.state = state
+        self.entries = entries
+        self.root = state.root
 
-        current = getattr(self, "_vector_index", None)
-        if current is None or current.settings is not self.settings:
-            current = VectorIndex(self.root, self.settings)
-            self._vector_index = current
-        return current
-
-    def _model(self):
-        """The embedder; a model that failed to load is not retried by this Memory instance."""
-        failed = getattr(self, "_model_error", None)
-        if failed is not None:
-            raise failed
+    def warm_up(self) -> list[str]:
+        """Load the model and answer one query from the index as it is (no sync); the problems met."""
+        problems = []
         try:
-            return self.embedder
-        except _model_unavailable() as exc:
-            self._model_error = exc
-            raise
-
-    def _prepare_write(self) -> None:
-        """Load the model before the tree lock is taken, so other writers never wait for it."""
-        super()._prepare_write()
+            self.state.model().embed_query("warm up")
+        except Exception as exc:  # noqa: BLE001 - the model may be missing: calls fall back
+            problems.append(f"model not loaded: {getattr(exc, 'message', exc)}")
         try:
-            self.embedder
-        except _model_unavailable():
-            pass  # the write stands without it; the next sync embeds
-
-    def _index_upsert(self, entries: list[Entry], text_changed: bool = True) -> None:
-        try:
-            self._vindex().upsert(entries, self._model)
-        except _model_unavailable():
-            return  # the write stands; the next sync embeds it
-
-    def _index_remove(self, ids: list[str]) -> None:
-        index = self._vindex()
-        if index.table() is not None:
-            index.delete(list(ids))
+            self.recall("warm up", k=1, _sync=False)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"warm recall failed: {type(exc).__name__}: {exc}")
+        return problems
 
     # -- sync and reindex ---------------------------------------------------------------
     def sync(self, progress=None, announce=None) -> dict:
@@ -66,9 +46,9 @@ class RecallOps:
         """
         from memstrata.retrieval import ann, sync
 
-        embedder = self._model()
-        with self.lock():
-            index = self._vindex()
+        embedder = self.state.model()
+        with self.state.lock():
+            index = self.state.vector_index()
             index.refresh()
             previous = index.meta().get("model")
             generation, changed = self._changes_since_in_step(embedder.name)
@@ -79,7 +59,8 @@ class RecallOps:
             elif announce is not None and todo.embed:
                 announce(f"embedding {len(todo.embed)} new or changed entries")
             result = sync.apply(index, todo, embedder, progress)
-            self._in_step = (generation, embedder.name) if generation is not None and not result["errors"] else None
+            self.state.index_in_step = ((generation, embedder.name) if generation is not None and not result["errors"]
+                                        else None)
             ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
         result["model"] = embedder.name
         if todo.model_changed:
@@ -93,15 +74,14 @@ class RecallOps:
         from memstrata.errors import CorruptEntry
         from memstrata.retrieval import ann
         from memstrata.storage.catalog import iter_entry_files, read_entry_file
-        from memstrata.storage.sidecars import with_full_body
 
-        embedder = self._model()
-        with self.lock():
-            index = self._vindex()
+        embedder = self.state.model()
+        with self.state.lock():
+            index = self.state.vector_index()
             entries, errors, seen = [], {}, set()
             for rel, _ in sorted(iter_entry_files(self.root)):
                 try:
-                    e = with_full_body(self.root, read_entry_file(self.root, rel))
+                    e = read_entry_file(self.root, rel)
                 except (CorruptEntry, OSError) as exc:
                     errors[rel] = getattr(exc, "message", str(exc))
                     continue
@@ -134,16 +114,16 @@ class RecallOps:
         if changed is not None and not changed:
             return "ok"
         result = self._sync_before_recall(index, embedder, notes, changed)
-        self._in_step = (generation, model) if result == "in step" and generation is not None else None
+        self.state.index_in_step = (generation, model) if result == "in step" and generation is not None else None
         return "ok" if result == "in step" else result
 
     def _changes_since_in_step(self, model: str | None) -> tuple:
         """(watcher generation, files changed since the index was last in step with the tree for
         `model`); the files are None when only a walk can tell (no watcher, never in step)."""
-        watcher = self._tree_watcher()
+        watcher = self.state.watcher()
         if watcher is None:
             return None, None
-        in_step = getattr(self, "_in_step", None)
+        in_step = self.state.index_in_step
         return watcher.changes_since(in_step[0] if in_step is not None and in_step[1] == model else None)
 
     def _sync_before_recall(self, index, embedder, notes: list[str], paths: set[str] | None) -> str:
@@ -156,13 +136,14 @@ class RecallOps:
         todo = sync.plan(index, name, dim, paths)
         if todo.empty and not todo.model_changed:
             return "in step"
-        if todo.model_changed and len(todo.embed) > self.settings.recall_sync_max:
+        settings = self.state.settings
+        if todo.model_changed and len(todo.embed) > settings.recall_sync_max:
             notes.append(f"the index was built with another model; run `mem sync` to re-embed ({len(todo.embed)} entries)")
             return "model"
         if todo.embed and embedder is None:
             notes.append(f"{len(todo.embed)} entries changed since the index was built and the model cannot load")
             return "stale"
-        if len(todo.embed) > self.settings.recall_sync_max:
+        if len(todo.embed) > settings.recall_sync_max:
             notes.append(f"{len(todo.embed)} entries changed since the index was built (run `mem sync`)")
             return "stale"
         try:
@@ -204,12 +185,12 @@ class RecallOps:
         notes: list[str] = []
         if strategy in ("grep", "index"):
             return self._fallback(query, k, filters, strategy, notes)
-        index = self._vindex()
+        index = self.state.vector_index()
         index.refresh()
         embedder = None
         if strategy != "text":
             try:
-                embedder = self._model()
+                embedder = self.state.model()
             except _model_unavailable() as exc:
                 notes.append(f"embedding model unavailable: {exc.message}")
         state = self._cheap_sync(index, embedder, notes) if _sync else ("ok" if index.exists() else "missing")
@@ -222,8 +203,9 @@ class RecallOps:
                 return self._fallback(query, k, filters, None, notes)
             notes.append("answered by full-text search only")
         mode = "text" if embedder is None else ("hybrid" if strategy == "auto" else strategy)
-        result = search(index, embedder, query, int(k), filters, mode, fusion.FusionWeights.from_settings(self.settings),
-                        self.settings, explain)
+        settings = self.state.settings
+        result = search(index, embedder, query, int(k), filters, mode, fusion.FusionWeights.from_settings(settings),
+                        settings, explain)
         if filters.category:
             self._merge_grep(result, query, int(k), filters, explain)
         result.notes = notes + result.notes
@@ -241,46 +223,41 @@ class RecallOps:
         return out
 
     def _filters(self, category, tier, status, tags, since, until):
-        from memstrata.core import _clean_tags
         from memstrata.retrieval.search import Filters
         from memstrata.storage.paths import validate_category
 
         return Filters(category=validate_category(category) if category else None, tier=tier or None,
-                       status=status or None, tags=_clean_tags(tags) or None,
+                       status=status or None, tags=clean_tags(tags) or None,
                        since=clock.parse_datetime(since) if since else None,
                        until=clock.parse_datetime(until) if until else None)
 
     def _scope(self, filters) -> list[Entry]:
-        entries = self.list(filters.category, filters.tier, filters.status, filters.tags)
+        entries = self.entries.list(filters.category, filters.tier, filters.status, filters.tags)
         return [e for e in entries if filters.admits(e.category, e.tier, e.status, e.tags,
                                                      e.created.timestamp() if e.created else None)]
 
     def _fallback(self, query, k, filters, strategy, notes):
         from memstrata.retrieval import fallback
-        from memstrata.retrieval.hits import RecallHit, RecallResult
 
         entries = self._scope(filters)
+        limit = self.state.settings.grep_max_entries
         if strategy is None:
-            strategy = "grep" if len(entries) < self.settings.grep_max_entries else "index"
+            strategy = "grep" if len(entries) < limit else "index"
         if strategy == "grep":
             found = fallback.grep(self.root, query, entries, int(k))
         else:
-            found = fallback.navigate(self.root, query, entries, int(k), self.settings.grep_max_entries)
+            found = fallback.navigate(self.root, query, entries, int(k), limit)
         result = RecallResult(query=query, strategy=strategy, notes=notes)
         for e, score, snippet, matched, exact in found:
-            result.results.append(RecallHit(id=e.id, title=e.title, score=float(score), snippet=snippet,
-                                            category=e.category, tier=e.tier, status=e.status, path=e.path,
-                                            created=clock.format_datetime(e.created),
-                                            signals={"matched_terms": matched, "exact": exact}))
+            result.results.append(RecallHit.from_entry(e, score, snippet, {"matched_terms": matched, "exact": exact}))
         return result
 
     def _merge_grep(self, result, query, k, filters, explain) -> None:
         """In a small category scope, exact grep matches the index missed are merged in."""
         from memstrata.retrieval import fallback
-        from memstrata.retrieval.hits import RecallHit
 
         entries = self._scope(filters)
-        if not entries or len(entries) >= self.settings.grep_max_entries:
+        if not entries or len(entries) >= self.state.settings.grep_max_entries:
             return
         have = set(result.ids)
         extra = [r for r in fallback.grep(self.root, query, entries, k) if r[4] and r[0].id not in have]
@@ -288,10 +265,8 @@ class RecallOps:
             return
         mid = result.results[min(len(result.results), k) // 2].score if result.results else 1.0
         for e, score, snippet, matched, _ in extra:
-            result.results.append(RecallHit(id=e.id, title=e.title, score=mid, snippet=snippet, category=e.category,
-                                            tier=e.tier, status=e.status, path=e.path,
-                                            created=clock.format_datetime(e.created),
-                                            signals={"grep": True, "matched_terms": matched} if explain else None))
+            result.results.append(RecallHit.from_entry(e, mid, snippet,
+                                                       {"grep": True, "matched_terms": matched} if explain else None))
         result.results.sort(key=lambda h: -h.score)
         del result.results[k:]
         result.notes.append(f"merged {len(extra)} exact grep match(es) from the {len(entries)}-entry scope")

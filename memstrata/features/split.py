@@ -1,21 +1,33 @@
-"""Memory mixin for category split/merge (by status, year, month or tag) and the split-size warning."""
+"""Category split and merge: by status, year, month or tag, recorded so a merge can undo a split."""
 from __future__ import annotations
 
 import os
 from pathlib import Path, PurePosixPath
 
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage import versions
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
-from memstrata.storage.paths import entry_dir, is_archived_path, slugify, validate_category
+from memstrata.storage.paths import (
+    entry_dir,
+    is_archived_path,
+    slugify,
+    validate_category,
+)
 
 SPLIT_MODES = ("status", "year", "month", "tag")
 STATUS_SUBCATEGORY = {"active": "active", "archived": "archive", "expired": "expired"}
 
 
-class SplitOps:
-    """Category split and merge (moves recorded so a merge can undo a split); stats warns on big categories."""
+class Split:
+    """split / merge of a category; every move is one all-or-nothing save."""
+
+    def __init__(self, state: TreeState, save: SavePath):
+        self.state = state
+        self.save = save
+        self.root = state.root
 
     def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:
         """Move a category's own entries into subcategories by status, year, month or (first) tag."""
@@ -24,9 +36,9 @@ class SplitOps:
         category = validate_category(category)
         if by not in SPLIT_MODES:
             raise InvalidInput(f"--by must be one of {', '.join(SPLIT_MODES)}, not {by!r}")
-        with self.lock():
-            self.catalog.refresh()
-            own = [e for e in self.catalog.entries(category) if e.category == category]
+        with self.state.lock():
+            self.state.catalog.refresh()
+            own = [e for e in self.state.catalog.entries(category) if e.category == category]
             if not own and not (self.root / category).is_dir():
                 raise NotFound(f"no category {category}")
             existing = {p.name for p in (self.root / category).iterdir() if p.is_dir()} \
@@ -46,20 +58,20 @@ class SplitOps:
             if dry_run or not moves:
                 return result
             record = versions.read_split_record(self.root, category) or {"splits": []}
-            record["splits"].append({"by": by, "at": clock.format_datetime(self.now()),
+            record["splits"].append({"by": by, "at": clock.format_datetime(self.state.now()),
                                      "created": sorted(s for s in counts if s not in existing),
                                      "moves": [{"id": m["id"], "from": m["from"], "to": m["to"]} for m in moves]})
             self._apply_moves(moves)
             versions.write_split_record(self.root, category, record)
-            self._write_indexes([category] + [f"{category}/{s}" for s in counts])
+            self.save.write_indexes([category] + [f"{category}/{s}" for s in counts])
         return result
 
     def merge(self, category: str, dry_run: bool = False) -> dict:
         """Undo a split: move the entries of the split's subcategories (every subcategory when
         there is no split record) back into the category, with their former file names."""
         category = validate_category(category)
-        with self.lock():
-            self.catalog.refresh()
+        with self.state.lock():
+            self.state.catalog.refresh()
             if not (self.root / category).is_dir():
                 raise NotFound(f"no category {category}")
             record = versions.read_split_record(self.root, category)
@@ -76,7 +88,7 @@ class SplitOps:
                               if p.is_dir() and not p.name.startswith(".") and p.name != "archived")
                 recorded = {}
             scopes = [f"{category}/{s}" for s in subs]
-            candidates = [e for e in self.catalog.entries(category) if e.category != category]
+            candidates = [e for e in self.state.catalog.entries(category) if e.category != category]
             picked = [e for e in candidates
                       if any(e.category == s or e.category.startswith(s + "/") for s in scopes)
                       or (e.id in recorded and e.path == recorded[e.id])]
@@ -96,7 +108,7 @@ class SplitOps:
             for scope in sorted(scopes, key=lambda s: -s.count("/")):
                 removed += _remove_if_empty(self.root, scope)
             result["removed"] = removed
-            self._write_indexes([category])
+            self.save.write_indexes([category])
         return result
 
     def _apply_moves(self, moves: list[dict]) -> None:
@@ -108,18 +120,7 @@ class SplitOps:
             entry = read_entry_file(self.root, m["from"])
             changes.append((entry.copy(path=m["to"], category=category_of(m["to"])), entry))
         if changes:
-            self._save_many(changes, reindex_text=False)
-
-    def stats(self) -> dict:
-        data = super().stats()
-        limit = self.settings.split_threshold
-        warnings = list(data.get("warnings", []))
-        for category, row in data.get("categories", {}).items():
-            if row.get("entries", 0) > limit:
-                warnings.append(f"category {category} holds {row['entries']} entries (> {limit}); "
-                                f"consider `mem split {category} --by year`")
-        data["warnings"] = warnings
-        return data
+            self.save.save_many(changes)
 
 
 # ========================================================================== helpers

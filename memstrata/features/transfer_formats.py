@@ -1,4 +1,4 @@
-"""Moving entries in and out: JSONL records, Viking and PME trees."""
+"""The formats of import and export: JSONL records, Viking and PME trees, and imported sidecars."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
+from memstrata.engine.inputs import valid_id
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.storage import codec
-from memstrata.storage.entry import TIERS, Entry
+from memstrata.storage.entry import INVALID_ID_KEY, TIERS, Entry
 from memstrata.storage.sidecars import FULL_DIR
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -81,33 +82,34 @@ def _read_sidecar(root: Path, name: str) -> str | None:
     return None
 
 
-def _write_sidecar(root: Path, name: str, text: str) -> None:
+def write_sidecar(root: Path, name: str, text: str) -> None:
     from memstrata.storage.atomic import atomic_write_text
 
     name = str(name)
     target = (Path(root) / (name if name.startswith(f"{FULL_DIR}/") else f"{FULL_DIR}/{name}")).resolve()
     if (Path(root).resolve() / FULL_DIR) not in target.parents:
         return
-    atomic_write_text(target, text)
+    atomic_write_text(target, text, root=root)
 
 
 def entry_from_record(record: dict, now) -> Entry:
     """An Entry from one JSONL record (either vocabulary; unknown keys kept as frontmatter)."""
-    from memstrata.core import _clean_body, _clean_tags, _clean_title
+    from memstrata.engine.inputs import clean_body, clean_tags, clean_title
 
     if not isinstance(record, dict):
         raise InvalidInput("a line must be a JSON object")
     body = next((record[k] for k in ("body", "content", "text") if record.get(k) is not None), "")
     if not isinstance(body, str):
         body = json.dumps(body, ensure_ascii=False) if not isinstance(body, (int, float)) else str(body)
-    body = _clean_body(body)
+    body = clean_body(body)
     frontmatter = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
     category = record.get("category") or ""
     entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"))
-    entry.title = _clean_title(entry.title or None, body)
-    entry.tags = _clean_tags(entry.tags)
-    if entry.id and not _valid_id(entry.id):
-        raise InvalidInput(f"id {entry.id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
+    entry.title = clean_title(entry.title or None, body)
+    entry.tags = clean_tags(entry.tags)
+    raw_id = record.get("id")
+    if raw_id not in (None, "") and not valid_id(str(raw_id)):
+        raise InvalidInput(f"id {raw_id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
     if entry.created is None:
         entry.created = entry.updated or now
     if entry.updated is None:
@@ -120,13 +122,7 @@ def entry_from_record(record: dict, now) -> Entry:
     return entry
 
 
-def _valid_id(value: str) -> bool:
-    from memstrata.core import _ID_PATTERN
-
-    return bool(_ID_PATTERN.match(value))
-
-
-def _entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entry]:
+def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entry]:
     with open(source, "rb") as handle:
         for number, raw in enumerate(handle, 1):
             try:
@@ -157,10 +153,10 @@ def detect_layout(source: Path) -> str:
         if source.suffix.lower() in JSONL_SUFFIXES:
             return "jsonl"
         raise InvalidInput(f"{source.name}: import reads a .jsonl file or a folder")
-    return "viking" if _viking_base(source, strict=True) is not None else "pme"
+    return "viking" if viking_base(source, strict=True) is not None else "pme"
 
 
-def _viking_base(source: Path, strict: bool = False) -> Path | None:
+def viking_base(source: Path, strict: bool = False) -> Path | None:
     """The folder holding hot/ warm/ cold/ archive/: the source itself, memories/, agent/memories/,
     or the shared space's memory/ and shared/memory/ (viking-global)."""
     for candidate in (source, source / "memories", source / "agent" / "memories", source / "memory",
@@ -233,7 +229,7 @@ def _md_files(folder: Path) -> list[Path]:
     return out
 
 
-def _entries_from_viking(base: Path, report: ImportReport, now, category: str | None) -> Iterator[Entry]:
+def entries_from_viking(base: Path, report: ImportReport, now, category: str | None) -> Iterator[Entry]:
     """hot/ warm/ cold/ archive/ set the tier; daily/ meetings/ long-term/ (and others) are categories."""
     default_category = category or "general"
     seen: set[str] = set()
@@ -267,9 +263,9 @@ def _settle_id(entry: Entry, base: Path, path: Path, seen: set, report: ImportRe
     """
     import hashlib
 
-    if entry.id and not _valid_id(entry.id):
-        entry.extra.setdefault("source_id", entry.id)
-        entry.id = ""
+    unusable = entry.extra.pop(INVALID_ID_KEY, None)  # storage's codec set it aside: it is not an id
+    if unusable is not None:
+        entry.extra.setdefault("source_id", unusable)
     if entry.id and entry.id in seen:
         report.warnings.append(f"{path}: id {entry.id} seen twice in this tree; gave it another id")
         entry.id = ""
@@ -299,7 +295,7 @@ def _take_viking_sidecar(entry: Entry, path: Path, report: ImportReport) -> None
         entry.full_content_file = None
 
 
-def _entries_from_pme(base: Path, report: ImportReport, now) -> Iterator[Entry]:
+def entries_from_pme(base: Path, report: ImportReport, now) -> Iterator[Entry]:
     """Categories are folders (any depth); archived/ means status archived; .trash/ is not imported."""
     from memstrata.storage.paths import ARCHIVED_DIR
 

@@ -1,4 +1,4 @@
-"""Memory mixin for the pre-write checks (dedup, near-duplicates, conflicts) and versions: history, revert."""
+"""Versions: the pre-write check (duplicate, near-duplicate, conflict), kept versions, history and revert."""
 # The rules (documented in docs/versions.md):
 #
 # - Candidates are the non-expired entries of the *same category* (archived ones included).
@@ -19,36 +19,48 @@ import hashlib
 import re
 from pathlib import PurePosixPath
 
+from memstrata.engine.entries import Entries
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.results import WriteResult
 from memstrata.storage import versions
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
+from memstrata.storage.safe_io import read_regular_text
 
 NEIGHBOURS = 20                 # nearest index rows asked for in a large category
 VECTOR_CACHE_MAX = 20000        # vectors kept per process (keyed by content hash)
 
 
-class VersionOps:
-    """Pre-write checks (hooks of the core), versions, history and revert."""
+class Versions:
+    """The save path's write check and version step, plus history, version, revert."""
+
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath):
+        self.state = state
+        self.entries = entries
+        self.save = save
+        self.root = state.root
+        self._vectors: dict = {}  # embeddings of title + body, keyed by content hash
 
     # ====================================================================== pre-write checks
-    def _before_write(self, entry: Entry, force: bool, merge: bool) -> WriteResult | None:
-        early = super()._before_write(entry, force, merge)
-        if early is not None or force:
-            return early
+    def check_new(self, entry: Entry, force: bool, merge: bool) -> WriteResult | None:
+        """The write check: None (write it), or what happened instead (caller holds the lock)."""
+        if force:
+            return None
         from memstrata.scoring.conflicts import classify_write
 
         pool = self._precheck_candidates(entry)
         if not pool:
             return None
-        decision = classify_write(entry.title, entry.body, entry.tags, pool, self.settings)
+        settings = self.state.settings
+        decision = classify_write(entry.title, entry.body, entry.tags, pool, settings)
         while decision.kind == "near_duplicate" and _numbers(entry) != _numbers(
                 next(e for e, _ in pool if e.id == decision.target_id)):
             # a text that differs in its numbers says something else ("at 5" vs "at 6"): not a rephrase
             pool = [(e, s) for e, s in pool if e.id != decision.target_id]
-            decision = classify_write(entry.title, entry.body, entry.tags, pool, self.settings)
+            decision = classify_write(entry.title, entry.body, entry.tags, pool, settings)
         if decision.kind == "new":
             return None
         target = next(e for e, _ in pool if e.id == decision.target_id)
@@ -59,12 +71,10 @@ class VersionOps:
                                related_id=target.id, similarity=sim)
         if merge:
             changed = self._folded(target, entry)
-            super()._before_update(target, changed)  # the other features' update hooks, not ours
-            self._new_version(target, changed, f"merged: {versions.one_line(entry.body, entry.title)}")
-            self._save(changed, previous=target)
+            self.save.update(target, changed, note=f"merged: {versions.one_line(entry.body, entry.title)}")
             return WriteResult(id=changed.id, path=changed.path, action="merged", version=changed.version,
                                message=f"merged into {changed.id}: current v{changed.version}",
-                               warnings=self._category_warnings(changed.category), related_id=target.id,
+                               warnings=self.entries.category_warnings(changed.category), related_id=target.id,
                                similarity=sim)
         if decision.kind == "near_duplicate":
             return WriteResult(id=target.id, path=target.path, action="near_duplicate", version=target.version,
@@ -73,22 +83,23 @@ class VersionOps:
                                related_id=target.id, similarity=sim)
         # conflict: the new content becomes the current version of the existing entry
         changed = self._superseded(target, entry)
-        super()._before_update(target, changed)
-        self._new_version(target, changed, f"{versions.one_line(entry.body, entry.title)} (conflict, now current)")
-        self._save(changed, previous=target)
+        self.save.update(target, changed,
+                         note=f"{versions.one_line(entry.body, entry.title)} (conflict, now current)")
         return WriteResult(id=changed.id, path=changed.path, action="conflict", version=changed.version,
                            message=f"conflict with {changed.id}: kept both versions, current v{changed.version}",
-                           warnings=self._category_warnings(changed.category), related_id=target.id,
+                           warnings=self.entries.category_warnings(changed.category), related_id=target.id,
                            similarity=sim)
 
-    def _before_update(self, current: Entry, changed: Entry) -> None:
-        super()._before_update(current, changed)
-        if changed.body != current.body or changed.title != current.title:
-            self._new_version(current, changed, f"{versions.one_line(changed.body, changed.title)} (update)")
+    def keep_version(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
+        """The update step: keep `current` as a version when the text changes (always, with a note)."""
+        if note is None and changed.body == current.body and changed.title == current.title:
+            return
+        self._new_version(current, changed, note or f"{versions.one_line(changed.body, changed.title)} (update)",
+                          undo)
 
     def _superseded(self, target: Entry, new: Entry) -> Entry:
         """The existing entry after a conflicting write: new title/body/tags, same id and file."""
-        now = self.now()
+        now = self.state.now()
         changed = target.copy(title=new.title, body=new.body, updated=now,
                               tags=list(new.tags) or list(target.tags),
                               important=target.important or new.important,
@@ -100,7 +111,7 @@ class VersionOps:
         """The existing entry with the new text folded in (merge of a near-duplicate or conflict)."""
         head = target.body.rstrip()
         body = (head + "\n\n" if head else "") + new.body.strip() + "\n"
-        changed = target.copy(body=body, updated=self.now(), tags=list(dict.fromkeys(target.tags + new.tags)),
+        changed = target.copy(body=body, updated=self.state.now(), tags=list(dict.fromkeys(target.tags + new.tags)),
                               important=target.important or new.important,
                               related=list(dict.fromkeys(target.related + new.related)))
         return self._reactivated(changed)
@@ -116,52 +127,40 @@ class VersionOps:
         return changed
 
     # -- keeping versions -------------------------------------------------------------------
-    def _new_version(self, current: Entry, changed: Entry, summary: str) -> None:
+    def _new_version(self, current: Entry, changed: Entry, summary: str, undo: list) -> None:
         """Keep `current`'s file in .versions and make `changed` the next version (caller saves it)."""
-        kept = self._keep_snapshot(current)
+        kept = self._keep_snapshot(current, undo)
         history = versions.with_current_line(current.copy(version=kept))
         changed.version = kept + 1
-        history.append(versions.history_item(changed.version, changed.updated or self.now(), summary))
+        history.append(versions.history_item(changed.version, changed.updated or self.state.now(), summary))
         changed.history = history
 
-    def _keep_snapshot(self, current: Entry) -> int:
-        """Write the current file text as a kept version; returns its version number."""
+    def _keep_snapshot(self, current: Entry, undo: list) -> int:
+        """Write the current file text as a kept version (removed again if the save fails); its number."""
         path = self.root / current.path
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
         n = current.version
         kept = versions.list_snapshots(self.root, current.id)
-        if n in kept and kept[n].read_text(encoding="utf-8") != text:
+        if n in kept and read_regular_text(kept[n]) != text:
             n = max(max(kept), n) + 1  # edited by hand without a version bump: keep both
         if versions.save_snapshot(self.root, current.id, n, text):
-            pending = self.__dict__.setdefault("_versions_pending", {})
-            pending.setdefault(current.id, []).append(n)
+            undo.append(lambda: versions.remove_snapshot(self.root, current.id, n))
         return n
-
-    def _save_many(self, changes: list, reindex_text: bool = True) -> None:
-        """The core's save; version snapshots made for these saves go away if the save fails."""
-        store = self.__dict__.get("_versions_pending", {})
-        pending = {entry.id: store.pop(entry.id, []) for entry, _ in changes}
-        try:
-            super()._save_many(changes, reindex_text)
-        except BaseException:
-            for entry_id, numbers in pending.items():
-                for n in numbers:
-                    versions.remove_snapshot(self.root, entry_id, n)
-            raise
 
     # -- candidates and similarity ---------------------------------------------------------------
     def _precheck_candidates(self, entry: Entry) -> list[tuple[Entry, float]]:
         from memstrata.retrieval.chunking import entry_text
         from memstrata.scoring.conflicts import normalise_tags, normalise_text
 
-        self.catalog.refresh()
-        metas = [e for e in self.catalog.entries(entry.category)
+        catalog = self.state.catalog
+        catalog.refresh()
+        metas = [e for e in catalog.entries(entry.category)
                  if e.category == entry.category and e.status != "expired" and e.id]
         if not metas:
             return []
         vector = self._text_vectors([entry_text(entry.title, entry.body)])
         new_vec = vector[0] if vector is not None else None
-        if len(metas) > self.settings.grep_max_entries:
+        if len(metas) > self.state.settings.grep_max_entries:
             title, tags = normalise_text(entry.title), normalise_tags(entry.tags)
             near = set(self._index_neighbours(new_vec, entry.category)) if new_vec is not None else set()
             metas = [m for m in metas if m.id in near or normalise_text(m.title) == title
@@ -184,10 +183,9 @@ class VersionOps:
         return out
 
     def _vector_cache(self) -> dict:
-        cache = self.__dict__.setdefault("_precheck_vectors", {})
-        if len(cache) > VECTOR_CACHE_MAX:
-            cache.clear()
-        return cache
+        if len(self._vectors) > VECTOR_CACHE_MAX:
+            self._vectors.clear()
+        return self._vectors
 
     def _text_vectors(self, texts: list[str]):
         """Embeddings of texts (cached by content), or None when the model cannot load."""
@@ -196,7 +194,7 @@ class VersionOps:
         missing = [(k, t) for k, t in zip(keys, texts) if k not in cache]
         if missing:
             try:
-                vecs = self.embedder.embed([t for _, t in missing])
+                vecs = self.state.embedder.embed([t for _, t in missing])
             except MemstrataError:  # model unavailable: checks without similarity
                 return None
             for (k, _), v in zip(missing, vecs):
@@ -242,12 +240,9 @@ class VersionOps:
 
     def _usable_index(self):
         """The tree's vector index when it exists and was built with this model, else None."""
-        finder = getattr(self, "_vindex", None)
-        if finder is None:
-            return None
         try:
-            index = finder()
-            if not index.exists() or not index.model_matches(self.embedder) or index.table() is None:
+            index = self.state.vector_index()
+            if not index.exists() or not index.model_matches(self.state.embedder) or index.table() is None:
                 return None
             index.refresh()
             return index
@@ -271,7 +266,7 @@ class VersionOps:
     # ====================================================================== history and revert
     def history(self, ref: str) -> list[dict]:
         """Every version of an entry: version, date, summary, current, available (body kept)."""
-        entry = self.resolve(ref)
+        entry = self.entries.resolve(ref)
         kept = versions.list_snapshots(self.root, entry.id)
         lines = {int(h["version"]): h for h in versions.with_current_line(entry)}
         out = []
@@ -289,7 +284,7 @@ class VersionOps:
 
     def version(self, ref: str, n: int) -> Entry:
         """Version `n` of an entry as an Entry (the current one, or a kept one)."""
-        entry = self.resolve(ref)
+        entry = self.entries.resolve(ref)
         n = int(n)
         if n == entry.version:
             return entry
@@ -302,18 +297,15 @@ class VersionOps:
     def revert(self, ref: str, to: int) -> WriteResult:
         """Make version `to` current again, as a new version (nothing is lost)."""
         to = int(to)
-        with self.lock():
-            current = self.resolve(ref)
+        with self.state.lock():
+            current = self.entries.resolve(ref)
             if to == current.version:
                 raise InvalidInput(f"{current.id} is at v{to} already")
             old = self.version(current.id, to)
-            warnings = self._check_secrets({"title": old.title, "body": old.body,
-                                            **{f"tag {t}": t for t in old.tags}})
             changed = self._reactivated(current.copy(title=old.title, body=old.body, tags=list(old.tags),
-                                                     updated=self.now()))
-            super()._before_update(current, changed)
-            self._new_version(current, changed, f"reverted to v{to}: {versions.one_line(old.body, old.title)}")
-            self._save(changed, previous=current)
+                                                     updated=self.state.now()))
+            warnings = self.save.check_entry(changed)
+            self.save.update(current, changed, note=f"reverted to v{to}: {versions.one_line(old.body, old.title)}")
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
                            message=f"reverted {changed.id} to v{to}: current v{changed.version}",
                            warnings=warnings, related_id=changed.id)

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Optional, Union
 from pydantic import Field
 
 from memstrata import __version__
-from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.errors import MemstrataError
 
 log = logging.getLogger("memstrata.mcp")
 
@@ -92,17 +92,7 @@ def _result(data: Any, is_error: bool = False):
     return CallToolResult.model_validate(raw)
 
 
-def _accepted(method, kwargs: dict) -> dict:
-    """The keyword arguments `method` takes (None values dropped, so each method keeps its defaults)."""
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return {k: v for k, v in kwargs.items() if v is not None}
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    return {k: v for k, v in kwargs.items() if v is not None and (takes_any or k in params)}
-
-
-class MemoryService:
+class ToolEngine:
     """The warm engine behind the tools: one Memory, one call at a time, errors as results."""
 
     def __init__(self, root=None, memory=None):
@@ -115,15 +105,8 @@ class MemoryService:
     def warm_up(self) -> None:
         """Load the model and open the vector table (in the background at launch)."""
         with self._lock:
-            try:
-                self.memory.embedder
-                vindex = getattr(self.memory, "_vindex", None)
-                if vindex is not None and (self.memory.root / ".vectors").exists():
-                    index = vindex()
-                    index.refresh()
-                    index.table()
-            except Exception as exc:  # noqa: BLE001 - a cold start is slower, not broken
-                log.warning("warm-up skipped: %s", getattr(exc, "message", exc))
+            for problem in self.memory.warm_up():  # a cold start is slower, not broken
+                log.warning("warm-up: %s", problem)
 
     def start_warm_up(self, delay: float = 1.0) -> threading.Thread:
         thread = threading.Timer(delay, self.warm_up)
@@ -148,20 +131,9 @@ class MemoryService:
                     message = f"internal error: {type(exc).__name__}: {exc}"
                 return _result(" ".join(message.split()), is_error=True)
 
-    def method(self, name: str, feature: str):
-        """A Memory method, or an error that says the feature is not in this build."""
-        method = getattr(self.memory, name, None)
-        if method is None:
-            raise InvalidInput(f"{feature} is not available in this build of memstrata (no Memory.{name})")
-        return method
-
-    def invoke(self, name: str, feature: str, *args, **kwargs):
-        method = self.method(name, feature)
-        return method(*args, **_accepted(method, kwargs))
-
 
 # -- the tools -----------------------------------------------------------------------------------
-def register_tools(server, service: MemoryService) -> list[str]:
+def register_tools(server, engine: ToolEngine) -> list[str]:
     """Add the memstrata tools to an MCPServer (or a v1 FastMCP); returns their names."""
     from mcp.types import ToolAnnotations
 
@@ -169,7 +141,7 @@ def register_tools(server, service: MemoryService) -> list[str]:
     writes = ToolAnnotations.model_validate({"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
     destructive = ToolAnnotations.model_validate({"readOnlyHint": False, "destructiveHint": True,
                                                   "openWorldHint": False})
-    m = service.memory
+    m = engine.memory
     names: list[str] = []
 
     def tool(fn, annotations, name=None):
@@ -193,9 +165,9 @@ def register_tools(server, service: MemoryService) -> list[str]:
         """Write a new memory (a Markdown entry in a category). Before writing, duplicates and conflicts are
         checked: the answer's `action` is created, duplicate, near_duplicate, conflict (both versions kept:
         tell the user) or merged. Returns id, path, action, version, message, warnings."""
-        return service.call(lambda: m.write(body, **_accepted(m.write, dict(
-            title=title, category=category, tags=tags, importance=importance, important=important or None,
-            related=related, expires=expires, force=force or None, merge=merge or None, share=share or None))))
+        return engine.call(lambda: m.write(
+            body, title=title, category=category, tags=tags, importance=importance, important=important,
+            related=related, expires=expires, force=force, merge=merge, share=share))
 
     def recall(
         query: Annotated[str, Field(description="What you want to remember, in plain words.")],
@@ -211,9 +183,9 @@ def register_tools(server, service: MemoryService) -> list[str]:
         """Recall memories relevant to a query (semantic + full-text search, best first). Each result has id,
         title, score, snippet, category, tier, path; `strategy` says how the answer was found. Read an entry
         with `read` for its full text."""
-        return service.call(lambda: service.invoke(
-            "recall", "recall", query, k=k, category=category, tier=tier, status=status, tags=tags,
-            since=since, until=until, include_shared=include_shared or None))
+        return engine.call(lambda: m.recall(
+            query, k=k, category=category, tier=tier, status=status, tags=tags, since=since, until=until,
+            include_shared=include_shared))
 
     def read(
         ref: Ref,
@@ -222,7 +194,7 @@ def register_tools(server, service: MemoryService) -> list[str]:
         """Read one entry in full: frontmatter fields and the Markdown body."""
         from memstrata.results import entry_full
 
-        return service.call(lambda: entry_full(m.read(ref, count_access=count_access)))
+        return engine.call(lambda: entry_full(m.read(ref, count_access=count_access)))
 
     def list_(
         category: CategoryFilter = None,
@@ -241,7 +213,7 @@ def register_tools(server, service: MemoryService) -> list[str]:
             return {"count": len(entries), "shown": min(limit, len(entries)),
                     "entries": [entry_summary(e) for e in entries[:limit]]}
 
-        return service.call(run)
+        return engine.call(run)
 
     def update(
         ref: Ref,
@@ -255,27 +227,26 @@ def register_tools(server, service: MemoryService) -> list[str]:
         category: Annotated[Optional[str], Field(description="Move it to this category.")] = None,
     ):
         """Change an entry in place (same id); the previous version is kept in its history."""
-        return service.call(lambda: m.update(ref, body, **_accepted(m.update, dict(
-            title=title, tags=tags, importance=importance, important=important, related=related,
-            expires=expires, category=category))))
+        return engine.call(lambda: m.update(
+            ref, body, title=title, tags=tags, importance=importance, important=important, related=related,
+            expires=expires, category=category))
 
     def delete(ref: Ref):
         """Move an entry to the trash (restorable with `restore` for trash_retention_days)."""
-        return service.call(lambda: m.delete(ref))
+        return engine.call(lambda: m.delete(ref))
 
     def restore(entry_id: Annotated[str, Field(description="Id of an entry in the trash.")]):
         """Bring an entry back from the trash to where it was, status active."""
         from memstrata.results import entry_summary
 
-        return service.call(lambda: entry_summary(m.restore(entry_id)))
+        return engine.call(lambda: entry_summary(m.restore(entry_id)))
 
     def history(ref: Ref):
         """The versions of an entry (version, date, summary), newest last."""
         def run():
-            versions = service.invoke("history", "history (versions)", ref)
-            return {"ref": ref, "versions": versions} if isinstance(versions, list) else versions
+            return {"ref": ref, "versions": m.history(ref)}
 
-        return service.call(run)
+        return engine.call(run)
 
     def autoload(
         context: Annotated[Optional[str], Field(description="The current task, to load what is related to it.")]
@@ -286,9 +257,8 @@ def register_tools(server, service: MemoryService) -> list[str]:
     ):
         """What to know at the start of a session: the hot, important and task-related memories, within a
         token budget. Call it once when a session starts."""
-        return service.call(lambda: service.invoke(
-            "autoload", "autoload", context=context, budget=budget, promote=promote or None,
-            include_shared=include_shared))
+        return engine.call(lambda: m.autoload(context=context, budget=budget, promote=promote,
+                                               include_shared=include_shared))
 
     def promote(
         context: Annotated[str, Field(description="The current task; similar cold/archive memories come back.")],
@@ -296,8 +266,7 @@ def register_tools(server, service: MemoryService) -> list[str]:
         threshold: Annotated[Optional[float], Field(description="Similarity needed (0-1).", ge=0, le=1)] = None,
     ):
         """Bring cold/archive memories similar to the current task back to the hot tier (at most promote_max)."""
-        return service.call(lambda: service.invoke(
-            "promote", "promote", context, dry_run=dry_run, threshold=threshold))
+        return engine.call(lambda: m.promote(context, dry_run=dry_run, threshold=threshold))
 
     def maintain(
         dry_run: Annotated[bool, Field(description="Only report what would change (default). Pass false "
@@ -305,14 +274,14 @@ def register_tools(server, service: MemoryService) -> list[str]:
     ):
         """Age the tree: retier by age, compress (losslessly: originals kept), archive, expire, forget to the
         trash and purge old trash. A dry run (the default) only reports what would change."""
-        return service.call(lambda: service.invoke("maintain", "maintain", dry_run=dry_run))
+        return engine.call(lambda: m.maintain(dry_run=dry_run))
 
     def daily(
         text: Annotated[str, Field(description="The note to append to today's daily note.")],
         share: Annotated[bool, Field(description="Also copy the day's note into the shared space.")] = False,
     ):
         """Append a note to today's daily note (daily/YYYY-MM-DD.md, created on first use)."""
-        return service.call(lambda: service.invoke("daily", "daily notes", text, share=share or None))
+        return engine.call(lambda: m.daily(text, share=share))
 
     tool(write, writes)
     tool(recall, read_only)
@@ -376,12 +345,12 @@ def build_server(root=None, memory=None, warm: bool = True):
     (after the handshake has had its chance), so the first real call does not wait as long.
     """
     Server, options = _server_class()
-    service = MemoryService(root, memory)
+    engine = ToolEngine(root, memory)
     server = Server(SERVER_NAME, instructions=INSTRUCTIONS, **options)
-    register_tools(server, service)
-    server.memstrata_service = service  # for tests and embedding
+    register_tools(server, engine)
+    server.memstrata_engine = engine  # for tests and embedding
     if warm:
-        service.start_warm_up()
+        engine.start_warm_up()
     return server
 
 

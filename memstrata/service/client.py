@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import struct
 import sys
 
@@ -80,9 +81,14 @@ def service_mode(root: str) -> str:
     env = os.environ.get("MEMSTRATA_SERVICE", "").strip().lower()
     if env in ("auto", "off"):
         return env
-    try:
-        with open(os.path.join(root, "config.md"), encoding="utf-8") as fh:
-            head = fh.read(16384)
+    try:  # never block on a FIFO or device planted as config.md
+        fd = os.open(os.path.join(root, "config.md"), os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return "auto"
+            head = os.read(fd, 16384).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
     except OSError:
         return "auto"
     if head.startswith("---"):

@@ -1,4 +1,4 @@
-"""The local service: one warm process per memory root, answering `mem` calls over a Unix socket.
+"""The local service's server: one warm process per memory root, answering `mem` calls over a Unix socket.
 
 `mem serve` (or the thin client, on demand) starts it. It keeps the imported modules, the
 embedding model, the LanceDB table and each root's `Memory` (its vector index, cached
@@ -20,12 +20,14 @@ is checked (SO_PEERCRED). One service per root: it holds an flock on .cache/serv
 its whole life (a crash releases it; the next client removes the stale socket and starts a
 new one). It stops after `service_idle_minutes` without calls, on `mem serve --stop`, on
 SIGTERM/SIGINT, or when its socket is removed or replaced.
+
+The process around it (entry points, `python -m memstrata.service`) is in process.py; its
+names are importable from here too.
 """
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import struct
 import sys
@@ -33,108 +35,35 @@ import threading
 import time
 from pathlib import Path
 
-from memstrata import client, service_threads
-from memstrata.service_threads import (_close_streams, _env_overlay, _local, _open_streams, _private_fs, _serial,
-                                       install_process_hooks)
+from memstrata.service import client
+from memstrata.service import threads as service_threads
+from memstrata.service.pool import POOL, install_memory_factory
+
+# The process entry points, imported from here by cli/commands/service.py and __main__.py.
+from memstrata.service.process import (  # noqa: F401
+    _log,
+    _main,
+    _peak_rss_mb,
+    _pid_alive,
+    _rss_mb,
+    run_service,
+    start_detached,
+    status,
+    stop,
+)
+from memstrata.service.threads import (
+    _close_streams,
+    _env_overlay,
+    _local,
+    _open_streams,
+    _private_fs,
+    _serial,
+)
 
 # Calls after which the index may need upkeep (anything that can write), checked
 # MAINTAIN_DELAY seconds after the last call when no call is running.
 _READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
 MAINTAIN_DELAY = 2.0
-
-
-def _log(message: str) -> None:
-    stream = getattr(sys, "__stderr__", None)
-    if stream is not None:
-        try:
-            stream.write(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + message + "\n")
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-
-
-# --------------------------------------------------------------------------- warm Memory instances
-
-
-class MemoryPool:
-    """Warm `Memory` objects per root, each used by one call at a time.
-
-    A call gets an idle instance of its root (its vector index, frame cache and catalog stay
-    loaded between calls) or a new one when all are busy; at the end of the call the
-    instance goes back to the pool. An instance whose config.md changed meanwhile reloads
-    its settings.
-    """
-
-    def __init__(self, max_idle: int = 4):
-        self._idle: dict[str, list] = {}
-        self._lock = threading.Lock()
-        self.max_idle = max_idle
-        self.created = 0
-
-    @staticmethod
-    def _config_stamp(root) -> tuple:
-        try:
-            st = os.stat(os.path.join(root, "config.md"))
-            return st.st_size, st.st_mtime_ns
-        except OSError:
-            return None, None
-
-    def checkout(self, root=None):
-        from memstrata.storage.tree import resolve_root
-
-        key = str(resolve_root(root))
-        held = getattr(_local, "memories", None)
-        if held is not None and key in held:
-            return held[key][0]
-        with self._lock:
-            idle = self._idle.get(key) or []
-            item = idle.pop() if idle else None
-        if item is None:
-            from memstrata.memory import Memory
-
-            memory = Memory(key)
-            self.created += 1
-        else:
-            memory, stamp = item
-            if stamp != self._config_stamp(key):
-                memory.__dict__.pop("settings", None)
-        if held is not None:
-            held[key] = (memory, None)
-        return memory
-
-    def checkin_all(self) -> None:
-        held = getattr(_local, "memories", None) or {}
-        for key, (memory, _) in held.items():
-            with self._lock:
-                idle = self._idle.setdefault(key, [])
-                if len(idle) < self.max_idle:
-                    idle.append((memory, self._config_stamp(key)))
-        _local.memories = None
-
-    def size(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self._idle.values())
-
-
-POOL = MemoryPool()
-
-
-def _install_memory_factory() -> None:
-    """Make the CLI's `memory(root)` hand out pooled instances (inside calls run by this process)."""
-    from memstrata.cli import output
-
-    original = getattr(output, "_unpooled_memory", None) or output.memory
-
-    def pooled(root=None):
-        if getattr(_local, "memories", None) is None:
-            return original(root)
-        return POOL.checkout(root)
-
-    output._unpooled_memory = original
-    output.memory = pooled
-    for name, module in list(sys.modules.items()):
-        if name.startswith("memstrata.cli.commands.") and getattr(module, "memory", None) is original:
-            module.memory = pooled
 
 
 # --------------------------------------------------------------------------- running one call
@@ -251,19 +180,8 @@ class Service:
             self._load_cli()
             _local.memories = {}
             try:
-                m = POOL.checkout(str(self.root))
-                try:
-                    m.embedder.embed_query("warm up")
-                except Exception as exc:  # noqa: BLE001 - the model may be missing: calls fall back
-                    _log(f"model not loaded: {exc}")
-                recall = getattr(m, "recall", None)
-                if recall is not None:
-                    try:
-                        recall("warm up", k=1, _sync=False)
-                    except TypeError:
-                        pass
-                    except Exception as exc:  # noqa: BLE001
-                        _log(f"warm recall failed: {type(exc).__name__}: {exc}")
+                for problem in POOL.checkout(str(self.root)).warm_up():
+                    _log(problem)
             finally:
                 POOL.checkin_all()
             self.maintain_index()
@@ -279,7 +197,7 @@ class Service:
             from memstrata.cli import app as app_module
 
             getattr(app_module, "app", None)  # build the typer app and register every command
-            _install_memory_factory()
+            install_memory_factory()
             self.main = app_module.main
         return self.main
 
@@ -425,7 +343,7 @@ class Service:
             from memstrata.retrieval import ann
 
             m = POOL.checkout(str(self.root))
-            done = ann.maintain(m._vindex())
+            done = ann.maintain(m.state.vector_index())
             if done.get("actions"):
                 _log("index upkeep: " + "; ".join(done["actions"]))
             return done
@@ -497,149 +415,3 @@ def _reply(conn: socket.socket, message: dict) -> None:
         conn.sendall(json.dumps(message).encode() + b"\n")
     except OSError:
         pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child counts as gone
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _rss_mb() -> float | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return None
-
-
-def _peak_rss_mb() -> float | None:
-    try:
-        import resource
-
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    except (ImportError, OSError):
-        return None
-
-
-# --------------------------------------------------------------------------- entry points
-
-
-def _few_malloc_arenas() -> None:
-    """glibc gives each thread that contends for memory its own arena (up to 8 per core); in a
-    long-lived service with a thread per call that fragments the heap. Two arenas: about 80 MB
-    less resident memory at 100,000 entries, no measurable cost."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-8, 2)  # M_ARENA_MAX
-    except (OSError, AttributeError):
-        pass
-
-
-def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = None) -> int:
-    """Serve the root in this process until stopped. 0 also when another service already runs."""
-    _few_malloc_arenas()
-    from memstrata.storage import tree
-
-    root = tree.resolve_root(root)
-    if not tree.is_initialised(root):
-        _log(f"no memory tree at {root}")
-        return 3
-    if idle_minutes is None:
-        try:
-            from memstrata.storage.config import load_settings
-
-            idle_minutes = load_settings(root).service_idle_minutes
-        except Exception:  # noqa: BLE001
-            idle_minutes = 15
-    service = Service(root, idle_minutes if idle_minutes and idle_minutes > 0 else None, wait_pid)
-    if not service.acquire(wait=5.0):  # a service that is stopping (e.g. idle) holds the lock a moment longer
-        _log(f"a service already runs for {root}")
-        return 0
-    install_process_hooks()
-    os.environ["MEMSTRATA_HOME"] = str(root)
-    service.bind()
-    _log(f"serving {root} on {service.sock_path} (pid {os.getpid()}, idle stop "
-         f"{'never' if service.idle_seconds is None else f'{idle_minutes} min'})")
-
-    def _on_signal(signum, _frame):
-        threading.Thread(target=service.shutdown, args=(signal.Signals(signum).name,), daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    try:
-        service.serve_forever()
-    finally:
-        service.shutdown("exit")
-    return 0
-
-
-def status(root) -> dict | None:
-    """The running service's status for a root, or None."""
-    from memstrata.storage.tree import resolve_root
-
-    return client.request(str(resolve_root(root)), {"op": "status"})
-
-
-def stop(root, timeout: float = 30.0) -> dict | None:
-    """Ask the root's service to stop and wait until it has; None if none was running."""
-    from memstrata.storage.tree import resolve_root
-
-    root = str(resolve_root(root))
-    info = client.request(root, {"op": "stop"})
-    if info is None:
-        return None
-    pid = info.get("pid")
-    deadline = time.monotonic() + timeout
-    while pid and _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return info
-
-
-def start_detached(root, wait: float = 60.0, idle_minutes: float | None = None) -> dict | None:
-    """Start a background service for the root (if none runs) and wait until it answers."""
-    from memstrata.storage.tree import resolve_root
-
-    root = str(resolve_root(root))
-    existing = client.request(root, {"op": "ping"})
-    if existing is not None:
-        return status(root)
-    client.spawn(root, idle_minutes=idle_minutes)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        info = client.request(root, {"op": "ping"}, timeout=2.0)
-        if info is not None:
-            return status(root)
-        time.sleep(0.05)
-    return None
-
-
-def _main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m memstrata.service")
-    parser.add_argument("--root")
-    parser.add_argument("--idle-minutes", type=float)
-    parser.add_argument("--wait-pid", type=int)
-    args = parser.parse_args(argv)
-    return run_service(args.root, args.idle_minutes, args.wait_pid)
-
-
-if __name__ == "__main__":
-    # Run the imported module, not this __main__ copy: one set of per-thread hooks per process.
-    from memstrata.service import _main as _service_main
-
-    sys.exit(_service_main())

@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import MutableMapping
 
-from memstrata import client
+from memstrata.service import client
 
 _local = threading.local()
 

@@ -1,4 +1,4 @@
-"""Several agents, daily notes, import and export (memstrata/agents_ops.py)."""
+"""Several agents, daily notes, import and export (memstrata/features/shared.py, daily.py, transfer.py)."""
 import json
 import textwrap
 
@@ -249,7 +249,7 @@ def test_import_pme_tree(tmp_path, embedder, clock):
 
 
 def test_layout_detection_and_errors(tmp_path, embedder, clock):
-    from memstrata.transfer import detect_layout
+    from memstrata.features.transfer_formats import detect_layout
 
     (tmp_path / "v" / "hot").mkdir(parents=True)
     (tmp_path / "p" / "projects").mkdir(parents=True)

@@ -54,7 +54,7 @@ def _restore_on_copy(mem, tmp_path, name, entry_id, from_trash=False) -> tuple[s
     """Copy the tree, restore the entry there (out of the trash first if asked), return (body, entry)."""
     copy = tmp_path / name
     shutil.copytree(mem.root, copy)
-    other = Memory(copy, embedder=mem._embedder)
+    other = Memory(copy, embedder=mem.embedder)
     if from_trash:
         other.restore(entry_id)
     result = other.decompress(entry_id, restore=True)
@@ -343,7 +343,7 @@ def test_failed_step_leaves_entries_as_they_were(mem, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(mem, "_write_indexes", broken)
+    monkeypatch.setattr(mem.save_path, "write_indexes", broken)
     report = mem.maintain()
     assert report.changes == [] and {e["id"] for e in report.errors} == {a.id, b.id}
     monkeypatch.undo()

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from memstrata import Memory
-from memstrata.doctor_checks import duplicate_plan, temp_is_stale
-from memstrata.doctor_derived import compare_rows
+from memstrata.doctor.checks import duplicate_plan, temp_is_stale
+from memstrata.doctor.derived import compare_rows
 from memstrata.storage import codec
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
@@ -310,7 +310,7 @@ def test_held_lock_and_stale_lock_file(tree, embedder):
 def test_compare_rows_is_pure():
     a = Entry(id="a", title="A", body="x", path="c/a.md")
     b = Entry(id="b", title="B", body="y", path="c/b.md")
-    from memstrata.doctor_checks import _content_hash
+    from memstrata.doctor.checks import _content_hash
 
     diff = compare_rows([a, b], ["a", "a", "z"], [_content_hash(a), _content_hash(a), "h"], ["c/a.md"] * 2 + ["z"])
     assert diff == {"missing": ["b"], "extra": ["z"], "duplicated": ["a"], "stale": [], "moved": []}

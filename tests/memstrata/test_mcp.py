@@ -113,13 +113,14 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
     assert "agent: mcp-agent" in (tmp_path / "shared" / "preferences" / "ui-preference.md").read_text(encoding="utf-8")
 
 
-def test_missing_feature_is_a_tool_error(tmp_path, embedder):
-    """A tool whose Memory method is not in the build answers a clear tool error, in-process."""
+def test_engine_errors_and_crashes_are_tool_errors(tmp_path, embedder):
+    """An engine error answers a tool error with its one-line message; a crash an internal error."""
     from memstrata import Memory
-    from memstrata.mcp_server import MemoryService
+    from memstrata.mcp.server import ToolEngine
 
-    service = MemoryService(memory=Memory(tmp_path / "m", embedder=embedder))
-    result = service.call(lambda: service.invoke("no_such_method", "teleport"))
-    assert result.is_error and "teleport is not available" in result.content[0].text
-    crash = service.call(lambda: 1 / 0)
+    engine = ToolEngine(memory=Memory(tmp_path / "m", embedder=embedder))
+    engine.memory.init()
+    result = engine.call(lambda: engine.memory.read("0123456789ab"))
+    assert result.is_error and result.content[0].text == "no entry with id 0123456789ab"
+    crash = engine.call(lambda: 1 / 0)
     assert crash.is_error and crash.content[0].text.startswith("internal error: ZeroDivisionError")

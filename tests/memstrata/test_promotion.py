@@ -63,11 +63,11 @@ def test_promotion_search_agrees_with_comparing_every_entry(aged):
     context = "alpha database replication lag"
     for threshold in (0.1, 0.3, 0.45, 0.6):
         fast = m.promote(context, threshold=threshold, dry_run=True)
-        m._similar_in_index = lambda _context, _threshold: None  # force the entry-by-entry comparison
+        m._promotion._similar_in_index = lambda _context, _threshold: None  # force the entry-by-entry comparison
         try:
             slow = m.promote(context, threshold=threshold, dry_run=True)
         finally:
-            del m._similar_in_index
+            del m._promotion._similar_in_index
         as_pairs = lambda r: [(p["id"], round(p["similarity"], 3)) for p in r["promoted"]]  # noqa: E731
         assert as_pairs(fast) == as_pairs(slow) and fast["candidates"] == slow["candidates"]
         if threshold == 0.3:

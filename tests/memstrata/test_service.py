@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata import client
+from memstrata.service import client
 
 PY = sys.executable
 
@@ -204,7 +204,7 @@ def test_crashed_service_is_replaced(tree):
     stop(tree)
     info = start(tree)
     os.kill(info["pid"], signal.SIGKILL)
-    from memstrata.service import _pid_alive
+    from memstrata.service.server import _pid_alive
     wait_for(lambda: not _pid_alive(info["pid"]), timeout=10)
     time.sleep(0.3)
     assert (Path(tree) / client.SOCKET_NAME).exists()  # left behind by the crash
@@ -300,7 +300,7 @@ def test_recall_path_never_imports_torch(tree):
 
 
 def test_client_import_is_stdlib_only():
-    code = ("import sys; before = set(sys.modules); from memstrata import client; "
+    code = ("import sys; before = set(sys.modules); from memstrata.service import client; "
             "new = set(sys.modules) - before; "
             "bad = [m for m in new if m.split('.')[0] in ('typer', 'click', 'rich', 'yaml', 'numpy', 'lancedb')]; "
             "print(bad); sys.exit(1 if bad else 0)")

@@ -200,7 +200,7 @@ def test_split_then_merge_gives_back_the_same_tree(mem, by, subs):
     assert not any(entry_id in parent_index for entry_id in ids)
     assert after[ids[0]].version == 2 and mem.history_show(ids[0], 1) == "Kickoff notes for alpha\n"
     # the vector index follows the moves
-    rows = mem._vindex().fetch_rows([ids[1]])
+    rows = mem.state.vector_index().fetch_rows([ids[1]])
     assert rows[ids[1]][0]["path"] == after[ids[1]].path
 
     merged = mem.merge("projects")
@@ -213,7 +213,7 @@ def test_split_then_merge_gives_back_the_same_tree(mem, by, subs):
     assert (mem.root / "projects" / "existing" / "nested.md").exists()
     root_index = (mem.root / "INDEX.md").read_text(encoding="utf-8")
     assert all(f"projects/{s}" not in root_index for s in subs)
-    assert rows and mem._vindex().fetch_rows([ids[1]])[ids[1]][0]["path"] == paths_before[ids[1]]
+    assert rows and mem.state.vector_index().fetch_rows([ids[1]])[ids[1]][0]["path"] == paths_before[ids[1]]
 
 
 def test_split_warning_past_the_threshold(mem):
@@ -232,8 +232,8 @@ def test_split_refuses_unknown_mode(mem):
 
 
 # -- atomic write with rollback ------------------------------------------------------------------
-@pytest.mark.parametrize("hook", ["_write_indexes", "_index_upsert"])
-def test_failure_after_the_file_write_puts_everything_back(mem, monkeypatch, hook):
+@pytest.mark.parametrize("step", ["write_indexes", "index"])
+def test_failure_after_the_file_write_puts_everything_back(mem, monkeypatch, step):
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")
     r = mem.write("User prefers dark mode", title="UI preference", category="preferences")
     path = mem.root / r.path
@@ -244,7 +244,10 @@ def test_failure_after_the_file_write_puts_everything_back(mem, monkeypatch, hoo
     def boom(*args, **kwargs):
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(mem, hook, boom)
+    if step == "index":  # the save path's index step
+        monkeypatch.setattr(mem.save_path.index, "upsert", boom)
+    else:  # its last step, after files, catalog and index
+        monkeypatch.setattr(mem.save_path, "write_indexes", boom)
     # a conflicting write (a new version of the existing entry)
     with pytest.raises(RuntimeError):
         mem.write("User prefers light mode", title="UI preference", category="preferences")

@@ -198,7 +198,7 @@ def test_term_statistics_carried_across_writes_equal_a_full_rebuild(mem):
 
     ids = _seed(mem)
     mem.recall("postgres transactions")  # loads texts and both statistics
-    index = mem._vindex()
+    index = mem.state.vector_index()
     mem.write("Friday deploys are frozen until the billing migration is done.", title="Deploy freeze",
               category="projects/alpha", tags=["deploy"])
     mem.update(ids["db"], "We moved project alpha to SQLite for the embedded build.")
@@ -226,7 +226,7 @@ def test_a_new_process_starts_from_the_cached_statistics(mem):
     mem.write("Friday deploys are frozen until the billing migration is done.", title="Deploy freeze",
               category="projects/alpha")
     fresh = Memory(mem.root, embedder=mem.embedder)
-    index = fresh._vindex()
+    index = fresh.state.vector_index()
     frame = index.frame()
     index.texts(frame)
     assert frame._reuse is not None and frame._reuse[0].version == -1  # carried from the disk cache

@@ -1,0 +1,168 @@
+"""The one save path: checks before a write, then files (with rollback), catalog, index and INDEX.md."""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from memstrata.engine.index import IndexStep
+from memstrata.engine.state import TreeState
+from memstrata.errors import InvalidInput
+from memstrata.results import WriteResult
+from memstrata.storage import codec, indexes, tree
+from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text
+from memstrata.storage.entry import Entry
+from memstrata.storage.paths import inside_root
+from memstrata.storage.safe_io import read_regular_bytes
+
+# A check a new entry passes before it is written: None to go on, or the answer instead of
+# a write (duplicate, near-duplicate, conflict, merged). Registered by features.versions.
+WriteCheck = Callable[[Entry, bool, bool], "WriteResult | None"]
+# A step run on every change of an existing entry, before it is saved: (current, changed,
+# version note or None, undo list). Registered in order by features.aging and features.versions.
+UpdateStep = Callable[[Entry, Entry, "str | None", list], None]
+
+
+class SavePath:
+    """Every change to an entry file goes through here, in this order:
+
+    1. `check_entry`: input rules and the secret guard over the whole entry (every way in);
+    2. `write_checks` (new entries): duplicate / near-duplicate / conflict, which may answer instead;
+    3. `update_steps` (changed entries): aging's "a new body is full text again", then versions'
+       snapshot and history line;
+    4. `save_many`: the files (a move is a rename, then a rewrite), the catalog, the vector
+       index, INDEX.md, each step after the one before; if any fails, every file is put back
+       as it was and the undo actions of the steps above run.
+    """
+
+    def __init__(self, state: TreeState, index: IndexStep):
+        self.state = state
+        self.index = index
+        self.write_checks: list[WriteCheck] = []
+        self.update_steps: list[UpdateStep] = []
+
+    # -- 1. checks before a write ---------------------------------------------------------
+    def check_fields(self, fields: dict) -> list[str]:
+        """The secret guard over named text fields: refuses (SecretDetected) or returns warnings."""
+        from memstrata.storage import secrets
+
+        mode = self.state.settings.secrets if tree.is_initialised(self.state.root) else "refuse"
+        return [f"possible secret: {f.describe()}" for f in secrets.check(fields, mode)]
+
+    def check_entry(self, entry: Entry) -> list[str]:
+        """The secret guard over everything an entry would store: title, body, category, tags,
+        related ids and every extra frontmatter value."""
+        fields: dict = {"title": entry.title, "body": entry.body, "tags": list(entry.tags),
+                        "related": list(entry.related), "category": entry.category or None}
+        for key, value in entry.extra.items():
+            if not str(key).startswith("__"):
+                fields[str(key)] = f"{key}: {_flat(value)}"
+        return self.check_fields(fields)
+
+    def prepare(self) -> None:
+        """Slow set-up a write needs (loading the model), done before the tree lock is taken."""
+        self.index.prepare()
+
+    # -- 2. and 3. ---------------------------------------------------------------------------
+    def precheck(self, entry: Entry, force: bool, merge: bool) -> WriteResult | None:
+        """Run the write checks in order; the first answer stops the write. Caller holds the lock."""
+        for check in self.write_checks:
+            answer = check(entry, force, merge)
+            if answer is not None:
+                return answer
+        return None
+
+    def update(self, current: Entry, changed: Entry, note: str | None = None) -> None:
+        """Save `changed` as the next state of `current`, after every update step.
+
+        `note`: the version history line for this change (a conflict, a merge, a revert);
+        None for a plain update (a version is kept when title or body changed).
+        """
+        undo: list[Callable[[], None]] = []
+        for step in self.update_steps:
+            step(current, changed, note, undo)
+        self.save_many([(changed, current)], undo=undo)
+
+    # -- 4. the save itself --------------------------------------------------------------------
+    def save(self, entry: Entry, previous: Entry | None) -> None:
+        self.save_many([(entry, previous)])
+
+    def save_many(self, changes: list[tuple[Entry, Entry | None]], *, undo: list | None = None,
+                  index_progress=None, write_indexes: bool = True) -> dict:
+        """Write entries at entry.path (each moved from previous.path), then catalog, index and
+        INDEX.md once. Callers hold the tree lock. Returns the index step's counts.
+
+        A move is an atomic rename first and a rewrite second, so a crash leaves the old or
+        the new entry, never two copies.
+        """
+        files: list[tuple[Entry, str | None, bytes | None]] = []
+        try:
+            categories = self._write_files(changes, files)
+            self._record_catalog(changes)
+            counts = self.index.upsert([entry for entry, _ in changes], progress=index_progress)
+            if categories and write_indexes:
+                self.write_indexes(list(dict.fromkeys(categories)))
+            return counts
+        except BaseException:
+            for entry, old_path, old_bytes in reversed(files):
+                self._put_back(entry, old_path, old_bytes)
+            for action in reversed(undo or []):
+                action()
+            try:
+                self.state.catalog.refresh()
+            except Exception:  # noqa: BLE001 - derived; the next refresh walks again
+                pass
+            raise
+
+    def _write_files(self, changes, files: list) -> list[str]:
+        root = self.state.root
+        categories: list[str] = []
+        for entry, previous in changes:
+            inside_root(root, entry.path)  # a symlinked folder must not lead a write outside the root
+            target = root / entry.path
+            old_path = previous.path if previous is not None else None
+            old_file = root / old_path if old_path else None
+            old_bytes = read_regular_bytes(old_file) if old_file is not None and os.path.lexists(old_file) else None
+            if entry.path != old_path and target.exists():
+                raise InvalidInput(f"{entry.path} already exists")
+            files.append((entry, old_path, old_bytes))
+            if old_bytes is not None and old_path != entry.path:
+                atomic_move(old_file, target, root=root)
+            atomic_write_text(target, codec.render(entry), root=root)
+            if indexes.listing_changed(entry, previous):
+                categories.append(entry.category)
+                if previous is not None:
+                    categories.append(previous.category)
+        return categories
+
+    def _record_catalog(self, changes) -> None:
+        catalog = self.state.catalog
+        for entry, previous in changes:
+            if previous is not None and previous.path and previous.path != entry.path:
+                catalog.forget(previous.path)
+            catalog.record(entry)
+
+    def _put_back(self, entry: Entry, old_path: str | None, old_bytes: bytes | None) -> None:
+        root = self.state.root
+        if old_path and old_bytes is not None:
+            atomic_write_bytes(root / old_path, old_bytes, root=root)
+        if entry.path != old_path or old_bytes is None:
+            (root / entry.path).unlink(missing_ok=True)
+
+    # -- the tree's INDEX.md files -------------------------------------------------------------
+    def write_indexes(self, categories) -> None:
+        """Regenerate the INDEX.md files of `categories` (None: all, after re-reading the tree).
+
+        Targeted updates trust the catalog, which every save records as it goes.
+        """
+        if categories is None:
+            self.state.catalog.refresh()
+        indexes.write_indexes(self.state.root, self.state.catalog, self.state.now(), categories)
+
+
+def _flat(value) -> str:
+    """A frontmatter value as one text for the secret guard (nested lists and maps included)."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}: {_flat(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return " ".join(_flat(v) for v in value)
+    return str(value)

@@ -1,0 +1,119 @@
+"""One tree's shared state: root, settings, catalog, watcher, lock, clock, model and vector index."""
+from __future__ import annotations
+
+import weakref
+
+from memstrata import clock
+from memstrata.storage import tree
+from memstrata.storage.catalog import Catalog
+from memstrata.storage.config import Settings, load_settings
+from memstrata.storage.lock import TreeLock
+
+
+class TreeState:
+    """Everything the parts of a `Memory` share, created once and handed to each part.
+
+    Heavy things (catalog, watcher, model, LanceDB table) are opened on first use, so
+    building a `Memory` stays cheap for `mem --help` and `mem read`.
+    """
+
+    def __init__(self, root=None, *, embedder=None):
+        self.root = tree.resolve_root(root)
+        self._embedder = embedder
+        self._model_error = None
+        self._settings: Settings | None = None
+        self._catalog: Catalog | None = None
+        self._watcher = None
+        self._watcher_opened = False
+        self._vector_index = None
+        # (watcher generation, model name) at which the vector index was last in step with the tree
+        self.index_in_step: tuple | None = None
+
+    # -- settings ----------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.root)
+        return self._settings
+
+    def use_settings(self, settings: Settings | None) -> None:
+        """Adopt settings just written (or None: read config.md again on next use)."""
+        self._settings = settings
+
+    # -- catalog and watcher -----------------------------------------------------------
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            tree.require_initialised(self.root)
+            self._catalog = Catalog(self.root, watcher=self.watcher())
+        return self._catalog
+
+    def replace_catalog(self, catalog: Catalog | None) -> None:
+        """Swap in a rebuilt catalog (the doctor), closing the old one."""
+        if self._catalog is not None and self._catalog is not catalog:
+            self._catalog.close()
+        self._catalog = catalog
+
+    def watcher(self):
+        """The inotify watcher of the tree (None where inotify cannot run)."""
+        if not self._watcher_opened:
+            from memstrata.storage.watcher import TreeWatcher
+
+            self._watcher_opened = True
+            watcher = TreeWatcher(self.root)
+            if watcher.ok:
+                weakref.finalize(self, watcher.close)
+                self._watcher = watcher
+            else:
+                watcher.close()
+        return self._watcher
+
+    # -- lock and clock ----------------------------------------------------------------
+    def lock(self, timeout: float | None = None) -> TreeLock:
+        return TreeLock(self.root) if timeout is None else TreeLock(self.root, timeout=timeout)
+
+    def now(self):
+        return clock.now()
+
+    # -- the model ---------------------------------------------------------------------
+    @property
+    def embedder(self):
+        """The embedding model (loaded on first use; ModelUnavailable when it cannot load)."""
+        if self._embedder is None:
+            from memstrata.models.embedder import get_embedder
+
+            self._embedder = get_embedder(self.settings.embedding_model)
+        return self._embedder
+
+    @property
+    def loaded_embedder(self):
+        """The model if it is loaded already, else None (never loads it)."""
+        return self._embedder
+
+    def model(self):
+        """The embedder; a model that failed to load is not tried again by this state."""
+        if self._model_error is not None:
+            raise self._model_error
+        from memstrata.models.embedder import ModelUnavailable
+
+        try:
+            return self.embedder
+        except ModelUnavailable as exc:
+            self._model_error = exc
+            raise
+
+    # -- the vector index --------------------------------------------------------------
+    def vector_index(self):
+        """The LanceDB index of this tree (re-opened when the settings object changed)."""
+        from memstrata.retrieval.table import VectorIndex
+
+        current = self._vector_index
+        if current is None or current.settings is not self.settings:
+            current = VectorIndex(self.root, self.settings)
+            self._vector_index = current
+        return current
+
+    def forget_vector_index(self) -> None:
+        """Drop the open index (its files were removed: the next use opens them anew)."""
+        self._vector_index = None
+        self.index_in_step = None

@@ -1,0 +1,1 @@
+"""One file per feature over the engine: recall, versions, aging, review, promotion, split, shared space, daily notes, transfer, built-in import."""

@@ -1,0 +1,255 @@
+"""Import and export: every entry out as JSON lines; JSONL files, Viking and PME trees in, through the save path."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from memstrata.engine.entries import Entries
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
+from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.features.transfer_formats import (
+    ImportReport,
+    detect_layout,
+    entries_from_jsonl,
+    entries_from_pme,
+    entries_from_viking,
+    entry_record,
+    viking_base,
+    write_sidecar,
+)
+from memstrata.storage import sidecars
+from memstrata.storage.entry import Entry, new_id
+
+IMPORT_BATCH = 256            # entries saved (and embedded) per batch by the bulk import
+
+Progress = Callable[[int, int], None]
+
+
+class Transfer:
+    """export_jsonl; import_path / import_jsonl / import_tree.
+
+    Imported entries take the one save path (engine/save.py) in batches: the same checks
+    (input rules, the secret guard over the whole entry), files with rollback, catalog,
+    index (a compressed entry by its full text) and INDEX.md once at the end. They keep the
+    fields they come with (id, status, tier, dates, version, history), so the duplicate and
+    conflict check of a new write does not apply: an id already in the root is skipped.
+    """
+
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath):
+        self.state = state
+        self.entries = entries
+        self.save = save
+        self.root = state.root
+
+    # -- export ---------------------------------------------------------------------------
+    def export_jsonl(self, target=None) -> dict:
+        """Write every entry as one JSON line (frontmatter + category + path + body).
+
+        `target`: a path, an open text stream, or None for stdout. Returns counts.
+        """
+        import sys
+
+        from memstrata.storage.catalog import read_entry_file
+
+        entries = sorted(self.entries.list(), key=lambda e: e.path or "")
+        own = False
+        if target is None or target == "-":
+            stream = sys.stdout
+        elif hasattr(target, "write"):
+            stream = target
+        else:
+            path = Path(os.path.expanduser(str(target)))
+            if path.is_dir():
+                raise InvalidInput(f"{path} is a folder; give a file name for the export")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stream = open(path, "w", encoding="utf-8")
+            own = True
+        count = 0
+        unreadable = sorted(self.state.catalog.errors())
+        try:
+            for meta in entries:
+                try:
+                    entry = read_entry_file(self.root, meta.path)
+                except (MemstrataError, OSError):
+                    unreadable.append(meta.path)
+                    continue
+                stream.write(json.dumps(entry_record(entry, self.root), ensure_ascii=False, default=str) + "\n")
+                count += 1
+        finally:
+            if own:
+                stream.close()
+            else:
+                stream.flush()
+        return {"root": str(self.root), "entries": count, "unreadable": unreadable,
+                "path": None if not own else str(Path(os.path.expanduser(str(target))).resolve())}
+
+    # -- import ---------------------------------------------------------------------------
+    def import_path(self, path, layout: str = "auto", progress: Progress | None = None,
+                    category: str | None = None) -> dict:
+        """Import a JSONL file or a tree (`layout`: auto, jsonl, viking or pme). Returns counts."""
+        source = Path(os.path.expanduser(str(path)))
+        if not source.exists():
+            raise NotFound(f"nothing to import at {source}")
+        chosen = detect_layout(source) if layout in (None, "", "auto") else layout
+        if chosen not in ("jsonl", "viking", "pme"):
+            raise InvalidInput(f"layout must be auto, jsonl, viking or pme, not {layout!r}")
+        if chosen == "jsonl":
+            if source.is_dir():
+                raise InvalidInput(f"{source} is a folder; a JSONL import needs a file")
+            return self.import_jsonl(source, progress)
+        return self.import_tree(source, layout=chosen, progress=progress, category=category)
+
+    def import_jsonl(self, path, progress: Progress | None = None) -> dict:
+        """Import a JSONL file: one entry per line (id, title, body, category, tags, created, ...).
+
+        Every frontmatter field of a line is kept (status, tier, updated, version, agent,
+        unknown keys ...), so `export_jsonl` then `import_jsonl` into an empty root gives the
+        same entries. Ids already in the root are skipped; bad lines are reported, not fatal.
+        Embeds in batches; `progress(done, total)` is called as lines are written.
+        A folder is imported as a tree (layout detected: see import_path), so `mem import DIR` works.
+        """
+        source = Path(os.path.expanduser(str(path)))
+        if source.is_dir():
+            return self.import_path(source, "auto", progress)
+        if not source.is_file():
+            raise NotFound(f"no file at {source}")
+        report = ImportReport(source=str(source), layout="jsonl")
+        entries = list(entries_from_jsonl(source, report, self.state.now()))
+        return self._bulk_import(entries, report, progress).to_dict()
+
+    def import_tree(self, path, layout: str = "auto", progress: Progress | None = None,
+                    category: str | None = None) -> dict:
+        """Import a Viking tree (hot/ warm/ cold/ archive/ ...) or a PME tree (categories, archived/).
+
+        `category`: where Viking tier folders' top-level files go (default: general).
+        """
+        source = Path(os.path.expanduser(str(path)))
+        if not source.is_dir():
+            raise InvalidInput(f"{source} is not a folder")
+        chosen = detect_layout(source) if layout in (None, "", "auto") else layout
+        if chosen == "jsonl":
+            raise InvalidInput(f"{source} is a folder; a JSONL import needs a file")
+        report = ImportReport(source=str(source), layout=chosen)
+        now = self.state.now()
+        if chosen == "viking":
+            entries = list(entries_from_viking(viking_base(source), report, now, category))
+        elif chosen == "pme":
+            entries = list(entries_from_pme(source, report, now))
+        else:
+            raise InvalidInput(f"layout must be auto, viking or pme, not {layout!r}")
+        return self._bulk_import(entries, report, progress).to_dict()
+
+    def _bulk_import(self, entries: list[Entry], report: ImportReport, progress: Progress | None) -> ImportReport:
+        """Save many entries under one lock, IMPORT_BATCH at a time; one bad entry is reported, not fatal."""
+        self.entries.ensure_tree()
+        total = len(entries)
+        progress = _monotonic(progress) if progress else None
+        if progress and total:
+            progress(0, total)
+        self.save.prepare()
+        batch: list[tuple[Entry, str | None, object]] = []
+        with self.state.lock():
+            catalog = self.state.catalog
+            catalog.refresh()
+            taken = {e.id for e in catalog.entries()}
+            for done, entry in enumerate(entries, 1):
+                where = entry.extra.pop("__where__", None)
+                full = entry.extra.pop("__full_content__", None)
+                try:
+                    if entry.id and entry.id in taken:
+                        report.skipped += 1
+                    else:
+                        entry.id = entry.id or new_id()
+                        report.warnings.extend(f"{entry.title}: {w}" for w in self.save.check_entry(entry))
+                        self._place_imported(entry, {e.path for e, _, _ in batch})
+                        batch.append((entry, full, where))
+                        taken.add(entry.id)
+                except MemstrataError as exc:
+                    report.error(where if where is not None else (entry.path or entry.title), exc.message)
+                if len(batch) >= IMPORT_BATCH or (batch and done == total):
+                    self._save_batch(batch, report, progress, done, total)
+                    batch = []
+                elif progress and not batch:
+                    progress(done, total)
+            if report.imported:
+                self.save.write_indexes(None)
+        if report.skipped:
+            report.warnings.append(f"{report.skipped} entries skipped: their id is already in this root")
+        return report
+
+    def _save_batch(self, batch: list, report: ImportReport, progress: Progress | None, done: int, total: int) -> None:
+        """Sidecars first, then the entries through the save path; a failed batch is rolled back and reported."""
+        undo: list = []
+        base = done - len(batch)
+
+        def step(embedded: int, of: int) -> None:
+            progress(base + int(len(batch) * embedded / max(of, 1)), total)
+
+        try:
+            for entry, full, _ in batch:
+                if full is not None and entry.full_content_file:
+                    write_sidecar(self.root, entry.full_content_file, full)
+                    undo.append(lambda rel=entry.full_content_file: sidecars.remove(self.root, rel))
+            counts = self.save.save_many([(entry, None) for entry, _, _ in batch], undo=undo,
+                                         index_progress=step if progress else None, write_indexes=False)
+        except (MemstrataError, OSError) as exc:
+            message = getattr(exc, "message", None) or str(exc)
+            for entry, _, where in batch:
+                report.error(where if where is not None else entry.path, message)
+            return
+        report.embedded += int(counts.get("embedded", 0))
+        if counts.get("skipped"):
+            note = "vector index not updated (the model cannot load); recall will re-embed on its next sync"
+            if note not in report.warnings:
+                report.warnings.append(note)
+        report.imported += len(batch)
+        report.ids.extend(entry.id for entry, _, _ in batch)
+        if progress:
+            progress(done, total)
+
+    def _place_imported(self, entry: Entry, claimed: set[str]) -> None:
+        """Choose the file of an imported entry: its recorded path when free and consistent, else a new one."""
+        from memstrata.storage import tree
+        from memstrata.storage.catalog import is_entry_path
+        from memstrata.storage.paths import (
+            category_of,
+            inside_root,
+            is_archived_path,
+            validate_category,
+        )
+
+        entry.category = validate_category(entry.category)
+        archived = entry.status == "archived"
+        wanted, entry.path = entry.path, None
+        if wanted:
+            try:
+                target = inside_root(self.root, wanted)
+                rel = target.relative_to(self.root).as_posix()
+            except MemstrataError:
+                rel = None
+            if (rel and rel.endswith(".md") and not rel.startswith(".") and not target.exists() and rel not in claimed
+                    and category_of(rel) == entry.category and is_archived_path(rel) == archived
+                    and is_entry_path(rel)):
+                entry.path = rel
+        if entry.path is None:
+            entry.path = tree.unique_entry_path(self.root, entry.category, entry.title, archived=archived)
+            n = 2
+            while entry.path in claimed:  # another entry of this batch took it (not on disk yet)
+                entry.path = tree.unique_entry_path(self.root, entry.category, f"{entry.title} {n}", archived=archived)
+                n += 1
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _monotonic(progress: Progress) -> Progress:
+    """A progress callback that only ever moves forward (each value reported once)."""
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        if done > last[0]:
+            last[0] = done
+            progress(done, total)
+
+    return report

@@ -1,0 +1,1 @@
+"""The MCP server: the engine's operations as tools over stdio (server.py)."""

