@@ -104,20 +104,6 @@ def build_vector_index(index, num_partitions: int | None = None) -> float:
     return took
 
 
-def drop_vector_index(index) -> bool:
-    table = index.table()
-    if table is None:
-        return False
-    name = _vector_index_name(_indices(table))
-    if name is None:
-        return False
-    table.drop_index(name)
-    meta = index.meta()
-    meta.pop("ann", None)
-    index._write_meta(meta)
-    return True
-
-
 def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
     """Bring the table's indexes up to date; returns what was done.
 

@@ -58,6 +58,3 @@ def layer_depth(layer: str) -> int:
     return LAYER_DEPTH.get(layer, 0)
 
 
-def tier_rank(tier: str) -> int:
-    """How cold a tier is: hot 0 ... archive 3 (unknown tiers count as hot)."""
-    return TIER_RANK.get(tier, 0)

@@ -251,12 +251,6 @@ class Catalog:
     def errors(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self._conn.execute("SELECT path, error FROM entries WHERE error IS NOT NULL")}
 
-    def duplicate_ids(self) -> dict[str, list[str]]:
-        rows = self._conn.execute(
-            "SELECT id, group_concat(path, '\n') FROM entries WHERE id IS NOT NULL AND id != '' "
-            "GROUP BY id HAVING count(*) > 1")
-        return {r[0]: sorted(r[1].split("\n")) for r in rows}
-
     def entries_exact(self, category: str) -> list[Entry]:
         """Metadata of the entries directly in `category` (its archived/ included, not subcategories)."""
         rows = self._conn.execute(

@@ -105,10 +105,6 @@ def entry_dir(category: str, archived: bool = False) -> str:
     return f"{category}/{ARCHIVED_DIR}" if archived else category
 
 
-def to_relative(root: Path, path: Path) -> str:
-    return PurePosixPath(os.path.relpath(path, root)).as_posix()
-
-
 def inside_root(root: Path, relative: str) -> Path:
     """Resolve a path relative to the root, refusing anything (symlinks included) that leaves it."""
     text = str(relative)
