@@ -99,13 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     As a process entry point (argv None) it first offers the call to the root's warm service
     (memstrata.client); an explicit argv (tests, the service itself) always runs here.
     """
-    args = list(sys.argv[1:] if argv is None else argv)
+    from memstrata.service import client
+
+    args = client.global_options_last(list(sys.argv[1:] if argv is None else argv))
     if argv is None:
         import os
 
         os.umask(0o077)  # what the engine and LanceDB create is private to the user
-        from memstrata.service import client
-
         code = client.run(args)
         if code is not None:
             return code

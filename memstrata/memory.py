@@ -74,8 +74,8 @@ class Memory:
     def now(self):
         return self.state.now()
 
-    def init(self) -> dict:
-        return self._entries.init()
+    def init(self, adopt: bool = False) -> dict:
+        return self._entries.init(adopt=adopt)
 
     def config_list(self) -> dict:
         return self._entries.config_list()
@@ -85,6 +85,9 @@ class Memory:
 
     def config_set(self, key: str, value) -> dict:
         return self._entries.config_set(key, value)
+
+    def config_unset(self, key: str) -> dict:
+        return self._entries.config_unset(key)
 
     def stats(self) -> dict:
         return self._entries.stats()
@@ -121,9 +124,12 @@ class Memory:
         return self._shared.shared_result(result) if share else result
 
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
-               important: bool | None = None, related=None, expires=None, category: str | None = None):
+               important: bool | None = None, related=None, expires=None, category: str | None = None,
+               add_tags=None, remove_tags=None):
+        """Change an entry in place; `tags` sets them all, `add_tags` / `remove_tags` change a few."""
         return self._entries.update(ref, body, title=title, tags=tags, importance=importance, important=important,
-                                    related=related, expires=expires, category=category)
+                                    related=related, expires=expires, category=category, add_tags=add_tags,
+                                    remove_tags=remove_tags)
 
     def delete(self, ref: str, reason: str = "deleted"):
         return self._entries.delete(ref, reason)

@@ -248,6 +248,18 @@ class Catalog:
         """The ids of all parseable entries."""
         return [r[0] for r in self._conn.execute("SELECT id FROM entries WHERE meta IS NOT NULL AND id IS NOT NULL")]
 
+    def ids_starting(self, prefix: str, limit: int = 2) -> list[str]:
+        """Distinct ids that start with `prefix` (at most `limit`: enough to tell unique from ambiguous)."""
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT id FROM entries WHERE meta IS NOT NULL AND id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",
+            (pattern, limit))]
+
+    def unidentified(self) -> list[str]:
+        """Paths of readable entries without a usable id (hand-made files): they get one (storage/adopt.py)."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT path FROM entries WHERE meta IS NOT NULL AND (id IS NULL OR id = '') ORDER BY path")]
+
     def errors(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self._conn.execute("SELECT path, error FROM entries WHERE error IS NOT NULL")}
 

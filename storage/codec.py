@@ -364,9 +364,11 @@ def render_history(history: list[dict]) -> str:
 
 
 def _body_with_history(body: str, history: list[dict]) -> str:
-    if body and not body.endswith("\n"):
-        body += "\n"
+    """The body as written (byte for byte: an adopted or imported file keeps its last line as it
+    was), then the version history, which starts on a line of its own."""
     if history:
+        if body and not body.endswith("\n"):
+            body += "\n"
         body = (body + "\n" if body else "") + render_history(history)
     return body
 

@@ -81,12 +81,34 @@ class Settings:
 
     def with_value(self, key: str, raw) -> "Settings":
         """A copy with one setting changed, the value converted to the field's type."""
-        known = {f.name: f for f in fields(self)}
-        if key not in known:
-            raise InvalidInput(f"unknown setting {key!r}; known: {', '.join(known)}")
+        require_known(key)
         default = getattr(Settings(), key)
         value = _convert(key, raw, default)
-        return dataclasses.replace(self, **{key: value})
+        updated = dataclasses.replace(self, **{key: value})
+        if not updated.hot_days < updated.warm_days < updated.cold_days:
+            raise InvalidInput(f"the tiers need hot_days < warm_days < cold_days "
+                               f"(that would be {updated.hot_days}, {updated.warm_days}, {updated.cold_days})")
+        return updated
+
+
+def require_known(key: str) -> None:
+    """InvalidInput for a setting that does not exist, with the closest names."""
+    import difflib
+
+    names = Settings.field_names()
+    if key not in names:
+        close = difflib.get_close_matches(str(key), names, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else "; `mem config list` shows them all"
+        raise InvalidInput(f"unknown setting {key!r}{hint}")
+
+
+# Settings with a bounded range (inclusive); others only need the right type (ints: 0 or more).
+_RANGES = {
+    "promote_threshold": (0.0, 1.0), "autoload_min_relevance": (0.0, 1.0), "near_duplicate_threshold": (0.0, 1.0),
+    "conflict_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
+    "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.0, 10.0),
+    "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
+}
 
 
 def _convert(key: str, raw, default):
@@ -108,11 +130,20 @@ def _convert(key: str, raw, default):
             value = int(raw)
             if value < 0:
                 raise ValueError
-            return value
-        if isinstance(default, float):
-            return float(raw)
+        elif isinstance(default, float):
+            value = float(raw)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError
+        else:
+            value = None
     except (TypeError, ValueError):
-        raise InvalidInput(f"setting {key} must be a {type(default).__name__}, not {raw!r}") from None
+        raise InvalidInput(f"setting {key} must be a {'whole number, 0 or more' if isinstance(default, int) else 'number'}"
+                           f", not {raw!r}") from None
+    if value is not None:
+        low, high = _RANGES.get(key, (value, value))
+        if not low <= value <= high:
+            raise InvalidInput(f"setting {key} must be between {low:g} and {high:g}, not {value:g}")
+        return value
     value = str(raw)
     if key == "secrets" and value not in ("refuse", "warn"):
         raise InvalidInput("setting secrets must be 'refuse' or 'warn'")
@@ -188,6 +219,17 @@ def set_setting(root: Path, key: str, raw) -> Settings:
     changed[key] = getattr(updated, key)
     atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)), root=root)
     return updated
+
+
+def unset_setting(root: Path, key: str) -> Settings:
+    """Remove one setting from config.md: it takes its documented default again."""
+    from memstrata.storage.atomic import atomic_write_text
+
+    require_known(key)
+    changed = changed_settings(root)
+    changed.pop(key, None)
+    atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)), root=root)
+    return load_settings(root)
 
 
 def config_prose(root: Path) -> str:

@@ -8,8 +8,10 @@ from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.config import CONFIG_FILE, Settings, render_config
 from memstrata.storage.paths import entry_dir, file_slug, inside_root
+from memstrata.storage.safe_io import read_regular_text
 
 DEFAULT_ROOT = "~/memory"
+TREE_MARK = "memstrata"  # what config.md says in a folder made by `mem init`
 STARTER_CATEGORIES = {
     "daily": "Daily notes, one entry per day (mem daily).",
     "meetings": "Meeting notes and their conclusions.",
@@ -26,14 +28,24 @@ def resolve_root(root: str | os.PathLike | None = None) -> Path:
 
 
 def is_initialised(root: Path) -> bool:
-    return (Path(root) / CONFIG_FILE).is_file()
+    """A folder is a memory tree only when it says so: its config.md, a regular file, names memstrata
+    (`mem init` writes it). Any other folder is never read as a tree nor written into."""
+    try:
+        text = read_regular_text(Path(root) / CONFIG_FILE, limit=1024 * 1024, follow_symlinks=True)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return TREE_MARK in text.lower()
 
 
 def require_initialised(root: Path) -> None:
+    """NotFound (with how to make one) unless `root` is an initialised memory tree."""
     if not Path(root).exists():
-        raise NotFound(f"no memory tree at {root}; run `mem init` (or pass --root)")
+        raise NotFound(f"no memory tree at {root}; run `mem init --root {root}` to make one")
     if not Path(root).is_dir():
         raise InvalidInput(f"{root} is not a folder")
+    if not is_initialised(root):
+        raise NotFound(f"{root} is not a memory tree (no memstrata config.md); "
+                       f"run `mem init --root {root}` to make it one")
 
 
 def initialise(root: Path, settings: Settings | None = None) -> list[str]:
@@ -62,6 +74,25 @@ def _non_defaults(settings: Settings | None) -> dict:
     return {k: v for k, v in settings.to_dict().items() if defaults.get(k) != v}
 
 
+def refuse_case_twin(root: Path, category: str) -> None:
+    """InvalidInput when a level of `category` differs only in case from an existing folder
+    (`Projects/Alpha` beside `projects/alpha`): on macOS and Windows they are one folder."""
+    parent = Path(root)
+    for level in [p for p in str(category).split("/") if p]:
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            return
+        if level not in names:
+            twin = next((n for n in names if n.lower() == level.lower() and (parent / n).is_dir()), None)
+            if twin is not None:
+                existing = (parent / twin).relative_to(root).as_posix()
+                raise InvalidInput(f"category level {level!r} differs only in case from the existing {existing!r}; "
+                                   f"use {existing!r} (the two would be one folder on macOS and Windows)")
+            return
+        parent = parent / level
+
+
 def unique_entry_path(root: Path, category: str, title: str, archived: bool = False,
                       keep: str | None = None) -> str:
     """A free relative path for an entry ({category}/{slug}.md, then -2, -3 ...).
@@ -70,6 +101,7 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     """
     folder = entry_dir(category, archived)
     inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
+    refuse_case_twin(root, category)
     base = file_slug(title)
     candidate = f"{folder}/{base}.md"
     n = 2

@@ -1,4 +1,4 @@
-"""`mem config get|set|list`: the settings in config.md."""
+"""`mem config get|set|unset|list`: the settings in config.md."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -35,3 +35,11 @@ def config_set(key: Annotated[str, typer.Argument(help="Setting name.")],
     """Change one setting in config.md.  Example: mem config set trash_retention_days 60"""
     result = memory(root).config_set(key, value)
     emit(as_json, result, f"{key} = {result[key]}")
+
+
+@config_app.command("unset")
+def config_unset(key: Annotated[str, typer.Argument(help="Setting name.")], root: RootOpt = None,
+                 as_json: JsonOpt = False):
+    """Forget a changed setting: it takes its documented default again.  Example: mem config unset hot_days"""
+    result = memory(root).config_unset(key)
+    emit(as_json, result, f"{key} = {result[key]} (default)")

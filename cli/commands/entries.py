@@ -19,14 +19,21 @@ def register(app: typer.Typer) -> None:
     app.command("restore")(restore)
 
 
-def init(root: RootOpt = None, as_json: JsonOpt = False):
+def init(root: RootOpt = None, as_json: JsonOpt = False,
+         adopt: Annotated[bool, typer.Option("--adopt", help="Make the Markdown notes already in the folder "
+                                                           "memories: each gets an `id:` line, nothing else changes.")]
+         = False):
     """Create a memory tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
-    Example: mem init --root ~/memory
+    Every other command refuses a folder that `mem init` did not make. A folder that already
+    holds notes (an Obsidian vault, a docs folder) is made a tree only with --adopt.
+
+    Example: mem init --root ~/memory       mem init --adopt --root ~/notes
     """
-    result = memory(root).init()
+    result = memory(root).init(adopt=adopt)
+    adopted = f"; adopted {result['adopted']} notes" if result.get("adopted") else ""
     emit(as_json, result, f"memory tree ready at {result['root']}"
-         + (f" (created: {', '.join(result['created'])})" if result["created"] else " (already there)"))
+         + (f" (created: {', '.join(result['created'])}{adopted})" if result["created"] else " (already there)"))
 
 
 def write(
@@ -89,7 +96,11 @@ def update(
     ref: Annotated[str, typer.Argument(help="Entry id or path.")],
     body: Annotated[Optional[str], typer.Argument(help="New body; '-' reads stdin; omit to keep it.")] = None,
     title: Annotated[Optional[str], typer.Option("--title")] = None,
-    tag: TagOpt = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="Add a tag (repeatable; 'a, b' works).")]
+    = None,
+    untag: Annotated[Optional[list[str]], typer.Option("--untag", help="Remove a tag (repeatable).")] = None,
+    tags: Annotated[Optional[str], typer.Option("--tags", help="Set the tags, replacing all: 'a, b' ('' clears).")]
+    = None,
     importance: Annotated[Optional[str], typer.Option("--importance", "-i")] = None,
     category: Annotated[Optional[str], typer.Option("--category", "-c", help="Move to this category.")] = None,
     expires: Annotated[Optional[str], typer.Option("--expires")] = None,
@@ -99,11 +110,14 @@ def update(
 ):
     """Change an entry in place (same id); the old body is kept as a version.
 
-    Example: mem update 3f2a9c1b7d4e "We moved to MySQL" --tag db
+    Tags: --tag adds, --untag removes, --tags sets them all. An id may be shortened to a unique
+    prefix (at least 4 characters), as in git.
+
+    Example: mem update 3f2a9c1b7d4e "We moved to MySQL" --tag db --untag postgres
     """
     text = read_body(body, file, allow_empty=True)
-    result = memory(root).update(ref, text, title=title, tags=tag, importance=importance,
-                                 category=category, expires=expires)
+    result = memory(root).update(ref, text, title=title, tags=tags, add_tags=tag, remove_tags=untag,
+                                 importance=importance, category=category, expires=expires)
     emit(as_json, result.to_dict(), lambda: _print_write(result))
 
 

@@ -78,11 +78,16 @@ def recall(
                         try:
                             items.append(json.loads(line))
                         except ValueError:
-                            raise InvalidInput(f"{queries} line {n} is not JSON") from None
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {queries}: {exc.strerror}") from None
+                            items.append({"qid": f"line {n}", "error": f"line {n} is not JSON"})
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read {queries}: {getattr(exc, 'strerror', None) or exc}") from None
+        failed = 0
         for row in m.recall_batch(items, k=k, **options):
+            failed += "error" in row
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if failed:
+            sys.stderr.write(f"mem: error: {failed} of {len(items)} queries failed (their lines say why)\n")
+            raise typer.Exit(2)
         return
     if query is None:
         raise InvalidInput("give a query (or --queries FILE)")

@@ -21,6 +21,7 @@ VERSIONS_DIR = ".versions"
 TRASH_DIR = ".trash"
 VECTORS_DIR = ".vectors"
 DERIVED_DIRS = (VECTORS_DIR, CACHE_DIR)
+VCS_DIRS = (".git", ".hg", ".svn", ".jj")  # a tree kept in version control: the doctor never looks inside
 _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
 # Finding kinds, in the order they are reported.
@@ -84,6 +85,7 @@ def _scan(root: Path) -> _Scan:
     real_root = os.path.realpath(root)
     now = time.time()
     for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in VCS_DIRS]
         rel_folder = os.path.relpath(folder, root)
         top = rel_folder.split(os.sep)[0]
         if top in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR):  # derived stores; what is already set aside
@@ -291,8 +293,7 @@ def loose_paths(root: Path) -> list[tuple[str, os.stat_result]]:
     """
     out = []
     for folder, dirs, files in os.walk(root, followlinks=False):
-        if folder == str(root):
-            dirs[:] = [d for d in dirs if d not in DERIVED_DIRS]
+        dirs[:] = [d for d in dirs if d not in VCS_DIRS and not (folder == str(root) and d in DERIVED_DIRS)]
         for name in dirs + files:
             path = os.path.join(folder, name)
             try:
@@ -310,6 +311,8 @@ def check_permissions(root: Path) -> list[Finding]:
         if _loose_mode(os.stat(root).st_mode):
             out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(os.stat(root).st_mode))}, not 0700: "
                                "other users can read your memories", path=".", action="chmod 0700"))
+        else:
+            return out  # a private root keeps everything in it private: modes a git checkout set are no damage
     except OSError:
         return out
     loose = [rel for rel, _ in loose_paths(root)]

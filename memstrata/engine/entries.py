@@ -11,16 +11,32 @@ from memstrata.engine.inputs import (
 )
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, NotFound
+from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.results import WriteResult
-from memstrata.scoring.access import touched
-from memstrata.storage import codec, indexes, trash, tree
+from memstrata.scoring.access import folded
+from memstrata.storage import adopt, codec, indexes, journal, trash, tree
 from memstrata.storage.catalog import is_entry_path, read_entry_file
-from memstrata.storage.config import Settings, set_setting
+from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
 from memstrata.storage.safe_io import is_regular_file
+
+
+MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
+_NOTES_COUNTED = 1000  # a folder's Markdown notes are counted up to this many
+
+
+def _markdown_notes(root) -> int:
+    """How many entry-like Markdown files a folder holds (0 for an empty or new folder)."""
+    from memstrata.storage.catalog import iter_entry_files
+
+    count = 0
+    for _ in iter_entry_files(root):
+        count += 1
+        if count >= _NOTES_COUNTED:
+            break
+    return count
 
 
 def split_warning(category: str, count: int, limit: int) -> str:
@@ -37,12 +53,22 @@ class Entries:
         self.root = state.root
 
     # -- init and config ----------------------------------------------------------------
-    def init(self) -> dict:
-        """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories."""
+    def init(self, adopt: bool = False) -> dict:
+        """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
+
+        A folder that already holds Markdown notes (a vault, a docs folder) becomes a tree only
+        with `adopt`: its notes become entries, each given a stable `id:` line and nothing else.
+        """
         if self.root.exists() and not self.root.is_dir():
             raise InvalidInput(f"{self.root} exists and is not a folder")
+        notes = 0 if tree.is_initialised(self.root) or not self.root.exists() else _markdown_notes(self.root)
+        if notes and not adopt:
+            raise InvalidInput(f"{self.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
+                               f"Markdown notes; `mem init --adopt` makes them memories (each gets an id line, "
+                               f"nothing else in them changes), or choose an empty folder")
         with TreeLock(self.root) if self.root.exists() else _NoLock():
             made = tree.initialise(self.root)
+        adopted = self.give_ids() if notes else 0
         with self.state.lock():
             now = self.state.now()
             for category, description in tree.STARTER_CATEGORIES.items():
@@ -51,20 +77,26 @@ class Entries:
                     made.append(f"{category}/{indexes.INDEX_FILE}")
             self.save.write_indexes(None)
         self.state.use_settings(None)
-        return {"root": str(self.root), "created": made}
+        return {"root": str(self.root), "created": made, "adopted": adopted}
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()
 
     def config_get(self, key: str):
-        if key not in Settings.field_names():
-            raise InvalidInput(f"unknown setting {key!r}; known: {', '.join(Settings.field_names())}")
+        require_known(key)
         return getattr(self.state.settings, key)
 
     def config_set(self, key: str, value) -> dict:
         tree.require_initialised(self.root)
         with self.state.lock():
             updated = set_setting(self.root, key, value)
+        self.state.use_settings(updated)
+        return {key: getattr(updated, key)}
+
+    def config_unset(self, key: str) -> dict:
+        """Forget a changed setting: it takes its documented default again."""
+        with self.state.lock():
+            updated = unset_setting(self.root, key)
         self.state.use_settings(updated)
         return {key: getattr(updated, key)}
 
@@ -80,7 +112,10 @@ class Entries:
             rel = path.relative_to(self.root).as_posix()
             if not is_entry_path(rel) or not is_regular_file(path):
                 raise NotFound(f"no entry at {ref}")
-            return read_entry_file(self.root, rel)
+            entry = read_entry_file(self.root, rel)
+            if not entry.id and self.give_ids():  # a hand-made file: it gets its id now
+                entry = read_entry_file(self.root, rel)
+            return entry
         if not valid_id(ref):
             raise InvalidInput(f"{ref!r} is not an entry id")
         for attempt in range(2):
@@ -91,18 +126,27 @@ class Entries:
                         return entry
             if attempt == 0:
                 self.state.catalog.refresh()
+        if len(ref) >= MIN_ID_PREFIX:  # a unique prefix, like git's
+            found = self.state.catalog.ids_starting(ref)
+            if len(found) == 1:
+                return self.resolve(found[0])
+            if found:
+                raise InvalidInput(f"{ref} is the start of several ids ({', '.join(found)} ...); give more of it")
         raise NotFound(f"no entry with id {ref}")
 
     def read(self, ref: str, *, count_access: bool = True) -> Entry:
-        """An entry with its body; counts as an access (last_access, access_count) unless told not to."""
+        """An entry with its body, as the access journal sees it; counts as an access unless told
+        not to. The access goes to the journal (storage/journal.py): the entry file is not rewritten."""
         entry = self.resolve(ref)
-        if not count_access:
-            return entry
-        with self.state.lock():
-            current = self.resolve(entry.id or ref)
-            after = touched(current, self.state.now(), self.state.settings)
-            self.save.save(after, previous=current)
-        return after
+        if count_access and entry.id:
+            journal.append(self.root, [(entry.id, self.state.now(), None)])
+        return self.seen(entry)
+
+    def seen(self, entry: Entry) -> Entry:
+        """`entry` with the accesses the journal holds for it counted, its tier and weight as
+        `mem maintain` will write them (what reads and lists show)."""
+        access = self.state.accesses().get(entry.id) if entry.id else None
+        return folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None,
              tags=None) -> list[Entry]:
@@ -110,6 +154,8 @@ class Entries:
         tree.require_initialised(self.root)
         scope = validate_category(category) if category else None
         self.state.catalog.refresh()
+        if self.state.catalog.unidentified():
+            self.give_ids()
         wanted_tags = set(clean_tags(tags))
         out = []
         for entry in self.state.catalog.entries(scope):
@@ -120,7 +166,7 @@ class Entries:
             if wanted_tags and not wanted_tags.issubset(entry.tags):
                 continue
             out.append(entry)
-        return out
+        return [self.seen(e) for e in out] if self.state.accesses() else out
 
     def hot_entries(self, now) -> list[Entry]:
         """Entries in the hot tier at `now` (the catalog narrows the search to the important
@@ -133,7 +179,12 @@ class Entries:
         catalog, settings = self.state.catalog, self.state.settings
         catalog.refresh()
         since = (now - timedelta(days=settings.hot_days + 1)).timestamp()
-        return [e for e in catalog.entries(touched_since=since) if tier_for(e, now, settings) == "hot"]
+        accesses = self.state.accesses()
+        candidates = {e.id: e for e in catalog.entries(touched_since=since)}
+        for entry_id, access in accesses.items():  # touched lately only through the journal
+            if entry_id not in candidates and access.last.timestamp() >= since:
+                candidates.update({e.id: e for e in (catalog.get(p) for p in catalog.paths_of(entry_id)) if e})
+        return [e for e in map(self.seen, candidates.values()) if tier_for(e, now, settings) == "hot"]
 
     # -- writing ------------------------------------------------------------------------
     def write(self, body, *, title: str | None = None, category: str | None = None, tags=None,
@@ -157,7 +208,7 @@ class Entries:
             extra=dict(extra or {}),
         )
         warnings = self.save.check_entry(entry)
-        self.ensure_tree()
+        self.require_tree()
         self.save.prepare()
         with self.state.lock():
             if id is not None and self.exists(entry.id):
@@ -172,7 +223,8 @@ class Entries:
                            message=f"wrote {entry.path}", warnings=warnings + self.category_warnings(category))
 
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
-               important: bool | None = None, related=None, expires=None, category: str | None = None) -> WriteResult:
+               important: bool | None = None, related=None, expires=None, category: str | None = None,
+               add_tags=None, remove_tags=None) -> WriteResult:
         """Change an entry in place (same id); the previous body is kept as a version."""
         new_body = None if body is None else clean_body(body)
         if new_body is not None:
@@ -187,6 +239,11 @@ class Entries:
                 changed.title = clean_title(title, changed.body)
             if tags is not None:
                 changed.tags = clean_tags(tags)
+            if add_tags:
+                changed.tags = list(dict.fromkeys(changed.tags + clean_tags(add_tags)))
+            if remove_tags:
+                gone = set(clean_tags(remove_tags))
+                changed.tags = [t for t in changed.tags if t not in gone]
             if importance is not None:
                 changed.importance, word_important = codec.normalise_importance(importance)
                 changed.important = changed.important or word_important
@@ -293,10 +350,32 @@ class Entries:
         except NotFound:
             return False
 
-    def ensure_tree(self) -> None:
-        """A write into a folder with no tree makes one first."""
-        if not tree.is_initialised(self.root):
-            self.init()
+    def require_tree(self) -> None:
+        """NotFound unless the root is an initialised tree: nothing is ever written elsewhere."""
+        tree.require_initialised(self.root)
+
+    def give_ids(self) -> int:
+        """Give every entry file without a usable id a stable one, written once into the file (one
+        `id:` line; nothing else in it changes). Returns how many files got one."""
+        catalog = self.state.catalog
+        given, categories = 0, []
+        with self.state.lock():
+            catalog.refresh()
+            for rel in catalog.unidentified():
+                fresh = new_id()
+                try:
+                    if not adopt.give_id(self.root, rel, fresh):
+                        continue
+                    entry = read_entry_file(self.root, rel)
+                except (MemstrataError, OSError):
+                    continue  # left for the doctor to report
+                if entry.id == fresh:
+                    catalog.record(entry)
+                    categories.append(entry.category)
+                    given += 1
+            if categories:
+                self.save.write_indexes(list(dict.fromkeys(categories)))
+        return given
 
     def category_warnings(self, category: str) -> list[str]:
         count = self.state.catalog.category_counts().get(category, 0)

@@ -27,8 +27,9 @@ def clean_title(title: str | None, body: str) -> str:
     return text
 
 
-def clean_body(body) -> str:
-    """A body as text: bytes decoded as UTF-8, no NUL, no lone surrogate, LF line ends."""
+def clean_body(body, end_line: bool = True) -> str:
+    """A body as text: bytes decoded as UTF-8, no NUL, no lone surrogate, LF line ends, and (unless
+    `end_line` is false: an import keeps a body byte for byte) a newline after the last line."""
     if body is None:
         return ""
     if isinstance(body, bytes):
@@ -40,7 +41,8 @@ def clean_body(body) -> str:
     if "\x00" in body:
         raise InvalidInput("body contains NUL bytes (binary data cannot be stored as a memory)")
     require_encodable(body, "body")
-    return body.replace("\r\n", "\n")
+    body = body.replace("\r\n", "\n")
+    return body if not end_line or not body or body.endswith("\n") else body + "\n"
 
 
 def require_encodable(text: str, what: str) -> None:
@@ -62,8 +64,14 @@ def check_size(body: str, limit: int) -> None:
 
 def clean_tags(tags) -> list[str]:
     """Tags (or related ids) as a list: comma strings split, blanks folded, '#' dropped, order kept."""
+    if isinstance(tags, str):
+        tags = [tags]
+    elif tags is not None and not isinstance(tags, (list, tuple, set)):
+        raise InvalidInput(f"tags must be a list of words or a comma-separated text, not {type(tags).__name__}")
     out: list[str] = []
     for tag in tags or []:
+        if not isinstance(tag, (str, int, float)):
+            raise InvalidInput(f"a tag must be a word, not {type(tag).__name__}")
         for part in str(tag).split(","):
             part = " ".join(part.split()).lstrip("#")
             if part and part not in out:

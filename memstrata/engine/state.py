@@ -28,6 +28,7 @@ class TreeState:
         self._vector_index = None
         # (watcher generation, model name) at which the vector index was last in step with the tree
         self.index_in_step: tuple | None = None
+        self._accesses: tuple = ((), {})  # (journal signature, accesses read then)
 
     # -- settings ----------------------------------------------------------------------
     @property
@@ -68,8 +69,20 @@ class TreeState:
                 watcher.close()
         return self._watcher
 
+    # -- the access journal -----------------------------------------------------------
+    def accesses(self) -> dict:
+        """Accesses the journal holds that are not folded into the entries yet, per id (cached)."""
+        from memstrata.storage import journal
+
+        signature = journal.signature(self.root)
+        if signature != self._accesses[0]:
+            self._accesses = (signature, journal.read(self.root) if signature else {})
+        return self._accesses[1]
+
     # -- lock and clock ----------------------------------------------------------------
     def lock(self, timeout: float | None = None) -> TreeLock:
+        """The tree's write lock; NotFound for a folder that is not a tree (nothing is written there)."""
+        tree.require_initialised(self.root)
         return TreeLock(self.root) if timeout is None else TreeLock(self.root, timeout=timeout)
 
     def now(self):
@@ -108,6 +121,8 @@ class TreeState:
         from memstrata.retrieval.table import VectorIndex
 
         current = self._vector_index
+        if current is None:
+            tree.require_initialised(self.root)  # no .vectors/ in a folder that is not a tree
         if current is None or current.settings is not self.settings:
             current = VectorIndex(self.root, self.settings)
             self._vector_index = current

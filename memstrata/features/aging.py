@@ -29,15 +29,16 @@ from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.features.compression import compressed_body
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
-from memstrata.scoring.access import touched
+from memstrata.scoring.access import folded, touched
 from memstrata.scoring.lifecycle import Action
-from memstrata.storage import sidecars, trash, tree
+from memstrata.storage import journal, sidecars, trash, tree
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
 from memstrata.storage.safe_io import read_regular_bytes
 
 # maintain writes this many entries per lock-held step (one index update and INDEX.md rewrite each).
 MAINTAIN_BATCH = 32
+FOLD_BATCH = 256  # entries whose accesses are folded per save
 
 
 @dataclass
@@ -49,6 +50,7 @@ class MaintenanceReport:
     changes: list[dict] = field(default_factory=list)
     purged: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
+    accesses_folded: int = 0  # entries whose journaled accesses were written into their frontmatter
 
     @property
     def changed(self) -> int:
@@ -66,7 +68,7 @@ class MaintenanceReport:
     def to_dict(self) -> dict:
         return {"now": format_datetime(self.now), "dry_run": self.dry_run, "changed": self.changed,
                 "counts": self.counts(), "changes": list(self.changes), "purged": list(self.purged),
-                "errors": list(self.errors)}
+                "errors": list(self.errors), "accesses_folded": self.accesses_folded}
 
 
 class Aging:
@@ -136,6 +138,8 @@ class Aging:
         now = self.state.now()
         settings = self.state.settings
         report = MaintenanceReport(now=now, dry_run=dry_run)
+        if not dry_run:
+            report.accesses_folded = self.fold_accesses()
         entries = self.entries.list()
         usable = []
         for entry in entries:
@@ -166,6 +170,25 @@ class Aging:
                 purged = trash.purge(self.root, self.state.now(), settings)
             report.purged = [_purge_row(i, now) for i in purged]
         return report
+
+    def fold_accesses(self) -> int:
+        """Write the access journal into the entries' frontmatter (last_access, access_count,
+        correlation, tier, weight) in batched saves, then remove the journal files taken.
+        On a failure the taken files stay and the next run folds them."""
+        now, settings = self.state.now(), self.state.settings
+        with self.state.lock():
+            accesses, taken = journal.take(self.root)
+            changes = []
+            for entry_id, access in accesses.items():
+                try:
+                    current = self.entries.resolve(entry_id)
+                except (MemstrataError, OSError):
+                    continue  # deleted or unreadable since: its accesses no longer matter
+                changes.append((folded(current, access, now, settings), current))
+            for start in range(0, len(changes), FOLD_BATCH):
+                self.save.save_many(changes[start:start + FOLD_BATCH])
+            journal.release(taken)
+        return len(changes)
 
     def _maintain_batch(self, batch: list[Entry], now, referrers: dict[str, set[str]],
                         report: MaintenanceReport) -> None:

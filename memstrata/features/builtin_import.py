@@ -54,7 +54,7 @@ class BuiltinImport:
         seen: dict[str, int] = {}
         result = {"source": str(source), "category": category, "sections": len(sections), "dry_run": dry_run,
                   "created": [], "updated": [], "unchanged": [], "skipped": [], "warnings": warnings}
-        self.entries.ensure_tree()
+        self.entries.require_tree()
         with self.state.lock():
             for title, body in sections:
                 key = normalise_text(title)

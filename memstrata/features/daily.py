@@ -41,7 +41,7 @@ class DailyNotes:
             day_text = parse_datetime(day).strftime("%Y-%m-%d")
         block = f"## {local.strftime('%H:%M')}\n\n{text}\n"
         path = f"daily/{day_text}.md"
-        self.entries.ensure_tree()
+        self.entries.require_tree()
         with self.state.lock():
             if (self.root / path).is_file():
                 current = self.entries.resolve(path)

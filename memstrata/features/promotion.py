@@ -11,7 +11,7 @@ from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
-from memstrata.scoring.access import touched
+from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
@@ -330,17 +330,7 @@ class Promotion:
             used += tokens + cost
 
     def _count_loads(self, entries: list[Entry]) -> None:
-        """Routine loading is an access with context_correlation 1.0 (one batched write)."""
-        if not entries:
-            return
-        with self.state.lock():
-            now = self.state.now()
-            changes = []
-            for e in entries:
-                try:
-                    current = self.entries.resolve(e.id)
-                except Exception:  # noqa: BLE001 - gone since it was loaded
-                    continue
-                changes.append((touched(current, now, self.state.settings, correlation=1.0), current))
-            if changes:
-                self.save.save_many(changes)
+        """Routine loading is an access with context_correlation 1.0, in the access journal
+        (entry files are not rewritten: reading never churns a tree kept in git)."""
+        now = self.state.now()
+        journal.append(self.root, [(e.id, now, 1.0) for e in entries if e.id])

@@ -212,14 +212,23 @@ class Recall:
         return result
 
     def recall_batch(self, queries, k: int = 10, **options) -> list[dict]:
-        """Answer many queries ({"qid", "query"} dicts) with one sync: [{"qid", "strategy", "results"}]."""
+        """Answer many queries ({"qid", "query"} dicts) with one sync: [{"qid", "strategy", "results"}].
+
+        A bad item does not stop the batch: its row is {"qid", "error"}."""
         out = []
+        synced = False
         for n, item in enumerate(queries):
-            if not isinstance(item, dict) or "query" not in item:
-                raise InvalidInput(f"query line {n + 1} needs a \"query\" field")
-            res = self.recall(item["query"], k=k, _sync=(n == 0), **options)
-            out.append({"qid": item.get("qid", n), "strategy": res.strategy,
-                        "results": [h.to_dict() for h in res.results]})
+            qid = item.get("qid", n) if isinstance(item, dict) else n
+            try:
+                if not isinstance(item, dict) or "query" not in item:
+                    raise InvalidInput(item.get("error") if isinstance(item, dict) and item.get("error")
+                                       else f"query line {n + 1} needs a \"query\" field")
+                res = self.recall(item["query"], k=k, _sync=not synced, **options)
+            except InvalidInput as exc:
+                out.append({"qid": qid, "error": exc.message})
+                continue
+            synced = True
+            out.append({"qid": qid, "strategy": res.strategy, "results": [h.to_dict() for h in res.results]})
         return out
 
     def _filters(self, category, tier, status, tags, since, until):

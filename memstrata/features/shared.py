@@ -107,6 +107,11 @@ class SharedSpace:
         entry = self.entries.resolve(entry_id)
         shared = self.shared_memory()
         agent = self.agent_name
+        if not is_initialised(shared.root):
+            if shared.root.exists() and any(shared.root.iterdir()):
+                raise InvalidInput(f"the shared root {shared.root} is not a memory tree; "
+                                   f"run `mem init --root {shared.root}` to make it one")
+            shared.init()  # the shared space is made on purpose the first time something is shared
         try:
             existing = shared.resolve(entry.id) if is_initialised(shared.root) else None
         except NotFound:

@@ -144,7 +144,7 @@ class Transfer:
 
     def _bulk_import(self, entries: list[Entry], report: ImportReport, progress: Progress | None) -> ImportReport:
         """Save many entries under one lock, IMPORT_BATCH at a time; one bad entry is reported, not fatal."""
-        self.entries.ensure_tree()
+        self.entries.require_tree()
         total = len(entries)
         progress = _monotonic(progress) if progress else None
         if progress and total:

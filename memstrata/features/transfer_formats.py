@@ -101,7 +101,7 @@ def entry_from_record(record: dict, now) -> Entry:
     body = next((record[k] for k in ("body", "content", "text") if record.get(k) is not None), "")
     if not isinstance(body, str):
         body = json.dumps(body, ensure_ascii=False) if not isinstance(body, (int, float)) else str(body)
-    body = clean_body(body)
+    body = clean_body(body, end_line=False)
     frontmatter = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
     category = record.get("category") or ""
     entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"))

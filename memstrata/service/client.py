@@ -47,6 +47,28 @@ FORWARDED_ENV = ("HOME", "TZ", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "T
 CONNECT_TIMEOUT = 5.0
 
 
+GLOBAL_FLAGS = ("--json",)
+GLOBAL_OPTIONS = ("--root",)
+
+
+def global_options_last(argv: list[str]) -> list[str]:
+    """`mem --root X --json list` as `mem list --root X --json`: the options every command takes,
+    given before the command as people habitually do, moved after it (before any `--`)."""
+    leading, rest, i = [], list(argv), 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg in GLOBAL_FLAGS or any(arg.startswith(o + "=") for o in GLOBAL_OPTIONS):
+            leading.append(rest.pop(i))
+        elif arg in GLOBAL_OPTIONS and i + 1 < len(rest):
+            leading += [rest.pop(i), rest.pop(i)]
+        else:
+            break
+    if not leading:
+        return list(argv)
+    cut = rest.index("--") if "--" in rest else len(rest)
+    return rest[:cut] + leading + rest[cut:]
+
+
 def resolve_root(argv: list[str]) -> str:
     """The root a call addresses: --root, else $MEMSTRATA_HOME, else ~/memory (as storage.tree does)."""
     chosen = None
@@ -76,21 +98,32 @@ def socket_path(root: str) -> str:
     return os.path.join(root, SOCKET_NAME)
 
 
+def config_head(root: str) -> str | None:
+    """The start of the root's config.md, or None when there is none (never blocks on a FIFO)."""
+    try:
+        fd = os.open(os.path.join(root, "config.md"), os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            return os.read(fd, 16384).decode("utf-8", "replace")
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+
+
+def is_tree(root: str) -> bool:
+    """The same test as storage.tree.is_initialised: config.md names memstrata (read without yaml)."""
+    head = config_head(root)
+    return head is not None and "memstrata" in head.lower()
+
+
 def service_mode(root: str) -> str:
     """auto | off: $MEMSTRATA_SERVICE, else the `service:` key of config.md (read without yaml)."""
     env = os.environ.get("MEMSTRATA_SERVICE", "").strip().lower()
     if env in ("auto", "off"):
         return env
-    try:  # never block on a FIFO or device planted as config.md
-        fd = os.open(os.path.join(root, "config.md"), os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return "auto"
-            head = os.read(fd, 16384).decode("utf-8", "replace")
-        finally:
-            os.close(fd)
-    except OSError:
-        return "auto"
+    head = config_head(root) or ""
     if head.startswith("---"):
         for line in head.split("\n")[1:]:
             if line.strip() == "---":
@@ -322,8 +355,8 @@ def run(argv: list[str]) -> int | None:
     if not (_utf8(sys.stdout) and _utf8(sys.stderr)):
         return None  # the service's streams are UTF-8; keep other encodings exact in-process
     root = resolve_root(argv)
-    if not os.path.isfile(os.path.join(root, "config.md")):
-        return None  # not initialised (init runs here; no socket can exist yet)
+    if not is_tree(root):
+        return None  # not a tree: the command says so in-process; no service is ever started for it
     if service_mode(root) == "off":
         return None
     code = forward(argv, root)

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from memstrata import Memory
-from memstrata.errors import InvalidInput
+from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage import codec
 from memstrata.storage.catalog import read_entry_file
 
@@ -60,7 +60,11 @@ def test_jsonl_round_trip_keeps_entries_and_frontmatter(tmp_path, embedder, cloc
 
     first = tmp_path / "export.jsonl"
     assert a.export_jsonl(first)["entries"] == 5
-    b = Memory(tmp_path / "b", embedder=embedder)  # not even initialised: import creates it
+    b = Memory(tmp_path / "b", embedder=embedder)
+    with pytest.raises(NotFound):  # a folder `mem init` did not make is never written into
+        b.import_jsonl(first)
+    assert not (tmp_path / "b").exists()
+    b.init()
     seen = []
     result = b.import_jsonl(first, progress=lambda done, total: seen.append((done, total)))
     assert result["imported"] == 5 and result["errors"] == [] and result["skipped"] == 0
@@ -77,6 +81,7 @@ def test_jsonl_round_trip_keeps_entries_and_frontmatter(tmp_path, embedder, cloc
 
 def test_jsonl_import_of_foreign_lines_and_bad_lines(tmp_path, embedder, clock):
     m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join([
         json.dumps({"title": "Standup time", "content": "Standup moved to 9:30.", "category": "meetings",
@@ -359,6 +364,9 @@ def test_cli_daily_export_and_import(tmp_path, embedder, clock, capsys):
     assert "exported 1 entries" in capsys.readouterr().out
     record = json.loads(target.read_text(encoding="utf-8").splitlines()[0])
     assert record["category"] == "daily" and "from the command line" in record["body"]
+    assert main(["import", str(target), "--root", str(tmp_path / "other"), "--json"]) == 3  # not a tree yet
+    assert main(["init", "--root", str(tmp_path / "other")]) == 0
+    capsys.readouterr()
     assert main(["import", str(target), "--root", str(tmp_path / "other"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["imported"] == 1
 
@@ -369,6 +377,8 @@ def test_cli_import_of_a_tree(tmp_path, embedder, clock, capsys):
 
     _write(tmp_path / "v" / "hot" / "a.md", "---\nid: mem_1\ntitle: Hot one\nimportance: high\n---\n\nbody\n")
     _write(tmp_path / "v" / "meetings" / "m.md", "# Kickoff\n\nnotes\n")
+    assert main(["init", "--root", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
     assert main(["import", str(tmp_path / "v"), "--root", str(tmp_path / "m"), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["layout"], result["imported"]) == ("viking", 2)

@@ -204,8 +204,11 @@ def test_read_is_an_access_and_recomputes_weight(mem, monkeypatch):
     assert entry.access_count == 1 and entry.last_access.isoformat().startswith("2026-01-20")
     assert entry.tier == "hot" and entry.layer == "L1", "a read warms the entry; the body stays compressed"
     assert entry.weight == pytest.approx(1.5 * 1.0 * 0.6931, abs=1e-3)
+    assert mem.resolve(r.id).access_count == 0, "a read goes to the access journal, not into the file"
+    assert mem.maintain().accesses_folded == 1
     stored = mem.resolve(r.id)
-    assert stored.weight == entry.weight and stored.updated.isoformat().startswith("2026-01-01")
+    assert (stored.access_count, stored.tier) == (1, "hot") and stored.weight == entry.weight
+    assert stored.updated.isoformat().startswith("2026-01-01")
     assert mem.maintain().changed == 0
 
 

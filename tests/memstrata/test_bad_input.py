@@ -34,6 +34,7 @@ def snapshot(root: Path) -> dict:
 def stored(tmp_path, embedder):
     root = tmp_path / "mem"
     m = Memory(root, embedder=embedder)
+    m.init()
     ids = [m.write("Postgres for alpha, because of JSONB.", title="DB choice", category="projects/alpha").id,
            m.write("Standup at 9:30.", title="Standup", category="meetings").id]
     return root, ids, snapshot(root)

@@ -124,6 +124,7 @@ def test_file_written_but_index_not_yet(tmp_path, embedder):
     """The state a kill between the file and its index leaves: doctor --fix brings it in line."""
     root = tmp_path / "mem"
     m = Memory(root, embedder=embedder)
+    m.init()
     first = m.write("The deploy runs on Fridays after the freeze.", title="Deploy day", category="ops")
     assert m.doctor().healthy
     orphan = Entry(id="abcdef123456", title="Written then killed", body="Backups rotate weekly on the NAS.",

@@ -8,6 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memstrata import Memory
+
 pytest.importorskip("mcp")
 
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
@@ -44,6 +46,7 @@ async def _session(root, body):
 
 def test_mcp_session_write_recall_read_and_errors(tmp_path):
     root = tmp_path / "mem"
+    Memory(root).init()
 
     async def body(session):
         tools = {t.name: t for t in (await session.list_tools()).tools}

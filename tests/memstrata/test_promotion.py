@@ -89,6 +89,7 @@ def test_dry_run_changes_nothing_and_max_holds(aged):
 def test_important_entries_keep_their_place(tmp_path, embedder, monkeypatch):
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
     m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
     r = m.write(DB, title="Alpha database", category="p", importance="high")
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-03-01T09:00:00Z")  # 59 days: cold by age
     assert m.promote("alpha database replication", threshold=0.0)["promoted"] == []

@@ -11,7 +11,6 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
-import frontmatter
 import pytest
 
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
@@ -70,9 +69,6 @@ def test_render_bytes_are_unchanged_and_the_split_keeps_the_body_exactly():
     data, body = codec.split_frontmatter(GOLDEN_TEXT)
     assert data["id"] == "abc123" and body.startswith("    indented code\n") and body.endswith("first\n")
     assert codec.parse(GOLDEN_TEXT) == GOLDEN_ENTRY.copy(path=None, category="")
-    # what python-frontmatter would have done to the same file (see storage/FRONTMATTER.md)
-    _, fm_body = frontmatter.parse(GOLDEN_TEXT)
-    assert fm_body != body and not fm_body.startswith("    ")
 
 
 # -- task 2: limits on frontmatter ------------------------------------------------------------------

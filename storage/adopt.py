@@ -1,0 +1,77 @@
+"""Giving a hand-made entry file its stable id with the smallest edit: one `id:` line, nothing else changed."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from memstrata.errors import CorruptEntry
+from memstrata.storage import codec
+from memstrata.storage.atomic import atomic_write_text
+from memstrata.storage.entry import valid_id
+from memstrata.storage.safe_io import read_regular_bytes
+
+_ID_LINE = re.compile(r"^id:[^\n]*$", re.M)
+
+
+def text_with_id(text: str, entry_id: str) -> str | None:
+    """`text` with `id: entry_id` added, every other byte of the file kept; None when the file
+    already has a valid id or cannot take one by a one-line edit (the doctor reports it).
+
+    Without frontmatter, a block holding only the id goes first (body unchanged: the codec
+    drops the one blank line the block ends with). With frontmatter, the line goes right after
+    the opening `---`; an unusable `id:` line is kept, renamed `invalid_id:`.
+    """
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    rest = text[len(bom):]
+    try:
+        data, _ = codec.split_frontmatter(text)
+    except CorruptEntry:
+        return None
+    if not data and not rest.startswith(codec.FRONTMATTER_DELIMITER):
+        return f"{bom}---\nid: {entry_id}\n---\n\n{rest}"
+    if valid_id(str(data.get("id", ""))):
+        return None
+    first_break = rest.find("\n")
+    if first_break < 0:
+        return None
+    head, block_and_body = rest[: first_break + 1], rest[first_break + 1:]
+    end = _block_end(block_and_body)
+    if end is None:
+        return None
+    block, body = block_and_body[:end], block_and_body[end:]
+    if "id" in data:
+        lines = _ID_LINE.findall(block)
+        if len(lines) != 1 or "invalid_id" in data:
+            return None
+        block = _ID_LINE.sub(lambda m: "invalid_id:" + m.group(0)[3:], block, count=1)
+    return f"{bom}{head}id: {entry_id}\n{block}{body}"
+
+
+def _block_end(text: str) -> int | None:
+    """Offset of the closing `---`/`...` line of a frontmatter block that starts at `text`."""
+    offset = 0
+    for line in text.split("\n"):
+        if line.rstrip() in (codec.FRONTMATTER_DELIMITER, "..."):
+            return offset
+        offset += len(line) + 1
+    return None
+
+
+def give_id(root: Path, rel: str, entry_id: str) -> bool:
+    """Write `entry_id` into the entry file at `rel` (atomically); False when it needs none or cannot take one.
+
+    The caller holds the tree lock and checks afterwards that the file parses to the new id."""
+    path = Path(root) / rel
+    raw = read_regular_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    new = text_with_id(text, entry_id)
+    if new is None:
+        return False
+    mode = os.stat(path).st_mode & 0o777
+    atomic_write_text(path, new, root=Path(root))
+    os.chmod(path, mode)  # an adopted file keeps its permissions
+    return True

@@ -1,0 +1,147 @@
+"""The access journal: a read appends a line under `.access/` instead of rewriting the entry file.
+
+One file per machine (`.access/<host>.log`, kept in git, so machines never conflict), one
+line per access: `<ISO time>\t<id>\t<context correlation or ->`. Appends are one `write` of
+whole lines with O_APPEND under a shared flock; `mem maintain` takes the files (exclusive
+flock, then a rename), folds them into the frontmatter and removes them. A torn last line
+(a crash mid-append) is skipped.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import socket
+from datetime import datetime
+from pathlib import Path
+
+from memstrata.clock import format_datetime, parse_datetime
+from memstrata.scoring.access import Access
+from memstrata.storage.entry import valid_id
+from memstrata.storage.safe_io import check_write_target, read_regular_bytes
+
+JOURNAL_DIR = ".access"
+_SUFFIX = ".log"
+_TAKEN = ".taken"
+_MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def machine_name() -> str:
+    return _MACHINE.sub("-", socket.gethostname() or "machine").strip("-.") or "machine"
+
+
+def _folder(root: Path) -> Path:
+    return Path(root) / JOURNAL_DIR
+
+
+def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> None:
+    """Record accesses (id, when, correlation or None) in this machine's journal file."""
+    lines = "".join(f"{format_datetime(when)}\t{entry_id}\t{'-' if corr is None else f'{corr:.4f}'}\n"
+                    for entry_id, when, corr in accesses if valid_id(entry_id))
+    if not lines:
+        return
+    folder = _folder(root)
+    path = check_write_target(root, folder / f"{machine_name()}{_SUFFIX}")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for _ in range(3):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if _same_file(fd, path):  # not taken by a fold meanwhile
+                os.write(fd, lines.encode("utf-8"))
+                return
+        finally:
+            os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st, now = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino)
+
+
+def signature(root: Path) -> tuple:
+    """What changes when the journal does (names, sizes, mtimes): for caching `read`."""
+    out = []
+    for path in _files(root):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        out.append((path.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def read(root: Path) -> dict[str, Access]:
+    """Every access not yet folded, per entry id (all machines' files, and taken ones)."""
+    return _parse_files(_files(root))
+
+
+def _files(root: Path) -> list[Path]:
+    folder = _folder(root)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [folder / n for n in names if n.endswith(_SUFFIX) or n.endswith(_TAKEN)]
+
+
+def _parse_files(files: list[Path]) -> dict[str, Access]:
+    out: dict[str, Access] = {}
+    for path in files:
+        try:
+            text = read_regular_bytes(path).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for line in text.split("\n"):
+            parts = line.split("\t")
+            if len(parts) != 3 or not valid_id(parts[1]):
+                continue  # a torn or foreign line
+            try:
+                when = parse_datetime(parts[0])
+                corr = None if parts[2] == "-" else float(parts[2])
+            except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
+                continue
+            seen = out.get(parts[1])
+            if seen is None:
+                out[parts[1]] = Access(when, 1, corr)
+            else:
+                seen.count += 1
+                if when >= seen.last:
+                    seen.last = when
+                    seen.correlation = corr if corr is not None else seen.correlation
+    return out
+
+
+def take(root: Path) -> tuple[dict[str, Access], list[Path]]:
+    """For a fold (caller holds the tree lock): move every journal file aside and read them all.
+
+    Returns the accesses and the taken files, which the caller removes once the entries are
+    written (`release`). Appenders waiting on a file being taken write to a new one."""
+    taken = []
+    for path in _files(root):
+        if path.name.endswith(_TAKEN):
+            taken.append(path)  # left by a fold that did not finish: fold it now
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            target = path.with_name(f"{path.name}.{os.getpid()}{_TAKEN}")
+            os.replace(path, target)
+            taken.append(target)
+        finally:
+            os.close(fd)
+    return _parse_files(taken), taken
+
+
+def release(taken: list[Path]) -> None:
+    for path in taken:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

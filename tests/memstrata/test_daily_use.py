@@ -1,0 +1,215 @@
+"""A daily tool that respects the user's files: roots only where `mem init` made one, adopted notes,
+reads that never rewrite entries (the access journal), an id for every hand-made entry."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory
+from memstrata.cli.app import main as mem_main
+from memstrata.errors import NotFound
+from memstrata.storage import codec, journal
+
+PY = sys.executable
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-11-30T10:00:00Z")
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+
+
+def _snapshot(folder: Path) -> dict:
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        out[rel] = path.read_bytes() if path.is_file() else "dir"
+    return out
+
+
+def _vault(folder: Path) -> None:
+    """A realistic notes folder: nested notes with and without frontmatter, wiki links, attachments."""
+    (folder / ".obsidian").mkdir(parents=True)
+    (folder / ".obsidian" / "app.json").write_text('{"theme": "dark"}')
+    (folder / "journal" / "2026").mkdir(parents=True)
+    (folder / "journal" / "2026" / "trip.md").write_text(
+        "# Trip to Lisbon\n\nSaw the [[Tram 28]] and ate pastéis.\n\n![[photo.jpg]]\n", encoding="utf-8")
+    (folder / "journal" / "2026" / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0binary")
+    (folder / "projects").mkdir()
+    (folder / "projects" / "garden.md").write_text(
+        "---\ntitle: Garden plan\ntags: [home, garden]\naliases: [veg patch]\n---\nTomatoes by the fence.\n\n"
+        "    indented code stays\n", encoding="utf-8")
+    (folder / "projects" / "empty-front.md").write_text("---\n---\nOnly a body.", encoding="utf-8")
+    (folder / "projects" / "bom.md").write_bytes("\ufeffA note with a byte order mark.\n".encode("utf-8"))
+
+
+def _bodies(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): codec.split_frontmatter(p.read_text(encoding="utf-8"))[1]
+            for p in folder.rglob("*.md") if ".obsidian" not in p.parts and p.name not in ("INDEX.md", "config.md")}
+
+
+def _mem(*args) -> int:
+    try:
+        return mem_main(list(args))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_no_command_but_init_writes_into_a_folder_that_is_not_a_tree(tmp_path, clock, capsys):
+    folder = tmp_path / "somefolder"
+    _vault(folder)
+    before = _snapshot(folder)
+    for args in (["list"], ["write", "x", "-c", "test"], ["recall", "garden"], ["stats"], ["doctor"],
+                 ["maintain"], ["sync"], ["read", "projects/garden.md"], ["config", "set", "hot_days", "3"],
+                 ["import", str(tmp_path / "none.jsonl")], ["daily", "hello"]):
+        code = _mem(*args, "--root", str(folder))
+        err = capsys.readouterr().err
+        assert code != 0, args
+        assert "not a memory tree" in err or "nothing to import" in err, (args, err)
+    proc = subprocess.run([PY, "-m", "memstrata.cli.app", "autoload", "--hook"], input=json.dumps({"prompt": "k8s"}),
+                          capture_output=True, text=True, env={**os.environ, "MEMSTRATA_HOME": str(folder)}, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == ""
+    assert _snapshot(folder) == before
+    with pytest.raises(NotFound):
+        Memory(folder).list()
+
+
+def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, clock, capsys, embedder):
+    folder = tmp_path / "vault"
+    _vault(folder)
+    bodies = _bodies(folder)
+    before = _snapshot(folder)
+    assert _mem("init", "--root", str(folder)) == 2
+    assert "--adopt" in capsys.readouterr().err
+    assert _snapshot(folder) == before
+    assert _mem("init", "--adopt", "--root", str(folder), "--json") == 0
+    assert json.loads(capsys.readouterr().out)["adopted"] == 4
+    assert _bodies(folder) == bodies  # every body byte for byte
+    assert (folder / ".obsidian" / "app.json").read_text() == '{"theme": "dark"}'
+    assert (folder / "journal" / "2026" / "photo.jpg").read_bytes() == before["journal/2026/photo.jpg"]
+    garden = (folder / "projects" / "garden.md").read_text(encoding="utf-8")
+    assert garden.startswith("---\nid: ") and "aliases: [veg patch]\n" in garden  # its own lines as they were
+    m = Memory(folder, embedder=embedder)
+    ids = {e.path: e.id for e in m.list()}
+    assert len(ids) == 4 and all(ids.values())
+    assert {e.path: e.id for e in m.list()} == ids  # stable: written once
+    # the adopted notes round-trip through export and import, bodies unchanged
+    m.export_jsonl(tmp_path / "out.jsonl")
+    other = Memory(tmp_path / "copy", embedder=embedder)
+    other.init()
+    assert other.import_jsonl(tmp_path / "out.jsonl")["imported"] == 4
+    copied = {e.id: other.read(e.id, count_access=False).body for e in other.list()}
+    assert copied == {ids[p]: body for p, body in bodies.items()}
+
+
+def test_a_hand_made_entry_gets_an_id_and_can_be_deleted_and_restored(tmp_path, clock, embedder):
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    (m.root / "music").mkdir()
+    (m.root / "music" / "guitar.md").write_text("Practise scales every morning.\n", encoding="utf-8")
+    (entry,) = [e for e in m.list() if e.category == "music"]
+    assert entry.id and "id: " + entry.id in (m.root / "music" / "guitar.md").read_text(encoding="utf-8")
+    m.delete(entry.id)
+    restored = m.restore(entry.id)
+    assert restored.id == entry.id and m.read(entry.id, count_access=False).body == "Practise scales every morning.\n"
+    (m.root / "music" / "bass.md").write_text("Walking bass lines.\n", encoding="utf-8")
+    updated = m.update("music/bass.md", tags=["bass"])  # found by path, given an id, updated under it
+    assert updated.id and m.read(updated.id, count_access=False).tags == ["bass"]
+
+
+def test_reads_and_prompt_hooks_never_rewrite_entry_files(tmp_path, clock, embedder, monkeypatch):
+    """A day of hook calls leaves `git status` clean apart from the access journal; maintain folds it in."""
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    ids = [m.write(text, title=title, category="notes").id for title, text in [
+        ("db", "We chose Postgres for the alpha project."), ("ui", "The user prefers dark mode."),
+        ("deploy", "Deploys go out on Tuesdays after the standup.")]]
+    git = ["git", "-C", str(m.root), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "memories"], check=True)
+    for n in range(120):
+        monkeypatch.setenv("MEMSTRATA_NOW", f"2026-11-30T{10 + n // 60:02d}:{n % 60:02d}:00Z")
+        m.autoload(["which database?", "dark mode", "when do we deploy?"][n % 3])
+        m.read(ids[n % 3])
+        m.recall("postgres")
+    status = subprocess.run(git + ["status", "--porcelain", "--untracked-files=all"], capture_output=True,
+                            text=True, check=True).stdout.split("\n")
+    changed = [line[3:] for line in status if line.strip()]
+    assert changed and all(path.startswith(".access/") for path in changed), changed
+    assert m.read(ids[0], count_access=False).access_count >= 40  # the journal counts
+    report = m.maintain()
+    assert report.accesses_folded == 3 and not journal.read(m.root)
+    folded = m.resolve(ids[0])
+    assert folded.access_count >= 40 and folded.last_access is not None
+
+
+_APPENDER = """
+import sys
+from datetime import datetime, timezone
+from memstrata.storage import journal
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    journal.append(root, [("abcdef123456", datetime.now(timezone.utc), None)])
+"""
+
+
+def test_journal_keeps_every_access_while_a_fold_takes_it(tmp_path):
+    """Real processes append while the journal is taken: every access is folded or still there."""
+    root = tmp_path / "r"
+    root.mkdir()
+    procs = [subprocess.Popen([PY, "-c", _APPENDER, str(root), "400"]) for _ in range(3)]
+    folded = 0
+    while any(p.poll() is None for p in procs):
+        accesses, taken = journal.take(root)
+        folded += sum(a.count for a in accesses.values())
+        journal.release(taken)
+    assert all(p.wait() == 0 for p in procs)
+    left = sum(a.count for a in journal.read(root).values())
+    assert folded + left == 1200
+
+
+def test_doctor_leaves_git_alone_and_git_modes_are_no_damage(tmp_path, clock, embedder):
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    r = m.write("Deploys go out on Tuesdays.", title="deploy", category="ops")
+    git = ["git", "-C", str(m.root), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "memories"], check=True)
+    os.chmod(m.root / r.path, 0o644)  # what a checkout leaves
+    os.chmod(m.root / "ops", 0o755)
+    report = Memory(m.root, embedder=embedder).doctor()
+    assert report.healthy, report.findings
+    assert report.checked["entry_files"] == 1
+
+
+def test_everyday_commands_behave_as_people_expect(tmp_path, clock, capsys, embedder):
+    root = str(tmp_path / "m")
+    assert _mem("--root", root, "init") == 0
+    assert _mem("--json", "--root", root, "write", "Replication lag is 2s.", "--title", "lag", "-c", "db",
+                "--tag", "db, decision") == 0
+    entry_id = json.loads(capsys.readouterr().out.split("memory tree ready")[-1].split("\n", 1)[-1])["id"]
+    assert _mem("update", entry_id[:5], "--tag", "replication", "--root", root) == 0  # a unique prefix; --tag adds
+    assert Memory(root).resolve(entry_id).tags == ["db", "decision", "replication"]
+    assert _mem("update", entry_id, "--untag", "decision", "--root", root) == 0
+    assert Memory(root).resolve(entry_id).tags == ["db", "replication"]
+    assert _mem("update", entry_id, "--tags", "ops", "--root", root) == 0
+    assert Memory(root).resolve(entry_id).tags == ["ops"]
+    capsys.readouterr()
+    assert _mem("config", "set", "promote_threshold", "7", "--root", root) == 2
+    assert _mem("config", "set", "hot_dayz", "3", "--root", root) == 2
+    assert "did you mean hot_days" in capsys.readouterr().err
+    assert _mem("config", "set", "hot_days", "3", "--root", root) == 0
+    assert _mem("config", "unset", "hot_days", "--root", root) == 0
+    assert Memory(root).settings.hot_days == 7
+    assert _mem("write", "x", "-c", "DB/sub", "--root", root) == 2  # differs from db/ only in case
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": 1, "query": "replication lag"}\nnot json\n{"qid": 3}\n{"qid": 4, "query": "lag"}\n')
+    capsys.readouterr()
+    assert _mem("recall", "--queries", str(queries), "--root", root) == 2
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [("error" in r) for r in rows] == [False, True, True, False] and rows[0]["results"]
