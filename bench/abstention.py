@@ -120,7 +120,7 @@ def main(argv=None):
         none_c = sum(1 for h in off_conv if not any(r >= cut for r, _, _ in h)) / len(off_conv)
         none_d = sum(1 for h in off_daily if not any(r >= cut for r, _, _ in h)) / len(off_daily)
         tok = lambda qs: sum(min(2000, sum(t for r, _, t in h if r >= cut)) for h in qs) / len(qs)  # noqa: E731
-        print(f"| {cut:.2f} | {kept:.3f} | {none_c:.3f} | {none_d:.3f} | {tok(on):.0f} / {tok(off_conv + off_daily):.0f} |")
+        print(f"| {cut:.3f} | {kept:.3f} | {none_c:.3f} | {none_d:.3f} | {tok(on):.0f} / {tok(off_conv + off_daily):.0f} |")
 
 
 if __name__ == "__main__":
