@@ -146,11 +146,12 @@ class Memory:
     # -- recall --------------------------------------------------------------------------
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
-               explain: bool = False, include_shared: bool = False):
+               explain: bool = False, include_shared: bool = False, min_relevance: float | None = None):
         """Find the entries that answer `query`, best first (features.recall.Recall.recall);
+        hits below `min_relevance` (default: the recall_min_relevance setting) are dropped;
         include_shared=True also searches the shared root."""
         options = dict(category=category, tier=tier, status=status, tags=tags, since=since, until=until,
-                       strategy=strategy, explain=explain)
+                       strategy=strategy, explain=explain, min_relevance=min_relevance)
         if include_shared:
             return self._shared.recall(query, k=k, **options)
         return self._recall.recall(query, k=k, **options)
@@ -209,8 +210,9 @@ class Memory:
                                        dry_run=dry_run)
 
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
-                 include_shared: bool = True):
-        return self._promotion.autoload(context, promote=promote, budget=budget, include_shared=include_shared)
+                 include_shared: bool = True, hot: bool = True, session_id: str | None = None):
+        return self._promotion.autoload(context, promote=promote, budget=budget, include_shared=include_shared,
+                                        hot=hot, session_id=session_id)
 
     # -- categories ------------------------------------------------------------------------
     def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:

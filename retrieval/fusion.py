@@ -1,4 +1,4 @@
-"""Pure ranking: normalised score fusion of the vector and text sides, then generic priors.
+"""Pure ranking: fusion of absolute vector and text signals, then generic priors.
 
 Every function here is a pure function of arrays (one slot per indexed entry) and numbers;
 nothing reads files, the table or the clock. The priors, all generic to memory trees:
@@ -45,15 +45,24 @@ class FusionWeights:
                    neighbour_second=s.recall_neighbour_second)
 
 
-def minmax(n: int, scores: dict[int, float]) -> np.ndarray:
-    """Scores of one list scaled to [0, 1] over its own candidates (absent entries: 0)."""
+def dense_scores(n: int, dense: dict[int, float]) -> np.ndarray:
+    """The best chunk cosine of each entry, an absolute figure. Entries the vector search did not
+    return get the lowest cosine it returned (an upper bound of theirs); 0 when it returned none."""
+    floor = min(dense.values()) if dense else 0.0
+    out = np.full(n, floor, dtype=np.float64)
+    if dense:
+        idx = np.fromiter(dense.keys(), dtype=np.int64, count=len(dense))
+        out[idx] = np.fromiter(dense.values(), dtype=np.float64, count=len(dense))
+    return out
+
+
+def scaled(n: int, scores: dict[int, float], scale: float) -> np.ndarray:
+    """Scores divided by a fixed, query-level `scale` (absent entries: 0). Never scaled over
+    the candidates themselves: a lone weak match stays weak, the weakest real match stays > 0."""
     out = np.zeros(n, dtype=np.float64)
-    if not scores:
-        return out
-    idx = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
-    val = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    lo, hi = float(val.min()), float(val.max())
-    out[idx] = (val - lo) / (hi - lo) if hi > lo else 1.0
+    if scores and scale > 0:
+        idx = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+        out[idx] = np.fromiter(scores.values(), dtype=np.float64, count=len(scores)) / scale
     return out
 
 
@@ -77,18 +86,19 @@ def time_structure(categories: list, created: list, gap_seconds: float):
     return prev, nxt, session
 
 
-def fuse(n: int, w: FusionWeights, dense: dict[int, float], text: dict[int, float],
-         feedback: dict[int, float], cjk: dict[int, float], cjk_share: float) -> tuple[np.ndarray, dict]:
-    """The relevance of each entry before priors: weighted sum of min-max normalised lists.
+def fuse(w: FusionWeights, cosine: np.ndarray, text: np.ndarray, feedback: np.ndarray, cjk: np.ndarray,
+         cjk_share: float) -> tuple[np.ndarray, dict]:
+    """The relevance of each entry before priors: a weighted sum of absolute signals, the best
+    chunk cosine (`dense_scores`) and the share of the query's term weight matched (`scaled`
+    BM25 and CJK bigram shares), each in [0, ~1] whatever the other candidates are.
 
     The dense side is trusted less the more of the query is CJK (the bundled model is English);
     the text side takes the better of the English and CJK columns, plus the feedback query.
     """
-    d = minmax(n, dense)
-    t = np.maximum(minmax(n, text), minmax(n, cjk)) + w.feedback * minmax(n, feedback)
+    t = np.maximum(text, cjk) + w.feedback * feedback
     wd = w.dense * (1.0 - cjk_share)
     wt = w.text * (1.0 + cjk_share)
-    return wd * d + wt * t, {"dense": d, "text": t}
+    return wd * cosine + wt * t, {"dense": cosine, "text": t}
 
 
 def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np.ndarray | None,
@@ -115,6 +125,15 @@ def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np
         score = score + b
     factor = np.where(inactive, w.archived_factor, 1.0)
     return score * factor, boosts
+
+
+def ranking(w: FusionWeights, cosine: np.ndarray, text: np.ndarray, feedback: np.ndarray, cjk: np.ndarray,
+            cjk_share: float, structure, entity_share, date_near, inactive: np.ndarray, mask: np.ndarray):
+    """The final score of every entry (`fuse`, then `apply_priors`); -inf where the filters
+    refuse an entry or nothing scored it. Returns (score, parts, boosts)."""
+    base, parts = fuse(w, cosine, text, feedback, cjk, cjk_share)
+    score, boosts = apply_priors(base, w, structure, entity_share, date_near, inactive)
+    return np.where(mask & (score > 0), score, -np.inf), parts, boosts
 
 
 def _at(values: np.ndarray, link: np.ndarray) -> np.ndarray:

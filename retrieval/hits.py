@@ -39,17 +39,20 @@ class RecallHit:
     signals: dict | None = None  # only with explain
     shared_root: str | None = None  # set on hits that come from the shared root
     agent: str | None = None  # who wrote a shared hit
+    relevance: float | None = None  # calibrated probability that the hit is relevant (scoring.relevance)
 
     @classmethod
-    def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None) -> "RecallHit":
+    def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None,
+                   relevance: float | None = None) -> "RecallHit":
         from memstrata.clock import format_datetime
 
         return cls(id=entry.id, title=entry.title, score=float(score), snippet=snippet, category=entry.category,
                    tier=entry.tier, status=entry.status, path=entry.path, created=format_datetime(entry.created),
-                   signals=signals)
+                   signals=signals, relevance=relevance)
 
     def to_dict(self) -> dict:
         data = {"id": self.id, "title": self.title, "score": round(float(self.score), 4),
+                "relevance": None if self.relevance is None else round(float(self.relevance), 4),
                 "snippet": clip(self.snippet), "category": self.category, "tier": self.tier,
                 "status": self.status, "path": self.path, "created": self.created}
         if self.signals is not None:
@@ -68,10 +71,18 @@ class RecallResult:
     results: list[RecallHit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    best_relevance: float | None = None  # the highest relevance seen, before the cut-off
+    min_relevance: float | None = None  # the cut-off applied
+
+    @property
+    def nothing_relevant(self) -> bool:
+        """True when hits were found but none cleared the cut-off."""
+        return not self.results and self.best_relevance is not None
 
     def to_dict(self) -> dict:
         data = {"query": self.query, "strategy": self.strategy, "results": [h.to_dict() for h in self.results],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "min_relevance": self.min_relevance,
+                "best_relevance": None if self.best_relevance is None else round(float(self.best_relevance), 4)}
         if self.info:
             data["info"] = self.info
         return data

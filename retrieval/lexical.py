@@ -84,6 +84,19 @@ def en_text(full_text: str, created: datetime | None, tags: list[str]) -> str:
     return "\n".join(parts)
 
 
+_STAMP_LINE = re.compile(r"\n\d{1,2} [A-Z][a-z]+ \d{4} [A-Z][a-z]+day\Z")
+
+
+def entry_part(column_text: str, tags: list | None) -> str:
+    """The entry's own text (title and body) of an English column text: the tags and date
+    lines `en_text` appended are taken off (snippets never show them)."""
+    text = _STAMP_LINE.sub("", column_text or "")
+    line = " ".join(tags or [])
+    if line and text.endswith("\n" + line):
+        text = text[: -len(line) - 1]
+    return text
+
+
 def words(text: str) -> list[str]:
     return [w.strip("'’-") for w in _WORD.findall(text or "") if w.strip("'’-")]
 
@@ -289,6 +302,30 @@ class TermStats:
         self._finish(lengths)
         return self
 
+    def _query(self, terms) -> dict[str, float]:
+        q: dict[str, float] = {}
+        for t in terms:
+            s = stem(t)
+            q[s] = q.get(s, 0.0) + (terms[t] if isinstance(terms, dict) else 1.0)
+        return q
+
+    def idf(self, s: str) -> float:
+        return math.log(1.0 + (self.n - self.df.get(s, 0) + 0.5) / (self.df.get(s, 0) + 0.5))
+
+    def ideal(self, terms) -> float:
+        """The BM25 of an average-length entry holding each query term once (what `bm25` is
+        divided by to give the share of the query's term weight an entry matches)."""
+        return sum(wt * self.idf(s) for s, wt in self._query(terms).items())
+
+    def coverage(self, positions, terms) -> dict[int, float]:
+        """Share of the query's idf weight whose terms an entry holds at all, by position."""
+        q = self._query(terms)
+        idf = {s: wt * self.idf(s) for s, wt in q.items()}
+        total = sum(idf.values())
+        if total <= 0:
+            return {}
+        return {p: sum(v for s, v in idf.items() if s in self.tf[p]) / total for p in positions}
+
     def bm25(self, positions, terms: dict[str, float], k1: float, b: float) -> dict[int, float]:
         """BM25 (k1, b) of `positions` for weighted query `terms` {word: weight}; 0 scores left out."""
         q: dict[str, float] = {}
@@ -326,3 +363,18 @@ def fts_configs():
 def cjk_query(query: str) -> str:
     """The CJK part of a query as space-separated runs; single characters kept as written."""
     return " ".join(r for r in _CJK_RUN.findall(query or ""))
+
+
+def cjk_bigrams(text: str) -> set[str]:
+    """The character bigrams of a text's CJK runs (single-character runs as they are)."""
+    out = set()
+    for run in _CJK_RUN.findall(text or ""):
+        out.update([run] if len(run) == 1 else (run[i:i + 2] for i in range(len(run) - 1)))
+    return out
+
+
+def cjk_match_share(query_bigrams: set[str], text: str) -> float:
+    """Share of a query's CJK bigrams that an entry's text holds (an absolute CJK text score)."""
+    if not query_bigrams:
+        return 0.0
+    return len(query_bigrams & cjk_bigrams(text)) / len(query_bigrams)

@@ -97,8 +97,16 @@ def _fts(table, text: str, column: str, where: str | None, limit: int) -> list[t
 
 
 def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, mode: str,
-           weights: fusion.FusionWeights, settings, explain: bool = False) -> RecallResult:
-    """Run `mode` (hybrid, vector or text) over the table; `embedder` may be None for text."""
+           weights: fusion.FusionWeights, settings, explain: bool = False,
+           _signals_out: dict | None = None) -> RecallResult:
+    """Run `mode` (hybrid, vector or text) over the table; `embedder` may be None for text.
+
+    Every hit carries `relevance`, the calibrated probability (scoring.relevance) that it is
+    relevant; the caller applies the cut-off."""
+    import numpy as np
+
+    from memstrata.scoring import relevance as rel
+
     table = index.table()
     frame = index.frame()
     result = RecallResult(query=query, strategy=mode)
@@ -111,7 +119,6 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     terms = lexical.query_terms(query)
     cjk_share = lexical.cjk_share(query)
     dense: dict[int, float] = {}
-    best_chunk: dict[int, str] = {}
     qv = None
     best_vec: dict[int, object] = {}
 
@@ -121,10 +128,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         if where:
             q = q.where(where, prefilter=True)
         with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
-        columns = ["id", "kind", "text", "_distance"] + (["vector"] if with_vectors else [])
+        columns = ["id", "_distance"] + (["vector"] if with_vectors else [])
         rows = q.select(columns).to_arrow().to_pydict()
         vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
-        for rid, kind, text, v, dist in zip(rows["id"], rows["kind"], rows["text"], vectors, rows["_distance"]):
+        for rid, v, dist in zip(rows["id"], vectors, rows["_distance"]):
             pos = frame.pos.get(rid)
             if pos is None:
                 continue
@@ -132,33 +139,33 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             if sim > dense.get(pos, -2.0):
                 dense[pos] = sim
                 best_vec[pos] = v
-                if kind != "context":  # a context chunk holds the previous entry's text: no snippet
-                    best_chunk[pos] = text
-                else:
-                    best_chunk.pop(pos, None)
 
     dense_query = query
     if mode in ("hybrid", "vector") and embedder is not None:
         dense_query = lexical.without_entities(query, _common_entities(index, frame, entities, settings))
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
+    stats = index.term_stats(frame) if terms else None
+    ideal = stats.ideal(terms) if stats is not None else 0.0
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}
+    texts = None
     if mode in ("hybrid", "text"):
         text_scores = _text_side(index, frame, table, terms, where, settings)
         if lexical.has_cjk(query):
-            for rid, score in _fts(table, lexical.cjk_query(query), lexical.CJK_COLUMN, where, limit):
+            texts = index.texts(frame)
+            grams = lexical.cjk_bigrams(query)
+            for rid, _ in _fts(table, lexical.cjk_query(query), lexical.CJK_COLUMN, where, limit):
                 if rid in frame.pos:
-                    cjk_scores[frame.pos[rid]] = float(score)
-    import numpy as np
-
+                    cjk_scores[frame.pos[rid]] = lexical.cjk_match_share(grams, texts[frame.pos[rid]])
     if where is None:
         mask = np.ones(n, dtype=bool)
     else:
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
                                         frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
     inactive = np.array([s != "active" for s in frame.cols["status"]])
-    texts = index.texts(frame) if (entities or weights.feedback) else None
+    if texts is None and (entities or weights.feedback or terms):
+        texts = index.texts(frame)
     entity_share = None
     if entities and texts is not None:
         entity_share = np.zeros(n)
@@ -170,13 +177,20 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     dates = named_dates(query)
     date_near = (fusion.date_proximity(frame.cols["created"], dates, 86400.0 * settings.recall_date_after_days)
                  if dates else None)
+    cjk_arr = fusion.scaled(n, cjk_scores, 1.0)
 
     def rank(feedback_scores):
-        base, parts = fusion.fuse(n, weights, dense, text_scores, feedback_scores, cjk_scores, cjk_share)
-        score, boosts = fusion.apply_priors(base, weights, structure, entity_share, date_near, inactive)
-        score = np.where(mask & (score > 0), score, -np.inf)
-        return score, parts, boosts
+        cosine = fusion.dense_scores(n, dense) if dense else np.zeros(n)
+        return fusion.ranking(weights, cosine, fusion.scaled(n, text_scores, ideal),
+                              fusion.scaled(n, feedback_scores, fb_ideal[0]), cjk_arr, cjk_share,
+                              structure, entity_share, date_near, inactive, mask)
 
+    fb_ideal = [0.0]
+    if _signals_out is not None:  # bench/fit_ranking.py: the signals, to rank offline
+        _signals_out.update(n=n, cosine=fusion.dense_scores(n, dense) if dense else np.zeros(n),
+                            text=fusion.scaled(n, text_scores, ideal), cjk=cjk_arr, cjk_share=cjk_share,
+                            structure=structure, entity_share=entity_share, date_near=date_near,
+                            inactive=inactive, mask=mask)
     score, parts, boosts = rank({})
     fb_terms: list[str] = []
     feedback: dict[int, float] = {}
@@ -188,6 +202,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                                               set(terms) | {e.lower() for e in entities},
                                               settings.recall_feedback_terms)
             feedback = _text_side(index, frame, table, fb_terms, where, settings)
+            fb_ideal[0] = stats.ideal(fb_terms) if stats is not None and fb_terms else 0.0
             if feedback:
                 score, parts, boosts = rank(feedback)
     if qv is not None and weights.dense_feedback and dense:
@@ -203,20 +218,30 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     order = [int(i) for i in np.argsort(-score, kind="stable")[:k] if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
+    coverage = stats.coverage(order, terms) if stats is not None else {}
+    model = rel.HYBRID if dense else rel.TEXT
     for pos in order:
         c = frame.cols
-        snippet = best_chunk.get(pos) or best_sentence(texts[pos] if texts else "", terms) or c["title"][pos]
+        signals = relevance_signals(
+            cosine=float(parts["dense"][pos]) if dense else None, text=float(parts["text"][pos]),
+            coverage=max(coverage.get(pos, 0.0), cjk_scores.get(pos, 0.0)),
+            names=None if entity_share is None else float(entity_share[pos]),
+            agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(score[pos]))
+        text = lexical.entry_part(texts[pos], c["tags"][pos]) if texts else ""
+        snippet = best_sentence(text, terms) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
-                        path=c["path"][pos], created=_iso(c["created"][pos]))
+                        path=c["path"][pos], created=_iso(c["created"][pos]),
+                        relevance=rel.probability(signals, model))
         if explain:
-            low = (texts[pos] if texts else snippet).lower()
+            low = text.lower()
             hit.signals = {
                 "vector_rank": dense_rank.get(pos), "vector_similarity": _r(dense.get(pos)),
                 "text_rank": text_rank.get(pos), "text_score": _r(text_scores.get(pos)),
                 "cjk_score": _r(cjk_scores.get(pos)), "feedback_score": _r(feedback.get(pos)),
                 "matched_terms": [t for t in terms if t in low],
-                "dense_norm": _r(parts["dense"][pos]), "text_norm": _r(parts["text"][pos]),
+                "relevance_signals": {f: _r(v) for f, v in signals.items()},
+                "dense": _r(parts["dense"][pos]), "text": _r(parts["text"][pos]),
                 "boosts": {name: _r(v[pos]) for name, v in boosts.items() if v[pos]},
                 "status_factor": weights.archived_factor if inactive[pos] else 1.0,
             }
@@ -227,17 +252,24 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     return result
 
 
+def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, score: float) -> dict:
+    """The absolute signals scoring.relevance reads, for one hit (None: unknown)."""
+    return {"cosine": cosine, "text": text, "coverage": coverage, "names": names or 0.0,
+            "no_names": 1.0 if names is not None and names == 0 else 0.0, "agree": 1.0 if agree else 0.0,
+            "score": score}
+
+
 def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settings) -> dict[int, float]:
-    """English full-text scores by entry position: LanceDB's native search finds the candidates;
-    with `recall_bm25_k1` > 0 they are rescored by BM25 with the configured k1 and b over the
-    in-memory term statistics (the native index's BM25 parameters cannot be set)."""
-    k1 = settings.recall_bm25_k1
-    limit = max(settings.recall_candidates, settings.recall_text_candidates) if k1 else settings.recall_candidates
+    """English full-text scores by entry position: LanceDB's native search finds the candidates,
+    rescored by BM25 with the configured k1 and b over the in-memory term statistics (the
+    native index's BM25 parameters cannot be set, and its scores have no fixed scale)."""
+    limit = max(settings.recall_candidates, settings.recall_text_candidates)
     hits = _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit)
     found = {frame.pos[rid]: float(score) for rid, score in hits if rid in frame.pos}
-    if not k1 or not found:
+    if not found:
         return found
-    return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, k1, settings.recall_bm25_b)
+    return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, settings.recall_bm25_k1,
+                                        settings.recall_bm25_b)
 
 
 def _common_entities(index: VectorIndex, frame, entities: list[str], settings) -> list[str]:

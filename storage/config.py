@@ -47,11 +47,12 @@ class Settings:
     chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks
     chunk_context: bool = True       # also embed each entry with the one written just before it (same category, same sitting)
     recall_candidates: int = 100     # rows each of the vector and full-text searches return
+    recall_min_relevance: float = 0.02  # hits below this calibrated relevance (0-1) are dropped; 0 keeps all (bench/abstention.py)
     recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
-    recall_dense_weight: float = 1.15    # min-max normalised vector similarity
-    recall_text_weight: float = 1.0      # min-max normalised BM25 (native full-text search)
+    recall_dense_weight: float = 2.0     # best chunk cosine (absolute; bench/fit_ranking.py, chosen by LOCO)
+    recall_text_weight: float = 1.0      # BM25 over that of an average entry holding each query term once
     recall_text_candidates: int = 200    # full-text candidates rescored by BM25 (k1, b below) over in-memory stats
-    recall_bm25_k1: float = 0.9          # ... 0: keep the native full-text scores (LanceDB's k1, b are fixed)
+    recall_bm25_k1: float = 0.9          # ... (> 0; LanceDB's own k1, b are fixed and its scores have no fixed scale)
     recall_bm25_b: float = 0.5
     recall_feedback_weight: float = 0.0  # pseudo-relevance feedback (RM3) query, relative to the text side (0: off)
     recall_feedback_docs: int = 3        # feedback: top entries read
@@ -59,11 +60,11 @@ class Settings:
     recall_feedback_terms: int = 10      # feedback: terms added
     recall_dense_name_share: float = 0.05  # query names that >= this share of entries mention leave the dense query (0: all)
     recall_entity_boost: float = 0.35    # per share of the entities named in the query that an entry mentions
-    recall_neighbour_weight: float = 0.25  # share of the scores of the entries written just before/after
+    recall_neighbour_weight: float = 0.15  # share of the scores of the entries written just before/after
     recall_neighbour_second: float = 0.5  # ... entries two steps away count this much of an adjacent one
-    recall_session_weight: float = 0.25   # share of the best score of the sitting the entry was written in
+    recall_session_weight: float = 0.35   # share of the best score of the sitting the entry was written in
     recall_session_gap_minutes: int = 60  # entries of a category this close in time form one sitting
-    recall_date_boost: float = 0.5        # entries written near a date the query names
+    recall_date_boost: float = 0.25       # entries written near a date the query names
     recall_date_after_days: int = 7       # ... the boost fades over this many days after the date
     recall_archived_factor: float = 0.8   # archived/expired entries rank below active ones at equal relevance
     index_optimize_every: int = 20        # compact the vector table after this many table versions
@@ -106,7 +107,8 @@ def require_known(key: str) -> None:
 _RANGES = {
     "promote_threshold": (0.0, 1.0), "autoload_min_relevance": (0.0, 1.0), "near_duplicate_threshold": (0.0, 1.0),
     "conflict_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
-    "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.0, 10.0),
+    "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
+    "recall_min_relevance": (0.0, 1.0),
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
 }
 

@@ -70,7 +70,10 @@ def autoload(
 
 
 def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as_json: bool) -> None:
-    """Hook mode: context from Claude Code's JSON; on any error print nothing and exit 0."""
+    """Hook mode: context from Claude Code's JSON; on any error print nothing and exit 0.
+
+    A prompt (UserPromptSubmit) gets only the relevant memories that clear the cut-off and were
+    not injected earlier in the same session (`session_id`); a session start gets the hot ones."""
     import json
 
     try:
@@ -80,7 +83,10 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
             payload = {}
         prompt = payload.get("prompt")
         context = prompt if isinstance(prompt, str) and prompt.strip() else None
-        result = memory(root).autoload(context, promote=promote_first and context is not None, budget=budget)
+        session = payload.get("session_id")
+        session = session if isinstance(session, str) and session.strip() else None
+        result = memory(root).autoload(context, promote=promote_first and context is not None, budget=budget,
+                                       hot=context is None, session_id=session)
         if as_json:
             event = payload.get("hook_event_name") or ("UserPromptSubmit" if context else "SessionStart")
             sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event,

@@ -43,6 +43,8 @@ def recall(
     until: Annotated[Optional[str], typer.Option("--until", help="Written on or before this date (ISO 8601).")] = None,
     strategy: Annotated[str, typer.Option("--strategy", help="auto, hybrid, vector, text, grep or index.")] = "auto",
     explain: Annotated[bool, typer.Option("--explain", help="Show the signals that ranked each result.")] = False,
+    min_relevance: Annotated[Optional[float], typer.Option("--min-relevance",
+                             help="Drop hits below this relevance, 0-1 (default: recall_min_relevance; 0 shows all).")] = None,
     include_shared: Annotated[bool, typer.Option("--include-shared",
                               help="Search the shared root too (shared_root in config.md or $MEMSTRATA_SHARED).")] = False,
     queries: Annotated[Optional[str], typer.Option("--queries", help="JSONL file of {\"qid\", \"query\"} lines: "
@@ -66,7 +68,7 @@ def recall(
 
     m = memory(root)
     options = dict(category=category, tier=tier, status=status, tags=tag, since=since, until=until,
-                   strategy=strategy, explain=explain)
+                   strategy=strategy, explain=explain, min_relevance=min_relevance)
     if queries is not None:
         if query is not None:
             raise InvalidInput("give a query or --queries FILE, not both")
@@ -97,10 +99,14 @@ def recall(
 
 def _print(result, explain: bool) -> None:
     typer.echo(f"strategy: {result.strategy}" + (f" ({'; '.join(result.notes)})" if result.notes else ""))
-    if not result.results:
+    if result.nothing_relevant:
+        typer.echo(f"nothing relevant (best relevance {result.best_relevance:.2f}, below the cut-off "
+                   f"{result.min_relevance:.2f}; --min-relevance 0 shows everything)")
+    elif not result.results:
         typer.echo("(nothing found)")
     for n, hit in enumerate(result.results, 1):
-        typer.echo(f"{n:>2}. {hit.score:6.3f}  {hit.title}  [{hit.category}] {hit.id}")
+        rel = "  -  " if hit.relevance is None else f"{hit.relevance:.2f}"
+        typer.echo(f"{n:>2}. {rel}  {hit.title}  [{hit.category}] {hit.id}  (score {hit.score:.3f})")
         d = hit.to_dict()
         typer.echo(f"      {d['snippet']}")
         if explain and hit.signals:

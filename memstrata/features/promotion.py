@@ -250,9 +250,13 @@ class Promotion:
 
     # -- autoload -----------------------------------------------------------------------
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
-                 include_shared: bool = True) -> AutoloadResult:
-        """The memories an agent should start with: relevant ones first, then hot ones by weight,
-        within `budget` tokens (the model's tokenizer). Loading counts as an access (correlation 1.0)."""
+                 include_shared: bool = True, hot: bool = True, session_id: str | None = None) -> AutoloadResult:
+        """The memories an agent should start with: relevant ones first (hits that clear the
+        recall_min_relevance cut-off), then, with `hot`, hot ones by weight, within `budget`
+        tokens (the model's tokenizer). With a `session_id`, an entry already loaded in that
+        session is not loaded again. Loading counts as an access (correlation 1.0)."""
+        from memstrata.features import hook_sessions
+
         from memstrata.scoring.weight import compute_weight
 
         settings = self.state.settings
@@ -261,6 +265,7 @@ class Promotion:
             raise InvalidInput("budget must be a positive number of tokens")
         context = " ".join(str(context or "").split()) or None
         result = AutoloadResult(context=context, budget=budget)
+        already = hook_sessions.injected(self.root, session_id)
         now = self.state.now()
         if promote and context:
             try:
@@ -277,18 +282,20 @@ class Promotion:
             best = max((float(h.score) for h in answer.results), default=0.0)
             floor = best * settings.autoload_min_relevance
             for hit in answer.results:
-                if hit.status == "expired" or float(hit.score) < floor:
+                if hit.status == "expired" or float(hit.score) < floor or hit.id in already:
                     continue
                 ranked.append((hit, "relevant", float(hit.score)))
-        for source in (self.entries, shared):
+        for source in (self.entries, shared) if hot else ():
             if source is None:
                 continue
             hot = [e for e in source.hot_entries(now) if e.status == "active"]
             for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
                 if source is shared:
                     e.extra["_from_shared"] = True
-                ranked.append((e, "hot", compute_weight(e, now)))
+                if e.id not in already:
+                    ranked.append((e, "hot", compute_weight(e, now)))
         self._fill(result, ranked, shared)
+        hook_sessions.record(self.root, session_id, [i.entry.id for i in result.items])
         self._count_loads([i.entry for i in result.items if not i.shared])
         return result
 

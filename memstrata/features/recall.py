@@ -159,12 +159,22 @@ class Recall:
     # -- recall -------------------------------------------------------------------------
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
-               explain: bool = False, _sync: bool = True):
+               explain: bool = False, min_relevance: float | None = None, _sync: bool = True):
         """Find the entries that answer `query`, best first (a RecallResult; `.strategy` says how).
 
         strategy: auto (hybrid when the index is usable, else grep/index), hybrid, vector,
         text (LanceDB full-text only), grep (read the files) or index (INDEX.md navigation).
+        Hits whose relevance (a calibrated probability) is below `min_relevance` (default:
+        the recall_min_relevance setting; 0 keeps everything) are dropped; the result keeps
+        the best relevance seen.
         """
+        cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
+        if not 0.0 <= cut <= 1.0:
+            raise InvalidInput("min_relevance must be between 0 and 1")
+        result = self._recall(query, k, category, tier, status, tags, since, until, strategy, explain, _sync)
+        return apply_cut(result, cut)
+
+    def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
         from memstrata.retrieval import fusion
         from memstrata.retrieval.search import STRATEGIES, search
 
@@ -257,8 +267,10 @@ class Recall:
         else:
             found = fallback.navigate(self.root, query, entries, int(k), limit)
         result = RecallResult(query=query, strategy=strategy, notes=notes)
+        terms = fallback.grep_terms(query)
         for e, score, snippet, matched, exact in found:
-            result.results.append(RecallHit.from_entry(e, score, snippet, {"matched_terms": matched, "exact": exact}))
+            result.results.append(RecallHit.from_entry(e, score, snippet, {"matched_terms": matched, "exact": exact},
+                                                       relevance=word_relevance(matched, terms)))
         return result
 
     def _merge_grep(self, result, query, k, filters, explain) -> None:
@@ -275,7 +287,29 @@ class Recall:
         mid = result.results[min(len(result.results), k) // 2].score if result.results else 1.0
         for e, score, snippet, matched, _ in extra:
             result.results.append(RecallHit.from_entry(e, mid, snippet,
-                                                       {"grep": True, "matched_terms": matched} if explain else None))
+                                                       {"grep": True, "matched_terms": matched} if explain else None,
+                                                       relevance=word_relevance(matched, fallback.grep_terms(query))))
         result.results.sort(key=lambda h: -h.score)
         del result.results[k:]
         result.notes.append(f"merged {len(extra)} exact grep match(es) from the {len(entries)}-entry scope")
+
+
+def word_relevance(matched: list[str], terms: list[str]) -> float:
+    """Relevance of a hit found by words alone (grep, index): the text-only model on the share
+    of the query's words it holds."""
+    from memstrata.scoring import relevance
+
+    share = len(set(matched) & set(terms)) / len(terms) if terms else 0.0
+    return relevance.probability({"text": share, "coverage": share}, relevance.TEXT)
+
+
+def apply_cut(result: RecallResult, min_relevance: float) -> RecallResult:
+    """Drop the hits below `min_relevance`; the result records the cut-off and the best relevance seen."""
+    from memstrata.scoring import relevance
+
+    seen = [h.relevance for h in result.results if h.relevance is not None]
+    result.best_relevance = max(seen) if seen else None
+    result.min_relevance = min_relevance
+    kept = relevance.keep([1.0 if h.relevance is None else h.relevance for h in result.results], min_relevance)
+    result.results = [result.results[i] for i in kept]
+    return result

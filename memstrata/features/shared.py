@@ -162,6 +162,8 @@ def _merge_recall(mine, theirs, shared, limit):
     if isinstance(limit, int) and limit > 0:
         merged = merged[:limit]
     mine.results = merged
+    seen_best = [r for r in (mine.best_relevance, theirs.best_relevance) if r is not None]
+    mine.best_relevance = max(seen_best) if seen_best else None
     mine.notes.append(f"searched the shared root {shared.root} too")
     return mine
 

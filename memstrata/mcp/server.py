@@ -179,13 +179,17 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
         since: Annotated[Optional[str], Field(description="Only entries created on/after this ISO date.")] = None,
         until: Annotated[Optional[str], Field(description="Only entries created on/before this ISO date.")] = None,
         include_shared: Annotated[bool, Field(description="Also search the shared space of all agents.")] = False,
+        min_relevance: Annotated[Optional[float], Field(description="Drop hits below this relevance (0-1); "
+                                                        "default: the recall_min_relevance setting; 0 keeps all.",
+                                                        ge=0.0, le=1.0)] = None,
     ):
         """Recall memories relevant to a query (semantic + full-text search, best first). Each result has id,
-        title, score, snippet, category, tier, path; `strategy` says how the answer was found. Read an entry
-        with `read` for its full text."""
+        title, relevance (a calibrated 0-1 probability that it is relevant), score, snippet, category, tier,
+        path; `strategy` says how the answer was found; no results with a `best_relevance` means nothing
+        cleared the cut-off. Read an entry with `read` for its full text."""
         return engine.call(lambda: m.recall(
             query, k=k, category=category, tier=tier, status=status, tags=tags, since=since, until=until,
-            include_shared=include_shared))
+            include_shared=include_shared, min_relevance=min_relevance))
 
     def read(
         ref: Ref,

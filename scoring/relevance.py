@@ -1,0 +1,35 @@
+"""Calibrated relevance: the probability that a recall hit is relevant, from absolute signals."""
+from __future__ import annotations
+
+import math
+
+# The signals, each an absolute figure of one hit (never scaled over the other candidates):
+#   cosine    best chunk cosine between the query and the entry (vector side)
+#   text      BM25 over the BM25 of an average entry holding each query term once
+#   coverage  share of the query's term weight (idf) whose terms the entry holds
+#   names     share of the names the query uses that the entry mentions (0 without names)
+#   no_names  1 when the query names someone or something and the entry mentions none of them
+#   agree     1 when the entry is in the top 10 of both the vector and the text side
+#   score     the ranking score itself (retrieval.fusion: absolute signals and priors, no scaling)
+FEATURES = ("cosine", "text", "coverage", "names", "no_names", "agree", "score")
+
+# Logistic models fitted by bench/fit_relevance.py on the LoCoMo dev conversations (labels:
+# annotated evidence turns among the top 10 hits of each question asked of its own tree, and
+# none among those of a question asked of another conversation's tree); it prints the leave-one-conversation-out
+# figures. HYBRID has the vector side; TEXT is used when only words are compared (text, grep
+# and index strategies), where `cosine` and `agree` are unknown.
+HYBRID = {"bias": -5.422, "cosine": 0.923, "text": -7.248, "coverage": 8.533, "names": 0.069, "no_names": -2.535,
+          "agree": 0.771, "score": 0.611}
+TEXT = {"bias": -4.184, "cosine": 0.0, "text": -5.856, "coverage": 9.327, "names": 0.143, "no_names": -2.867,
+        "agree": 0.0, "score": 0.077}
+
+
+def probability(signals: dict, model: dict = HYBRID) -> float:
+    """The model's probability that a hit with these signals is relevant (missing ones: 0)."""
+    z = model["bias"] + sum(model.get(f, 0.0) * float(signals.get(f) or 0.0) for f in FEATURES)
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def keep(relevances: list[float], min_relevance: float) -> list[int]:
+    """Positions of the hits whose relevance clears `min_relevance` (0 keeps every hit)."""
+    return [i for i, r in enumerate(relevances) if min_relevance <= 0 or r >= min_relevance]

@@ -1,0 +1,52 @@
+"""The prompt hook earns its tokens: only relevant hits, once per session, nothing for small talk."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memstrata import Memory
+
+
+@pytest.fixture()
+def work(tmp_path, embedder):
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.write("We picked PostgreSQL 16 for the orders database because of logical replication.",
+            title="Database choice", category="work")
+    m.write("The on-call rotation changes every Monday at 10am.", title="Oncall", category="work")
+    return m
+
+
+def test_a_prompt_gets_relevant_hits_once_per_session_and_no_hot_entries(work):
+    first = work.autoload("which database did we pick for orders and why?", hot=False, session_id="s1")
+    assert [i.entry.title for i in first.items] == ["Database choice"]
+    assert all(i.section == "relevant" for i in first.items)
+    again = work.autoload("remind me about the orders database choice", hot=False, session_id="s1")
+    assert again.items == [] and again.markdown() == ""
+    other = work.autoload("remind me about the orders database choice", hot=False, session_id="s2")
+    assert [i.entry.title for i in other.items] == ["Database choice"]
+    assert (work.root / ".cache" / "hook-sessions").is_dir()
+
+
+def test_the_hook_injects_nothing_for_hello(work):
+    env = {**os.environ, "MEMSTRATA_HOME": str(work.root), "MEMSTRATA_SERVICE": "off"}
+    payload = {"session_id": "abc", "cwd": str(work.root), "hook_event_name": "UserPromptSubmit", "prompt": "hello"}
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook"],
+                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=300)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert work.autoload("hello", hot=False, session_id="x").items == []
+
+
+def test_recall_cli_says_nothing_relevant_and_json_keeps_the_figures(work):
+    env = {**os.environ, "MEMSTRATA_HOME": str(work.root), "MEMSTRATA_SERVICE": "off"}
+    cli = [sys.executable, "-m", "memstrata.cli.app", "recall", "what's the weather in Paris tomorrow?"]
+    human = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=300)
+    assert human.returncode == 0 and "nothing relevant" in human.stdout
+    data = json.loads(subprocess.run(cli + ["--json", "--min-relevance", "0"], capture_output=True, text=True,
+                                     env=env, timeout=300).stdout)
+    assert data["results"] and all(0.0 <= r["relevance"] <= 1.0 for r in data["results"])
+    assert data["best_relevance"] == max(r["relevance"] for r in data["results"])

@@ -1,0 +1,99 @@
+"""Relevance an agent can trust: absolute signals, a calibrated relevance per hit, the cut-off."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memstrata.errors import InvalidInput
+from memstrata.retrieval import fusion
+from memstrata.scoring import relevance
+
+
+def _zebra(mem):
+    mem.write("The zebra crossing near the office is dangerous at night.", title="Crossing", category="notes")
+    mem.write("A zebra and a zebra again: zebra stripes are unique to each animal.", title="Stripes",
+              category="notes")
+    mem.write("Unrelated note about lunch at noon.", title="Lunch", category="notes")
+
+
+def _titles(result):
+    return [h.title for h in result.results]
+
+
+def test_scaling_is_absolute_not_over_the_candidates():
+    # a lone weak match stays weak; the weakest of several real matches stays above 0
+    assert np.allclose(fusion.scaled(3, {0: 0.4}, 2.0), [0.2, 0.0, 0.0])
+    assert np.allclose(fusion.scaled(3, {0: 2.0, 1: 0.5}, 2.0), [1.0, 0.25, 0.0])
+    # entries the vector search did not return get its lowest cosine, not 0 and not 1
+    assert np.allclose(fusion.dense_scores(3, {0: 0.7, 2: 0.3}), [0.7, 0.3, 0.3])
+
+
+def test_relevance_is_a_probability_that_grows_with_the_signals():
+    weak = relevance.probability({"cosine": 0.2, "coverage": 0.0})
+    strong = relevance.probability({"cosine": 0.7, "coverage": 1.0, "text": 0.3, "agree": 1.0})
+    assert 0.0 < weak < strong < 1.0
+    named = {"cosine": 0.6, "coverage": 0.5, "text": 0.2}
+    assert relevance.probability({**named, "no_names": 1.0}) < relevance.probability(named)
+    assert relevance.keep([0.5, 0.01, 0.2], 0.1) == [0, 2]
+    assert relevance.keep([0.5, 0.01], 0.0) == [0, 1]
+
+
+def test_zebra_a_real_weak_match_outranks_an_unrelated_neighbour(mem):
+    _zebra(mem)
+    hybrid = _titles(mem.recall("zebra", min_relevance=0))
+    assert hybrid[0] == "Stripes"
+    assert hybrid.index("Crossing") < (hybrid.index("Lunch") if "Lunch" in hybrid else 99)
+    text = _titles(mem.recall("zebra", strategy="text", min_relevance=0))
+    assert text[:2] == ["Stripes", "Crossing"]
+    assert "Lunch" not in _titles(mem.recall("zebra"))  # the default cut-off drops it
+    hits = mem.recall("zebra", min_relevance=0).results
+    by = {h.title: h.relevance for h in hits}
+    assert by["Stripes"] > by.get("Lunch", 0.0) and by["Crossing"] > by.get("Lunch", 0.0)
+
+
+def _everyday(mem):
+    for title, body in [
+        ("Laptop", "My laptop is a ThinkPad X1 Carbon running Fedora."),
+        ("Indentation", "Use four spaces for indentation in Python, never tabs."),
+        ("Coffee", "I drink my coffee black, no sugar."),
+        ("Dentist", "The dentist appointment is every six months at the clinic on Main Street."),
+        ("Running", "I run five kilometres on Tuesday and Thursday mornings."),
+        ("Sister", "My sister Anna lives in Lisbon and works as an architect."),
+    ]:
+        mem.write(body, title=title, category="life")
+
+
+def test_what_computer_do_i_use_finds_the_laptop(mem):
+    _everyday(mem)
+    result = mem.recall("what computer do I use?", min_relevance=0)
+    assert result.results and result.results[0].title == "Laptop"
+
+
+def test_off_topic_query_says_nothing_relevant(mem, tmp_path):
+    for title, body in [("Deploy", "We deploy the billing service with Argo CD every Tuesday."),
+                        ("Database", "We picked PostgreSQL 16 for the orders database because of logical replication."),
+                        ("Review", "Pull requests need two approvals before merging to main."),
+                        ("Oncall", "The on-call rotation changes every Monday at 10am.")]:
+        mem.write(body, title=title, category="work")
+    result = mem.recall("what's the weather in Paris tomorrow?")
+    assert result.results == [] and result.nothing_relevant
+    assert 0.0 <= result.best_relevance < result.min_relevance
+    everything = mem.recall("what's the weather in Paris tomorrow?", min_relevance=0)
+    assert everything.results and everything.to_dict()["results"][0]["relevance"] is not None
+    assert mem.recall("which database did we pick?").results[0].title == "Database"
+
+
+def test_min_relevance_is_validated(mem):
+    with pytest.raises(InvalidInput):
+        mem.recall("zebra", min_relevance=1.5)
+    with pytest.raises(InvalidInput):
+        mem.config_set("recall_min_relevance", "2")
+    assert mem.config_set("recall_min_relevance", "0.2") is not None
+
+
+def test_snippet_is_a_sentence_of_the_text_not_metadata(mem):
+    mem.write("The cluster runs in Frankfurt. Backups go to the zebra bucket nightly. Nothing else.",
+              title="Infra", category="work", tags=["infra", "zebra-tag"])
+    for strategy in ("auto", "text", "grep"):
+        hit = mem.recall("zebra bucket", strategy=strategy, min_relevance=0).results[0]
+        assert hit.snippet == "Backups go to the zebra bucket nightly.", strategy
