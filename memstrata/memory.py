@@ -146,12 +146,14 @@ class Memory:
     # -- recall --------------------------------------------------------------------------
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
-               explain: bool = False, include_shared: bool = False, min_relevance: float | None = None):
+               explain: bool = False, include_shared: bool = False, min_relevance: float | None = None,
+               count_access: bool = True):
         """Find the entries that answer `query`, best first (features.recall.Recall.recall);
         hits below `min_relevance` (default: the recall_min_relevance setting) are dropped;
-        include_shared=True also searches the shared root."""
+        include_shared=True also searches the shared root. The hits returned count as accesses
+        (in the access journal) unless `count_access` is false."""
         options = dict(category=category, tier=tier, status=status, tags=tags, since=since, until=until,
-                       strategy=strategy, explain=explain, min_relevance=min_relevance)
+                       strategy=strategy, explain=explain, min_relevance=min_relevance, count_access=count_access)
         if include_shared:
             return self._shared.recall(query, k=k, **options)
         return self._recall.recall(query, k=k, **options)

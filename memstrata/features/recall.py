@@ -7,6 +7,7 @@ from memstrata.engine.inputs import clean_tags
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, Locked
 from memstrata.retrieval.hits import RecallHit, RecallResult
+from memstrata.storage import journal
 from memstrata.storage.entry import Entry
 
 
@@ -159,20 +160,26 @@ class Recall:
     # -- recall -------------------------------------------------------------------------
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
-               explain: bool = False, min_relevance: float | None = None, _sync: bool = True):
+               explain: bool = False, min_relevance: float | None = None, count_access: bool = False,
+               _sync: bool = True):
         """Find the entries that answer `query`, best first (a RecallResult; `.strategy` says how).
 
         strategy: auto (hybrid when the index is usable, else grep/index), hybrid, vector,
         text (LanceDB full-text only), grep (read the files) or index (INDEX.md navigation).
         Hits whose relevance (a calibrated probability) is below `min_relevance` (default:
         the recall_min_relevance setting; 0 keeps everything) are dropped; the result keeps
-        the best relevance seen.
+        the best relevance seen. With `count_access`, the hits returned (they cleared the
+        cut-off: the agent is given them) count as accesses, in the access journal.
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
             raise InvalidInput("min_relevance must be between 0 and 1")
-        result = self._recall(query, k, category, tier, status, tags, since, until, strategy, explain, _sync)
-        return apply_cut(result, cut)
+        result = apply_cut(self._recall(query, k, category, tier, status, tags, since, until, strategy, explain,
+                                        _sync), cut)
+        if count_access and result.results:
+            now = self.state.now()
+            journal.append(self.root, [(h.id, now, None) for h in result.results if h.shared_root is None])
+        return result
 
     def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
         from memstrata.retrieval import fusion

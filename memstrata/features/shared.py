@@ -150,7 +150,7 @@ class SharedSpace:
         if not is_initialised(shared.root):
             mine.notes.append(f"the shared root {shared.root} holds no memory tree yet")
             return mine
-        theirs = shared.recall(query, k=k, **options)
+        theirs = shared.recall(query, k=k, **{**options, "count_access": options.get("count_access", False)})
         return _merge_recall(mine, theirs, shared, k)
 
 
