@@ -102,7 +102,7 @@ def main(argv=None):
         count = m._recall.state.model().count_tokens
 
         def hits(query, evidence=frozenset()):
-            res = m.recall(query, k=10, min_relevance=0)
+            res = m.recall(query, k=10, min_relevance=0, count_access=False)
             return [(h.relevance, h.id in evidence, count(f"### {h.title}\n`{h.id}`\n{h.snippet}") + 12)
                     for h in res.results]
 

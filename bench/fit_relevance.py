@@ -30,7 +30,7 @@ def examples(m, questions, own: bool, strategy: str = "auto"):
 
     rows, labels = [], []
     for q in questions:
-        res = m.recall(q["query"], k=10, explain=True, min_relevance=0, strategy=strategy)
+        res = m.recall(q["query"], k=10, explain=True, min_relevance=0, strategy=strategy, count_access=False)
         for hit in res.results:
             sig = hit.signals["relevance_signals"]
             rows.append([float(sig.get(f) or 0.0) for f in FEATURES])

@@ -362,6 +362,11 @@ def run(argv: list[str]) -> int | None:
     code = forward(argv, root)
     if code is not None:
         return code
+    if command == "autoload" and "--hook" in argv and not _under_test():
+        # A prompt hook never waits for a cold start (seconds to load the model): it starts the
+        # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).
+        spawn(root, wait_pid=os.getpid())
+        return 0
     if command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv and not _under_test():
         spawn(root, wait_pid=os.getpid())
     return None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from memstrata import Memory
 from memstrata.service import client
 
 PY = sys.executable
@@ -429,3 +430,23 @@ def test_hand_edit_is_seen_by_recall_through_the_service(tree):
     finally:
         path.write_text(text)
         mem(tree, "sync", service="off")
+
+
+def test_a_prompt_hook_never_waits_for_a_cold_start(tmp_path, embedder):
+    """With no warm service, the hook answers nothing at once and starts one; the next prompt
+    gets the full answer through it."""
+    root = tmp_path / "hooked"
+    m = Memory(root, embedder=embedder)
+    m.init()
+    m.write("We chose Postgres for the alpha project because of JSONB support.", title="DB choice",
+            category="projects/alpha")
+    try:
+        first = mem(root, "autoload", "--hook", stdin=json.dumps({"prompt": "which database for alpha?",
+                                                                   "session_id": "s1"}))
+        assert first.returncode == 0 and first.stdout == ""
+        assert wait_for(lambda: (status(root) or {}).get("warm"), timeout=180)
+        second = mem(root, "autoload", "--hook", stdin=json.dumps({"prompt": "which database for alpha?",
+                                                                    "session_id": "s1"}))
+        assert second.returncode == 0 and "Postgres" in second.stdout
+    finally:
+        stop(root)
