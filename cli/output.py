@@ -45,10 +45,23 @@ def table(rows: list[dict], columns: list[str], title: str | None = None) -> Non
     console = Console(soft_wrap=True)
     grid = Table(title=title, show_edge=False, header_style="bold")
     for column in columns:
-        grid.add_column(column, overflow="fold")
+        # dates, ids, counts and bars are never split across lines; titles and paths fold
+        whole = column in _UNSPLIT or column.endswith(("_at", "date", "id", "updated", "created"))
+        grid.add_column(column, no_wrap=whole, overflow="ellipsis" if whole else "fold")
     for row in rows:
         grid.add_row(*[str(row.get(c, "") if row.get(c) is not None else "") for c in columns])
     console.print(grid)
+
+
+_UNSPLIT = {"id", "tier", "status", "layer", "entries", "subtree", "active", "archived", "strategy", "bar",
+            "version", "score", "relevance", "updated", "created", "date", "count"}
+
+
+def bar(value: float, largest: float, width: int = 20) -> str:
+    """An inline bar for people: `value` of `largest` as up to `width` block characters."""
+    if largest <= 0 or value <= 0:
+        return ""
+    return "█" * max(1, round(width * value / largest))
 
 
 _memory_factory: Callable | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, bar, emit, memory, table
 
 
 def register(app: typer.Typer) -> None:
@@ -20,9 +20,19 @@ def stats(root: RootOpt = None, as_json: JsonOpt = False):
     data = memory(root).stats()
 
     def human():
-        typer.echo(f"{data['entries']} entries in {data['root']}; tiers {data['tiers']}; trash {data['trash']}")
-        rows = [{"category": c, **r} for c, r in data["categories"].items()]
-        table(rows, ["category", "entries", "subtree", "active", "archived", "strategy", "split_advised"])
+        typer.echo(f"{data['entries']} entries in {data['root']}  (trash: {data['trash']})\n")
+        tiers = data["tiers"]
+        most = max(tiers.values(), default=0)
+        table([{"tier": t, "count": tiers.get(t, 0), "bar": bar(tiers.get(t, 0), most)}
+               for t in ("hot", "warm", "cold", "archive") if t in tiers], ["tier", "count", "bar"])
+        largest = max((r["entries"] for r in data["categories"].values()), default=0)
+        rows = [{"category": c, **r, "bar": bar(r["entries"], largest, width=12)}
+                for c, r in data["categories"].items()]
+        typer.echo("")
+        table(rows, ["category", "entries", "bar", "archived", "strategy"])
+        recent = data.get("recent", {})
+        if any(recent.values()):
+            typer.echo("\nlast 30 days: " + ", ".join(f"{n} {what}" for what, n in recent.items() if n))
         for warning in data.get("warnings", []):
             typer.echo(f"warning: {warning}", err=True)
         for path in data["unreadable"]:

@@ -110,7 +110,25 @@ def _print(result, explain: bool) -> None:
         d = hit.to_dict()
         typer.echo(f"      {d['snippet']}")
         if explain and hit.signals:
-            typer.echo(f"      {json.dumps(hit.signals, ensure_ascii=False)}")
+            for line in _breakdown(hit.signals):
+                typer.echo(f"      {line}")
+
+
+def _breakdown(signals: dict, indent: str = "") -> list[str]:
+    """--explain for people: one aligned `name  value` line per signal (nested ones indented)."""
+    width = max((len(str(k)) for k in signals), default=0)
+    lines = []
+    for key, value in signals.items():
+        if value is None or value == [] or value == {}:
+            continue
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines += _breakdown(value, indent + "  ")
+        else:
+            shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+            shown = f"{shown:.4f}".rstrip("0").rstrip(".") if isinstance(shown, float) else shown
+            lines.append(f"{indent}{str(key).ljust(width)}  {shown}")
+    return lines
 
 
 def sync(root: RootOpt = None, as_json: JsonOpt = False):

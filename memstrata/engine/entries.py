@@ -338,9 +338,18 @@ class Entries:
             statuses[e.status] = statuses.get(e.status, 0) + 1
         warnings = [split_warning(c, row["entries"], s.split_threshold)
                     for c, row in sorted(per_category.items()) if row["split_advised"]]
+        trashed = trash.list_trash(self.root)
+        since = self.state.now().timestamp() - 30 * 86400
+        recent = {"written": sum(1 for e in entries if e.created and e.created.timestamp() >= since),
+                  "updated": sum(1 for e in entries if e.updated and e.created and e.updated > e.created
+                                 and e.updated.timestamp() >= since)}
+        for item in trashed:
+            if item.trashed_at and item.trashed_at.timestamp() >= since:
+                kind = {"expired": "expired", "forgotten": "forgotten"}.get(item.reason.split(":")[0], "deleted")
+                recent[kind] = recent.get(kind, 0) + 1
         return {"root": str(self.root), "entries": len(entries), "tiers": tiers, "statuses": statuses,
-                "categories": dict(sorted(per_category.items())), "trash": len(trash.list_trash(self.root)),
-                "unreadable": sorted(self.state.catalog.errors()), "warnings": warnings}
+                "categories": dict(sorted(per_category.items())), "trash": len(trashed),
+                "unreadable": sorted(self.state.catalog.errors()), "warnings": warnings, "recent": recent}
 
     # -- helpers the other parts use ----------------------------------------------------
     def exists(self, entry_id: str) -> bool:
