@@ -125,11 +125,12 @@ class Memory:
 
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
                important: bool | None = None, related=None, expires=None, category: str | None = None,
-               add_tags=None, remove_tags=None):
-        """Change an entry in place; `tags` sets them all, `add_tags` / `remove_tags` change a few."""
+               add_tags=None, remove_tags=None, agent: str | None = None):
+        """Change an entry in place; `tags` sets them all, `add_tags` / `remove_tags` change a few;
+        `agent` says who wrote this version (the shared space)."""
         return self._entries.update(ref, body, title=title, tags=tags, importance=importance, important=important,
                                     related=related, expires=expires, category=category, add_tags=add_tags,
-                                    remove_tags=remove_tags)
+                                    remove_tags=remove_tags, agent=agent)
 
     def delete(self, ref: str, reason: str = "deleted"):
         return self._entries.delete(ref, reason)

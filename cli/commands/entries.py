@@ -72,6 +72,10 @@ def _print_write(result) -> None:
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     typer.echo(f"{result.message or result.action} [{result.id}]")
+    shared = getattr(result, "shared", None)  # a SharedWriteResult: what happened in the shared root
+    if shared:
+        typer.echo(f"shared as {shared.get('path')} in {shared.get('root')} "
+                   f"({shared.get('action')}, by {shared.get('agent')})")
 
 
 def read(

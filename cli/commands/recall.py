@@ -106,7 +106,8 @@ def _print(result, explain: bool) -> None:
         typer.echo("(nothing found)")
     for n, hit in enumerate(result.results, 1):
         rel = "  -  " if hit.relevance is None else f"{hit.relevance:.2f}"
-        typer.echo(f"{n:>2}. {rel}  {hit.title}  [{hit.category}] {hit.id}  (score {hit.score:.3f})")
+        origin = f"  shared by {hit.agent or 'another agent'}" if hit.shared_root else ""
+        typer.echo(f"{n:>2}. {rel}  {hit.title}  [{hit.category}] {hit.id}  (score {hit.score:.3f}){origin}")
         d = hit.to_dict()
         typer.echo(f"      {d['snippet']}")
         if explain and hit.signals:

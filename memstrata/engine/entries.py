@@ -207,6 +207,8 @@ class Entries:
             related=clean_tags(related), expires=clock.parse_datetime(expires) if expires else None,
             extra=dict(extra or {}),
         )
+        if entry.extra.get("agent"):  # a canonical field given among the extras (the shared space does)
+            entry.agent = str(entry.extra.pop("agent"))
         warnings = self.save.check_entry(entry)
         self.require_tree()
         self.save.prepare()
@@ -224,7 +226,7 @@ class Entries:
 
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
                important: bool | None = None, related=None, expires=None, category: str | None = None,
-               add_tags=None, remove_tags=None) -> WriteResult:
+               add_tags=None, remove_tags=None, agent: str | None = None) -> WriteResult:
         """Change an entry in place (same id); the previous body is kept as a version."""
         new_body = None if body is None else clean_body(body)
         if new_body is not None:
@@ -239,6 +241,8 @@ class Entries:
                 changed.title = clean_title(title, changed.body)
             if tags is not None:
                 changed.tags = clean_tags(tags)
+            if agent is not None:
+                changed.agent = str(agent) or None
             if add_tags:
                 changed.tags = list(dict.fromkeys(changed.tags + clean_tags(add_tags)))
             if remove_tags:

@@ -122,7 +122,7 @@ class SharedSpace:
                        "message": f"already shared as {existing.path}"}
             else:
                 out = shared.update(existing.id, entry.body, title=entry.title, tags=entry.tags,
-                                    importance=entry.importance, important=entry.important).to_dict()
+                                    importance=entry.importance, important=entry.important, agent=agent).to_dict()
         else:
             extra = {k: v for k, v in entry.extra.items() if k != "agent"}
             extra["agent"] = agent

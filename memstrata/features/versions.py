@@ -84,7 +84,7 @@ class Versions:
         # conflict: the new content becomes the current version of the existing entry
         changed = self._superseded(target, entry)
         self.save.update(target, changed,
-                         note=f"{versions.one_line(entry.body, entry.title)} (conflict, now current)")
+                         note=f"{versions.one_line(entry.body, entry.title)} (conflict, now current{_by(entry)})")
         return WriteResult(id=changed.id, path=changed.path, action="conflict", version=changed.version,
                            message=f"conflict with {changed.id}: kept both versions, current v{changed.version}",
                            warnings=self.entries.category_warnings(changed.category), related_id=target.id,
@@ -94,8 +94,8 @@ class Versions:
         """The update step: keep `current` as a version when the text changes (always, with a note)."""
         if note is None and changed.body == current.body and changed.title == current.title:
             return
-        self._new_version(current, changed, note or f"{versions.one_line(changed.body, changed.title)} (update)",
-                          undo)
+        self._new_version(current, changed,
+                          note or f"{versions.one_line(changed.body, changed.title)} (update{_by(changed)})", undo)
 
     def _superseded(self, target: Entry, new: Entry) -> Entry:
         """The existing entry after a conflicting write: new title/body/tags, same id and file."""
@@ -104,7 +104,7 @@ class Versions:
                               tags=list(new.tags) or list(target.tags),
                               important=target.important or new.important,
                               related=list(dict.fromkeys(target.related + new.related)),
-                              expires=new.expires or target.expires)
+                              expires=new.expires or target.expires, agent=new.agent or target.agent)
         return self._reactivated(changed)
 
     def _folded(self, target: Entry, new: Entry) -> Entry:
@@ -318,6 +318,11 @@ _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 def _numbers(entry: Entry) -> tuple[list[str], list[str]]:
     """The numbers an entry states, in order (title, body): near-duplicates must agree on them."""
     return _NUMBER.findall(entry.title), _NUMBER.findall(entry.body)
+
+
+def _by(entry: Entry) -> str:
+    """", by <agent>" for a version history line when an agent wrote the change (the shared space)."""
+    return f", by {entry.agent}" if entry.agent else ""
 
 
 def _cosine(a, b) -> float:

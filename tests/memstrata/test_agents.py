@@ -424,3 +424,23 @@ def test_agents_share_at_the_same_moment(tmp_path, embedder, clock):
     index = (shared / "team" / "INDEX.md").read_text(encoding="utf-8")
     assert all(e.id in index for e in entries)
     assert team.stats()["unreadable"] == []
+
+
+def test_the_author_of_a_shared_version_is_who_wrote_it(tmp_path, embedder, clock):
+    """When agent B's conflicting share replaces agent A's shared entry, the entry says B wrote the
+    current version and the version history says who wrote each."""
+    shared = tmp_path / "shared"
+    alice, bob = _mem(tmp_path / "alice", embedder), _mem(tmp_path / "bob", embedder)
+    for m, name in ((alice, "alice"), (bob, "bob")):
+        m.config_set("shared_root", str(shared))
+        m.config_set("agent_name", name)
+    first = alice.write("The release freeze starts on December 15th.", title="Release freeze", category="decisions",
+                        share=True)
+    bob.write("The release freeze moved to December 18th.", title="Release freeze", category="decisions",
+              share=True)
+    team = Memory(shared, embedder=embedder)
+    (current,) = [e for e in team.list() if e.category == "decisions"]
+    assert current.id == first.id and current.agent == "bob"
+    assert "18th" in team.read(current.id, count_access=False).body
+    lines = team.history(current.id)
+    assert lines[-1]["summary"].endswith("by bob)") and lines[-1]["current"]
