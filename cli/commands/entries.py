@@ -19,11 +19,24 @@ def register(app: typer.Typer) -> None:
     app.command("restore")(restore)
 
 
-def init(root: RootOpt = None, as_json: JsonOpt = False):
+def init(
+    root: RootOpt = None, as_json: JsonOpt = False,
+    clone: Annotated[Optional[str], typer.Option("--clone", help="Make the tree from this git remote "
+                                                               "(docs/team.md).")] = None,
+    machine: Annotated[Optional[str], typer.Option("--machine", help="With --clone: this machine's name in "
+                                                                     "commits and histories.")] = None,
+    index_from: Annotated[Optional[str], typer.Option("--index-from", help="With --clone: pull this index "
+                                                                           "snapshot instead of embedding "
+                                                                           "everything.")] = None,
+):
     """Create a memory tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
-    Example: mem init --root ~/memory
+    Examples: mem init --root ~/memory; mem init --clone git@host:team/memory.git --root ~/memory
     """
+    if clone is not None:
+        from memstrata.cli.commands.team import clone as clone_tree
+
+        return clone_tree(root, clone, machine, index_from, as_json)
     result = memory(root).init()
     emit(as_json, result, f"memory tree ready at {result['root']}"
          + (f" (created: {', '.join(result['created'])})" if result["created"] else " (already there)"))
