@@ -56,7 +56,6 @@ class TeamSync:
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
                   "conflicts": [], "pushed": False, "attempts": 0}
-        start_head = git.head()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
@@ -82,14 +81,13 @@ class TeamSync:
             time.sleep(0.05 * attempt)  # the remote moved meanwhile: fetch, merge, push again
         else:
             raise GitError(f"the remote kept moving: gave up after {MAX_ATTEMPTS} attempts")
-        end_head = git.head()
-        changed = [p for _, p in git.changed(start_head, end_head)] if end_head and end_head != start_head else []
-        result["head"] = end_head
-        result["changed_files"] = len(changed)
-        if changed:
+        result["head"] = git.head()
+        pulled = result.pop("_pulled", set())
+        result["pulled"] = len(pulled)
+        if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
-        if index and changed:
-            result["index"] = self.recall.sync()
+        if index and any(is_entry_path(p) for p in pulled):
+            result["index"] = self.recall.sync()  # only files changed since the last sync are read
         return result
 
     def _commit_local(self, machine: str, result: dict) -> None:
@@ -132,7 +130,7 @@ class TeamSync:
                 raise GitError(f"git merge did not start: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
             resolved = resolve_all(git, self.root, machine)
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
-        result["pulled"] += len(new_head_files)
+        result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
         result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same")]
         self._trash_pulled_deletions(head, tracking, machine)
         self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged

@@ -106,4 +106,3 @@ def test_http_prints_a_fresh_token_when_none_is_set(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    assert Path(tmp_path / "mem").is_dir()
