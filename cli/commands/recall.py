@@ -108,7 +108,8 @@ def sync(
     remote: Annotated[bool, typer.Option("--remote", help="Also exchange changes with the git remote: commit, "
                                                           "pull, push (docs/team.md).")] = False,
     watch: Annotated[Optional[float], typer.Option("--watch", help="With --remote: sync every SECONDS until "
-                                                                   "interrupted.")] = None,
+                                                                   "interrupted (0: the sync_interval "
+                                                                   "setting).")] = None,
     root: RootOpt = None, as_json: JsonOpt = False,
 ):
     """Bring the vector index in line with the tree (files edited by hand, git or other tools).

@@ -22,9 +22,11 @@ def sync_remote(root: str | None, flag: bool, name: str | None, watch: float | N
     if not flag:
         raise InvalidInput("a remote name and --watch go with --remote: mem sync --remote [NAME] [--watch SECONDS]")
     remote = name or "origin"
-    if watch is not None and watch <= 0:
-        raise InvalidInput("--watch needs a number of seconds > 0")
     m = memory(root)
+    if watch is not None and watch <= 0:  # --watch 0: the tree's sync_interval setting
+        watch = float(m.settings.sync_interval) or None
+        if watch is None:
+            raise InvalidInput("sync_interval is 0 (off): give --watch SECONDS or mem config set sync_interval 300")
     while True:
         try:
             result = m.sync_remote(remote)

@@ -131,7 +131,7 @@ class TeamSync:
             resolved = resolve_all(git, self.root, machine)
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
         result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
-        result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same")]
+        result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
         self._trash_pulled_deletions(head, tracking, machine)
         self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged
         git.run("add", "-A")

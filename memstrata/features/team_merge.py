@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 from memstrata.errors import MemstrataError
 from memstrata.features.gitrepo import Git
-from memstrata.scoring.merge import keep_edit_over_delete, merge_entry, same_entry
+from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
 from memstrata.storage import codec, tree, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path
@@ -87,13 +87,21 @@ def _resolve_snapshot(git: Git, root: Path, path: str, texts: dict) -> dict:
     """A kept version both machines wrote under one number: ours keeps it, theirs gets the next free one."""
     ours, theirs = texts.get(2), texts.get(3)
     _write(git, root, path, ours if ours is not None else theirs or "")
-    if ours is not None and theirs is not None and ours != theirs:
+    if ours is not None and theirs is not None and ours != theirs and not _same_text(ours, theirs, path):
         entry_id = _SNAPSHOT.match(path).group(1)
         n = max(versions.list_snapshots(root, entry_id) or {0: None}) + 1
         rel = versions.snapshot_path(root, entry_id, n).relative_to(root).as_posix()
         _write(git, root, rel, theirs)
         return {"path": path, "kind": "both_kept", "moved_to": rel, "message": "two kept versions: both kept"}
     return {"path": path, "kind": "kept", "message": "kept version"}
+
+
+def _same_text(a: str, b: str, path: str) -> bool:
+    """Two kept versions with the same title and body (e.g. one was read once more): one is enough."""
+    try:
+        return content(_parse(a, path)) == content(_parse(b, path))
+    except MemstrataError:
+        return False
 
 
 def _resolve_other(git: Git, root: Path, path: str, texts: dict) -> dict:
