@@ -37,6 +37,12 @@ def mcp(
     \b
       claude mcp add memstrata -- mem mcp
       claude mcp add memstrata -- mem mcp --root ~/memory
+
+    Over HTTP for agents without a clone (a bearer token; docs/team.md):
+
+    \b
+      mem mcp --http --port 8765
+      claude mcp add --transport http memstrata http://127.0.0.1:8765/mcp --header "Authorization: Bearer TOKEN"
     """
     if http:
         from memstrata.cli.commands.team import mcp_http
