@@ -13,7 +13,9 @@ from memstrata.features.promotion import Promotion
 from memstrata.features.recall import Recall
 from memstrata.features.review import Review
 from memstrata.features.shared import SharedSpace
+from memstrata.features.snapshots import IndexSnapshots
 from memstrata.features.split import Split
+from memstrata.features.team import TeamSync
 from memstrata.features.transfer import Transfer
 from memstrata.features.versions import Versions
 
@@ -45,6 +47,8 @@ class Memory:
         self._transfer = Transfer(state, entries, save)
         self._builtin = BuiltinImport(state, entries, save)
         self._doctor = Doctor(state, save, self._recall)
+        self._team = TeamSync(state, save, self._recall)
+        self._snapshots = IndexSnapshots(state, self._recall)
         # The save path's steps, in order: a new entry is checked for duplicates and conflicts;
         # a changed entry's body is full text again if it was compressed, then its old version is kept.
         save.write_checks.append(self._versions.check_new)
@@ -259,6 +263,25 @@ class Memory:
 
     def import_builtin(self, path, category: str | None = None, dry_run: bool = False) -> dict:
         return self._builtin.import_builtin(path, category=category, dry_run=dry_run)
+
+
+    # -- the team: a git remote, index snapshots on object storage (docs/team.md) ----------------
+    def sync_remote(self, remote: str = "origin") -> dict:
+        """Commit local changes, pull with the team merge rules, push; the index catches up."""
+        return self._team.sync(remote)
+
+    def clone(self, url: str, machine: str | None = None, index_uri: str | None = None) -> dict:
+        """Make this (new) tree from a git remote; the index from a snapshot when given, else embedded."""
+        result = self._team.clone(url, machine)
+        result["init"] = self.init()
+        result["index"] = self._snapshots.pull(index_uri) if index_uri else self.sync()
+        return result
+
+    def index_push(self, uri: str) -> dict:
+        return self._snapshots.push(uri)
+
+    def index_pull(self, uri: str) -> dict:
+        return self._snapshots.pull(uri)
 
 
 def _open_memory(root, embedder) -> Memory:

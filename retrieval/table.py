@@ -142,6 +142,14 @@ class VectorIndex(FrameCache):
         self._write_meta({"schema": SCHEMA_VERSION, "model": embedder.name, "dim": embedder.dim,
                           "optimized_version": int(self._table.version), "fts": False})
 
+    def adopt(self, data, embedder) -> None:
+        """Replace the table with rows made elsewhere for `embedder`'s model (an index snapshot). Caller holds the tree lock."""
+        self.create(embedder)
+        if data.num_rows:
+            self._table.add(data)
+        self._ensure_fts()
+        self._stale_frame()
+
     def _ensure_fts(self) -> None:
         meta = self.meta()
         if meta.get("fts"):

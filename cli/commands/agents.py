@@ -24,6 +24,10 @@ def register(app: typer.Typer) -> None:
 def mcp(
     root: RootOpt = None,
     no_warm: Annotated[bool, typer.Option("--no-warm", help="Do not load the model until the first call.")] = False,
+    http: Annotated[bool, typer.Option("--http", help="Serve over streamable HTTP (bearer token) instead of "
+                                                      "stdio.")] = False,
+    host: Annotated[str, typer.Option("--host", help="With --http: the address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="With --http: the port (0: any free one).")] = 8765,
 ):
     """Serve the memory over MCP (stdio): write, recall, read, list, update, delete, restore, history,
     autoload, promote, maintain, daily.
@@ -33,7 +37,17 @@ def mcp(
     \b
       claude mcp add memstrata -- mem mcp
       claude mcp add memstrata -- mem mcp --root ~/memory
+
+    Over HTTP for agents without a clone (a bearer token; docs/team.md):
+
+    \b
+      mem mcp --http --port 8765
+      claude mcp add --transport http memstrata http://127.0.0.1:8765/mcp --header "Authorization: Bearer TOKEN"
     """
+    if http:
+        from memstrata.cli.commands.team import mcp_http
+
+        return mcp_http(root, host, port, warm=not no_warm)
     from memstrata.mcp.server import serve
 
     serve(root, warm=not no_warm)

@@ -19,17 +19,31 @@ def register(app: typer.Typer) -> None:
     app.command("restore")(restore)
 
 
-def init(root: RootOpt = None, as_json: JsonOpt = False,
-         adopt: Annotated[bool, typer.Option("--adopt", help="Make the Markdown notes already in the folder "
-                                                           "memories: each gets an `id:` line, nothing else changes.")]
-         = False):
+def init(
+    root: RootOpt = None, as_json: JsonOpt = False,
+    adopt: Annotated[bool, typer.Option("--adopt", help="Make the Markdown notes already in the folder "
+                                                       "memories: each gets an `id:` line, nothing else changes.")]
+    = False,
+    clone: Annotated[Optional[str], typer.Option("--clone", help="Make the tree from this git remote "
+                                                               "(docs/team.md).")] = None,
+    machine: Annotated[Optional[str], typer.Option("--machine", help="With --clone: this machine's name in "
+                                                                     "commits and histories.")] = None,
+    index_from: Annotated[Optional[str], typer.Option("--index-from", help="With --clone: pull this index "
+                                                                           "snapshot instead of embedding "
+                                                                           "everything.")] = None,
+):
     """Create a memory tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
     Every other command refuses a folder that `mem init` did not make. A folder that already
     holds notes (an Obsidian vault, a docs folder) is made a tree only with --adopt.
 
-    Example: mem init --root ~/memory       mem init --adopt --root ~/notes
+    Examples: mem init --root ~/memory; mem init --adopt --root ~/notes;
+    mem init --clone git@host:team/memory.git --root ~/memory
     """
+    if clone is not None:
+        from memstrata.cli.commands.team import clone as clone_tree
+
+        return clone_tree(root, clone, machine, index_from, as_json)
     result = memory(root).init(adopt=adopt)
     adopted = f"; adopted {result['adopted']} notes" if result.get("adopted") else ""
     emit(as_json, result, f"memory tree ready at {result['root']}"

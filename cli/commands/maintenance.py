@@ -9,7 +9,9 @@ from memstrata.cli.output import JsonOpt, RootOpt, bar, emit, memory, table
 
 def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
-    app.command("index")(index)
+    from memstrata.cli.commands.team import index_app
+
+    app.add_typer(index_app, name="index")  # `index --rebuild` (below), `index push|pull URI` (team.py)
 
 
 def stats(root: RootOpt = None, as_json: JsonOpt = False):

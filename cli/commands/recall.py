@@ -132,14 +132,30 @@ def _breakdown(signals: dict, indent: str = "") -> list[str]:
     return lines
 
 
-def sync(root: RootOpt = None, as_json: JsonOpt = False):
+def sync(
+    name: Annotated[Optional[str], typer.Argument(help="With --remote: the git remote (default origin).",
+                                                  show_default=False)] = None,
+    remote: Annotated[bool, typer.Option("--remote", help="Also exchange changes with the git remote: commit, "
+                                                          "pull, push (docs/team.md).")] = False,
+    watch: Annotated[Optional[float], typer.Option("--watch", help="With --remote: sync every SECONDS until "
+                                                                   "interrupted (0: the sync_interval "
+                                                                   "setting).")] = None,
+    root: RootOpt = None, as_json: JsonOpt = False,
+):
     """Bring the vector index in line with the tree (files edited by hand, git or other tools).
 
     Only entries whose text changed are re-embedded; a change of `embedding_model`
     re-embeds everything.
 
-    Example: mem sync
+    With --remote [NAME] the tree (a git repository) is also synced with its git remote
+    (docs/team.md).
+
+    Examples: mem sync; mem sync --remote; mem sync --remote origin --watch 300
     """
+    if remote or name is not None or watch is not None:
+        from memstrata.cli.commands.team import sync_remote
+
+        return sync_remote(root, remote, name, watch, as_json)
     m = memory(root)
     result = m.sync(progress=_progress("embedding", as_json),
                     announce=None if as_json else (lambda msg: sys.stderr.write(msg + "\n")))

@@ -1,0 +1,136 @@
+"""The `git` command, run as a subprocess on a memory tree (never a protocol of our own)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+from memstrata.errors import InvalidInput, MemstrataError
+
+TRAILER_MACHINE = "Memstrata-Machine"
+GITATTRIBUTES_LINE = "*.md -merge"  # every .md both sides changed is resolved by memstrata, never by markers
+
+
+class GitError(MemstrataError):
+    """A git command failed (its message is git's own last line)."""
+
+    exit_code = 1
+    kind = "git"
+
+
+class Git:
+    """One working tree: run git in it with a private umask and no prompts."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def run(self, *args, check: bool = True, cwd=None) -> subprocess.CompletedProcess:
+        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_MERGE_AUTOEDIT="no")
+        try:
+            done = subprocess.run(["git", *self._identity(args), *args], cwd=str(cwd or self.root), env=env,
+                                  capture_output=True, text=True, umask=0o077)
+        except FileNotFoundError:
+            raise GitError("git is not installed (team sync runs the git command)") from None
+        if check and done.returncode != 0:
+            lines = [ln for ln in (done.stderr or done.stdout).strip().splitlines() if ln.strip()]
+            raise GitError(f"git {args[0]} failed: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
+        return done
+
+    def out(self, *args, check: bool = True) -> str:
+        return self.run(*args, check=check).stdout.strip()
+
+    def _identity(self, args) -> list[str]:
+        """A commit needs an author: the user's own, else memstrata@machine."""
+        if not args or args[0] not in ("commit", "merge"):
+            return []
+        done = subprocess.run(["git", "config", "user.email"], cwd=str(self.root), capture_output=True, text=True)
+        if done.stdout.strip():
+            return []
+        return ["-c", "user.name=memstrata", "-c", f"user.email=memstrata@{self.machine()}"]
+
+    # -- facts -------------------------------------------------------------------------
+    def is_repo(self) -> bool:
+        done = self.run("rev-parse", "--show-toplevel", check=False)
+        return done.returncode == 0 and Path(done.stdout.strip()).resolve() == self.root.resolve()
+
+    def require_repo(self, remote: str) -> None:
+        if not self.is_repo():
+            raise InvalidInput(f"{self.root} is not a git repository; run `git init` and "
+                               f"`git remote add {remote} URL` in it, or make the tree with `mem init --clone URL`")
+        if remote not in self.out("remote").split():
+            raise InvalidInput(f"the tree has no git remote {remote!r} (git remote add {remote} URL)")
+
+    def head(self) -> str | None:
+        done = self.run("rev-parse", "--verify", "-q", "HEAD", check=False)
+        return done.stdout.strip() or None
+
+    def branch(self) -> str:
+        name = self.out("symbolic-ref", "--short", "-q", "HEAD", check=False)
+        return name or "main"
+
+    def ref_exists(self, ref: str) -> bool:
+        return self.run("rev-parse", "--verify", "-q", ref, check=False).returncode == 0
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+    def machine(self) -> str:
+        """This clone's name in commits and version histories: $MEMSTRATA_MACHINE, git config
+        memstrata.machine, else the host name."""
+        name = os.environ.get("MEMSTRATA_MACHINE")
+        if not name:
+            done = subprocess.run(["git", "config", "memstrata.machine"], cwd=str(self.root), capture_output=True,
+                                  text=True)
+            name = done.stdout.strip()
+        return name or socket.gethostname()
+
+    def show(self, spec: str) -> str | None:
+        """A blob's text (`:2:path`, `REV:path`), None when it does not exist."""
+        done = subprocess.run(["git", "show", spec], cwd=str(self.root), capture_output=True)
+        if done.returncode != 0:
+            return None
+        return done.stdout.decode("utf-8", errors="replace")
+
+    def changed(self, old: str | None, new: str) -> list[tuple[str, str]]:
+        """(status letter, path) of what changed between two commits (no rename pairing)."""
+        if old is None:
+            text = self.out("ls-tree", "-r", "--name-only", "-z", new).strip("\0")
+            return [("A", p) for p in text.split("\0") if p]
+        text = self.run("diff", "--name-status", "--no-renames", "-z", old, new).stdout
+        parts = [p for p in text.split("\0") if p]
+        return list(zip(parts[0::2], parts[1::2]))
+
+    def staged(self) -> list[tuple[str, str]]:
+        text = self.run("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
+        parts = [p for p in text.split("\0") if p]
+        return list(zip(parts[0::2], parts[1::2]))
+
+    def unmerged(self) -> dict[str, set[int]]:
+        """Paths left unmerged by a merge: {path: stages present (1 base, 2 ours, 3 theirs)}."""
+        out: dict[str, set[int]] = {}
+        for item in self.run("ls-files", "-u", "-z").stdout.split("\0"):
+            if not item:
+                continue
+            info, path = item.split("\t", 1)
+            out.setdefault(path, set()).add(int(info.split()[2]))
+        return out
+
+    def writer_of(self, rev: str, path: str) -> str:
+        """The machine that last committed `path` on `rev` (its sync commit trailer)."""
+        text = self.out("log", "-1", f"--format=%(trailers:key={TRAILER_MACHINE},valueonly,separator=%x2C)",
+                        rev, "--", path, check=False)
+        return text.strip() or "another machine"
+
+
+def ensure_attributes(root) -> bool:
+    """Write the .gitattributes line that keeps conflict markers out of entries; True if it changed."""
+    path = Path(root) / ".gitattributes"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if GITATTRIBUTES_LINE in text.splitlines():
+        return False
+    from memstrata.storage.atomic import atomic_write_text
+
+    atomic_write_text(path, text + ("" if not text or text.endswith("\n") else "\n") + GITATTRIBUTES_LINE + "\n",
+                      root=root)
+    return True

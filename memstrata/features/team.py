@@ -1,0 +1,168 @@
+"""TeamSync: a tree shared through a git remote - commit, pull with the team merge rules, push, catch up the index."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
+from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
+from memstrata.features.recall import Recall
+from memstrata.features.team_merge import resolve_all
+from memstrata.scoring.merge import describe_changes
+from memstrata.storage import codec, trash, tree
+from memstrata.storage.atomic import atomic_write_text
+from memstrata.storage.catalog import is_entry_path
+from memstrata.storage.paths import category_of
+
+MAX_ATTEMPTS = 8  # pull/push rounds when the remote keeps moving meanwhile
+
+
+class TeamSync:
+    """`mem sync --remote`, `mem init --clone`: the tree's git remote as the team's meeting point."""
+
+    def __init__(self, state: TreeState, save: SavePath, recall: Recall):
+        self.state = state
+        self.save = save
+        self.recall = recall
+        self.root = state.root
+        self.git = Git(state.root)
+
+    # -- clone ------------------------------------------------------------------------------
+    def clone(self, url: str, machine: str | None = None) -> dict:
+        """Make this tree from a remote (`git clone URL root`); the caller then runs init and sync."""
+        root = Path(self.root)
+        if root.exists() and any(root.iterdir()):
+            raise InvalidInput(f"{root} exists and is not empty; --clone needs a new folder")
+        root.parent.mkdir(parents=True, exist_ok=True)
+        self.git.run("clone", "-q", url, str(root), cwd=root.parent)
+        root.chmod(0o700)
+        if machine:
+            self.git.run("config", "memstrata.machine", machine)
+        return {"cloned": url, "root": str(root), "head": self.git.head()}
+
+    # -- sync -------------------------------------------------------------------------------
+    def sync(self, remote: str = "origin", index: bool = True) -> dict:
+        """Commit local changes, pull (team merge rules), push; retry while the remote moves on.
+
+        Then the derived data catches up from the changed files only: catalog, INDEX.md,
+        vector index (`Recall.sync`, which re-embeds only changed text).
+        """
+        git = self.git
+        git.require_repo(remote)
+        tree.require_initialised(self.root)
+        machine = git.machine()
+        branch = git.branch()
+        result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
+                  "conflicts": [], "pushed": False, "attempts": 0}
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            result["attempts"] = attempt
+            with self.state.lock():
+                self._commit_local(machine, result)
+            git.run("fetch", "-q", remote)
+            tracking = f"refs/remotes/{remote}/{branch}"
+            with self.state.lock():
+                self._commit_local(machine, result)
+                if git.ref_exists(tracking):
+                    self._merge(tracking, machine, result)
+            if git.head() is None:
+                break  # nothing on either side yet
+            if git.ref_exists(tracking) and git.out("rev-parse", "HEAD") == git.out("rev-parse", tracking):
+                break  # in step with the remote: nothing to push
+            done = git.run("push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
+            if done.returncode == 0:
+                result["pushed"] = True
+                git.run("fetch", "-q", remote, check=False)  # the tracking ref follows the push
+                break
+            if "rejected" not in done.stderr and "fetch first" not in done.stderr and "non-fast-forward" \
+                    not in done.stderr:
+                raise GitError(f"git push failed: {done.stderr.strip().splitlines()[-1] if done.stderr else ''}")
+            time.sleep(0.05 * attempt)  # the remote moved meanwhile: fetch, merge, push again
+        else:
+            raise GitError(f"the remote kept moving: gave up after {MAX_ATTEMPTS} attempts")
+        result["head"] = git.head()
+        pulled = result.pop("_pulled", set())
+        result["pulled"] = len(pulled)
+        if pulled:
+            self.state.use_settings(None)  # config.md may have come from another machine
+        if index and any(is_entry_path(p) for p in pulled):
+            result["index"] = self.recall.sync()  # only files changed since the last sync are read
+        return result
+
+    def _commit_local(self, machine: str, result: dict) -> None:
+        """Commit whatever changed in the tree, with a message that says what (caller holds the lock)."""
+        git = self.git
+        ensure_attributes(self.root)
+        git.run("add", "-A")
+        staged = git.staged()
+        if not staged:
+            return
+        counts = {"A": 0, "M": 0, "D": 0}
+        for status, path in staged:
+            if is_entry_path(path) and status[0] in counts:
+                counts[status[0]] += 1
+        summary = describe_changes(counts["A"], counts["M"], counts["D"])
+        message = f"memstrata: {summary}\n\n{TRAILER_MACHINE}: {machine}\n"
+        agent = self.state.settings.agent_name
+        if agent:
+            message += f"Memstrata-Agent: {agent}\n"
+        git.run("commit", "-q", "--no-verify", "-m", message)
+        result["committed"].append({"summary": summary, "new": counts["A"], "updated": counts["M"],
+                                    "deleted": counts["D"], "files": len(staged)})
+
+    def _merge(self, tracking: str, machine: str, result: dict) -> None:
+        """Bring the remote's commits in (caller holds the lock): fast-forward, or a merge whose
+        every conflicted path is resolved by the team rules; then INDEX.md regenerated, deletions
+        pulled into the local trash, and one commit."""
+        git = self.git
+        head = git.head()
+        if head is not None and git.is_ancestor(tracking, "HEAD"):
+            return
+        if head is None or git.is_ancestor("HEAD", tracking):
+            git.run("merge", "-q", "--ff-only", tracking)
+            resolved = []
+        else:
+            done = git.run("merge", "-q", "--no-commit", "--no-ff", "--allow-unrelated-histories", tracking,
+                           check=False)
+            if not git.ref_exists("MERGE_HEAD"):
+                lines = (done.stderr or done.stdout).strip().splitlines()
+                raise GitError(f"git merge did not start: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
+            resolved = resolve_all(git, self.root, machine)
+        new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
+        result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
+        result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
+        self._trash_pulled_deletions(head, tracking, machine)
+        self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged
+        git.run("add", "-A")
+        if git.ref_exists("MERGE_HEAD"):
+            message = (f"memstrata: merged {tracking.rsplit('/', 1)[-1]} from the remote "
+                       f"({len(resolved)} paths resolved)\n\n{TRAILER_MACHINE}: {machine}\n")
+            git.run("commit", "-q", "--no-verify", "-m", message)
+        elif git.staged():
+            git.run("commit", "-q", "--no-verify", "-m",
+                    f"memstrata: INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
+
+    def _trash_pulled_deletions(self, head: str | None, tracking: str, machine: str) -> None:
+        """An entry another machine deleted goes to this machine's trash too (restorable, and
+        its kept versions are not orphans)."""
+        if head is None:
+            return
+        gone = [p for status, p in self.git.changed(head, tracking) if status == "D" and is_entry_path(p)]
+        if not gone:
+            return
+        catalog = self.state.catalog
+        catalog.refresh()
+        for path in gone:
+            if (self.root / path).exists():
+                continue  # kept: an edit won over the delete
+            text = self.git.show(f"{head}:{path}")
+            try:
+                entry = codec.parse(text or "", category=category_of(path), path=path)
+            except CorruptEntry:
+                continue
+            if not entry.id or catalog.paths_of(entry.id):
+                continue  # no id, or the entry lives on at another path (a move)
+            atomic_write_text(self.root / path, text, root=self.root)
+            trash.move_to_trash(self.root, entry, f"deleted on {self.git.writer_of(tracking, path)}",
+                                self.state.now())

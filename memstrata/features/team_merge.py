@@ -1,0 +1,126 @@
+"""After `git merge`: each path both sides changed is resolved by the team rules, never left with markers."""
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from memstrata.errors import MemstrataError
+from memstrata.features.gitrepo import Git
+from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
+from memstrata.storage import codec, tree, versions
+from memstrata.storage.atomic import atomic_write_text
+from memstrata.storage.catalog import is_entry_path
+from memstrata.storage.indexes import INDEX_FILE
+from memstrata.storage.paths import category_of
+
+_SNAPSHOT = re.compile(r"^\.versions/([^/]+)/v(\d+)\.md$")
+
+
+def resolve_all(git: Git, root: Path, ours_by: str) -> list[dict]:
+    """Resolve every unmerged path of the merge in progress; what was decided, one dict per path."""
+    return [_resolve(git, Path(root), path, stages, ours_by) for path, stages in sorted(git.unmerged().items())]
+
+
+def _resolve(git: Git, root: Path, path: str, stages: set[int], ours_by: str) -> dict:
+    texts = {n: git.show(f":{n}:{path}") for n in sorted(stages)}
+    name = PurePosixPath(path).name
+    if name == INDEX_FILE:
+        _write(git, root, path, texts.get(2) or texts.get(3) or "")
+        return {"path": path, "kind": "index", "message": "derived: regenerated"}
+    if _SNAPSHOT.match(path):
+        return _resolve_snapshot(git, root, path, texts)
+    if is_entry_path(path):
+        try:
+            return _resolve_entry(git, root, path, texts, ours_by)
+        except MemstrataError:  # a side that cannot be parsed: keep both files as they are
+            return _keep_both(git, root, path, texts, "unreadable side: both files kept")
+    return _resolve_other(git, root, path, texts)
+
+
+def _parse(text: str | None, path: str):
+    if text is None:
+        return None
+    return codec.parse(text, category=category_of(path), path=path)
+
+
+def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str) -> dict:
+    base, ours, theirs = (_parse(texts.get(n), path) for n in (1, 2, 3))
+    if ours is None or theirs is None:  # deleted on one side, changed on the other
+        edited = ours if ours is not None else theirs
+        if keep_edit_over_delete(base, edited):
+            _write(git, root, path, texts[2] if ours is not None else texts[3])
+            return {"path": path, "id": edited.id, "kind": "kept_edit",
+                    "message": f"{edited.id}: deleted on one machine, changed on another: the change is kept"}
+        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+        (root / path).unlink(missing_ok=True)
+        return {"path": path, "id": edited.id, "kind": "deleted",
+                "message": f"{edited.id}: deleted (the other side had only read it)"}
+    theirs_by = git.writer_of("MERGE_HEAD", path)
+    if base is None and not same_entry(ours, theirs):
+        return _keep_both(git, root, path, texts, "two new entries at one path: both kept")
+    ours_label = ours_by + (f"/{ours.agent}" if ours.agent else "")
+    theirs_label = theirs_by + (f"/{theirs.agent}" if theirs.agent else "")
+    kept_numbers = list(versions.list_snapshots(root, ours.id)) if ours.id else []
+    result = merge_entry(base, ours, theirs, ours_label, theirs_label, kept_numbers)
+    for n, entry in result.kept:
+        versions.save_snapshot(root, entry.id, n, codec.render(entry))
+        git.run("add", "--", versions.snapshot_path(root, entry.id, n).relative_to(root).as_posix())
+    _write(git, root, path, codec.render(result.entry))
+    return {"path": path, "id": ours.id, "kind": result.kind,
+            "message": result.message or f"{ours.id}: merged ({result.kind})"}
+
+
+def _keep_both(git: Git, root: Path, path: str, texts: dict, why: str) -> dict:
+    """Ours stays at `path`; theirs goes to a free path next to it."""
+    ours, theirs = texts.get(2), texts.get(3)
+    _write(git, root, path, ours if ours is not None else theirs or "")
+    moved = None
+    if ours is not None and theirs is not None and theirs != ours:
+        stem = PurePosixPath(path).stem
+        moved = tree.unique_entry_path(root, category_of(path), stem, archived="/archived/" in f"/{path}")
+        _write(git, root, moved, theirs)
+    return {"path": path, "kind": "both_kept", "moved_to": moved, "message": why}
+
+
+def _resolve_snapshot(git: Git, root: Path, path: str, texts: dict) -> dict:
+    """A kept version both machines wrote under one number: ours keeps it, theirs gets the next free one."""
+    ours, theirs = texts.get(2), texts.get(3)
+    _write(git, root, path, ours if ours is not None else theirs or "")
+    if ours is not None and theirs is not None and ours != theirs and not _same_text(ours, theirs, path):
+        entry_id = _SNAPSHOT.match(path).group(1)
+        n = max(versions.list_snapshots(root, entry_id) or {0: None}) + 1
+        rel = versions.snapshot_path(root, entry_id, n).relative_to(root).as_posix()
+        _write(git, root, rel, theirs)
+        return {"path": path, "kind": "both_kept", "moved_to": rel, "message": "two kept versions: both kept"}
+    return {"path": path, "kind": "kept", "message": "kept version"}
+
+
+def _same_text(a: str, b: str, path: str) -> bool:
+    """Two kept versions with the same title and body (e.g. one was read once more): one is enough."""
+    try:
+        return content(_parse(a, path)) == content(_parse(b, path))
+    except MemstrataError:
+        return False
+
+
+def _resolve_other(git: Git, root: Path, path: str, texts: dict) -> dict:
+    """config.md, sidecars, records: a line merge where the sides do not touch, ours where they do."""
+    base, ours, theirs = texts.get(1), texts.get(2), texts.get(3)
+    if ours is None or theirs is None:
+        _write(git, root, path, ours if ours is not None else theirs)
+        return {"path": path, "kind": "kept_edit", "message": "deleted on one side: the change is kept"}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for label, text in (("ours", ours), ("base", base or ""), ("theirs", theirs)):
+            f = Path(tmp) / label
+            f.write_text(text, encoding="utf-8")
+            files.append(str(f))
+        merged = git.run("merge-file", "-p", "--ours", *files, check=False).stdout
+    _write(git, root, path, merged)
+    return {"path": path, "kind": "merged_lines", "message": "line merge; ours where both changed a line"}
+
+
+def _write(git: Git, root: Path, rel: str, text: str) -> None:
+    atomic_write_text(root / rel, text, root=root)
+    git.run("add", "--", rel)

@@ -1,0 +1,90 @@
+"""Team memory through real git: a bare remote, three clones written by the CLI, the API and MCP, syncing at random."""
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from team_scenario import Team  # noqa: E402  (shared with bench/team_sync.py)
+
+
+@pytest.fixture(autouse=True)
+def _no_service(monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+
+
+def test_three_writers_three_clones_lose_nothing(tmp_path, embedder):
+    team = Team(tmp_path, embedder, seed=18)
+    anyio.run(team.run, 20)
+    figures = team.check()
+    assert figures["writes"] > 0 and figures["syncs"] >= 5
+
+
+def test_both_changed_one_entry_is_the_conflict_rule(tmp_path, embedder):
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    r = a.write("The release train leaves on Thursdays.", title="Release day", category="ops")
+    a.sync_remote()
+    b.sync_remote()
+    b.update(r.id, "The release train leaves on Fridays.")
+    a.read(r.id)  # an access on one side only: never a conflict on its own
+    a.update(r.id, "The release train leaves on Wednesdays.")
+    assert b.sync_remote()["pushed"]
+    result = a.sync_remote()
+    assert [c["kind"] for c in result["conflicts"]] == ["conflict"]
+    b.sync_remote()
+    for m in (a, b):
+        current = m.read(r.id, count_access=False)
+        assert current.body.strip() == "The release train leaves on Wednesdays."  # the newer one
+        history = m.history(r.id)
+        assert [h["version"] for h in history] == [1, 2, 3]
+        assert "by desktop" in history[1]["summary"] and "lost a conflict" in history[1]["summary"]
+        assert "by laptop" in history[2]["summary"]
+        assert m.history_show(r.id, 2).strip() == "The release train leaves on Fridays."
+        assert m.recall("when does the release train leave?", k=1).to_dict()["results"][0]["id"] == r.id
+        assert m.doctor().findings == []
+
+
+def test_delete_against_edit_keeps_the_edit_and_reads_do_not(tmp_path, embedder):
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="a")
+    b.clone(str(tmp_path / "r.git"), machine="b")
+    kept = a.write("Backups run nightly at 02:00.", title="Backups", category="ops")
+    gone = a.write("The office plant needs water on Mondays.", title="Plant", category="misc")
+    a.sync_remote()
+    b.sync_remote()
+    a.delete(kept.id)
+    b.update(kept.id, "Backups run nightly at 03:00 since the move.")
+    b.delete(gone.id)
+    a.read(gone.id)  # only read on a: the delete wins
+    a.sync_remote()
+    b.sync_remote()
+    a.sync_remote()
+    for m in (a, b):
+        assert m.read(kept.id, count_access=False).body.strip() == "Backups run nightly at 03:00 since the move."
+        assert gone.id not in {e.id for e in m.list()}
+        assert gone.id in {t.id for t in m.trash_list()}  # the other machine's delete lands in this trash too
+        assert m.doctor().findings == []
+
+
+def test_sync_needs_a_git_tree(tmp_path):
+    from memstrata import Memory
+    from memstrata.errors import InvalidInput
+
+    m = Memory(tmp_path / "plain")
+    m.init()
+    with pytest.raises(InvalidInput, match="not a git repository"):
+        m.sync_remote()
+    done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root", str(tmp_path / "plain")], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and done.stderr.startswith("mem: error: ") and done.stderr.count("\n") == 1
