@@ -115,13 +115,21 @@ def main(argv=None):
     print("| cut-off | on-topic: evidence kept | off-topic (other conversation): nothing returned "
           "| off-topic (everyday, x5 trees): nothing returned | tokens per prompt on / off topic |")
     print("| --- | --- | --- | --- | --- |")
-    for cut in CUTS:
-        kept = sum(1 for h in had if any(e and r >= cut for r, e, _ in h)) / len(had)
-        none_c = sum(1 for h in off_conv if not any(r >= cut for r, _, _ in h)) / len(off_conv)
-        none_d = sum(1 for h in off_daily if not any(r >= cut for r, _, _ in h)) / len(off_daily)
-        tok = lambda qs: sum(min(2000, sum(t for r, _, t in h if r >= cut)) for h in qs) / len(qs)  # noqa: E731
-        print(f"| {cut:.3f} | {kept:.3f} | {none_c:.3f} | {none_d:.3f} | {tok(on):.0f} / {tok(off_conv + off_daily):.0f} |")
+    from memstrata.scoring.relevance import keep
 
+    relative = Memory(Path(args.reuse) / f"conv{names[0]}").settings.recall_relative_relevance
+    print(f"(a hit is also dropped below {relative:g} x the best hit's relevance: recall_relative_relevance)\n")
+
+    def shown(h, cut):  # the hits recall returns at this cut-off
+        kept = keep([r for r, _, _ in h], cut, relative) if h else []
+        return [h[i] for i in kept]
+
+    for cut in CUTS:
+        kept = sum(1 for h in had if any(e for _, e, _ in shown(h, cut))) / len(had)
+        none_c = sum(1 for h in off_conv if not shown(h, cut)) / len(off_conv)
+        none_d = sum(1 for h in off_daily if not shown(h, cut)) / len(off_daily)
+        tok = lambda qs: sum(min(2000, sum(t for _, _, t in shown(h, cut))) for h in qs) / len(qs)  # noqa: E731
+        print(f"| {cut:.3f} | {kept:.3f} | {none_c:.3f} | {none_d:.3f} | {tok(on):.0f} / {tok(off_conv + off_daily):.0f} |")
 
 if __name__ == "__main__":
     main()

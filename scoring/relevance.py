@@ -30,6 +30,10 @@ def probability(signals: dict, model: dict = HYBRID) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def keep(relevances: list[float], min_relevance: float) -> list[int]:
-    """Positions of the hits whose relevance clears `min_relevance` (0 keeps every hit)."""
-    return [i for i, r in enumerate(relevances) if min_relevance <= 0 or r >= min_relevance]
+def keep(relevances: list[float], min_relevance: float, relative: float = 0.0) -> list[int]:
+    """Positions of the hits whose relevance clears `min_relevance` and `relative` x the best one's
+    (a weak tail below a clear answer is noise); `min_relevance` 0 keeps every hit."""
+    if min_relevance <= 0:
+        return list(range(len(relevances)))
+    floor = max(min_relevance, relative * max(relevances, default=0.0))
+    return [i for i, r in enumerate(relevances) if r >= floor]

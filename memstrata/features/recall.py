@@ -175,7 +175,7 @@ class Recall:
         if not 0.0 <= cut <= 1.0:
             raise InvalidInput("min_relevance must be between 0 and 1")
         result = apply_cut(self._recall(query, k, category, tier, status, tags, since, until, strategy, explain,
-                                        _sync), cut)
+                                        _sync), cut, self.state.settings.recall_relative_relevance)
         if count_access and result.results:
             now = self.state.now()
             journal.append(self.root, [(h.id, now, None) for h in result.results if h.shared_root is None])
@@ -310,13 +310,14 @@ def word_relevance(matched: list[str], terms: list[str]) -> float:
     return relevance.probability({"text": share, "coverage": share}, relevance.TEXT)
 
 
-def apply_cut(result: RecallResult, min_relevance: float) -> RecallResult:
+def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0) -> RecallResult:
     """Drop the hits below `min_relevance`; the result records the cut-off and the best relevance seen."""
     from memstrata.scoring import relevance
 
     seen = [h.relevance for h in result.results if h.relevance is not None]
     result.best_relevance = max(seen) if seen else None
     result.min_relevance = min_relevance
-    kept = relevance.keep([1.0 if h.relevance is None else h.relevance for h in result.results], min_relevance)
+    kept = relevance.keep([1.0 if h.relevance is None else h.relevance for h in result.results], min_relevance,
+                          relative)
     result.results = [result.results[i] for i in kept]
     return result
