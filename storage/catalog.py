@@ -47,13 +47,14 @@ class RefreshReport:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def iter_entry_files(root: Path):
+def iter_entry_files(root: Path, skipped: list | None = None):
     """Yield (relative path, os.stat_result) of every entry file in the tree.
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
     MEMORY.md/CLAUDE.md, temporary files, files at the root, symlinks and anything that is not a
     regular file (a FIFO, socket or device named x.md: opening it could block) are not entries.
     Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
+    A folder that cannot be opened (no permission) is skipped, and its relative path added to `skipped`.
     """
     base = str(root)
     cut = len(base) + 1
@@ -74,6 +75,10 @@ def iter_entry_files(root: Path):
                         if st is not None:
                             yield item.path[cut:].replace(os.sep, "/"), st
         except (FileNotFoundError, NotADirectoryError):
+            continue
+        except PermissionError:
+            if skipped is not None:
+                skipped.append(folder[cut:].replace(os.sep, "/") or ".")
             continue
 
 
@@ -136,6 +141,7 @@ class Catalog:
         self._watcher = watcher
         self._walked_at = None
         self._parsed: dict[str, tuple[str, Entry]] = {}
+        self.skipped_folders: list[str] = []  # folders the last walk could not open (permissions)
         self.db_path = check_write_target(self.root, self.root / CACHE_DIR / CATALOG_FILE)  # no symlinked .cache/
         ensure_dir(self.db_path.parent)
         self._conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -172,11 +178,15 @@ class Catalog:
         else:
             known = {row[0]: (row[1], row[2]) for row in self._conn.execute("SELECT path, size, mtime_ns FROM entries")}
             seen = set()
-            for rel, st in iter_entry_files(self.root):
+            skipped: list[str] = []
+            for rel, st in iter_entry_files(self.root, skipped):
                 seen.add(rel)
                 if known.get(rel) != (st.st_size, st.st_mtime_ns):
                     updates.append(self._read_row(rel, st, report))
-            report.removed = [p for p in known if p not in seen]
+            # files under a folder that cannot be opened are not gone: their rows stay until it opens again
+            report.removed = [p for p in known if p not in seen
+                              and not any(p.startswith(folder + "/") for folder in skipped)]
+            self.skipped_folders = skipped
         if updates or report.removed:
             with self._conn:
                 self._conn.execute("BEGIN")

@@ -130,3 +130,17 @@ def supersede(root: Path, rel: str, stamp: str) -> str | None:
     target_rel = f"{FULL_DIR}/{SUPERSEDED_DIR}/{path.stem}--{safe}.md"
     atomic_write_bytes(Path(root) / target_rel, read_regular_bytes(path), root=root)
     return target_rel
+
+
+def remove_superseded(root: Path, entry_id: str) -> int:
+    """Delete the superseded copies of an entry's originals (after a purge); returns how many."""
+    folder = Path(root) / FULL_DIR / SUPERSEDED_DIR
+    prefix = require_id(entry_id) + "--"
+    if not folder.is_dir() or folder.is_symlink() or os.path.islink(Path(root) / FULL_DIR):
+        return 0
+    removed = 0
+    for item in folder.iterdir():
+        if item.name.startswith(prefix) and is_regular_file(item):
+            check_write_target(root, item).unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -70,10 +70,39 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     """
     folder = entry_dir(category, archived)
     inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
+    taken = _check_folder_levels(Path(root), folder)
     base = file_slug(title)
     candidate = f"{folder}/{base}.md"
     n = 2
-    while os.path.lexists(Path(root) / candidate) and candidate != keep:  # a dangling symlink or FIFO is taken too
+    # a dangling symlink or FIFO is taken too, and so is a name that differs only in case
+    while candidate != keep and (os.path.lexists(Path(root) / candidate)
+                                 or candidate.rsplit("/", 1)[-1].casefold() in taken):
         candidate = f"{folder}/{base}-{n}.md"
         n += 1
     return candidate
+
+
+def _check_folder_levels(root: Path, folder: str) -> set[str]:
+    """InvalidInput when a level of `folder` is a file (not a folder), or differs only in case from a
+    folder beside it (`Proj` next to `proj`: one folder on macOS and Windows). Returns the casefolded
+    names already in `folder` (empty when it does not exist yet)."""
+    current = root
+    for level in folder.split("/"):
+        try:
+            siblings = os.listdir(current)
+        except (FileNotFoundError, NotADirectoryError):
+            return set()
+        except PermissionError:
+            raise InvalidInput(f"cannot open the folder {current.relative_to(root).as_posix() or '.'}/ "
+                               "(permissions)") from None
+        clash = [s for s in siblings if s != level and s.casefold() == level.casefold()]
+        if clash:
+            raise InvalidInput(f"category level {level!r} differs only in case from {clash[0]!r}, which exists; "
+                               f"use {clash[0]!r} (case-insensitive file systems hold one of them)")
+        current = current / level
+        if level in siblings and not current.is_dir():
+            raise InvalidInput(f"{current.relative_to(root).as_posix()} is a file, not a category folder")
+    try:
+        return {name.casefold() for name in os.listdir(current)}
+    except OSError:
+        return set()

@@ -71,6 +71,24 @@ def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
         pass
 
 
+def remove_all(root: Path, entry_id: str) -> int:
+    """Delete every kept version of an entry and its folder (a purge); returns how many files went."""
+    folder = _folder(root, entry_id)
+    check_write_target(root, folder / "v1.md")  # never through a symlinked .versions/
+    if not folder.is_dir() or folder.is_symlink():
+        return 0
+    removed = 0
+    for item in folder.iterdir():
+        if is_regular_file(item):
+            item.unlink()
+            removed += 1
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # something else in it (not a file the engine wrote): left for the doctor
+    return removed
+
+
 def read_snapshot(root: Path, entry_id: str, version: int) -> str:
     path = snapshot_path(root, entry_id, version)
     if not is_regular_file(path):

@@ -5,6 +5,7 @@ from memstrata import clock
 from memstrata.engine.inputs import (
     check_size,
     clean_body,
+    clean_importance,
     clean_tags,
     clean_title,
     valid_id,
@@ -145,7 +146,7 @@ class Entries:
         title = clean_title(title, body)
         category = validate_category(category)
         tags = clean_tags(tags)
-        level, important_word = codec.normalise_importance(importance)
+        level, important_word = clean_importance(importance)
         if id is not None and not valid_id(str(id)):
             raise InvalidInput(f"id {id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
         now = self.state.now()
@@ -153,7 +154,7 @@ class Entries:
         entry = Entry(
             id=str(id) if id else new_id(), title=title, body=body, category=category, created=stamp,
             updated=stamp, tags=tags, importance=level, important=bool(important) or important_word,
-            related=clean_tags(related), expires=clock.parse_datetime(expires) if expires else None,
+            related=clean_tags(related, "related"), expires=clock.parse_datetime(expires) if expires else None,
             extra=dict(extra or {}),
         )
         warnings = self.save.check_entry(entry)
@@ -188,12 +189,12 @@ class Entries:
             if tags is not None:
                 changed.tags = clean_tags(tags)
             if importance is not None:
-                changed.importance, word_important = codec.normalise_importance(importance)
+                changed.importance, word_important = clean_importance(importance)
                 changed.important = changed.important or word_important
             if important is not None:
                 changed.important = bool(important)
             if related is not None:
-                changed.related = clean_tags(related)
+                changed.related = clean_tags(related, "related")
             if expires is not None:
                 changed.expires = clock.parse_datetime(expires) if expires else None
             if category is not None and validate_category(category) != current.category:
@@ -219,13 +220,19 @@ class Entries:
                                reason=reason, path=rel)
 
     def restore(self, entry_id: str) -> Entry:
-        """Bring an entry back from the trash to where it was, status active."""
+        """Bring an entry back from the trash to where it was, status active.
+
+        `entry_id` is the id, or the trash file's path (`.trash/NAME.md`) for an entry that had no
+        valid id; such an entry comes back with a fresh id (the old value stays in `invalid_id`).
+        """
         tree.require_initialised(self.root)
         with self.state.lock():
             item = trash.find(self.root, entry_id)
-            if self.exists(item.id):
+            if item.id and self.exists(item.id):
                 raise InvalidInput(f"an entry with id {item.id} exists outside the trash already")
             entry = trash.take_out(self.root, item)
+            if not entry.id:
+                entry.id = new_id()
             origin = item.trashed_from or f"{entry.category or 'general'}/x.md"
             category = category_of(origin) or "general"
             now = self.state.now()
@@ -246,7 +253,9 @@ class Entries:
         """Delete for good the trash entries older than trash_retention_days (or all)."""
         tree.require_initialised(self.root)
         with self.state.lock():
-            return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything)
+            self.state.catalog.refresh()
+            return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything,
+                               live_ids=set(self.state.catalog.ids()))
 
     # -- the tree's own files ------------------------------------------------------------
     def rebuild_indexes(self) -> dict:
@@ -283,7 +292,9 @@ class Entries:
                     for c, row in sorted(per_category.items()) if row["split_advised"]]
         return {"root": str(self.root), "entries": len(entries), "tiers": tiers, "statuses": statuses,
                 "categories": dict(sorted(per_category.items())), "trash": len(trash.list_trash(self.root)),
-                "unreadable": sorted(self.state.catalog.errors()), "warnings": warnings}
+                "unreadable": sorted(self.state.catalog.errors()), "warnings": warnings + [
+                    f"{folder}/ cannot be opened (permissions); its entries are left out" for folder in
+                    self.state.catalog.skipped_folders]}
 
     # -- helpers the other parts use ----------------------------------------------------
     def exists(self, entry_id: str) -> bool:
