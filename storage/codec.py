@@ -19,7 +19,7 @@ CANONICAL_KEYS = (
     "id", "title", "status", "tier", "layer", "created", "updated", "version", "tags",
     "importance", "important", "related", "expires", "last_access", "access_count",
     "context_correlation", "weight", "retention", "review_status", "last_reviewed",
-    "next_review", "review_count", "summary", "full_content_file", "agent",
+    "next_review", "review_count", "summary", "full_content_file", "agent", "history",
 )
 # Alternative spellings read from either source document (alias -> canonical key).
 ALIASES = {
@@ -39,7 +39,11 @@ _CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE)
 MAX_FRONTMATTER_BYTES = 256 * 1024
 MAX_FRONTMATTER_DEPTH = 32       # nested mappings/lists (the engine writes 2-3)
 MAX_FRONTMATTER_NODES = 100_000  # values once aliases are expanded
-# The trailing section of an entry file that lists its versions (see storage/versions.py).
+# Where an entry's version history is kept: the `history:` list of its frontmatter, one
+# {version, date, summary} mapping per version (see storage/versions.py). Files written before
+# 0.2 kept it as a trailing "## Version history" section of the body; parse still reads those
+# (legacy_history), and the next write moves it into the frontmatter.
+HISTORY_KEY = "history"
 HISTORY_HEADING = "## Version history"
 _HISTORY_SECTION = re.compile(r"(?:\A|\n\n)## Version history\n\n((?:- v\d+ \([^()\n]*\): [^\n]*\n)+)\Z")
 _HISTORY_LINE = re.compile(r"- v(\d+) \(([^()\n]*)\): ([^\n]*)")
@@ -242,6 +246,9 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
             extra[key_text] = value
 
     entry_id = _checked_id(fields.get("id"), extra)
+    history = history_from_frontmatter(fields.get(HISTORY_KEY))
+    if history is None:
+        extra["history_unparsed"] = fields.get(HISTORY_KEY)
     try:
         importance, important_from_word = normalise_importance(fields.get("importance"))
     except InvalidInput:  # a word we do not know: the default, and the original kept beside it
@@ -283,7 +290,33 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
         full_content_file=str(fields["full_content_file"]) if fields.get("full_content_file") else None,
         agent=str(fields["agent"]) if fields.get("agent") not in (None, "") else None,
         extra=extra,
+        history=history or [],
     )
+
+
+def history_from_frontmatter(value) -> list[dict] | None:
+    """The `history:` frontmatter value as [{version, date, summary}] ([] when absent, None when
+    it is not a list of such mappings)."""
+    if value is None or value == []:
+        return []
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or "version" not in item:
+            return None
+        try:
+            version = int(item["version"])
+        except (TypeError, ValueError):
+            return None
+        date_value = item.get("date")
+        out.append(history_item_dict(version, "" if date_value is None else str(date_value)[:10],
+                                     str(item.get("summary") or "")))
+    return out
+
+
+def history_item_dict(version: int, date_text: str, summary: str) -> dict:
+    return {"version": int(version), "date": date_text, "summary": " ".join(summary.split())}
 
 
 def _checked_id(value, extra: dict) -> str:
@@ -329,6 +362,8 @@ def entry_to_frontmatter(entry: Entry) -> dict:
         "summary": entry.summary,
         "full_content_file": entry.full_content_file,
         "agent": entry.agent,
+        HISTORY_KEY: [{"version": int(h.get("version", 1)), "date": str(h.get("date") or ""),
+                       "summary": " ".join(str(h.get("summary") or "").split())} for h in entry.history],
     }
     keep_even_if_empty = {"id", "title", "status", "tier", "layer", "created", "updated", "version",
                           "tags", "importance", "important", "access_count"}
@@ -354,7 +389,7 @@ def _yaml_safe(value):
 
 
 def render_history(history: list[dict]) -> str:
-    """The "Version history" section: one line per version, "- vN (date): summary"."""
+    """The pre-0.2 "Version history" section: one line per version, "- vN (date): summary"."""
     lines = [HISTORY_HEADING, ""]
     for item in history:
         summary = " ".join(str(item.get("summary") or "").split())
@@ -371,8 +406,10 @@ def _body_with_history(body: str, history: list[dict]) -> str:
     return body
 
 
-def split_history(text: str) -> tuple[str, list[dict]]:
-    """Split a trailing "## Version history" section off a body (only when it renders back exactly)."""
+def legacy_history(text: str, version) -> tuple[str, list[dict]]:
+    """Split a pre-0.2 trailing "## Version history" section off a body, but only one the engine
+    wrote: it renders back exactly, and its last line is the entry's own `version` (2 or more).
+    Anything else is body text (a body may itself end in such a section)."""
     match = _HISTORY_SECTION.search(text) if HISTORY_HEADING in text else None
     if match is None:
         return text, []
@@ -383,7 +420,11 @@ def split_history(text: str) -> tuple[str, list[dict]]:
         if m is None:
             return text, []
         history.append({"version": int(m.group(1)), "date": m.group(2), "summary": m.group(3)})
-    if _body_with_history(body, history) != text:
+    try:
+        current = int(version)
+    except (TypeError, ValueError):
+        return text, []
+    if current < 2 or history[-1]["version"] != current or _body_with_history(body, history) != text:
         return text, []
     return body, history
 
@@ -440,7 +481,7 @@ def render(entry: Entry) -> str:
     check_renderable(entry)
     header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
                        sort_keys=False, default_flow_style=None, width=100000)
-    body = _body_with_history(entry.body, entry.history)
+    body = entry.body + ("\n" if entry.body and not entry.body.endswith("\n") else "")
     return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{body}"
 
 
@@ -449,7 +490,16 @@ def parse(text: str, *, category: str = "", path: str | None = None, fallback_ti
     if "\x00" in text:
         raise CorruptEntry("file contains NUL bytes (binary?)")
     data, body = split_frontmatter(text)
-    body, history = split_history(body)
+    legacy: list[dict] = []
+    if HISTORY_KEY not in data:
+        body, legacy = legacy_history(body, data.get("version"))
     entry = entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title)
-    entry.history = history
+    if legacy:
+        entry.history = legacy
     return entry
+
+
+def body_of(text: str) -> str:
+    """The body of an entry file's text exactly as parse reads it (history never included)."""
+    data, body = split_frontmatter(text)
+    return legacy_history(body, data.get("version"))[0] if HISTORY_KEY not in data else body

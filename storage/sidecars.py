@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_bytes
-from memstrata.storage.codec import split_frontmatter
+from memstrata.storage.codec import body_of
 from memstrata.storage.entry import Entry, require_id
 from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
 
@@ -69,13 +69,14 @@ def read_bytes(root: Path, rel: str) -> bytes:
 
 
 def original_body(root: Path, rel: str) -> str:
-    """The body of the stored original, exactly as the codec reads a body from a file."""
+    """The body of the stored original, exactly as the codec reads a body from a file (its
+    version history is not part of it: the entry in the tree carries the history)."""
     raw = read_bytes(root, rel)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CorruptEntry(f"{rel} is not UTF-8 text") from None
-    return split_frontmatter(text)[1]
+    return body_of(text)
 
 
 def full_body(root: Path, entry: Entry) -> str:

@@ -12,7 +12,7 @@
 #   conflict (the existing entry gets a new version holding the new content), near_duplicate
 #   (nothing written unless --merge folds it in or --force writes it anyway), new.
 # - Every content change of an existing entry keeps the replaced file in full under
-#   `.versions/{id}/v{N}.md` and adds a line to the entry's "Version history" section.
+#   `.versions/{id}/v{N}.md` and adds a line to the entry's version history (frontmatter `history:`).
 from __future__ import annotations
 
 import hashlib
