@@ -104,5 +104,7 @@ def _check_folder_levels(root: Path, folder: str) -> set[str]:
             raise InvalidInput(f"{current.relative_to(root).as_posix()} is a file, not a category folder")
     try:
         return {name.casefold() for name in os.listdir(current)}
+    except PermissionError:
+        raise InvalidInput(f"cannot open the folder {folder}/ (permissions)") from None
     except OSError:
         return set()

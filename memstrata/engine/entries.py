@@ -99,10 +99,13 @@ class Entries:
         entry = self.resolve(ref)
         if not count_access:
             return entry
-        with self.state.lock():
-            current = self.resolve(entry.id or ref)
-            after = touched(current, self.state.now(), self.state.settings)
-            self.save.save(after, previous=current)
+        try:
+            with self.state.lock():
+                current = self.resolve(entry.id or ref)
+                after = touched(current, self.state.now(), self.state.settings)
+                self.save.save(after, previous=current)
+        except OSError:  # a full or read-only disk: the read still answers, the access is not counted
+            return entry
         return after
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None,
@@ -170,7 +173,8 @@ class Entries:
             entry.path = tree.unique_entry_path(self.root, category, title)
             self.save.save(entry, previous=None)
         return WriteResult(id=entry.id, path=entry.path, action="created", version=entry.version,
-                           message=f"wrote {entry.path}", warnings=warnings + self.category_warnings(category))
+                           message=f"wrote {entry.path}", warnings=warnings + self.category_warnings(category)
+                           + self.index_warnings())
 
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
                important: bool | None = None, related=None, expires=None, category: str | None = None) -> WriteResult:
@@ -204,7 +208,8 @@ class Entries:
             warnings = self.save.check_entry(changed)
             self.save.update(current, changed)
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
-                           message=f"updated {changed.path} (v{changed.version})", warnings=warnings)
+                           message=f"updated {changed.path} (v{changed.version})",
+                           warnings=warnings + self.index_warnings())
 
     # -- deleting -----------------------------------------------------------------------
     def delete(self, ref: str, reason: str = "deleted") -> trash.TrashItem:
@@ -293,7 +298,7 @@ class Entries:
         return {"root": str(self.root), "entries": len(entries), "tiers": tiers, "statuses": statuses,
                 "categories": dict(sorted(per_category.items())), "trash": len(trash.list_trash(self.root)),
                 "unreadable": sorted(self.state.catalog.errors()), "warnings": warnings + [
-                    f"{folder}/ cannot be opened (permissions); its entries are left out" for folder in
+                    f"{folder}/ cannot be opened (permissions); its entries are listed as last seen" for folder in
                     self.state.catalog.skipped_folders]}
 
     # -- helpers the other parts use ----------------------------------------------------
@@ -308,6 +313,10 @@ class Entries:
         """A write into a folder with no tree makes one first."""
         if not tree.is_initialised(self.root):
             self.init()
+
+    def index_warnings(self) -> list[str]:
+        """The save path's note when the (derived) vector index could not follow the last save."""
+        return [self.save.index.last_error] if self.save.index.last_error else []
 
     def category_warnings(self, category: str) -> list[str]:
         count = self.state.catalog.category_counts().get(category, 0)

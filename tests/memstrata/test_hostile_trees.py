@@ -338,3 +338,132 @@ def test_case12_mode_000_file_is_a_permission_problem(mem_cli):
     assert code == 0, out
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and path.exists()
     assert not (root / ".quarantine").exists() or not any((root / ".quarantine").glob("*garden*"))
+
+
+# -- case 9: broken derived files and a broken environment ---------------------------------------
+def _garble_lance(root: Path) -> int:
+    count = 0
+    for path in (root / ".vectors").rglob("*"):
+        if path.is_file() and path.suffix in (".lance", ".manifest", ".txn", ".idx"):
+            path.write_bytes(os.urandom(max(64, min(path.stat().st_size, 4096))))
+            count += 1
+    return count
+
+
+def test_case9_garbage_lance_files_write_and_recall_still_work(mem_cli):
+    root = mem_cli.root
+    m = Memory(root)
+    for n in range(3):
+        m.write(f"Note {n} about the harbour and the ships in it.", title=f"harbour {n}", category="notes")
+    assert _garble_lance(root) > 0
+    code, out, err = mem_cli("write", "Written after the index broke: the lighthouse.", "--title", "after",
+                             "-c", "notes", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (root / result["path"]).is_file()
+    code, out, err = mem_cli("recall", "harbour ships", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["strategy"] == "grep" and answer["results"]
+    assert any("vector index cannot be read" in n for n in answer["notes"])
+    code, _, err = mem_cli("recall", "harbour ships", "--strategy", "vector")
+    assert code == 7 and "vector index cannot be read" in one_line(err)
+    code, out, _ = mem_cli("doctor", "--fix", "--json")
+    assert code == 0, out
+    code, out, _ = mem_cli("recall", "lighthouse", "--json")
+    assert code == 0 and json.loads(out)["strategy"] != "grep"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "folder"])
+def test_case9_broken_catalog_is_rebuilt_on_its_own(mem_cli, damage):
+    root = mem_cli.root
+    Memory(root).write("The catalog is derived from the files.", title="derived", category="notes")
+    db = root / ".cache" / "catalog.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    if damage == "garbage":
+        db.write_bytes(os.urandom(5000))
+    else:
+        db.mkdir()
+        (db / "something").write_text("not ours to delete")
+    code, out, err = mem_cli("list", "--json")
+    assert code == 0, err
+    assert [e["title"] for e in json.loads(out)["entries"]] == ["derived"]
+    code, _, err = mem_cli("write", "And writes go on.", "--title", "more", "-c", "notes")
+    assert code == 0, err
+    if damage == "folder":
+        kept = [p for p in (root / ".cache").iterdir() if p.name.startswith("catalog.db.not-a-catalog")]
+        assert kept and (kept[0] / "something").read_text() == "not ours to delete"
+
+
+def test_case9_full_disk_reads_still_work(tmp_path, embedder):
+    """RLIMIT_FSIZE 0 makes every write that grows a file fail (EFBIG), as a full disk does."""
+    import resource
+    import signal
+
+    root = tmp_path / "r"
+    m = Memory(root, embedder=embedder)
+    entry = m.write("The spare key is under the blue pot.", title="spare key", category="notes")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root / '.cache' / 'catalog.db'}{suffix}").unlink(missing_ok=True)
+    before = (root / entry.path).read_bytes()
+
+    def no_room():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+    for args in (["list"], ["read", entry.id], ["stats"], ["recall", "spare key", "--strategy", "grep"]):
+        proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", *args, "--root", str(root)],
+                              capture_output=True, text=True, env=env, preexec_fn=no_room, timeout=300)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert any(w in proc.stdout for w in ("spare key", "blue pot", "1 entries")), (args, proc.stdout)
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "write", "no room", "--root", str(root)],
+                          capture_output=True, text=True, env=env, preexec_fn=no_room, timeout=300)
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert (root / entry.path).read_bytes() == before
+
+
+def _without_dac_override(argv: list[str]) -> list[str]:
+    """Run as root without the capabilities that let root open any folder (CI runs as root)."""
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search", *argv]
+
+
+def test_case9_a_folder_nobody_can_open_is_skipped_with_a_note(tmp_path, embedder):
+    import shutil
+
+    root = tmp_path / "r"
+    m = Memory(root, embedder=embedder)
+    m.write("Locked away.", title="vaulted", category="vault")
+    m.write("Plain note.", title="plain", category="notes")
+    os.chmod(root / "vault", 0)
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+
+    def run(*args):
+        argv = [sys.executable, "-m", "memstrata.cli.app", *args, "--root", str(root)]
+        if os.getuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("root without setpriv cannot be kept out of a folder")
+            argv = _without_dac_override(argv)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+
+    try:
+        probe = run("list")
+        if probe.returncode != 0 and "setpriv" in probe.stderr:
+            pytest.skip(f"setpriv cannot drop capabilities here: {probe.stderr.strip()}")
+        assert probe.returncode == 0 and "plain" in probe.stdout, probe.stderr
+        stats = run("stats", "--json")
+        assert stats.returncode == 0 and any("vault/ cannot be opened" in w
+                                             for w in json.loads(stats.stdout)["warnings"])
+        assert run("recall", "plain note").returncode == 0
+        assert run("write", "Another note.", "-c", "notes").returncode == 0
+        refused = run("write", "Into the vault.", "-c", "vault")
+        assert refused.returncode == 2 and "permissions" in one_line(refused.stderr)
+        doctor = run("doctor", "--json")
+        found = json.loads(doctor.stdout)["findings"]
+        assert any(f["kind"] == "permissions" and f["path"] == "vault" for f in found)
+        fixed = run("doctor", "--fix", "--json")
+        assert stat.S_IMODE(os.stat(root / "vault").st_mode) == 0o700, fixed.stdout
+    finally:
+        os.chmod(root / "vault", 0o700)
