@@ -467,3 +467,44 @@ def test_case9_a_folder_nobody_can_open_is_skipped_with_a_note(tmp_path, embedde
         assert stat.S_IMODE(os.stat(root / "vault").st_mode) == 0o700, fixed.stdout
     finally:
         os.chmod(root / "vault", 0o700)
+
+
+# -- case 3: old versions stay findable and travel with export/import ----------------------------
+def test_case3_two_standups_are_two_memories(mem_cli):
+    m = Memory(mem_cli.root)
+    first = m.write("Standup: Bob is blocked on the payments API; Ann demoed the new search page.",
+                    title="Standup", category="meetings")
+    second = m.write("Standup: the release moves to Friday and we are hiring two engineers.",
+                     title="Standup", category="meetings")
+    assert second.action == "created" and second.id != first.id
+    found = m.recall("who is blocked on the payments API", k=3)
+    assert found.results[0].id == first.id
+
+
+def test_case3_an_old_version_is_found_and_exported(mem_cli, tmp_path):
+    root = mem_cli.root
+    m = Memory(root)
+    first = m.write("The team prefers tabs for indentation in the Go services.", title="Indentation",
+                    category="decisions")
+    second = m.write("The team prefers spaces for indentation in the Go services.", title="Indentation",
+                     category="decisions")
+    assert second.action == "conflict" and second.id == first.id and second.version == 2
+    m.write("Lunch is at noon on Fridays.", title="Lunch", category="notes")
+    hit = m.recall("tabs for indentation", k=3)
+    assert hit.results and hit.results[0].id == first.id
+    code, out, _ = mem_cli("recall", "tabs for indentation", "--strategy", "grep", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["id"] == first.id
+    # export carries every kept version; import puts them back under .versions/
+    backup = tmp_path / "backup.jsonl"
+    code, _, err = mem_cli("export", str(backup))
+    assert code == 0, err
+    record = next(json.loads(line) for line in backup.read_text().splitlines() if json.loads(line)["id"] == first.id)
+    assert "tabs" in record["versions"]["1"]
+    other = tmp_path / "other"
+    assert mem_cli("init", root_dir=other)[0] == 0
+    code, out, err = mem_cli("import", str(backup), "--json", root_dir=other)
+    assert code == 0, err
+    assert versions.read_snapshot(other, first.id, 1) == versions.read_snapshot(root, first.id, 1)
+    again = Memory(other)
+    assert again.history_show(first.id, 1) == "The team prefers tabs for indentation in the Go services.\n"
+    assert again.recall("tabs for indentation", k=3).results[0].id == first.id
