@@ -508,3 +508,60 @@ def test_case3_an_old_version_is_found_and_exported(mem_cli, tmp_path):
     again = Memory(other)
     assert again.history_show(first.id, 1) == "The team prefers tabs for indentation in the Go services.\n"
     assert again.recall("tabs for indentation", k=3).results[0].id == first.id
+
+
+# -- case 4: the secret guard covers every way in ------------------------------------------------
+SECRET = "sk-" + "ant-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz"  # built at run time: no secret in this file
+
+
+def _no_secret_anywhere(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file() and not any(p in (".vectors", ".cache") for p in path.relative_to(root).parts):
+            assert SECRET.encode() not in path.read_bytes(), path
+        assert SECRET not in path.name
+
+
+def test_case4_secret_guard_on_every_way_in(mem_cli, tmp_path, monkeypatch):
+    from memstrata.errors import SecretDetected
+
+    root = mem_cli.root
+    m = Memory(root)
+    # a category name holding a token (it would become a folder and an INDEX.md line)
+    with pytest.raises(SecretDetected):
+        m.write("harmless body", title="t", category=f"keys/{SECRET}")
+    code, _, err = mem_cli("write", "harmless body", "-c", f"keys/{SECRET}")
+    assert code == 5 and SECRET not in one_line(err)
+    # a Viking tree whose frontmatter holds a token in a field the engine does not know
+    tree = tmp_path / "viking" / "agent" / "memories"
+    (tree / "hot").mkdir(parents=True)
+    (tree / "hot" / "leak.md").write_text(f"---\ntitle: config\napi_token: {SECRET}\n---\n\nSee the token.\n")
+    (tree / "hot" / "fine.md").write_text("---\ntitle: fine\n---\n\nA harmless note.\n")
+    report = m.import_path(tree, layout="viking")
+    assert report["imported"] == 1 and len(report["errors"]) == 1
+    # a PME tree, same
+    pme = tmp_path / "pme"
+    (pme / "projects").mkdir(parents=True)
+    (pme / "projects" / "leak.md").write_text(f"---\ntitle: creds\nnote: '{SECRET}'\n---\n\nbody\n")
+    report = m.import_path(pme, layout="pme")
+    assert report["imported"] == 0 and report["errors"]
+    # an agent's own MEMORY.md
+    builtin = tmp_path / "MEMORY.md"
+    builtin.write_text(f"# Notes\n\n## Keys\n\nThe key is {SECRET}\n\n## Lunch\n\nNoon.\n")
+    with pytest.raises(SecretDetected):
+        m.import_builtin(builtin)
+    # daily notes
+    with pytest.raises(SecretDetected):
+        m.daily(f"today I used {SECRET}")
+    # share into the shared root: this root warns only, the shared root refuses
+    shared = tmp_path / "shared"
+    Memory(shared).init()
+    monkeypatch.setenv("MEMSTRATA_SHARED", str(shared))
+    m.config_set("secrets", "warn")
+    leaky = m.write(f"token {SECRET}", title="leaky", category="notes")
+    assert leaky.warnings
+    with pytest.raises(SecretDetected):
+        Memory(root).share(leaky.id)
+    _no_secret_anywhere(shared)
+    m.delete(leaky.id)
+    m.trash_purge(everything=True)
+    _no_secret_anywhere(root)
