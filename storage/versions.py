@@ -4,7 +4,7 @@ Every time an entry's content changes on purpose (a conflicting write, `update`,
 of a near-duplicate, a revert) the whole file text of the version being replaced is
 written here first, atomically, so any version can be read or restored later. The file
 of the entry itself keeps a short version history (its `history:` frontmatter list, see
-codec.HISTORY_KEY); this folder keeps the bodies.
+storage/history.py); this folder keeps the bodies.
 
 A category split writes `{category}/.split.json` (what moved where) so that `merge` can
 undo exactly that split.
