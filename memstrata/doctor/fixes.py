@@ -68,6 +68,8 @@ class Repairs:
     def run(self, findings: list[Finding]) -> None:
         now = self.state.now()
         kinds = {f.kind for f in findings if f.fixable and not f.fixed}
+        if "permissions" in kinds:  # first: a folder that opens again changes what the other repairs see
+            _tighten(self.root)
         for f in findings:
             if not f.fixable or f.fixed:
                 continue
@@ -93,8 +95,6 @@ class Repairs:
         if kinds & {"vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_rows", "duplicate_id",
                     "unparseable"}:
             self._fix_vectors(findings)
-        if "permissions" in kinds:
-            _tighten(self.root)
 
     def _fix_duplicate(self, f: Finding, now) -> None:
         if "fresh id" in (f.action or ""):

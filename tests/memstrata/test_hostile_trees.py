@@ -465,6 +465,8 @@ def test_case9_a_folder_nobody_can_open_is_skipped_with_a_note(tmp_path, embedde
         assert any(f["kind"] == "permissions" and f["path"] == "vault" for f in found)
         fixed = run("doctor", "--fix", "--json")
         assert stat.S_IMODE(os.stat(root / "vault").st_mode) == 0o700, fixed.stdout
+        assert fixed.returncode == 0, fixed.stdout
+        assert "vaulted" in run("list").stdout
     finally:
         os.chmod(root / "vault", 0o700)
 
