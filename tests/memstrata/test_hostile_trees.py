@@ -567,3 +567,24 @@ def test_case4_secret_guard_on_every_way_in(mem_cli, tmp_path, monkeypatch):
     m.delete(leaky.id)
     m.trash_purge(everything=True)
     _no_secret_anywhere(root)
+
+
+def test_case12_stats_names_a_file_its_reader_cannot_open(tmp_path, embedder):
+    import shutil
+
+    root = tmp_path / "r"
+    entry = Memory(root, embedder=embedder).write("Mode zero.", title="zero", category="notes")
+    os.chmod(root / entry.path, 0)
+    argv = [sys.executable, "-m", "memstrata.cli.app", "stats", "--json", "--root", str(root)]
+    if os.getuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root without setpriv reads any file")
+        argv = _without_dac_override(argv)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root / '.cache' / 'catalog.db'}{suffix}").unlink(missing_ok=True)
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    if proc.returncode != 0 and "setpriv" in proc.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["unreadable"] == [entry.path]
