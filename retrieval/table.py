@@ -18,6 +18,7 @@ from memstrata.retrieval import chunking, lexical
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache
 from memstrata.storage.entry import Entry
 from memstrata.storage.sidecars import with_full_body
+from memstrata.storage.versions import with_kept_versions
 
 VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
@@ -31,12 +32,14 @@ def row_id(entry: Entry) -> str:
 
 
 def indexed_form(root: Path, entry: Entry) -> Entry:
-    """The entry as the index (and grep) sees it: a compressed entry carries its full original text.
+    """The entry as the index (and grep) sees it: a compressed entry carries its full original
+    text, and an entry with kept versions carries their text after its own (storage.versions).
 
-    The one place of the rule "a compressed entry is found by what it said before compression";
-    `VectorIndex.upsert` applies it to whatever it is given, so no writer has to remember it.
+    The one place of the rules "a compressed entry is found by what it said before compression"
+    and "an old version stays findable"; `VectorIndex.upsert` applies it to whatever it is given,
+    so no writer has to remember it.
     """
-    return with_full_body(root, entry)
+    return with_kept_versions(root, with_full_body(root, entry))
 
 
 def sql_str(value: str) -> str:

@@ -62,13 +62,17 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
 
     In order of precedence (the most similar candidate wins within a rule):
     - duplicate: same normalised body (an empty body also needs the same title);
-    - conflict: same normalised title, or the same non-empty tag set with similarity >=
-      settings.conflict_similarity, and different content;
+    - conflict: different content about the same subject: the same normalised title with
+      similarity >= settings.conflict_title_similarity (a title alone when the similarity is
+      unknown: no model), or the same non-empty tag set with similarity >=
+      settings.conflict_similarity. Two "Standup" notes about different things are two memories;
     - near_duplicate: similarity >= settings.near_duplicate_threshold and a different title;
     - new otherwise. Expired candidates are ignored.
     """
     n_title, n_body, n_tags = normalise_text(title), normalise_text(body), normalise_tags(tags)
-    pool = [(e, float(s) if s is not None else 0.0) for e, s in candidates if e.status != "expired"]
+    candidates = [(e, s) for e, s in candidates if e.status != "expired"]
+    unknown = {e.id for e, s in candidates if s is None}
+    pool = [(e, float(s) if s is not None else 0.0) for e, s in candidates]
     pool.sort(key=lambda pair: (-pair[1], pair[0].id))
 
     for entry, sim in pool:
@@ -77,7 +81,8 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
             return WriteDecision("duplicate", entry.id, sim, f"same content as {_name(entry)}")
 
     for entry, sim in pool:
-        if n_title and normalise_text(entry.title) == n_title:
+        if n_title and normalise_text(entry.title) == n_title and (
+                entry.id in unknown or sim >= settings.conflict_title_similarity):
             return WriteDecision("conflict", entry.id, sim,
                                  f"same title as {_name(entry)} with different content")
         if n_tags and normalise_tags(entry.tags) == n_tags and sim >= settings.conflict_similarity:

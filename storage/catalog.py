@@ -47,13 +47,14 @@ class RefreshReport:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def iter_entry_files(root: Path):
+def iter_entry_files(root: Path, skipped: list | None = None):
     """Yield (relative path, os.stat_result) of every entry file in the tree.
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
     MEMORY.md/CLAUDE.md, temporary files, files at the root, symlinks and anything that is not a
     regular file (a FIFO, socket or device named x.md: opening it could block) are not entries.
     Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
+    A folder that cannot be opened (no permission) is skipped, and its relative path added to `skipped`.
     """
     base = str(root)
     cut = len(base) + 1
@@ -74,6 +75,10 @@ def iter_entry_files(root: Path):
                         if st is not None:
                             yield item.path[cut:].replace(os.sep, "/"), st
         except (FileNotFoundError, NotADirectoryError):
+            continue
+        except PermissionError:
+            if skipped is not None:
+                skipped.append(folder[cut:].replace(os.sep, "/") or ".")
             continue
 
 
@@ -136,19 +141,49 @@ class Catalog:
         self._watcher = watcher
         self._walked_at = None
         self._parsed: dict[str, tuple[str, Entry]] = {}
+        self.skipped_folders: list[str] = []  # folders the last walk could not open (permissions)
         self.db_path = check_write_target(self.root, self.root / CACHE_DIR / CATALOG_FILE)  # no symlinked .cache/
-        ensure_dir(self.db_path.parent)
-        self._conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        if self._conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            self._conn.executescript("DROP TABLE IF EXISTS entries;")
-            self._conn.executescript(_SCHEMA)
-            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Why this catalog lives in memory for this process (None: on disk). It is derived data:
+        # a damaged file is rebuilt, and a disk that takes no writes still lets reads work.
+        self.note: str | None = None
         try:
-            os.chmod(self.db_path, 0o600)
-        except OSError:
-            pass
+            ensure_dir(self.db_path.parent)
+            self._conn = _open(self.db_path)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self._conn = self._recover(exc)
+
+    def _recover(self, exc: BaseException) -> sqlite3.Connection:
+        """Open a fresh catalog after `exc`: a folder at its path is moved aside, a damaged file is
+        removed (derived); when the disk takes no writes, the catalog lives in memory."""
+        path = self.db_path
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.replace(path, f"{path}.not-a-catalog-{os.getpid()}")  # not ours to delete
+            elif isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+            return _open(path)
+        except (sqlite3.DatabaseError, OSError) as again:
+            return self._in_memory(again)
+
+    def _in_memory(self, exc: BaseException) -> sqlite3.Connection:
+        self.note = f"the catalog cannot be written ({exc}); kept in memory for this run"
+        self._walked_at = None
+        self._parsed.clear()
+        return _open(":memory:")
+
+    def _write(self, action):
+        """Run a catalog write; if the disk refuses it (full, read-only, I/O error), move to memory,
+        fill it from the tree and run it again."""
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if self.note is not None:
+                raise
+            old, self._conn = self._conn, self._in_memory(exc)
+            old.close()
+            self.refresh()
+            return action()
 
     def close(self) -> None:
         self._conn.close()
@@ -172,16 +207,29 @@ class Catalog:
         else:
             known = {row[0]: (row[1], row[2]) for row in self._conn.execute("SELECT path, size, mtime_ns FROM entries")}
             seen = set()
-            for rel, st in iter_entry_files(self.root):
+            skipped: list[str] = []
+            for rel, st in iter_entry_files(self.root, skipped):
                 seen.add(rel)
                 if known.get(rel) != (st.st_size, st.st_mtime_ns):
                     updates.append(self._read_row(rel, st, report))
-            report.removed = [p for p in known if p not in seen]
+            # files under a folder that cannot be opened are not gone: their rows stay until it opens again
+            report.removed = [p for p in known if p not in seen
+                              and not any(p.startswith(folder + "/") for folder in skipped)]
+            self.skipped_folders = skipped
         if updates or report.removed:
-            with self._conn:
-                self._conn.execute("BEGIN")
-                self._conn.executemany(_INSERT, updates)
-                self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
+            def store():
+                with self._conn:
+                    self._conn.execute("BEGIN")
+                    self._conn.executemany(_INSERT, updates)
+                    self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
+            try:
+                store()
+            except sqlite3.OperationalError as exc:  # the disk takes no writes: the same rows, in memory
+                if self.note is not None:
+                    raise
+                old, self._conn = self._conn, self._in_memory(exc)
+                old.close()
+                return self.refresh()
             for rel in report.removed:
                 self._parsed.pop(rel, None)
         self._walked_at = generation
@@ -198,10 +246,11 @@ class Catalog:
 
     def record(self, entry: Entry) -> None:
         """Note an entry just written by the engine (its file exists at entry.path)."""
-        self._conn.execute(_INSERT, _row(entry.path, entry, (self.root / entry.path).stat()))
+        row = _row(entry.path, entry, (self.root / entry.path).stat())
+        self._write(lambda: self._conn.execute(_INSERT, row))
 
     def forget(self, rel: str) -> None:
-        self._conn.execute("DELETE FROM entries WHERE path = ?", (rel,))
+        self._write(lambda: self._conn.execute("DELETE FROM entries WHERE path = ?", (rel,)))
         self._parsed.pop(rel, None)
 
     def rebuild(self) -> RefreshReport:
@@ -285,6 +334,30 @@ class Catalog:
 
 
 _INSERT = "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?)"
+
+
+def _open(path) -> sqlite3.Connection:
+    """A catalog connection with the current schema (an older one is dropped); raises when the
+    file is not a database, is a folder, or the disk takes no writes."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    try:
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            conn.executescript("DROP TABLE IF EXISTS entries;")
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("SELECT count(*) FROM entries").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    if path != ":memory:":
+        try:
+            os.chmod(path, 0o600)
+        except OSError:
+            pass
+    return conn
 
 
 def _row(rel: str, entry: Entry, st) -> tuple:

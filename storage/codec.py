@@ -10,6 +10,7 @@ import yaml
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import CorruptEntry, InvalidInput
 from memstrata.storage.entry import INVALID_ID_KEY, LAYERS, REVIEW_STATUSES, STATUSES, TIERS, Entry, valid_id
+from memstrata.storage.history import HISTORY_KEY, history_from_frontmatter, legacy_history
 
 # Words of the second source document onto the 0-1 scale of the first.
 IMPORTANCE_WORDS = {"low": 0.2, "medium": 0.5, "normal": 0.5, "high": 0.8, "important": 1.0, "critical": 1.0}
@@ -19,7 +20,7 @@ CANONICAL_KEYS = (
     "id", "title", "status", "tier", "layer", "created", "updated", "version", "tags",
     "importance", "important", "related", "expires", "last_access", "access_count",
     "context_correlation", "weight", "retention", "review_status", "last_reviewed",
-    "next_review", "review_count", "summary", "full_content_file", "agent",
+    "next_review", "review_count", "summary", "full_content_file", "agent", "history",
 )
 # Alternative spellings read from either source document (alias -> canonical key).
 ALIASES = {
@@ -39,10 +40,6 @@ _CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE)
 MAX_FRONTMATTER_BYTES = 256 * 1024
 MAX_FRONTMATTER_DEPTH = 32       # nested mappings/lists (the engine writes 2-3)
 MAX_FRONTMATTER_NODES = 100_000  # values once aliases are expanded
-# The trailing section of an entry file that lists its versions (see storage/versions.py).
-HISTORY_HEADING = "## Version history"
-_HISTORY_SECTION = re.compile(r"(?:\A|\n\n)## Version history\n\n((?:- v\d+ \([^()\n]*\): [^\n]*\n)+)\Z")
-_HISTORY_LINE = re.compile(r"- v(\d+) \(([^()\n]*)\): ([^\n]*)")
 
 
 # libyaml's C parser and emitter when PyYAML has them: parsing is the cost of every read.
@@ -242,6 +239,9 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
             extra[key_text] = value
 
     entry_id = _checked_id(fields.get("id"), extra)
+    history = history_from_frontmatter(fields.get(HISTORY_KEY))
+    if history is None:
+        extra["history_unparsed"] = fields.get(HISTORY_KEY)
     try:
         importance, important_from_word = normalise_importance(fields.get("importance"))
     except InvalidInput:  # a word we do not know: the default, and the original kept beside it
@@ -283,6 +283,7 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
         full_content_file=str(fields["full_content_file"]) if fields.get("full_content_file") else None,
         agent=str(fields["agent"]) if fields.get("agent") not in (None, "") else None,
         extra=extra,
+        history=history or [],
     )
 
 
@@ -329,6 +330,8 @@ def entry_to_frontmatter(entry: Entry) -> dict:
         "summary": entry.summary,
         "full_content_file": entry.full_content_file,
         "agent": entry.agent,
+        HISTORY_KEY: [{"version": int(h.get("version", 1)), "date": str(h.get("date") or ""),
+                       "summary": " ".join(str(h.get("summary") or "").split())} for h in entry.history],
     }
     keep_even_if_empty = {"id", "title", "status", "tier", "layer", "created", "updated", "version",
                           "tags", "importance", "important", "access_count"}
@@ -351,43 +354,6 @@ def _yaml_safe(value):
     if isinstance(value, (list, tuple)):
         return [_yaml_safe(v) for v in value]
     return value
-
-
-def render_history(history: list[dict]) -> str:
-    """The "Version history" section: one line per version, "- vN (date): summary"."""
-    lines = [HISTORY_HEADING, ""]
-    for item in history:
-        summary = " ".join(str(item.get("summary") or "").split())
-        date_text = str(item.get("date") or "").replace("(", "").replace(")", "").replace("\n", " ")
-        lines.append(f"- v{int(item.get('version', 1))} ({date_text}): {summary}")
-    return "\n".join(lines) + "\n"
-
-
-def _body_with_history(body: str, history: list[dict]) -> str:
-    """The body as written (byte for byte: an adopted or imported file keeps its last line as it
-    was), then the version history, which starts on a line of its own."""
-    if history:
-        if body and not body.endswith("\n"):
-            body += "\n"
-        body = (body + "\n" if body else "") + render_history(history)
-    return body
-
-
-def split_history(text: str) -> tuple[str, list[dict]]:
-    """Split a trailing "## Version history" section off a body (only when it renders back exactly)."""
-    match = _HISTORY_SECTION.search(text) if HISTORY_HEADING in text else None
-    if match is None:
-        return text, []
-    body = text[:match.start() + 1] if match.start() > 0 else ""
-    history = []
-    for line in match.group(1).splitlines():
-        m = _HISTORY_LINE.fullmatch(line)
-        if m is None:
-            return text, []
-        history.append({"version": int(m.group(1)), "date": m.group(2), "summary": m.group(3)})
-    if _body_with_history(body, history) != text:
-        return text, []
-    return body, history
 
 
 # Characters no entry file may hold: NUL (the file would read as binary) and lone surrogates (not UTF-8).
@@ -442,8 +408,9 @@ def render(entry: Entry) -> str:
     check_renderable(entry)
     header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
                        sort_keys=False, default_flow_style=None, width=100000)
-    body = _body_with_history(entry.body, entry.history)
-    return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{body}"
+    # the body byte for byte (an adopted or imported file keeps its last line as it was; a body
+    # given to `mem write` already ends its last line: engine/inputs.clean_body)
+    return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{entry.body}"
 
 
 def parse(text: str, *, category: str = "", path: str | None = None, fallback_title: str = "") -> Entry:
@@ -451,7 +418,16 @@ def parse(text: str, *, category: str = "", path: str | None = None, fallback_ti
     if "\x00" in text:
         raise CorruptEntry("file contains NUL bytes (binary?)")
     data, body = split_frontmatter(text)
-    body, history = split_history(body)
+    legacy: list[dict] = []
+    if HISTORY_KEY not in data:
+        body, legacy = legacy_history(body, data.get("version"))
     entry = entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title)
-    entry.history = history
+    if legacy:
+        entry.history = legacy
     return entry
+
+
+def body_of(text: str) -> str:
+    """The body of an entry file's text exactly as parse reads it (history never included)."""
+    data, body = split_frontmatter(text)
+    return legacy_history(body, data.get("version"))[0] if HISTORY_KEY not in data else body

@@ -35,6 +35,7 @@ class Settings:
     autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its score >= this share of the best
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.75       # same tags + this similarity = same subject
+    conflict_title_similarity: float = 0.6  # same title + this similarity = same subject (else two memories)
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15

@@ -75,7 +75,7 @@ class Entry:
     full_content_file: str | None = None
     agent: str | None = None
     extra: dict = field(default_factory=dict)
-    # The "Version history" section at the end of the file, one dict per version
+    # The version history (frontmatter `history:`; before 0.2 a section at the end of the file), one dict per version
     # ({"version": int, "date": "YYYY-MM-DD", "summary": str}); kept out of `body`.
     history: list[dict] = field(default_factory=list)
 

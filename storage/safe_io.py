@@ -9,7 +9,7 @@ from pathlib import Path
 from memstrata.errors import InvalidInput
 
 # The engine's own folders under the root; one of them being a symlink would lead writes elsewhere.
-ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors")
+ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors", ".quarantine")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -78,10 +78,6 @@ def check_write_target(root, path) -> Path:
     Returns `path` as a Path.
     """
     path = Path(path)
-    real_root = os.path.realpath(root)
-    real_parent = os.path.realpath(path.parent)
-    if real_parent != real_root and not real_parent.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise InvalidInput(f"refusing to write {path}: it leads outside the memory root")
     try:
         first = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).parts[0]
     except (ValueError, IndexError):  # another drive (Windows) or the root itself
@@ -89,5 +85,10 @@ def check_write_target(root, path) -> Path:
     if first == os.pardir:
         raise InvalidInput(f"refusing to write {path}: it is not inside the memory root")
     if first in ENGINE_DIRS and os.path.islink(os.path.join(root, first)):
-        raise InvalidInput(f"refusing to write {path}: {first}/ in the memory root is a symlink")
+        raise InvalidInput(f"refusing to write {path}: {first}/ in the memory root is a symlink"
+                           " (run `mem doctor --fix` to set it aside)")
+    real_root = os.path.realpath(root)
+    real_parent = os.path.realpath(path.parent)
+    if real_parent != real_root and not real_parent.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise InvalidInput(f"refusing to write {path}: it leads outside the memory root")
     return path

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_bytes
-from memstrata.storage.codec import split_frontmatter
+from memstrata.storage.codec import body_of
 from memstrata.storage.entry import Entry, require_id
 from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
 
@@ -69,13 +69,14 @@ def read_bytes(root: Path, rel: str) -> bytes:
 
 
 def original_body(root: Path, rel: str) -> str:
-    """The body of the stored original, exactly as the codec reads a body from a file."""
+    """The body of the stored original, exactly as the codec reads a body from a file (its
+    version history is not part of it: the entry in the tree carries the history)."""
     raw = read_bytes(root, rel)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CorruptEntry(f"{rel} is not UTF-8 text") from None
-    return split_frontmatter(text)[1]
+    return body_of(text)
 
 
 def full_body(root: Path, entry: Entry) -> str:
@@ -130,3 +131,17 @@ def supersede(root: Path, rel: str, stamp: str) -> str | None:
     target_rel = f"{FULL_DIR}/{SUPERSEDED_DIR}/{path.stem}--{safe}.md"
     atomic_write_bytes(Path(root) / target_rel, read_regular_bytes(path), root=root)
     return target_rel
+
+
+def remove_superseded(root: Path, entry_id: str) -> int:
+    """Delete the superseded copies of an entry's originals (after a purge); returns how many."""
+    folder = Path(root) / FULL_DIR / SUPERSEDED_DIR
+    prefix = require_id(entry_id) + "--"
+    if not folder.is_dir() or folder.is_symlink() or os.path.islink(Path(root) / FULL_DIR):
+        return 0
+    removed = 0
+    for item in folder.iterdir():
+        if item.name.startswith(prefix) and is_regular_file(item):
+            check_write_target(root, item).unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memstrata.clock import format_datetime, parse_datetime
-from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import codec
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
 from memstrata.storage.entry import Entry, require_id, valid_id
@@ -116,10 +116,15 @@ def _origin_from_audit(root: Path, entry_id: str) -> str:
     return origin
 
 
-def find(root: Path, entry_id: str) -> TrashItem:
-    matches = [i for i in list_trash(root) if i.id == entry_id]
+def find(root: Path, ref: str) -> TrashItem:
+    """The trash item of an id (the latest trashed), or of a trash file path (`.trash/NAME.md`)."""
+    ref = str(ref or "").strip()
+    items = list_trash(root)
+    matches = [i for i in items if i.id == ref] if ref else []
+    if not matches and ref:
+        matches = [i for i in items if ref in (i.path, i.path[len(TRASH_DIR) + 1:])]
     if not matches:
-        raise InvalidInput(f"no entry {entry_id!r} in the trash")
+        raise NotFound(f"no entry {ref!r} in the trash (give its id, or its path as `mem trash list` shows)")
     return matches[-1]
 
 
@@ -132,15 +137,18 @@ def take_out(root: Path, item: TrashItem) -> Entry:
     return entry
 
 
-def purge(root: Path, now: datetime, retention_days, everything: bool = False) -> list[TrashItem]:
+def purge(root: Path, now: datetime, retention_days, everything: bool = False,
+          live_ids=frozenset()) -> list[TrashItem]:
     """Delete for good the trash entries due for purging (or all of them).
 
     Due: scoring.lifecycle.trash_purge_due (in the trash longer than trash_retention_days;
     an item without a trash date is never purged unless `everything`). `retention_days` is
-    the number of days or a Settings object. A purged entry's `.full/` sidecar goes with it.
+    the number of days or a Settings object. Everything of a purged entry goes with it: its
+    `.full/` sidecar (and superseded copies) and its kept versions in `.versions/{id}/`, unless
+    an entry with that id is still in the tree (`live_ids`) or in the trash.
     """
     from memstrata.scoring.lifecycle import trash_purge_due
-    from memstrata.storage import sidecars
+    from memstrata.storage import sidecars, versions
     from memstrata.storage.config import Settings
 
     settings = retention_days if isinstance(retention_days, Settings) else Settings(
@@ -152,9 +160,12 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False) -
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
             sidecar = _sidecar_of(root, item)
             check_write_target(root, Path(root) / item.path).unlink(missing_ok=True)
-            if sidecar:
-                sidecars.remove(root, sidecar)
             purged.append(item)
+            if item.id and item.id not in live_ids and not any(i.id == item.id for i in list_trash(root)):
+                if sidecar:
+                    sidecars.remove(root, sidecar)
+                sidecars.remove_superseded(root, item.id)
+                versions.remove_all(root, item.id)
     return purged
 
 

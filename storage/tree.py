@@ -7,8 +7,8 @@ from pathlib import Path
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.config import CONFIG_FILE, Settings, render_config
-from memstrata.storage.paths import entry_dir, file_slug, inside_root
 from memstrata.storage.safe_io import read_regular_text
+from memstrata.storage.paths import entry_dir, file_slug, inside_root
 
 DEFAULT_ROOT = "~/memory"
 TREE_MARK = "memstrata"  # what config.md says in a folder made by `mem init`
@@ -74,25 +74,6 @@ def _non_defaults(settings: Settings | None) -> dict:
     return {k: v for k, v in settings.to_dict().items() if defaults.get(k) != v}
 
 
-def refuse_case_twin(root: Path, category: str) -> None:
-    """InvalidInput when a level of `category` differs only in case from an existing folder
-    (`Projects/Alpha` beside `projects/alpha`): on macOS and Windows they are one folder."""
-    parent = Path(root)
-    for level in [p for p in str(category).split("/") if p]:
-        try:
-            names = os.listdir(parent)
-        except OSError:
-            return
-        if level not in names:
-            twin = next((n for n in names if n.lower() == level.lower() and (parent / n).is_dir()), None)
-            if twin is not None:
-                existing = (parent / twin).relative_to(root).as_posix()
-                raise InvalidInput(f"category level {level!r} differs only in case from the existing {existing!r}; "
-                                   f"use {existing!r} (the two would be one folder on macOS and Windows)")
-            return
-        parent = parent / level
-
-
 def unique_entry_path(root: Path, category: str, title: str, archived: bool = False,
                       keep: str | None = None) -> str:
     """A free relative path for an entry ({category}/{slug}.md, then -2, -3 ...).
@@ -101,11 +82,41 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     """
     folder = entry_dir(category, archived)
     inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
-    refuse_case_twin(root, category)
+    taken = _check_folder_levels(Path(root), folder)
     base = file_slug(title)
     candidate = f"{folder}/{base}.md"
     n = 2
-    while os.path.lexists(Path(root) / candidate) and candidate != keep:  # a dangling symlink or FIFO is taken too
+    # a dangling symlink or FIFO is taken too, and so is a name that differs only in case
+    while candidate != keep and (os.path.lexists(Path(root) / candidate)
+                                 or candidate.rsplit("/", 1)[-1].casefold() in taken):
         candidate = f"{folder}/{base}-{n}.md"
         n += 1
     return candidate
+
+
+def _check_folder_levels(root: Path, folder: str) -> set[str]:
+    """InvalidInput when a level of `folder` is a file (not a folder), or differs only in case from a
+    folder beside it (`Proj` next to `proj`: one folder on macOS and Windows). Returns the casefolded
+    names already in `folder` (empty when it does not exist yet)."""
+    current = root
+    for level in folder.split("/"):
+        try:
+            siblings = os.listdir(current)
+        except (FileNotFoundError, NotADirectoryError):
+            return set()
+        except PermissionError:
+            raise InvalidInput(f"cannot open the folder {current.relative_to(root).as_posix() or '.'}/ "
+                               "(permissions)") from None
+        clash = [s for s in siblings if s != level and s.casefold() == level.casefold()]
+        if clash:
+            raise InvalidInput(f"category level {level!r} differs only in case from {clash[0]!r}, which exists; "
+                               f"use {clash[0]!r} (case-insensitive file systems hold one of them)")
+        current = current / level
+        if level in siblings and not current.is_dir():
+            raise InvalidInput(f"{current.relative_to(root).as_posix()} is a file, not a category folder")
+    try:
+        return {name.casefold() for name in os.listdir(current)}
+    except PermissionError:
+        raise InvalidInput(f"cannot open the folder {folder}/ (permissions)") from None
+    except OSError:
+        return set()

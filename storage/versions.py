@@ -3,8 +3,8 @@
 Every time an entry's content changes on purpose (a conflicting write, `update`, a merge
 of a near-duplicate, a revert) the whole file text of the version being replaced is
 written here first, atomically, so any version can be read or restored later. The file
-of the entry itself keeps a short "Version history" section (see codec.render_history);
-this folder keeps the bodies.
+of the entry itself keeps a short version history (its `history:` frontmatter list, see
+storage/history.py); this folder keeps the bodies.
 
 A category split writes `{category}/.split.json` (what moved where) so that `merge` can
 undo exactly that split.
@@ -20,13 +20,14 @@ from memstrata.clock import format_datetime
 from memstrata.errors import CorruptEntry, NotFound
 from memstrata.storage import codec
 from memstrata.storage.atomic import atomic_write_text
-from memstrata.storage.entry import Entry, require_id
+from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import category_of
 from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_text
 
 VERSIONS_DIR = ".versions"
 SPLIT_RECORD = ".split.json"
 SUMMARY_CHARS = 80
+MAX_INDEXED_VERSIONS = 20  # kept versions whose text the index carries with the entry (newest first)
 SPLIT_RECORD_MAX_BYTES = 16 * 1024 * 1024  # a larger .split.json is not one the engine wrote
 _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
 
@@ -69,6 +70,50 @@ def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
         path.parent.rmdir()
     except OSError:
         pass
+
+
+def remove_all(root: Path, entry_id: str) -> int:
+    """Delete every kept version of an entry and its folder (a purge); returns how many files went."""
+    folder = _folder(root, entry_id)
+    check_write_target(root, folder / "v1.md")  # never through a symlinked .versions/
+    if not folder.is_dir() or folder.is_symlink():
+        return 0
+    removed = 0
+    for item in folder.iterdir():
+        if is_regular_file(item):
+            item.unlink()
+            removed += 1
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # something else in it (not a file the engine wrote): left for the doctor
+    return removed
+
+
+def with_kept_versions(root: Path, entry: Entry) -> Entry:
+    """The entry with the bodies of its kept versions appended (newest first, at most
+    MAX_INDEXED_VERSIONS), each after an "Earlier version vN (date):" line, so the index and grep
+    find an entry by what it said before; the entry itself when it has none."""
+    if not entry.id or not valid_id(entry.id):
+        return entry
+    kept = list_snapshots(root, entry.id)
+    if not kept:
+        return entry
+    parts = []
+    for number in sorted(kept, reverse=True)[:MAX_INDEXED_VERSIONS]:
+        if number == entry.version:
+            continue
+        try:
+            old = codec.parse(read_regular_text(kept[number]))
+        except (CorruptEntry, OSError, UnicodeDecodeError, ValueError):
+            continue
+        heading = f"Earlier version v{number} ({day(old.updated or old.created) or 'undated'})"
+        title = f" {old.title}" if old.title and old.title != entry.title else ""
+        parts.append(f"{heading}:{title}\n\n{old.body.strip()}")
+    if not parts:
+        return entry
+    body = entry.body if entry.body.endswith("\n") or not entry.body else entry.body + "\n"
+    return entry.copy(body=body + "\n" + "\n\n".join(parts) + "\n")
 
 
 def read_snapshot(root: Path, entry_id: str, version: int) -> str:

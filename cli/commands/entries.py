@@ -182,13 +182,14 @@ def delete(
 
 
 def restore(
-    entry_id: Annotated[str, typer.Argument(help="Id of an entry in the trash.")],
+    entry_id: Annotated[str, typer.Argument(help="Id of an entry in the trash, or its trash path (.trash/NAME.md) "
+                                                 "for an entry without a valid id.")],
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
     """Bring an entry back from the trash to where it was.
 
-    Example: mem restore 3f2a9c1b7d4e
+    Example: mem restore 3f2a9c1b7d4e   (or: mem restore .trash/--stale-note.md)
     """
     from memstrata.results import entry_summary
 

@@ -194,6 +194,12 @@ def import_(
     """
     m = memory(root)
     result = m.import_path(file, layout=layout, progress=_progress("importing", as_json), category=category)
+    if result["errors"] and not result["imported"] and not result.get("skipped"):
+        from memstrata.errors import InvalidInput
+
+        first = result["errors"][0]
+        raise InvalidInput(f"nothing imported: {len(result['errors'])} lines failed, first: line "
+                           f"{first.get('line', first.get('file'))}: {first.get('error')}", errors=result["errors"][:20])
     emit(as_json, result, f"imported {result['imported']} entries ({result['embedded']} embedded)"
                           + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
                              if result["errors"] else ""))

@@ -22,7 +22,7 @@ def trash_list(root: RootOpt = None, as_json: JsonOpt = False):
     """
     items = [i.to_dict() for i in memory(root).trash_list()]
     emit(as_json, {"count": len(items), "entries": items},
-         lambda: table(items, ["id", "title", "trashed_at", "trashed_from", "reason"]))
+         lambda: table(items, ["id", "title", "trashed_at", "trashed_from", "reason", "path"]))
 
 
 @trash_app.command("purge")

@@ -13,6 +13,7 @@ from memstrata.storage.atomic import is_temp_file
 from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, read_entry_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.lock import LOCK_FILE
+from memstrata.storage.safe_io import ENGINE_DIRS
 
 QUARANTINE_DIR = ".quarantine"
 TEMP_MIN_AGE_SECONDS = 60.0  # a temp file younger than this may belong to a live writer
@@ -80,6 +81,8 @@ def _scan(root: Path) -> _Scan:
             scan.entries.append(read_entry_file(root, rel))
         except CorruptEntry as exc:
             scan.errors[rel] = exc.message
+        except PermissionError:
+            continue  # a mode problem, not damage: check_permissions reports it and --fix sets 0600
         except OSError as exc:
             scan.errors[rel] = exc.strerror or str(exc)
     real_root = os.path.realpath(root)
@@ -96,7 +99,7 @@ def _scan(root: Path) -> _Scan:
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             if os.path.islink(path):
                 target = os.path.realpath(path)
-                if target != real_root and not target.startswith(real_root + os.sep):
+                if rel in ENGINE_DIRS or (target != real_root and not target.startswith(real_root + os.sep)):
                     scan.symlinks_out.append((rel, os.readlink(path)))
                 continue
             if name in files and is_temp_file(name):
@@ -105,7 +108,7 @@ def _scan(root: Path) -> _Scan:
                 except FileNotFoundError:
                     pass
     trash = root / TRASH_DIR
-    if trash.is_dir():
+    if trash.is_dir() and not trash.is_symlink():
         for path in trash.glob("*.md"):
             if path.name != "INDEX.md":
                 scan.trash_ids.add(path.name.split("--")[0])
@@ -152,9 +155,17 @@ def lock_holder(path: Path) -> int | None:
 
 
 def check_symlinks(scan: _Scan) -> list[Finding]:
-    return [Finding("symlink_outside", f"symlink leads outside the root (to {target}); the engine never "
-                    "follows it", path=rel, action="move the link (not its target) to .quarantine/")
-            for rel, target in scan.symlinks_out]
+    out = []
+    for rel, target in scan.symlinks_out:
+        if rel in ENGINE_DIRS:  # deletes, versions or sidecars would land at its target: every such write is refused
+            out.append(Finding("symlink_outside", f"the engine folder {rel}/ is a symlink (to {target}); writes into it "
+                               "are refused until it is a real folder", path=rel,
+                               action=f"move the link (not its target) to .quarantine/ and make {rel}/ a real folder"))
+        else:
+            out.append(Finding("symlink_outside", f"symlink leads outside the root (to {target}); the tree walk "
+                               "skips it and no entry is read or written through it", path=rel,
+                               action="move the link (not its target) to .quarantine/"))
+    return out
 
 
 def check_unparseable(scan: _Scan) -> list[Finding]:
@@ -285,8 +296,25 @@ def _loose_mode(mode: int) -> bool:
     return bool(stat.S_IMODE(mode) & 0o077)
 
 
-def loose_paths(root: Path) -> list[tuple[str, os.stat_result]]:
-    """(relative path, lstat) of files and folders others can read or write (symlinks skipped).
+def _owner_locked_out(st: os.stat_result) -> bool:
+    """A file its owner cannot read or write, or a folder its owner cannot list or enter."""
+    need = (stat.S_IRWXU if stat.S_ISDIR(st.st_mode) else stat.S_IRUSR | stat.S_IWUSR)
+    return (stat.S_IMODE(st.st_mode) & need) != need
+
+
+def chmod_safe(st: os.stat_result, owner_uid: int) -> bool:
+    """Whether the doctor may chmod this file or folder: owned by the tree's owner, a plain file or
+    folder, and not a hard link (a chmod would change every name of it, some maybe outside the tree)."""
+    if st.st_uid != owner_uid:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return True
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def mode_problems(root: Path) -> list[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of files and folders others can read or write, or that their owner
+    cannot read (symlinks skipped; folders the walk cannot enter are reported themselves).
 
     Derived stores (LanceDB writes with the process umask, sqlite's -wal/-shm files) are
     protected by the root's 0700 and not checked file by file.
@@ -298,26 +326,40 @@ def loose_paths(root: Path) -> list[tuple[str, os.stat_result]]:
             path = os.path.join(folder, name)
             try:
                 st = os.lstat(path)
-            except FileNotFoundError:
+            except (FileNotFoundError, PermissionError):
                 continue
-            if not stat.S_ISLNK(st.st_mode) and _loose_mode(st.st_mode):
-                out.append((os.path.relpath(path, root), st))
+            if not stat.S_ISLNK(st.st_mode) and (_loose_mode(st.st_mode) or _owner_locked_out(st)):
+                out.append((os.path.relpath(path, root).replace(os.sep, "/"), st))
     return out
 
 
 def check_permissions(root: Path) -> list[Finding]:
     out = []
     try:
-        if _loose_mode(os.stat(root).st_mode):
-            out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(os.stat(root).st_mode))}, not 0700: "
-                               "other users can read your memories", path=".", action="chmod 0700"))
-        else:
-            return out  # a private root keeps everything in it private: modes a git checkout set are no damage
+        root_st = os.stat(root)
     except OSError:
         return out
-    loose = [rel for rel, _ in loose_paths(root)]
-    if loose:
+    if _loose_mode(root_st.st_mode):
+        out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(root_st.st_mode))}, not 0700: "
+                           "other users can read your memories", path=".", action="chmod 0700"))
+    loose, refused = [], []
+    for rel, st in mode_problems(root):
+        if not chmod_safe(st, root_st.st_uid):
+            why = (f"has {st.st_nlink} hard links" if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode)
+                   else f"is owned by uid {st.st_uid}, not the tree's owner" if st.st_uid != root_st.st_uid
+                   else "is not a regular file or folder")
+            refused.append(Finding("permissions", f"mode {oct(stat.S_IMODE(st.st_mode))} but it {why}: the doctor "
+                                   "does not chmod it (that could change a file outside the tree); check it by hand",
+                                   path=rel, fixable=False, action="none"))
+        elif _owner_locked_out(st):
+            kind = "folder" if stat.S_ISDIR(st.st_mode) else "file"
+            out.append(Finding("permissions", f"{kind} mode {oct(stat.S_IMODE(st.st_mode))}: its owner cannot "
+                               f"{'open' if kind == 'folder' else 'read'} it (a permission problem, not damage)",
+                               path=rel, action="chmod 0700" if kind == "folder" else "chmod 0600"))
+        else:
+            loose.append(rel)
+    if loose and _loose_mode(root_st.st_mode):  # inside a private root (0700), modes a git checkout set are no damage
         out.append(Finding("permissions", f"{len(loose)} files or folders are readable by others "
                            f"(e.g. {', '.join(sorted(loose)[:3])}); the root must be 0700 and its files 0600",
                            action="chmod files 0600, folders 0700"))
-    return out
+    return out + refused

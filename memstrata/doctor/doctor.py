@@ -102,7 +102,13 @@ class Doctor:
             first = self._checks(report)
             report.findings.extend(first)
             if fix and any(not f.fixed and f.fixable for f in first):
-                self.repairs.run(first)
+                if any(f.kind == "permissions" and f.fixable for f in first):
+                    # folders that open again show entries the first checks could not see: repair
+                    # the modes, then check and repair once more with everything in view
+                    self.repairs.run([f for f in first if f.kind == "permissions"])
+                    seen = {f.key() for f in first}
+                    first.extend(f for f in self._checks(None) if f.key() not in seen)
+                self.repairs.run([f for f in first if f.kind != "permissions"])
                 again = {f.key(): f for f in self._checks(None)}
                 for finding in first:
                     if finding.key() not in again and finding.fixable:

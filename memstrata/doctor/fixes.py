@@ -12,7 +12,8 @@ from memstrata.doctor.checks import (
     VECTORS_DIR,
     Finding,
     _scan,
-    loose_paths,
+    chmod_safe,
+    mode_problems,
 )
 from memstrata.doctor.derived import _catalog_rows, check_vectors
 from memstrata.engine.save import SavePath
@@ -21,7 +22,7 @@ from memstrata.errors import MemstrataError
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE, read_entry_file
 from memstrata.storage.entry import new_id
-from memstrata.storage.safe_io import read_regular_text
+from memstrata.storage.safe_io import ENGINE_DIRS, check_write_target, read_regular_text
 
 QUARANTINE_INDEX = "INDEX.md"
 _QUARANTINE_HEADER = (
@@ -33,7 +34,7 @@ _QUARANTINE_HEADER = (
 
 def quarantine(root: Path, rel: str, kind: str, reason: str, now) -> str:
     """Move a file, folder or symlink into .quarantine/ (never delete) and note it; returns its new path."""
-    folder = root / QUARANTINE_DIR
+    folder = check_write_target(root, root / QUARANTINE_DIR / QUARANTINE_INDEX).parent  # never a symlinked one
     ensure_dir(folder)
     os.chmod(folder, 0o700)
     stamp = (format_datetime(now) or "now").replace(":", "").replace("-", "")
@@ -67,6 +68,8 @@ class Repairs:
     def run(self, findings: list[Finding]) -> None:
         now = self.state.now()
         kinds = {f.kind for f in findings if f.fixable and not f.fixed}
+        if "permissions" in kinds:  # first: a folder that opens again changes what the other repairs see
+            _tighten(self.root)
         for f in findings:
             if not f.fixable or f.fixed:
                 continue
@@ -75,6 +78,9 @@ class Repairs:
                     if os.path.lexists(self.root / f.path):
                         where = quarantine(self.root, f.path, f.kind, f.detail, now)
                         f.action = f"moved to {where}"
+                        if f.kind == "symlink_outside" and f.path in ENGINE_DIRS:
+                            ensure_dir(self.root / f.path)  # a real, empty engine folder (0700) instead
+                            f.action += f"; {f.path}/ is a real folder again"
                 elif f.kind == "temp_file":
                     (self.root / f.path).unlink(missing_ok=True)
                     f.action = "removed"
@@ -89,8 +95,6 @@ class Repairs:
         if kinds & {"vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_rows", "duplicate_id",
                     "unparseable"}:
             self._fix_vectors(findings)
-        if "permissions" in kinds:
-            _tighten(self.root)
 
     def _fix_duplicate(self, f: Finding, now) -> None:
         if "fresh id" in (f.action or ""):
@@ -136,9 +140,15 @@ class Repairs:
 
 
 def _tighten(root: Path) -> None:
-    """chmod what check_permissions reports: folders 0700, files 0600 (owner bits kept)."""
+    """chmod what check_permissions may fix: folders 0700, files 0600 (owner bits kept, owner read and
+    write added). Never a hard-linked file or one another user owns (chmod_safe)."""
     os.chmod(root, 0o700)
-    for rel, st in loose_paths(root):
+    owner = os.stat(root).st_uid
+    for rel, st in mode_problems(root):
+        if not chmod_safe(st, owner):
+            continue
         wanted = 0o700 if stat.S_ISDIR(st.st_mode) else (stat.S_IMODE(st.st_mode) & 0o700) | 0o600
-        os.chmod(os.path.join(root, rel), wanted)
-
+        path = os.path.join(root, rel)
+        now_st = os.lstat(path)
+        if (now_st.st_ino, now_st.st_dev) == (st.st_ino, st.st_dev) and chmod_safe(now_st, owner):
+            os.chmod(path, wanted)

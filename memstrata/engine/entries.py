@@ -5,6 +5,7 @@ from memstrata import clock
 from memstrata.engine.inputs import (
     check_size,
     clean_body,
+    clean_importance,
     clean_tags,
     clean_title,
     valid_id,
@@ -14,7 +15,7 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
-from memstrata.storage import adopt, codec, indexes, journal, trash, tree
+from memstrata.storage import adopt, indexes, journal, trash, tree
 from memstrata.storage.catalog import is_entry_path, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
@@ -139,7 +140,10 @@ class Entries:
         not to. The access goes to the journal (storage/journal.py): the entry file is not rewritten."""
         entry = self.resolve(ref)
         if count_access and entry.id:
-            journal.append(self.root, [(entry.id, self.state.now(), None)])
+            try:
+                journal.append(self.root, [(entry.id, self.state.now(), None)])
+            except OSError:  # a full or read-only disk: the read still answers, the access is not counted
+                pass
         return self.seen(entry)
 
     def seen(self, entry: Entry) -> Entry:
@@ -196,7 +200,7 @@ class Entries:
         title = clean_title(title, body)
         category = validate_category(category)
         tags = clean_tags(tags)
-        level, important_word = codec.normalise_importance(importance)
+        level, important_word = clean_importance(importance)
         if id is not None and not valid_id(str(id)):
             raise InvalidInput(f"id {id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
         now = self.state.now()
@@ -204,7 +208,7 @@ class Entries:
         entry = Entry(
             id=str(id) if id else new_id(), title=title, body=body, category=category, created=stamp,
             updated=stamp, tags=tags, importance=level, important=bool(important) or important_word,
-            related=clean_tags(related), expires=clock.parse_datetime(expires) if expires else None,
+            related=clean_tags(related, "related"), expires=clock.parse_datetime(expires) if expires else None,
             extra=dict(extra or {}),
         )
         if entry.extra.get("agent"):  # a canonical field given among the extras (the shared space does)
@@ -222,7 +226,8 @@ class Entries:
             entry.path = tree.unique_entry_path(self.root, category, title)
             self.save.save(entry, previous=None)
         return WriteResult(id=entry.id, path=entry.path, action="created", version=entry.version,
-                           message=f"wrote {entry.path}", warnings=warnings + self.category_warnings(category))
+                           message=f"wrote {entry.path}", warnings=warnings + self.category_warnings(category)
+                           + self.index_warnings())
 
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
                important: bool | None = None, related=None, expires=None, category: str | None = None,
@@ -249,12 +254,12 @@ class Entries:
                 gone = set(clean_tags(remove_tags))
                 changed.tags = [t for t in changed.tags if t not in gone]
             if importance is not None:
-                changed.importance, word_important = codec.normalise_importance(importance)
+                changed.importance, word_important = clean_importance(importance)
                 changed.important = changed.important or word_important
             if important is not None:
                 changed.important = bool(important)
             if related is not None:
-                changed.related = clean_tags(related)
+                changed.related = clean_tags(related, "related")
             if expires is not None:
                 changed.expires = clock.parse_datetime(expires) if expires else None
             if category is not None and validate_category(category) != current.category:
@@ -264,7 +269,8 @@ class Entries:
             warnings = self.save.check_entry(changed)
             self.save.update(current, changed)
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
-                           message=f"updated {changed.path} (v{changed.version})", warnings=warnings)
+                           message=f"updated {changed.path} (v{changed.version})",
+                           warnings=warnings + self.index_warnings())
 
     # -- deleting -----------------------------------------------------------------------
     def delete(self, ref: str, reason: str = "deleted") -> trash.TrashItem:
@@ -280,13 +286,19 @@ class Entries:
                                reason=reason, path=rel)
 
     def restore(self, entry_id: str) -> Entry:
-        """Bring an entry back from the trash to where it was, status active."""
+        """Bring an entry back from the trash to where it was, status active.
+
+        `entry_id` is the id, or the trash file's path (`.trash/NAME.md`) for an entry that had no
+        valid id; such an entry comes back with a fresh id (the old value stays in `invalid_id`).
+        """
         tree.require_initialised(self.root)
         with self.state.lock():
             item = trash.find(self.root, entry_id)
-            if self.exists(item.id):
+            if item.id and self.exists(item.id):
                 raise InvalidInput(f"an entry with id {item.id} exists outside the trash already")
             entry = trash.take_out(self.root, item)
+            if not entry.id:
+                entry.id = new_id()
             origin = item.trashed_from or f"{entry.category or 'general'}/x.md"
             category = category_of(origin) or "general"
             now = self.state.now()
@@ -307,7 +319,9 @@ class Entries:
         """Delete for good the trash entries older than trash_retention_days (or all)."""
         tree.require_initialised(self.root)
         with self.state.lock():
-            return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything)
+            self.state.catalog.refresh()
+            return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything,
+                               live_ids=set(self.state.catalog.ids()))
 
     # -- the tree's own files ------------------------------------------------------------
     def rebuild_indexes(self) -> dict:
@@ -353,7 +367,9 @@ class Entries:
                 recent[kind] = recent.get(kind, 0) + 1
         return {"root": str(self.root), "entries": len(entries), "tiers": tiers, "statuses": statuses,
                 "categories": dict(sorted(per_category.items())), "trash": len(trashed),
-                "unreadable": sorted(self.state.catalog.errors()), "warnings": warnings, "recent": recent}
+                "unreadable": sorted(self.state.catalog.errors()), "recent": recent, "warnings": warnings + [
+                    f"{folder}/ cannot be opened (permissions); its entries are listed as last seen" for folder in
+                    self.state.catalog.skipped_folders]}
 
     # -- helpers the other parts use ----------------------------------------------------
     def exists(self, entry_id: str) -> bool:
@@ -389,6 +405,10 @@ class Entries:
             if categories:
                 self.save.write_indexes(list(dict.fromkeys(categories)))
         return given
+
+    def index_warnings(self) -> list[str]:
+        """The save path's note when the (derived) vector index could not follow the last save."""
+        return [self.save.index.last_error] if self.save.index.last_error else []
 
     def category_warnings(self, category: str) -> list[str]:
         count = self.state.catalog.category_counts().get(category, 0)

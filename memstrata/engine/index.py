@@ -20,6 +20,9 @@ class IndexStep:
 
     def __init__(self, state: TreeState):
         self.state = state
+        # Why the last upsert/remove could not reach the index (None when it did). The index is
+        # derived: the files are written anyway, and the next sync or `mem doctor --fix` catches up.
+        self.last_error: str | None = None
 
     def prepare(self) -> None:
         """Load the model before the tree lock is taken, so other writers never wait for it."""
@@ -30,14 +33,33 @@ class IndexStep:
 
     def upsert(self, entries: list[Entry], progress=None) -> dict:
         """Replace the index rows of `entries` (embedding only what changed); counts."""
+        self.last_error = None
         if not entries:
             return {"embedded": 0}
         try:
             return self.state.vector_index().upsert(entries, self.state.model, progress=progress)
         except _model_unavailable():
             return {"embedded": 0, "skipped": len(entries)}
+        except INDEX_FAILURES as exc:
+            self._failed(exc)
+            return {"embedded": 0, "skipped": len(entries), "index_error": self.last_error}
 
     def remove(self, ids: list[str]) -> None:
-        index = self.state.vector_index()
-        if index.table() is not None:
-            index.delete(list(ids))
+        self.last_error = None
+        try:
+            index = self.state.vector_index()
+            if index.table() is not None:
+                index.delete(list(ids))
+        except INDEX_FAILURES as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: BaseException) -> None:
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        self.last_error = (f"the vector index could not be updated ({type(exc).__name__}: {first}); "
+                           "the file is saved; `mem doctor --fix` rebuilds the index")
+        self.state.forget_vector_index()
+
+
+# What a damaged LanceDB table raises (lance reports broken files as RuntimeError, ValueError or
+# OSError; pyarrow's errors derive from these): the derived index failing, never the entry files.
+INDEX_FAILURES = (RuntimeError, ValueError, OSError)

@@ -62,18 +62,55 @@ def check_size(body: str, limit: int) -> None:
                            f"(max_entry_bytes in config.md)")
 
 
-def clean_tags(tags) -> list[str]:
-    """Tags (or related ids) as a list: comma strings split, blanks folded, '#' dropped, order kept."""
+def clean_tags(tags, what: str = "tags") -> list[str]:
+    """Tags (or related ids) as a list: comma strings split, blanks folded, '#' dropped, order kept.
+
+    A single string counts as one (comma-separated) value; anything but strings and numbers in a
+    list, and control characters or lone surrogates in a tag, are refused (InvalidInput).
+    """
+    if tags is None:
+        return []
     if isinstance(tags, str):
         tags = [tags]
-    elif tags is not None and not isinstance(tags, (list, tuple, set)):
-        raise InvalidInput(f"tags must be a list of words or a comma-separated text, not {type(tags).__name__}")
+    if not isinstance(tags, (list, tuple, set, frozenset)):
+        raise InvalidInput(f"{what} must be a list of strings, not {type(tags).__name__}")
     out: list[str] = []
-    for tag in tags or []:
-        if not isinstance(tag, (str, int, float)):
-            raise InvalidInput(f"a tag must be a word, not {type(tag).__name__}")
-        for part in str(tag).split(","):
+    for tag in tags:
+        if isinstance(tag, bool) or not isinstance(tag, (str, int, float)):
+            raise InvalidInput(f"{what} must be strings, not {type(tag).__name__}")
+        text = str(tag)
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in text.replace("\t", "").replace("\n", "")):
+            raise InvalidInput(f"{what} may not hold control characters (NUL included)")
+        require_encodable(text, what)
+        for part in text.split(","):
             part = " ".join(part.split()).lstrip("#")
             if part and part not in out:
                 out.append(part)
     return out
+
+
+def clean_importance(value) -> tuple[float, bool]:
+    """Importance as given to write/update: 0-1, a word (low/medium/high/important/critical) or a
+    bool -> (0-1 float, important flag). Out of range, NaN and anything else: InvalidInput.
+    (Hand-written files are read more leniently: codec.normalise_importance.)"""
+    import math
+
+    from memstrata.storage.codec import IMPORTANCE_WORDS, normalise_importance
+
+    words = "/".join(IMPORTANCE_WORDS)
+    if value is None or isinstance(value, bool):
+        return normalise_importance(value)
+    number = value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in IMPORTANCE_WORDS:
+            return normalise_importance(word)
+        try:
+            number = float(word)
+        except ValueError:
+            raise InvalidInput(f"importance must be a number from 0 to 1 or one of {words}, not {value!r}") from None
+    if not isinstance(number, (int, float)):
+        raise InvalidInput(f"importance must be a number from 0 to 1 or one of {words}, not {type(value).__name__}")
+    if math.isnan(number) or not 0.0 <= float(number) <= 1.0:
+        raise InvalidInput(f"importance must be from 0 to 1 (or one of {words}), not {value!r}")
+    return float(number), False

@@ -167,7 +167,7 @@ class Aging:
             report.purged = [_purge_row(i, now) for i in due]
         elif due:
             with self.state.lock():
-                purged = trash.purge(self.root, self.state.now(), settings)
+                purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()))
             report.purged = [_purge_row(i, now) for i in purged]
         return report
 

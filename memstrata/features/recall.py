@@ -5,7 +5,7 @@ from memstrata import clock
 from memstrata.engine.entries import Entries
 from memstrata.engine.inputs import clean_tags
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, Locked
+from memstrata.errors import IndexUnavailable, InvalidInput, Locked
 from memstrata.retrieval.hits import RecallHit, RecallResult
 from memstrata.storage import journal
 from memstrata.storage.entry import Entry
@@ -182,8 +182,8 @@ class Recall:
         return result
 
     def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
-        from memstrata.retrieval import fusion
-        from memstrata.retrieval.search import STRATEGIES, search
+        """recall's answer before the cut-off: grep/index when asked or when the index cannot answer."""
+        from memstrata.retrieval.search import STRATEGIES
 
         query = " ".join(str(query or "").split())
         if not query:
@@ -202,6 +202,23 @@ class Recall:
         notes: list[str] = []
         if strategy in ("grep", "index"):
             return self._fallback(query, k, filters, strategy, notes)
+        from memstrata.engine.index import INDEX_FAILURES
+
+        try:
+            return self._indexed(query, k, filters, strategy, explain, _sync, notes)
+        except INDEX_FAILURES as exc:  # a damaged table: the index is derived, the files still answer
+            self.state.forget_vector_index()
+            problem = f"the vector index cannot be read ({type(exc).__name__}); `mem doctor --fix` rebuilds it"
+            if strategy != "auto":
+                raise IndexUnavailable(f"{problem}; --strategy grep works without it") from None
+            notes.append(f"{problem}; answered by grep")
+            return self._fallback(query, k, filters, None, notes)
+
+    def _indexed(self, query, k, filters, strategy, explain, _sync, notes):
+        """recall's answer from the vector index (syncing small changes first)."""
+        from memstrata.retrieval import fusion
+        from memstrata.retrieval.search import search
+
         index = self.state.vector_index()
         index.refresh()
         embedder = None

@@ -20,7 +20,7 @@ from memstrata.features.transfer_formats import (
     viking_base,
     write_sidecar,
 )
-from memstrata.storage import sidecars
+from memstrata.storage import sidecars, versions
 from memstrata.storage.entry import Entry, new_id
 
 IMPORT_BATCH = 256            # entries saved (and embedded) per batch by the bulk import
@@ -158,13 +158,17 @@ class Transfer:
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
                 full = entry.extra.pop("__full_content__", None)
+                kept = entry.extra.pop("__versions__", None) or {}
                 try:
                     if entry.id and entry.id in taken:
                         report.skipped += 1
                     else:
                         entry.id = entry.id or new_id()
                         report.warnings.extend(f"{entry.title}: {w}" for w in self.save.check_entry(entry))
+                        report.warnings.extend(f"{entry.title}: {w}" for w in self.save.check_fields(
+                            {f"kept version {n}": text for n, text in kept.items()}))
                         self._place_imported(entry, {e.path for e, _, _ in batch})
+                        entry.extra["__versions__"] = kept
                         batch.append((entry, full, where))
                         taken.add(entry.id)
                 except MemstrataError as exc:
@@ -193,6 +197,9 @@ class Transfer:
                 if full is not None and entry.full_content_file:
                     write_sidecar(self.root, entry.full_content_file, full)
                     undo.append(lambda rel=entry.full_content_file: sidecars.remove(self.root, rel))
+                for number, text in sorted(entry.extra.pop("__versions__", {}).items()):
+                    if versions.save_snapshot(self.root, entry.id, number, text):
+                        undo.append(lambda i=entry.id, n=number: versions.remove_snapshot(self.root, i, n))
             counts = self.save.save_many([(entry, None) for entry, _, _ in batch], undo=undo,
                                          index_progress=step if progress else None, write_indexes=False)
         except (MemstrataError, OSError) as exc:

@@ -9,8 +9,9 @@ from typing import Iterable, Iterator
 
 from memstrata.engine.inputs import valid_id
 from memstrata.errors import InvalidInput, MemstrataError
-from memstrata.storage import codec
+from memstrata.storage import codec, versions
 from memstrata.storage.entry import INVALID_ID_KEY, TIERS, Entry
+from memstrata.storage.safe_io import read_regular_text
 from memstrata.storage.sidecars import FULL_DIR
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -18,7 +19,7 @@ VIKING_TIER_DIRS = TIERS      # hot warm cold archive
 VIKING_CATEGORY_DIRS = ("daily", "meetings", "long-term")
 VIKING_SKIP_DIRS = ("config",)
 # JSONL keys that are not frontmatter.
-_RECORD_KEYS = ("body", "content", "text", "category", "path", "full_content", "history")
+_RECORD_KEYS = ("body", "content", "text", "category", "path", "full_content", "history", "versions")
 
 
 @dataclass
@@ -56,6 +57,10 @@ def entry_record(entry: Entry, root: Path | None = None) -> dict:
         full = _read_sidecar(root, entry.full_content_file)
         if full is not None:
             data["full_content"] = full
+    if root is not None and valid_id(entry.id):
+        kept = {str(n): read_regular_text(path) for n, path in versions.list_snapshots(root, entry.id).items()}
+        if kept:
+            data["versions"] = kept
     return data
 
 
@@ -119,6 +124,11 @@ def entry_from_record(record: dict, now) -> Entry:
         entry.history = [dict(h) for h in history if isinstance(h, dict)]
     if record.get("full_content") is not None and entry.full_content_file:
         entry.extra["__full_content__"] = str(record["full_content"])
+    kept = record.get("versions")
+    if kept is not None:
+        if not isinstance(kept, dict) or not all(str(n).isdigit() and isinstance(t, str) for n, t in kept.items()):
+            raise InvalidInput('"versions" must map version numbers to the text of each kept version')
+        entry.extra["__versions__"] = {int(n): clean_body(t) for n, t in kept.items()}
     return entry
 
 

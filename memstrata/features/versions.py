@@ -12,7 +12,7 @@
 #   conflict (the existing entry gets a new version holding the new content), near_duplicate
 #   (nothing written unless --merge folds it in or --force writes it anyway), new.
 # - Every content change of an existing entry keeps the replaced file in full under
-#   `.versions/{id}/v{N}.md` and adds a line to the entry's "Version history" section.
+#   `.versions/{id}/v{N}.md` and adds a line to the entry's version history (frontmatter `history:`).
 from __future__ import annotations
 
 import hashlib
@@ -174,12 +174,12 @@ class Versions:
         if not full:
             return []
         if new_vec is None:
-            return [(e, 0.0) for e in full]
+            return [(e, None) for e in full]  # no model: similarity unknown (classify_write falls back to titles)
         vectors = self._entry_vectors(full)
         out = []
         for e in full:
             v = vectors.get(e.id)
-            out.append((e, _cosine(new_vec, v) if v is not None else 0.0))
+            out.append((e, _cosine(new_vec, v) if v is not None else None))
         return out
 
     def _vector_cache(self) -> dict:

@@ -328,8 +328,12 @@ def _server_class():
 
         return FastMCP, dict(log_level="WARNING")
 
+    from memstrata.mcp.guard import INVALID_ARGUMENTS
+
     class Server(MCPServer):
         async def call_tool(self, name, arguments, context=None):
+            if isinstance(arguments, dict) and INVALID_ARGUMENTS in arguments:
+                return _result(str(arguments[INVALID_ARGUMENTS]), is_error=True)
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
@@ -337,6 +341,20 @@ def _server_class():
                 if message is None:
                     raise
                 return _result(message, is_error=True)
+
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio transport, with stdin lines passed through guard.guard_line."""
+            from io import TextIOWrapper
+
+            import anyio
+            from mcp.server.stdio import stdio_server
+
+            from memstrata.mcp.guard import GuardedLines
+
+            stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+            async with stdio_server(stdin=GuardedLines(stdin)) as (read_stream, write_stream):
+                await self._lowlevel_server.run(read_stream, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
 
     return Server, dict(title="memstrata memory", description="Local, offline, persistent memory for agents.",
                         version=__version__, log_level="WARNING")

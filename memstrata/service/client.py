@@ -171,16 +171,64 @@ def _utf8(stream) -> bool:
     return enc == "utf8"
 
 
+def untrusted_reason(my_uid: int, *, root_uid: int | None, socket_uid: int | None, socket_is_socket: bool,
+                     peer_uid: int | None) -> str | None:
+    """Why a service socket must not be given this caller's argv, environment and descriptors
+    (None: it may). The root and the socket file must be the caller's, the file a socket, and the
+    process at the other end (SO_PEERCRED; None where the platform cannot tell) the same user."""
+    if root_uid != my_uid:
+        return f"the memory root is owned by uid {root_uid}, not {my_uid}"
+    if not socket_is_socket:
+        return "the service path is not a socket"
+    if socket_uid != my_uid:
+        return f"the service socket is owned by uid {socket_uid}, not {my_uid}"
+    if peer_uid is not None and peer_uid != my_uid:
+        return f"the service process runs as uid {peer_uid}, not {my_uid}"
+    return None
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected AF_UNIX socket (None if unknown)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is not None:
+        try:
+            raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+            return struct.unpack("3i", raw)[1]  # struct ucred: pid, uid, gid
+        except OSError:
+            return None
+    return None
+
+
+def _socket_owner(path: str) -> tuple[bool, int | None]:
+    """(is a socket, owner uid) of the service path, without following a symlink."""
+    import stat as stat_mod
+
+    st = os.lstat(path)  # FileNotFoundError passes through
+    return stat_mod.S_ISSOCK(st.st_mode), st.st_uid
+
+
 def connect(root: str, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None:
-    """A connection to the root's live service, or None (no socket, stale socket, not ours)."""
+    """A connection to the root's live service, or None (no socket, stale socket, not ours).
+
+    Nothing is sent before the socket is known to be the caller's: the root and the socket
+    file owned by the caller, and the peer process of the same uid (untrusted_reason).
+    """
     path = socket_path(root)
     if len(path.encode()) > 107:
         return None  # AF_UNIX path limit: no service possible for this root
+    my_uid = os.getuid()
+    try:
+        is_socket, socket_uid = _socket_owner(path)
+        root_uid = os.stat(root).st_uid
+    except OSError:
+        return None
+    if untrusted_reason(my_uid, root_uid=root_uid, socket_uid=socket_uid, socket_is_socket=is_socket,
+                        peer_uid=None):
+        return None  # run in-process; never touch a path that is not our socket
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
-        return sock
     except FileNotFoundError:
         sock.close()
         return None
@@ -191,12 +239,27 @@ def connect(root: str, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None
     except OSError:
         sock.close()
         return None
+    if untrusted_reason(my_uid, root_uid=root_uid, socket_uid=socket_uid, socket_is_socket=True,
+                        peer_uid=peer_uid(sock)):
+        sock.close()
+        return None
+    return sock
 
 
 def remove_stale_socket(root: str) -> bool:
-    """Unlink the socket if no live service holds the root's service lock (a crash left it)."""
+    """Unlink the socket if no live service holds the root's service lock (a crash left it).
+
+    Only a socket owned by the caller is ever removed: a regular file (or anything else) at
+    the socket's path is left alone.
+    """
     import fcntl
 
+    try:
+        is_socket, owner = _socket_owner(socket_path(root))
+    except OSError:
+        return False
+    if not is_socket or owner != os.getuid():
+        return False
     lock_path = os.path.join(root, CACHE_DIR, LOCK_NAME)
     try:
         fd = os.open(lock_path, os.O_RDWR)
@@ -209,8 +272,10 @@ def remove_stale_socket(root: str) -> bool:
             except OSError:
                 return False  # a service is alive (starting up or busy): leave its socket alone
         try:
-            os.unlink(socket_path(root))
-            return True
+            if _socket_owner(socket_path(root))[0]:
+                os.unlink(socket_path(root))
+                return True
+            return False
         except OSError:
             return False
     finally:

@@ -112,7 +112,18 @@ class Service:
         return True
 
     def bind(self) -> None:
-        """Listen on {root}/.mem.sock (0600); a stale socket file is replaced (we hold the lock)."""
+        """Listen on {root}/.mem.sock (0600); a stale socket file is replaced (we hold the lock).
+
+        Anything else at that path (a regular file, a folder, a link) is never replaced: OSError.
+        """
+        import stat as stat_mod
+
+        try:
+            existing = os.lstat(self.sock_path)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None and not stat_mod.S_ISSOCK(existing.st_mode):
+            raise OSError(f"{self.sock_path} exists and is not a socket; not replacing it")
         tmp = self.root / f".mem.sock.{os.getpid()}.tmp"
         for path in (tmp,):
             try:

@@ -50,7 +50,7 @@ def test_stdin_and_file_bodies(root, tmp_path):
     (("list", "--tier", "lukewarm"), 2),
     (("config", "set", "trash_retention_days", "soon"), 2),
     (("delete", "nope"), 3),
-    (("restore", "nope"), 2),
+    (("restore", "nope"), 3),  # not in the trash: not found
 ])
 def test_errors_are_one_line_with_exit_codes(root, args, code):
     proc = run(root, *args)

@@ -95,7 +95,7 @@ def test_trash_purge_honours_retention(mem, monkeypatch):
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-05T00:00:00Z")
     assert [i.id for i in mem.trash_purge()] == [r.id]
     assert mem.trash_list() == []
-    with pytest.raises(InvalidInput):
+    with pytest.raises(NotFound):  # purged: no longer in the trash
         mem.restore(r.id)
 
 

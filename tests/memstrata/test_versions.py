@@ -73,9 +73,9 @@ def test_dark_mode_then_light_mode_is_one_entry_at_version_2(mem, monkeypatch):
     assert mem.history_show(first.id, 2) == "User prefers light mode\n"
 
     text = (mem.root / current.path).read_text(encoding="utf-8")
-    assert text.endswith("User prefers light mode\n\n## Version history\n\n"
-                         "- v1 (2026-06-01): User prefers dark mode\n"
-                         "- v2 (2026-07-18): User prefers light mode (conflict, now current)\n")
+    assert text.endswith("---\n\nUser prefers light mode\n")
+    assert ("history:\n- {version: 1, date: '2026-06-01', summary: User prefers dark mode}\n"
+            "- {version: 2, date: '2026-07-18', summary: 'User prefers light mode (conflict, now current)'}\n") in text
     kept = versions.list_snapshots(mem.root, first.id)
     assert list(kept) == [1]
     assert "User prefers dark mode" in kept[1].read_text(encoding="utf-8")
