@@ -15,9 +15,11 @@ from memstrata import Memory
 def work(tmp_path, embedder):
     m = Memory(tmp_path / "mem", embedder=embedder)
     m.init()
+    # written on different days: entries of one sitting lend each other relevance (recall's sitting prior)
     m.write("We picked PostgreSQL 16 for the orders database because of logical replication.",
-            title="Database choice", category="work")
-    m.write("The on-call rotation changes every Monday at 10am.", title="Oncall", category="work")
+            title="Database choice", category="work", created="2026-11-02T10:00:00Z")
+    m.write("The on-call rotation changes every Monday at 10am.", title="Oncall", category="work",
+            created="2026-11-20T10:00:00Z")
     return m
 
 
