@@ -67,7 +67,7 @@ def grep(root: Path, query: str, entries: list[Entry], k: int) -> list[tuple[Ent
             continue
         low = " ".join(text.lower().split())
         exact = bool(phrase) and phrase in low or set(lexical.query_terms(query)) <= set(matched) and bool(matched)
-        out.append((e, score, best_sentence(f"{e.title}\n{e.body}", matched) or e.title, matched, exact))
+        out.append((e, score, best_sentence(f"{e.title}\n{e.body}", matched, e.title) or e.title, matched, exact))
     out.sort(key=lambda r: (-r[1], r[0].path))
     return out[:k]
 

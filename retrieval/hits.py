@@ -11,13 +11,21 @@ def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def best_sentence(text: str, terms: list[str]) -> str:
-    """The snippet of every strategy: the sentence of `text` holding most query terms (the first
-    sentence when none holds any)."""
+def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
+    """The snippet of every strategy: the sentence of the entry's current text holding most query
+    terms (the first sentence when none holds any). The title line and the earlier versions the
+    index carries along (storage.versions.with_kept_versions) are never the snippet."""
     from memstrata.retrieval.chunking import sentences
+    from memstrata.storage.versions import EARLIER_VERSION
 
+    text = text or ""
+    cut = text.find("\n" + EARLIER_VERSION)
+    if cut >= 0:
+        text = text[:cut]
+    if title and text.startswith(title):
+        text = text[len(title):].lstrip(" \n:") or text
     best, best_n = "", -1
-    for s in sentences(text or ""):
+    for s in sentences(text):
         low = s.lower()
         n = sum(1 for t in terms if t in low)
         if n > best_n:

@@ -167,12 +167,13 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if texts is None and (entities or weights.feedback or terms):
         texts = index.texts(frame)
     entity_share = None
-    if entities and texts is not None:
+    named = _known_entities(index, frame, entities)  # "PM", "VS Code" that no entry mentions are no names here
+    if named and texts is not None:
         entity_share = np.zeros(n)
         for i in range(n):
             if mask[i]:
-                hit = sum(1 for e in entities if e in texts[i] and lexical.mentions(texts[i], e))
-                entity_share[i] = hit / len(entities)
+                hit = sum(1 for e in named if e in texts[i] and lexical.mentions(texts[i], e))
+                entity_share[i] = hit / len(named)
     structure = _structure(index, frame, weights)
     dates = named_dates(query)
     date_near = (fusion.date_proximity(frame.cols["created"], dates, 86400.0 * settings.recall_date_after_days)
@@ -228,7 +229,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(score[pos]))
         text = lexical.entry_part(texts[pos], c["tags"][pos]) if texts else ""
-        snippet = best_sentence(text, terms) or c["title"][pos]
+        snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
                         path=c["path"][pos], created=_iso(c["created"][pos]),
@@ -270,6 +271,16 @@ def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settin
         return found
     return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, settings.recall_bm25_k1,
                                         settings.recall_bm25_b)
+
+
+def _known_entities(index: VectorIndex, frame, entities: list[str]) -> list[str]:
+    """The names in the query that the tree can know: every word of the name occurs in some entry.
+    A capitalised word or acronym no entry holds ("PM", "VS Code") says nothing about which entry
+    answers, so it neither boosts nor counts as a name the hits fail to mention."""
+    if not entities:
+        return []
+    df = index.doc_freq(frame)
+    return [e for e in entities if all(df.get(lexical._stem(w), 0) > 0 for w in e.lower().split())]
 
 
 def _common_entities(index: VectorIndex, frame, entities: list[str], settings) -> list[str]:

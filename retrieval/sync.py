@@ -115,8 +115,8 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
             out.embed.append(entry)
     for rel in paths:
         n = at_path.get(rel)
-        if n is not None and frame.ids[n] not in found and entry_file_stat(index.root, rel) is None:
-            out.remove.append(frame.ids[n])
+        if n is not None and frame.ids[n] not in found and rel not in out.errors:
+            out.remove.append(frame.ids[n])  # the file is gone, or now holds another id (a hand-made file got one)
     out.remove.sort()
     return out
 

@@ -12,10 +12,12 @@ import fcntl
 import os
 import re
 import socket
+import stat
 from datetime import datetime
 from pathlib import Path
 
 from memstrata.clock import format_datetime, parse_datetime
+from memstrata.errors import MemstrataError
 from memstrata.scoring.access import Access
 from memstrata.storage.entry import valid_id
 from memstrata.storage.safe_io import check_write_target, read_regular_bytes
@@ -34,24 +36,33 @@ def _folder(root: Path) -> Path:
     return Path(root) / JOURNAL_DIR
 
 
-def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> None:
-    """Record accesses (id, when, correlation or None) in this machine's journal file."""
+def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> bool:
+    """Record accesses (id, when, correlation or None) in this machine's journal file.
+
+    Best effort: a read must answer even on a full or read-only disk, so a failure to record
+    returns False instead of raising (the access is simply not counted)."""
     lines = "".join(f"{format_datetime(when)}\t{entry_id}\t{'-' if corr is None else f'{corr:.4f}'}\n"
                     for entry_id, when, corr in accesses if valid_id(entry_id))
     if not lines:
-        return
-    folder = _folder(root)
-    path = check_write_target(root, folder / f"{machine_name()}{_SUFFIX}")
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for _ in range(3):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            if _same_file(fd, path):  # not taken by a fold meanwhile
-                os.write(fd, lines.encode("utf-8"))
-                return
-        finally:
-            os.close(fd)
+        return True
+    try:
+        folder = _folder(root)
+        path = check_write_target(root, folder / f"{machine_name()}{_SUFFIX}")
+        folder.mkdir(mode=0o700, exist_ok=True)
+        for _ in range(100):  # a fold took the file between open and lock: append to the new one
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return False
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                if _same_file(fd, path):  # not taken by a fold meanwhile
+                    os.write(fd, lines.encode("utf-8"))
+                    return True
+            finally:
+                os.close(fd)
+    except (OSError, MemstrataError):
+        return False
+    return False
 
 
 def _same_file(fd: int, path: Path) -> bool:

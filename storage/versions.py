@@ -28,6 +28,7 @@ VERSIONS_DIR = ".versions"
 SPLIT_RECORD = ".split.json"
 SUMMARY_CHARS = 80
 MAX_INDEXED_VERSIONS = 20  # kept versions whose text the index carries with the entry (newest first)
+EARLIER_VERSION = "Earlier version v"  # heads each kept version in the indexed text
 SPLIT_RECORD_MAX_BYTES = 16 * 1024 * 1024  # a larger .split.json is not one the engine wrote
 _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
 
@@ -107,7 +108,7 @@ def with_kept_versions(root: Path, entry: Entry) -> Entry:
             old = codec.parse(read_regular_text(kept[number]))
         except (CorruptEntry, OSError, UnicodeDecodeError, ValueError):
             continue
-        heading = f"Earlier version v{number} ({day(old.updated or old.created) or 'undated'})"
+        heading = f"{EARLIER_VERSION}{number} ({day(old.updated or old.created) or 'undated'})"
         title = f" {old.title}" if old.title and old.title != entry.title else ""
         parts.append(f"{heading}:{title}\n\n{old.body.strip()}")
     if not parts:

@@ -46,6 +46,8 @@ def init(
         return clone_tree(root, clone, machine, index_from, as_json)
     result = memory(root).init(adopt=adopt)
     adopted = f"; adopted {result['adopted']} notes" if result.get("adopted") else ""
+    for note in result.get("skipped", []):
+        typer.echo(f"warning: not adopted: {note}", err=True)
     emit(as_json, result, f"memory tree ready at {result['root']}"
          + (f" (created: {', '.join(result['created'])}{adopted})" if result["created"] else " (already there)"))
 

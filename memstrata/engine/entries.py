@@ -40,6 +40,32 @@ def _markdown_notes(root) -> int:
     return count
 
 
+def _not_adoptable(root) -> tuple[list[str], list[str]]:
+    """(files `mem init` would overwrite, Markdown notes that cannot become entries and why) of a
+    folder that is not a tree yet: its own config.md or INDEX.md files; notes at the top level
+    (entries live in category folders) and notes with a reserved name."""
+    import os
+
+    from memstrata.storage.catalog import is_entry_path
+
+    blocking, skipped = [], []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+            low = name.lower()
+            if low == "index.md" or (rel.lower() == "config.md"):
+                try:
+                    head = open(os.path.join(folder, name), "rb").read(200).decode("utf-8", "replace")
+                except OSError:
+                    head = ""
+                if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
+                    blocking.append(rel)
+            elif low.endswith(".md") and not is_entry_path(rel):
+                skipped.append(f"{rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
+    return blocking, skipped
+
+
 def split_warning(category: str, count: int, limit: int) -> str:
     """The advice given when a category grows past split_threshold (writes and stats say the same)."""
     return f"category {category} holds {count} entries (> {limit}); consider `mem split {category} --by year`"
@@ -62,7 +88,12 @@ class Entries:
         """
         if self.root.exists() and not self.root.is_dir():
             raise InvalidInput(f"{self.root} exists and is not a folder")
-        notes = 0 if tree.is_initialised(self.root) or not self.root.exists() else _markdown_notes(self.root)
+        fresh = not tree.is_initialised(self.root) and self.root.exists()
+        notes = _markdown_notes(self.root) if fresh else 0
+        blocking, skipped = _not_adoptable(self.root) if fresh else ([], [])
+        if blocking:  # files the tree would overwrite (config.md, INDEX.md): never, say so instead
+            raise InvalidInput(f"{self.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
+                               f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) first")
         if notes and not adopt:
             raise InvalidInput(f"{self.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
                                f"Markdown notes; `mem init --adopt` makes them memories (each gets an id line, "
@@ -78,7 +109,7 @@ class Entries:
                     made.append(f"{category}/{indexes.INDEX_FILE}")
             self.save.write_indexes(None)
         self.state.use_settings(None)
-        return {"root": str(self.root), "created": made, "adopted": adopted}
+        return {"root": str(self.root), "created": made, "adopted": adopted, "skipped": skipped}
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()
@@ -139,11 +170,8 @@ class Entries:
         """An entry with its body, as the access journal sees it; counts as an access unless told
         not to. The access goes to the journal (storage/journal.py): the entry file is not rewritten."""
         entry = self.resolve(ref)
-        if count_access and entry.id:
-            try:
-                journal.append(self.root, [(entry.id, self.state.now(), None)])
-            except OSError:  # a full or read-only disk: the read still answers, the access is not counted
-                pass
+        if count_access and entry.id:  # best effort: on a full disk the read answers, uncounted
+            journal.append(self.root, [(entry.id, self.state.now(), None)])
         return self.seen(entry)
 
     def seen(self, entry: Entry) -> Entry:

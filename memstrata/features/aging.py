@@ -138,8 +138,7 @@ class Aging:
         now = self.state.now()
         settings = self.state.settings
         report = MaintenanceReport(now=now, dry_run=dry_run)
-        if not dry_run:
-            report.accesses_folded = self.fold_accesses()
+        report.accesses_folded = len(self.state.accesses()) if dry_run else self.fold_accesses()
         entries = self.entries.list()
         usable = []
         for entry in entries:

@@ -76,20 +76,20 @@ def test_case1_bad_id_in_a_file_maintain_delete_restore_stay_inside(mem_cli):
     (root / "notes").mkdir()
     (root / "notes" / "old.md").write_text("---\nid: ../../outside/forgotten\ntitle: stale note\n"
                                            "expires: 2001-01-01\n---\n\nbody\n")
-    assert mem_cli("maintain")[0] == 0
+    assert mem_cli("maintain")[0] == 0  # the hand-made entry gets an id first, then expires to the trash
     assert files_under(outside) == {}
-    code, _, err = mem_cli("delete", "notes/old.md")
-    assert code == 0 and files_under(outside) == {}
     code, out, _ = mem_cli("trash", "list", "--json")
     items = json.loads(out)["entries"]
-    assert len(items) == 1 and items[0]["id"] == "" and items[0]["path"].startswith(".trash/")
-    code, out, err = mem_cli("restore", items[0]["path"], "--json")
+    assert len(items) == 1 and items[0]["id"] and items[0]["path"].startswith(".trash/")
+    code, out, err = mem_cli("restore", items[0]["id"], "--json")
     assert code == 0, err
     restored = json.loads(out)
-    assert restored["path"] == "notes/old.md" and restored["id"]
+    assert restored["path"] == "notes/old.md" and restored["id"] == items[0]["id"]
     text = (root / "notes" / "old.md").read_text()
     assert "invalid_id: ../../outside/forgotten" in text and "body" in text
-    assert files_under(outside) == {}
+    code, _, err = mem_cli("delete", "notes/old.md")
+    assert code == 0 and files_under(outside) == {}
+    assert mem_cli("restore", items[0]["id"])[0] == 0 and files_under(outside) == {}
     one_line(mem_cli("restore", "no-such-thing")[2])
 
 
@@ -180,7 +180,9 @@ def test_case7_symlinked_engine_folder(mem_cli, folder):
 # -- case 8: FIFOs never block; alias bombs are one file's problem -------------------------------
 def test_case8_fifo_and_alias_bomb_through_real_processes(tmp_path, embedder):
     root = tmp_path / "r"
-    Memory(root, embedder=embedder).write("Cats sleep most of the day.", title="cats", category="notes")
+    made = Memory(root, embedder=embedder)
+    made.init()
+    made.write("Cats sleep most of the day.", title="cats", category="notes")
     os.mkfifo(root / "notes" / "pipe.md")
     for args in (["list"], ["stats"], ["recall", "cats"], ["recall", "cats", "--strategy", "grep"],
                  ["write", "fifo test", "-c", "notes"], ["doctor"], ["read", "notes/pipe.md"]):
@@ -278,7 +280,9 @@ def test_case11_mcp_lone_surrogate_gets_an_answer(tmp_path, embedder):
     import select
 
     root = tmp_path / "r"
-    Memory(root, embedder=embedder).write("Seed entry.", title="seed", category="notes")
+    made = Memory(root, embedder=embedder)
+    made.init()
+    made.write("Seed entry.", title="seed", category="notes")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMSTRATA_SERVICE": "off"}
     proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", "mcp", "--root", str(root)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -403,6 +407,7 @@ def test_case9_full_disk_reads_still_work(tmp_path, embedder):
 
     root = tmp_path / "r"
     m = Memory(root, embedder=embedder)
+    m.init()
     entry = m.write("The spare key is under the blue pot.", title="spare key", category="notes")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{root / '.cache' / 'catalog.db'}{suffix}").unlink(missing_ok=True)
@@ -435,6 +440,7 @@ def test_case9_a_folder_nobody_can_open_is_skipped_with_a_note(tmp_path, embedde
 
     root = tmp_path / "r"
     m = Memory(root, embedder=embedder)
+    m.init()
     m.write("Locked away.", title="vaulted", category="vault")
     m.write("Plain note.", title="plain", category="notes")
     os.chmod(root / "vault", 0)
@@ -573,7 +579,9 @@ def test_case12_stats_names_a_file_its_reader_cannot_open(tmp_path, embedder):
     import shutil
 
     root = tmp_path / "r"
-    entry = Memory(root, embedder=embedder).write("Mode zero.", title="zero", category="notes")
+    made = Memory(root, embedder=embedder)
+    made.init()
+    entry = made.write("Mode zero.", title="zero", category="notes")
     os.chmod(root / entry.path, 0)
     argv = [sys.executable, "-m", "memstrata.cli.app", "stats", "--json", "--root", str(root)]
     if os.getuid() == 0:
