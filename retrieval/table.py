@@ -37,9 +37,17 @@ def indexed_form(root: Path, entry: Entry) -> Entry:
 
     The one place of the rules "a compressed entry is found by what it said before compression"
     and "an old version stays findable"; `VectorIndex.upsert` applies it to whatever it is given,
-    so no writer has to remember it.
+    so no writer has to remember it. Applying it twice changes nothing (the result is marked).
     """
-    return with_kept_versions(root, with_full_body(root, entry))
+    if entry.extra.get(_INDEXED):
+        return entry
+    indexed = with_kept_versions(root, with_full_body(root, entry))
+    indexed = indexed.copy(extra={**indexed.extra, _INDEXED: True}) if indexed is not entry else \
+        entry.copy(extra={**entry.extra, _INDEXED: True})
+    return indexed
+
+
+_INDEXED = "__indexed__"  # marks an entry already in its indexed form (never written anywhere)
 
 
 def sql_str(value: str) -> str:

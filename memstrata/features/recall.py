@@ -5,7 +5,7 @@ from memstrata import clock
 from memstrata.engine.entries import Entries
 from memstrata.engine.inputs import clean_tags
 from memstrata.engine.state import TreeState
-from memstrata.errors import IndexUnavailable, InvalidInput, Locked
+from memstrata.errors import IndexUnavailable, InvalidInput, Locked, MemstrataError
 from memstrata.retrieval.hits import RecallHit, RecallResult
 from memstrata.storage import journal
 from memstrata.storage.entry import Entry
@@ -37,6 +37,20 @@ class Recall:
         except Exception as exc:  # noqa: BLE001
             problems.append(f"warm recall failed: {type(exc).__name__}: {exc}")
         return problems
+
+    def reindex_entries(self, ids: list[str]) -> int:
+        """Index these entries again now (what they are indexed with changed beside their files:
+        kept versions that came in with a pull). Returns how many were indexed."""
+        entries = []
+        for entry_id in ids:
+            try:
+                entries.append(self.entries.resolve(entry_id))
+            except (MemstrataError, OSError):
+                continue  # gone, or not an id: the next sync sees the tree as it is
+        if entries:
+            with self.state.lock():
+                self.state.vector_index().upsert(entries, self.state.model)
+        return len(entries)
 
     # -- sync and reindex ---------------------------------------------------------------
     def sync(self, progress=None, announce=None) -> dict:

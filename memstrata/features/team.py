@@ -88,6 +88,9 @@ class TeamSync:
             self.state.use_settings(None)  # config.md may have come from another machine
         if index and any(is_entry_path(p) for p in pulled):
             result["index"] = self.recall.sync()  # only files changed since the last sync are read
+        kept = {p.split("/")[1] for p in pulled if p.startswith(".versions/") and p.count("/") >= 2}
+        if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
+            result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
 
     def _commit_local(self, machine: str, result: dict) -> None:
@@ -142,6 +145,8 @@ class TeamSync:
         elif git.staged():
             git.run("commit", "-q", "--no-verify", "-m",
                     f"memstrata: INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
+        if head:  # what the merge itself wrote (a conflict's kept version) changes the index too
+            result["_pulled"].update(p for _, p in git.changed(head, "HEAD"))
 
     def _trash_pulled_deletions(self, head: str | None, tracking: str, machine: str) -> None:
         """An entry another machine deleted goes to this machine's trash too (restorable, and
