@@ -45,6 +45,7 @@ def recall(
     explain: Annotated[bool, typer.Option("--explain", help="Show the signals that ranked each result.")] = False,
     min_relevance: Annotated[Optional[float], typer.Option("--min-relevance",
                              help="Drop hits below this relevance, 0-1 (default: recall_min_relevance; 0 shows all).")] = None,
+    no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count the hits as accesses.")] = False,
     include_shared: Annotated[bool, typer.Option("--include-shared",
                               help="Search the shared root too (shared_root in config.md or $MEMSTRATA_SHARED).")] = False,
     queries: Annotated[Optional[str], typer.Option("--queries", help="JSONL file of {\"qid\", \"query\"} lines: "
@@ -93,7 +94,7 @@ def recall(
         return
     if query is None:
         raise InvalidInput("give a query (or --queries FILE)")
-    result = m.recall(query, k=k, include_shared=include_shared, **options)
+    result = m.recall(query, k=k, include_shared=include_shared, count_access=not no_touch, **options)
     emit(as_json, result.to_dict(), lambda: _print(result, explain))
 
 

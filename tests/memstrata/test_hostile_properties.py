@@ -139,6 +139,7 @@ def test_hostile_trees_stay_contained(embedder, hazards):
     output.set_memory_factory(lambda r: Memory(r, embedder=embedder))
     try:
         m = Memory(root, embedder=embedder)
+        m.init()
         acknowledged = [m.write("The boiler is serviced every March.", title="boiler", category="notes").id,
                         m.write("Standup moved to 9:30 on Mondays.", title="standup", category="meetings").id]
         (root / "notes" / "a.md").write_text("---\ntitle: plain\n---\n\nA plain hand-written note.\n")

@@ -54,7 +54,10 @@ async def _with_session(url, token, body):
 
 
 def test_http_tools_need_the_token(tmp_path):
+    from memstrata import Memory
+
     root = tmp_path / "mem"
+    Memory(root).init()  # the server serves a tree `mem init` made
     proc, url, token = _start(root, _env(MEMSTRATA_MCP_TOKEN=TOKEN))
     try:
         assert token == "$MEMSTRATA_MCP_TOKEN" and url.startswith("http://127.0.0.1:")

@@ -83,9 +83,9 @@ def tree(tmp_path_factory):
 
 
 IDENTICAL = [
-    ("recall", "which database did we pick?", "--json"),
-    ("recall", "dark mode release day"),
-    ("recall", "ops", "--category", "projects", "--json", "--explain"),
+    ("recall", "which database did we pick?", "--json", "--no-touch"),  # hits count as accesses otherwise
+    ("recall", "dark mode release day", "--no-touch"),
+    ("recall", "ops", "--category", "projects", "--json", "--explain", "--no-touch"),
     ("list", "--json"),
     ("list",),
     ("stats", "--json"),
