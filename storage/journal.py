@@ -20,7 +20,7 @@ from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import Access
 from memstrata.storage.entry import valid_id
-from memstrata.storage.safe_io import check_write_target, read_regular_bytes
+from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
 
 JOURNAL_DIR = ".access"
 _SUFFIX = ".log"
@@ -90,20 +90,26 @@ def read(root: Path) -> dict[str, Access]:
     return _parse_files(_files(root))
 
 
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # a journal file larger than this is not read (a planted one)
+
+
 def _files(root: Path) -> list[Path]:
+    """The journal's regular files; nothing when `.access` is not a real folder of the root."""
     folder = _folder(root)
     try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []  # a symlink (e.g. one a pulled commit planted) leads elsewhere: never followed
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    return [folder / n for n in names if n.endswith(_SUFFIX) or n.endswith(_TAKEN)]
+    return [folder / n for n in names if (n.endswith(_SUFFIX) or n.endswith(_TAKEN)) and is_regular_file(folder / n)]
 
 
 def _parse_files(files: list[Path]) -> dict[str, Access]:
     out: dict[str, Access] = {}
     for path in files:
         try:
-            text = read_regular_bytes(path).decode("utf-8", "replace")
+            text = read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
         except OSError:
             continue
         for line in text.split("\n"):
@@ -132,15 +138,17 @@ def take(root: Path) -> tuple[dict[str, Access], list[Path]]:
     Returns the accesses and the taken files, which the caller removes once the entries are
     written (`release`). Appenders waiting on a file being taken write to a new one."""
     taken = []
-    for path in _files(root):
+    for path in _files(root):  # regular files in a real `.access` folder only
         if path.name.endswith(_TAKEN):
             taken.append(path)  # left by a fold that did not finish: fold it now
             continue
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             continue
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
             fcntl.flock(fd, fcntl.LOCK_EX)
             target = path.with_name(f"{path.name}.{os.getpid()}{_TAKEN}")
             os.replace(path, target)
@@ -151,8 +159,9 @@ def take(root: Path) -> tuple[dict[str, Access], list[Path]]:
 
 
 def release(taken: list[Path]) -> None:
+    """Remove the journal files a fold has written into the entries (each one; none stops the rest)."""
     for path in taken:
         try:
             os.unlink(path)
-        except FileNotFoundError:
+        except OSError:
             pass

@@ -9,7 +9,7 @@ from pathlib import Path
 from memstrata.errors import InvalidInput
 
 # The engine's own folders under the root; one of them being a symlink would lead writes elsewhere.
-ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors", ".quarantine")
+ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors", ".quarantine", ".access")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
 

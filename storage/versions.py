@@ -64,6 +64,15 @@ def save_snapshot(root: Path, entry_id: str, version: int, text: str) -> bool:
     return not existed
 
 
+def ids_with_snapshots(root: Path) -> set[str]:
+    """The ids that have kept versions under .versions/ (an import must not take one over)."""
+    folder = Path(root) / VERSIONS_DIR
+    try:
+        return {p.name for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and valid_id(p.name)}
+    except OSError:
+        return set()
+
+
 def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
     path = check_write_target(root, snapshot_path(root, entry_id, version))
     path.unlink(missing_ok=True)

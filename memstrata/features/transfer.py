@@ -20,7 +20,7 @@ from memstrata.features.transfer_formats import (
     viking_base,
     write_sidecar,
 )
-from memstrata.storage import sidecars, versions
+from memstrata.storage import sidecars, trash, versions
 from memstrata.storage.entry import Entry, new_id
 
 IMPORT_BATCH = 256            # entries saved (and embedded) per batch by the bulk import
@@ -154,7 +154,9 @@ class Transfer:
         with self.state.lock():
             catalog = self.state.catalog
             catalog.refresh()
-            taken = {e.id for e in catalog.entries()}
+            # ids in the tree, in the trash (restorable: their versions are theirs) and with kept versions
+            taken = ({e.id for e in catalog.entries()} | {i.id for i in trash.list_trash(self.root) if i.id}
+                     | versions.ids_with_snapshots(self.root))
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
                 full = entry.extra.pop("__full_content__", None)
@@ -195,6 +197,10 @@ class Transfer:
         try:
             for entry, full, _ in batch:
                 if full is not None and entry.full_content_file:
+                    # the original goes to this entry's own sidecar, never to a path the record names
+                    entry.full_content_file = sidecars.relative_path(entry.id)
+                    if sidecars.exists(self.root, entry.full_content_file):
+                        raise InvalidInput(f"{entry.full_content_file} exists already: not overwritten")
                     write_sidecar(self.root, entry.full_content_file, full)
                     undo.append(lambda rel=entry.full_content_file: sidecars.remove(self.root, rel))
                 for number, text in sorted(entry.extra.pop("__versions__", {}).items()):

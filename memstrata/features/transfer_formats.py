@@ -10,10 +10,12 @@ from typing import Iterable, Iterator
 from memstrata.engine.inputs import valid_id
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.storage import codec, versions
+from memstrata.storage.safe_io import is_regular_file, read_regular_bytes
 from memstrata.storage.entry import INVALID_ID_KEY, TIERS, Entry
 from memstrata.storage.safe_io import read_regular_text
 from memstrata.storage.sidecars import FULL_DIR
 
+IMPORT_FILE_MAX_BYTES = 8 * 1024 * 1024  # a Markdown file or sidecar read by an import
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 VIKING_TIER_DIRS = TIERS      # hot warm cold archive
 VIKING_CATEGORY_DIRS = ("daily", "meetings", "long-term")
@@ -178,8 +180,8 @@ def viking_base(source: Path, strict: bool = False) -> Path | None:
 
 
 def _read_markdown(path: Path, rel_category: str, report: ImportReport) -> Entry | None:
-    try:
-        text = path.read_bytes().decode("utf-8")
+    try:  # a regular file of bounded size only: never a FIFO, a device or a link out of the tree
+        text = read_regular_bytes(path, IMPORT_FILE_MAX_BYTES).decode("utf-8")
     except UnicodeDecodeError:
         report.error(str(path), "not UTF-8 text")
         return None
@@ -234,7 +236,8 @@ def _md_files(folder: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            if name.endswith(".md") and not name.startswith(".") and name.lower() != "index.md":
+            if name.endswith(".md") and not name.startswith(".") and name.lower() != "index.md" \
+                    and not os.path.islink(os.path.join(dirpath, name)):
                 out.append(Path(dirpath) / name)
     return out
 
@@ -290,11 +293,11 @@ def _take_viking_sidecar(entry: Entry, path: Path, report: ImportReport) -> None
     if not entry.full_content_file:
         return
     candidate = path.parent / entry.full_content_file
-    if not candidate.is_file():
-        candidate = path.parent / Path(entry.full_content_file).name
-    if candidate.is_file():
+    if not _beside(candidate, path) or not is_regular_file(candidate):
+        candidate = path.parent / Path(entry.full_content_file).name  # only a file beside the entry
+    if is_regular_file(candidate):
         try:
-            entry.body = candidate.read_text(encoding="utf-8")
+            entry.body = read_regular_bytes(candidate, IMPORT_FILE_MAX_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             report.warnings.append(f"{path.name}: cannot read {entry.full_content_file}; kept the summary")
             return
@@ -303,6 +306,12 @@ def _take_viking_sidecar(entry: Entry, path: Path, report: ImportReport) -> None
     else:
         report.warnings.append(f"{path.name}: {entry.full_content_file} is missing; kept the summary only")
         entry.full_content_file = None
+
+
+def _beside(candidate: Path, entry_file: Path) -> bool:
+    """True when `candidate` resolves inside the folder of `entry_file` (a sidecar never leads out)."""
+    folder = os.path.realpath(entry_file.parent)
+    return os.path.realpath(candidate).startswith(folder + os.sep)
 
 
 def entries_from_pme(base: Path, report: ImportReport, now) -> Iterator[Entry]:
