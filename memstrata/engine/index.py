@@ -36,18 +36,25 @@ class IndexStep:
         self.last_error = None
         if not entries:
             return {"embedded": 0}
-        try:
-            return self.state.vector_index().upsert(entries, self.state.model, progress=progress)
-        except _model_unavailable():
-            return {"embedded": 0, "skipped": len(entries)}
-        except INDEX_FAILURES as exc:
-            self._failed(exc)
-            return {"embedded": 0, "skipped": len(entries), "index_error": self.last_error}
+        for attempt in (1, 2):
+            try:
+                index = self.state.vector_index()
+                index.refresh()  # other processes wrote since this one last looked: work on the latest version
+                return index.upsert(entries, self.state.model, progress=progress)
+            except _model_unavailable():
+                return {"embedded": 0, "skipped": len(entries)}
+            except INDEX_FAILURES as exc:
+                if attempt == 1:
+                    self.state.forget_vector_index()  # reopen and try once more: a stale handle, a passing fault
+                    continue
+                self._failed(exc)
+        return {"embedded": 0, "skipped": len(entries), "index_error": self.last_error}
 
     def remove(self, ids: list[str]) -> None:
         self.last_error = None
         try:
             index = self.state.vector_index()
+            index.refresh()
             if index.table() is not None:
                 index.delete(list(ids))
         except INDEX_FAILURES as exc:
