@@ -117,12 +117,18 @@ def _origin_from_audit(root: Path, entry_id: str) -> str:
 
 
 def find(root: Path, ref: str) -> TrashItem:
-    """The trash item of an id (the latest trashed), or of a trash file path (`.trash/NAME.md`)."""
+    """The trash item of an id or a unique id prefix (the latest trashed), of a trash file path
+    (`.trash/NAME.md`) or of the path it was trashed from."""
     ref = str(ref or "").strip()
     items = list_trash(root)
     matches = [i for i in items if i.id == ref] if ref else []
     if not matches and ref:
-        matches = [i for i in items if ref in (i.path, i.path[len(TRASH_DIR) + 1:])]
+        matches = [i for i in items if ref in (i.path, i.path[len(TRASH_DIR) + 1:], i.trashed_from)]
+    if not matches and len(ref) >= 4:  # a unique id prefix, as every other command takes
+        ids = {i.id for i in items if i.id and i.id.startswith(ref)}
+        if len(ids) > 1:
+            raise InvalidInput(f"{ref} is the start of several trashed ids ({', '.join(sorted(ids))}); give more of it")
+        matches = [i for i in items if i.id in ids]
     if not matches:
         raise NotFound(f"no entry {ref!r} in the trash (give its id, or its path as `mem trash list` shows)")
     return matches[-1]

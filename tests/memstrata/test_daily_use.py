@@ -213,3 +213,13 @@ def test_everyday_commands_behave_as_people_expect(tmp_path, clock, capsys, embe
     assert _mem("recall", "--queries", str(queries), "--root", root) == 2
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [("error" in r) for r in rows] == [False, True, True, False] and rows[0]["results"]
+
+
+def test_restore_takes_an_id_prefix_or_the_path_it_was_deleted_from(tmp_path, clock, embedder):
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    r = m.write("Park on level 3.", title="parking", category="general")
+    m.delete(r.id[:5])
+    assert m.restore(r.id[:5]).id == r.id
+    m.delete(r.id)
+    assert m.restore("general/parking.md").id == r.id
