@@ -11,7 +11,6 @@ prompt (the kept hits' bodies and headers, within autoload_budget).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -89,16 +88,11 @@ CUTS = [0.0, 0.01, 0.012, 0.015, 0.02, 0.03, 0.05, 0.1]
 def main(argv=None):
     from memstrata import Memory
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(locomo.DATA))
-    ap.add_argument("--reuse", required=True)
-    args = ap.parse_args(argv)
-    files = sorted(Path(args.data).glob("*.json"))
-    convs = {f.stem: locomo.load(f)[1] for f in files}
+    reuse, convs = locomo.questions_of_built_trees(__doc__, argv)
     names = list(convs)
     on, off_conv, off_daily = [], [], []  # per query: [(relevance, is evidence, tokens)] of the top 10
     for i, name in enumerate(names):
-        m = Memory(Path(args.reuse) / f"conv{name}")
+        m = Memory(reuse / f"conv{name}")
         count = m._recall.state.model().count_tokens
 
         def hits(query, evidence=frozenset()):
@@ -117,7 +111,7 @@ def main(argv=None):
     print("| --- | --- | --- | --- | --- |")
     from memstrata.scoring.relevance import keep
 
-    relative = Memory(Path(args.reuse) / f"conv{names[0]}").settings.recall_relative_relevance
+    relative = Memory(reuse / f"conv{names[0]}").settings.recall_relative_relevance
     print(f"(a hit is also dropped below {relative:g} x the best hit's relevance: recall_relative_relevance)\n")
 
     def shown(h, cut):  # the hits recall returns at this cut-off

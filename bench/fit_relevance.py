@@ -11,7 +11,6 @@ The coefficients fitted on all five are printed last, for HYBRID and TEXT.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -58,16 +57,11 @@ def main(argv=None):
     from memstrata import Memory
     from memstrata.scoring.relevance import FEATURES
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(locomo.DATA))
-    ap.add_argument("--reuse", required=True)
-    args = ap.parse_args(argv)
-    files = sorted(Path(args.data).glob("*.json"))
-    convs = {f.stem: locomo.load(f)[1] for f in files}
+    reuse, convs = locomo.questions_of_built_trees(__doc__, argv)
     names = list(convs)
     data = {"hybrid": {}, "text": {}}
     for i, name in enumerate(names):
-        m = Memory(Path(args.reuse) / f"conv{name}")
+        m = Memory(reuse / f"conv{name}")
         other = convs[names[(i + 1) % len(names)]]
         for mode, strategy in (("hybrid", "auto"), ("text", "text")):
             xo, yo = examples(m, convs[name], True, strategy)

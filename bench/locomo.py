@@ -61,6 +61,15 @@ def load(conv_file: Path):
     return lines, questions
 
 
+def questions_of_built_trees(description: str, argv=None) -> tuple[Path, dict]:
+    """For the benchmarks that read trees `--reuse DIR` built: (that folder, {conversation: questions})."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--reuse", required=True, help="the folder `bench/locomo.py --reuse` built the trees in")
+    args = ap.parse_args(argv)
+    return Path(args.reuse), {f.stem: load(f)[1] for f in sorted(Path(args.data).glob("*.json"))}
+
+
 def build(root: Path, lines: list[dict], reuse: bool):
     from memstrata import Memory
 
