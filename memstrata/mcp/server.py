@@ -47,7 +47,8 @@ Title = Annotated[Optional[str], Field(description="Short title (default: the fi
 Category = Annotated[Optional[str], Field(description="Category path, e.g. projects/alpha, people, decisions, "
                                                       "preferences, long-term, meetings (default: general).")]
 CategoryFilter = Annotated[Optional[str], Field(description="Only this category and its subcategories.")]
-Tags = Annotated[Optional[list[str]], Field(description="Tags, e.g. [\"database\", \"decision\"].")]
+Tags = Annotated[Optional[Union[list[str], str]], Field(description="Tags, e.g. [\"database\", \"decision\"] "
+                                                                     "or \"database, decision\".")]
 Importance = Annotated[Optional[Union[float, str]], Field(description="0-1, or low / medium / high / important.")]
 Tier = Annotated[Optional[str], Field(description="hot, warm, cold or archive.")]
 Status = Annotated[Optional[str], Field(description="active, archived or expired.")]
@@ -144,10 +145,16 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
     m = engine.memory
     names: list[str] = []
 
+    known = getattr(server, "memstrata_arguments", None)
+    if known is None:
+        known = server.memstrata_arguments = {}
+
     def tool(fn, annotations, name=None):
-        server.add_tool(fn, name=name or fn.__name__.rstrip("_"), description=inspect.getdoc(fn),
-                        annotations=annotations, structured_output=False)
-        names.append(name or fn.__name__.rstrip("_"))
+        name = name or fn.__name__.rstrip("_")
+        server.add_tool(fn, name=name, description=inspect.getdoc(fn), annotations=annotations,
+                        structured_output=False)
+        known[name] = set(inspect.signature(fn).parameters)  # the arguments it takes: others are refused
+        names.append(name)
 
     def write(
         body: Body,
@@ -334,6 +341,11 @@ def _server_class():
         async def call_tool(self, name, arguments, context=None):
             if isinstance(arguments, dict) and INVALID_ARGUMENTS in arguments:
                 return _result(str(arguments[INVALID_ARGUMENTS]), is_error=True)
+            allowed = getattr(self, "memstrata_arguments", {}).get(name)
+            unknown = sorted(set(arguments or {}) - allowed) if allowed is not None else []
+            if unknown:  # a misspelt argument silently ignored would do something else than asked
+                return _result(f"{name} takes no argument {', '.join(map(repr, unknown))}; it takes "
+                               f"{', '.join(sorted(allowed))}", is_error=True)
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:

@@ -127,3 +127,19 @@ def test_engine_errors_and_crashes_are_tool_errors(tmp_path, embedder):
     assert result.is_error and result.content[0].text == "no entry with id 0123456789ab"
     crash = engine.call(lambda: 1 / 0)
     assert crash.is_error and crash.content[0].text.startswith("internal error: ZeroDivisionError")
+
+
+def test_unknown_arguments_are_refused_and_tags_may_be_a_comma_string(tmp_path):
+    root = tmp_path / "mem"
+    Memory(root).init()
+
+    async def body(session):
+        wrong = await session.call_tool("write", {"body": "Backups run nightly.", "categroy": "ops"})
+        assert wrong.is_error and "categroy" in wrong.content[0].text
+        wrote = _data(await session.call_tool("write", {"body": "Backups run nightly at two.", "category": "ops",
+                                                        "tags": "backup, ops"}))
+        read = _data(await session.call_tool("read", {"ref": wrote["id"], "count_access": False}))
+        return read["frontmatter"]["tags"]
+
+    assert anyio.run(_session, root, body) == ["backup", "ops"]
+    assert not list((root / "ops").glob("backups-run-nightly.md"))  # the refused call wrote nothing
