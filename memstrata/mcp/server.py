@@ -199,13 +199,13 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
             include_shared=include_shared, min_relevance=min_relevance))
 
     def read(
-        ref: Ref,
+        id: Ref,  # noqa: A002 - the one name every tool uses for an entry
         count_access: Annotated[bool, Field(description="Count this read as an access (keeps it hot).")] = True,
     ):
         """Read one entry in full: frontmatter fields and the Markdown body."""
         from memstrata.results import entry_full
 
-        return engine.call(lambda: entry_full(m.read(ref, count_access=count_access)))
+        return engine.call(lambda: entry_full(m.read(id, count_access=count_access)))
 
     def list_(
         category: CategoryFilter = None,
@@ -227,7 +227,7 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
         return engine.call(run)
 
     def update(
-        ref: Ref,
+        id: Ref,  # noqa: A002
         body: Annotated[Optional[str], Field(description="New body (omit to keep it).")] = None,
         title: Title = None,
         tags: Annotated[Optional[list[str]], Field(description="New tags (replace the old ones).")] = None,
@@ -239,23 +239,23 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
     ):
         """Change an entry in place (same id); the previous version is kept in its history."""
         return engine.call(lambda: m.update(
-            ref, body, title=title, tags=tags, importance=importance, important=important, related=related,
+            id, body, title=title, tags=tags, importance=importance, important=important, related=related,
             expires=expires, category=category))
 
-    def delete(ref: Ref):
+    def delete(id: Ref):  # noqa: A002
         """Move an entry to the trash (restorable with `restore` for trash_retention_days)."""
-        return engine.call(lambda: m.delete(ref))
+        return engine.call(lambda: m.delete(id))
 
-    def restore(entry_id: Annotated[str, Field(description="Id of an entry in the trash.")]):
+    def restore(id: Annotated[str, Field(description="Id (or a unique prefix) of an entry in the trash.")]):  # noqa: A002
         """Bring an entry back from the trash to where it was, status active."""
         from memstrata.results import entry_summary
 
-        return engine.call(lambda: entry_summary(m.restore(entry_id)))
+        return engine.call(lambda: entry_summary(m.restore(id)))
 
-    def history(ref: Ref):
+    def history(id: Ref):  # noqa: A002
         """The versions of an entry (version, date, summary), newest last."""
         def run():
-            return {"ref": ref, "versions": m.history(ref)}
+            return {"id": id, "versions": m.history(id)}
 
         return engine.call(run)
 
@@ -341,6 +341,11 @@ def _server_class():
         async def call_tool(self, name, arguments, context=None):
             if isinstance(arguments, dict) and INVALID_ARGUMENTS in arguments:
                 return _result(str(arguments[INVALID_ARGUMENTS]), is_error=True)
+            if isinstance(arguments, dict) and "id" not in arguments:
+                for old in ("ref", "entry_id"):  # the names these tools had before `id` everywhere
+                    if old in arguments:
+                        arguments = {**{k: v for k, v in arguments.items() if k != old}, "id": arguments[old]}
+                        break
             allowed = getattr(self, "memstrata_arguments", {}).get(name)
             unknown = sorted(set(arguments or {}) - allowed) if allowed is not None else []
             if unknown:  # a misspelt argument silently ignored would do something else than asked

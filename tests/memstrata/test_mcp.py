@@ -83,7 +83,7 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
         assert _data(again)["results"][0]["title"] == "UI preference"
         assert second_recall < max(5.0, first_recall)  # the model and the table stay loaded
 
-        read = _data(await session.call_tool("read", {"ref": written["id"]}))
+        read = _data(await session.call_tool("read", {"id": written["id"]}))  # `id`: one name in every tool
         assert read["title"] == "Alpha database choice" and "transactions" in read["body"]
         assert read["frontmatter"]["tags"] == ["database", "decision"]
 
@@ -100,14 +100,14 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
         assert listed["count"] == 1 and listed["entries"][0]["id"] == written["id"]
         dry = _data(await session.call_tool("maintain", {}))
         assert dry.get("dry_run") is True
-        updated = _data(await session.call_tool("update", {"ref": written["id"],
+        updated = _data(await session.call_tool("update", {"id": written["id"],
                                                            "body": "We moved alpha to MySQL last week."}))
         assert updated["action"] == "updated" and updated["version"] == 2
-        history = await session.call_tool("history", {"ref": written["id"]})
+        history = await session.call_tool("history", {"id": written["id"]})
         assert not history.is_error and "1" in history.content[0].text
-        deleted = _data(await session.call_tool("delete", {"ref": written["id"]}))
+        deleted = _data(await session.call_tool("delete", {"id": written["id"]}))
         assert deleted["id"] == written["id"]
-        restored = _data(await session.call_tool("restore", {"entry_id": written["id"]}))
+        restored = _data(await session.call_tool("restore", {"entry_id": written["id"]}))  # the old name works
         assert restored["status"] == "active"
         return True
 
