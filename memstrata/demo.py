@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nrecall  {query!r}  (strategy: {answer.strategy})")
         for hit in answer.results:
             data = hit.to_dict()
-            print(f"  {data['score']:.3f}  {data['title']}  — {data['snippet'][:70]}")
+            print(f"  relevance {data['relevance'] or 0:.2f}  {data['title']}  — {data['snippet'][:70]}")
     return 0
 
 

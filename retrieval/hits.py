@@ -23,7 +23,7 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
     if cut >= 0:
         text = text[:cut]
     if title and text.startswith(title):
-        text = text[len(title):].lstrip(" \n:") or text
+        text = text[len(title):].lstrip(" \n:：-—") or text
     best, best_n = "", -1
     for s in sentences(text):
         low = s.lower()
