@@ -21,7 +21,7 @@ from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
-from memstrata.storage.safe_io import is_regular_file
+from memstrata.storage.safe_io import is_regular_file, read_regular_bytes
 
 
 MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
@@ -55,8 +55,8 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
             rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
             low = name.lower()
             if low == "index.md" or (rel.lower() == "config.md"):
-                try:
-                    head = open(os.path.join(folder, name), "rb").read(200).decode("utf-8", "replace")
+                try:  # a regular file only: a FIFO or a link named INDEX.md is never opened
+                    head = read_regular_bytes(os.path.join(folder, name), 1024 * 1024)[:200].decode("utf-8", "replace")
                 except OSError:
                     head = ""
                 if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:

@@ -125,8 +125,10 @@ class Git:
 
 def ensure_attributes(root) -> bool:
     """Write the .gitattributes line that keeps conflict markers out of entries; True if it changed."""
+    from memstrata.storage.safe_io import is_regular_file, read_regular_text
+
     path = Path(root) / ".gitattributes"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    text = read_regular_text(path, 1024 * 1024) if is_regular_file(path) else ""  # never a link out of the tree
     if GITATTRIBUTES_LINE in text.splitlines():
         return False
     from memstrata.storage.atomic import atomic_write_text

@@ -21,7 +21,9 @@ def injected(root: Path, session_id: str | None) -> set[str]:
     if not session_id:
         return set()
     try:
-        data = json.loads(_path(root, session_id).read_text(encoding="utf-8"))
+        from memstrata.storage.safe_io import read_regular_text
+
+        data = json.loads(read_regular_text(_path(root, session_id), 1024 * 1024))
         return {str(i) for i in data.get("ids", [])} if isinstance(data, dict) else set()
     except (OSError, ValueError):
         return set()

@@ -90,3 +90,14 @@ def test_tree_imports_read_only_regular_files_inside_the_source(tree, tmp_path):
     hostname = open("/etc/hostname").read().strip()
     (stolen,) = [e for e in tree.list() if e.title == "Steal"]
     assert hostname not in tree.read(stolen.id, count_access=False).body
+
+
+def test_adopt_never_opens_a_fifo_named_index(tmp_path):
+    vault = tmp_path / "vault" / "notes"
+    vault.mkdir(parents=True)
+    (vault / "a.md").write_text("A note.\n")
+    os.mkfifo(vault / "INDEX.md")
+    done = subprocess.run([PY, "-m", "memstrata.cli.app", "init", "--adopt", "--root", str(tmp_path / "vault")],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 2 and "notes/INDEX.md" in done.stderr  # refused, named, nothing written
+    assert sorted(p.name for p in (tmp_path / "vault").iterdir()) == ["notes"]
