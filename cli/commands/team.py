@@ -49,6 +49,8 @@ def _say_synced(result: dict) -> None:
                f"{'pushed' if result['pushed'] else 'nothing to push'}")
     for item in result["conflicts"]:
         typer.echo(f"  {item['kind']}: {item['message']} [{item['path']}]")
+    for item in result.get("ignored", []):
+        typer.echo(f"  ignored: {item['path']} is a {item['kind']} (never followed; remove it from the repository)")
     if result.get("index"):
         typer.echo(f"  index: {result['index']['embedded']} embedded, {result['index']['updated']} updated, "
                    f"{result['index']['removed']} removed")

@@ -19,6 +19,10 @@ class GitError(MemstrataError):
     kind = "git"
 
 
+# git modes of tree items memstrata never follows (safe_io refuses them on every read).
+SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
+
+
 class Git:
     """One working tree: run git in it with a private umask and no prompts."""
 
@@ -100,6 +104,22 @@ class Git:
         text = self.run("diff", "--name-status", "--no-renames", "-z", old, new).stdout
         parts = [p for p in text.split("\0") if p]
         return list(zip(parts[0::2], parts[1::2]))
+
+    def special_paths(self, rev: str, paths) -> list[dict]:
+        """Of `paths`, those `rev` holds as a symlink or a submodule: never followed, reported."""
+        wanted = [p for p in paths if p]
+        if not wanted:
+            return []
+        text = self.run("ls-tree", "-z", rev, "--", *wanted, check=False).stdout
+        out = []
+        for item in text.split("\0"):
+            if not item or "\t" not in item:
+                continue
+            info, path = item.split("\t", 1)
+            mode = info.split()[0]
+            if mode in SPECIAL_MODES:
+                out.append({"path": path, "kind": SPECIAL_MODES[mode]})
+        return out
 
     def staged(self) -> list[tuple[str, str]]:
         text = self.run("diff", "--cached", "--name-status", "--no-renames", "-z").stdout

@@ -84,6 +84,7 @@ class TeamSync:
         result["head"] = git.head()
         pulled = result.pop("_pulled", set())
         result["pulled"] = len(pulled)
+        result["ignored"] = git.special_paths("HEAD", sorted(pulled)) if pulled else []
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
         if index and any(is_entry_path(p) for p in pulled):

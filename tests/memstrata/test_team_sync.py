@@ -89,3 +89,30 @@ def test_sync_needs_a_git_tree(tmp_path):
     done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root", str(tmp_path / "plain")], capture_output=True,
                           text=True)
     assert done.returncode == 2 and done.stderr.startswith("mem: error: ") and done.stderr.count("\n") == 1
+
+
+def test_a_pulled_symlink_is_reported_and_never_followed(tmp_path, embedder):
+    """A peer commits `notes/leak.md -> a file outside the tree`: the sync names it, nothing reads it."""
+    from memstrata import Memory
+
+    secret = tmp_path / "outside.md"
+    secret.write_text("---\nid: aaaaaaaaaaaa\ntitle: Outside\n---\nthe outside secret is swordfish\n")
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    peer = tmp_path / "peer"  # a hostile peer using plain git
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    (peer / "notes").mkdir()
+    (peer / "notes" / "leak.md").symlink_to(secret)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "leak"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    result = b.sync_remote()
+    assert {"path": "notes/leak.md", "kind": "symlink"} in result["ignored"]
+    assert all("swordfish" not in (e.body or "") for e in b.list())
+    found = b.recall("what is the outside secret?", min_relevance=0)
+    assert all("swordfish" not in (h.snippet or "") for h in found.results)
