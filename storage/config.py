@@ -113,7 +113,11 @@ _RANGES = {
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
+    "split_threshold": (1, 1_000_000), "chunk_max_sentences": (1, 10_000), "recall_text_candidates": (1, 100_000),
+    "recall_feedback_docs": (1, 1000), "recall_feedback_terms": (1, 1000), "compress_key_points": (1, 1000),
+    "summary_sentences": (1, 1000), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
 }
+MODEL_NAME_MAX = 1000  # a model name or path longer than this is a mistake (a pasted text)
 
 
 def _convert(key: str, raw, default):
@@ -154,6 +158,10 @@ def _convert(key: str, raw, default):
         raise InvalidInput("setting secrets must be 'refuse' or 'warn'")
     if key == "service" and value not in ("auto", "off"):
         raise InvalidInput("setting service must be 'auto' or 'off'")
+    if key == "embedding_model" and (not value.strip() or len(value) > MODEL_NAME_MAX
+                                     or any(ord(c) < 32 for c in value)):
+        raise InvalidInput("setting embedding_model must be 'bundled', a sentence-transformers model name "
+                           "or a folder path (one line)")
     return value
 
 

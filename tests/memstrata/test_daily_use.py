@@ -201,6 +201,8 @@ def test_everyday_commands_behave_as_people_expect(tmp_path, clock, capsys, embe
     assert Memory(root).resolve(entry_id).tags == ["ops"]
     capsys.readouterr()
     assert _mem("config", "set", "promote_threshold", "7", "--root", root) == 2
+    assert _mem("config", "set", "split_threshold", "0", "--root", root) == 2
+    assert _mem("config", "set", "embedding_model", "a\nb", "--root", root) == 2
     assert _mem("config", "set", "hot_dayz", "3", "--root", root) == 2
     assert "did you mean hot_days" in capsys.readouterr().err
     assert _mem("config", "set", "hot_days", "3", "--root", root) == 0
