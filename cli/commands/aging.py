@@ -52,6 +52,13 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
     def human():
         verb = "would change" if dry_run else "changed"
         table(data["changes"], ["id", "title", "change", "reason"])
+        if data["forgotten"]:
+            _forgotten(data["forgotten"], dry_run)
+        if data["reported"]:
+            typer.echo(f"\nin the trash ({len(data['reported'])}; purged after the date shown unless restored):")
+            for item in data["reported"]:
+                typer.echo(f"  {item['title']} [{item['id']}]  {item['reason']}  -> {item['restore']}  "
+                           f"(purge after {item['purge_after'][:10]})")
         if data["purged"]:
             typer.echo(f"{'would purge' if dry_run else 'purged'} from the trash:")
             table(data["purged"], ["id", "title", "trashed_from", "days_in_trash"])
@@ -64,6 +71,18 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
                        f"{data['accesses_folded']} entries (from the access journal, .access/)")
 
     emit(as_json, data, human)
+
+
+def _forgotten(rows: list[dict], dry_run: bool) -> None:
+    """What maintain forgets, one block a user cannot miss: title, id, why, how to get it back."""
+    head = "WOULD FORGET" if dry_run else "FORGOTTEN"
+    typer.echo(f"\n{head} {len(rows)} "
+               f"{'entry' if len(rows) == 1 else 'entries'} (moved to the trash, restorable until purged):")
+    for row in rows:
+        typer.echo(f"  - {row['title']} [{row['id']}]  from {row['from']}")
+        typer.echo(f"      why: {row['kind']}: {row['reason']}")
+        typer.echo(f"      get it back: {row['restore']}   (purged after {row['purge_after'][:10]} at the earliest)")
+    typer.echo("")
 
 
 def maintain(
