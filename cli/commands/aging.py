@@ -92,8 +92,10 @@ def maintain(
 ):
     """Age the tree: retier, compress (losslessly), archive, expire, forget, purge the trash.
 
-    Idempotent (a second run right after the first changes nothing); safe from cron or at
-    the end of an agent's session.
+    Archive and forgetting count only days the tree was in use; what is forgotten is listed
+    (FORGOTTEN: title, id, why, `mem restore ID`), and trash is purged only
+    trash_retention_days after it was reported. Idempotent (a second run right after the
+    first changes nothing); safe from cron or at the end of an agent's session.
 
     Example: mem maintain --dry-run --json
     """
