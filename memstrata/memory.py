@@ -142,8 +142,9 @@ class Memory:
     def restore(self, entry_id: str):
         return self._entries.restore(entry_id)
 
-    def trash_list(self):
-        return self._entries.trash_list()
+    def trash_list(self, report: bool = True):
+        """The trash; listing it marks each item reported (the purge waits for that)."""
+        return self._entries.trash_list(report)
 
     def trash_purge(self, everything: bool = False):
         return self._entries.trash_purge(everything)

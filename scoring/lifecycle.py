@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Iterable
+from datetime import date, datetime
+from typing import Iterable, Sequence
 
 from memstrata.scoring.tiers import (
     days_since_touched,
@@ -11,6 +11,7 @@ from memstrata.scoring.tiers import (
     layer_for_tier,
     tier_for,
 )
+from memstrata.scoring.usage import idle_days_in_use
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
@@ -44,7 +45,7 @@ class Action:
 
 
 def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
-         referenced_ids: set[str] | None = None) -> list[Action]:
+         referenced_ids: set[str] | None = None, use_days: Iterable[date] | None = None) -> list[Action]:
     """The lifecycle actions due at `now` for these entries (empty when nothing is due).
 
     Rules, per entry:
@@ -55,12 +56,18 @@ def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
       stored tier is not hot gets a "retier" to hot and nothing else.
     - status "archived": its tier is "archive" (reading or editing it does not restore it;
       that is promotion's or restore's job).
-    - otherwise the tier comes from age (scoring.tiers.tier_for).
+    - otherwise the tier comes from age (scoring.tiers.tier_for), in calendar days: retier and
+      compress only ever change an entry in place, losslessly.
+    - moving out of sight counts days *in use* (`use_days`: the days the tree was written or
+      read on; scoring.usage.idle_days_in_use): the archive tier needs more than cold_days of
+      them (else the entry stays cold), forgetting needs forget_after_days of them. A tree
+      nobody opened keeps its entries however long it rests. `use_days=None` counts every
+      calendar day (the rule before days in use).
     - "retier" when the tier differs from the stored one; "compress" when the tier's layer
       is deeper than the current layer (never the other way: an entry touched again keeps
       its layer and only gets a "retier" to the hotter tier).
     - tier archive and status active: "archive".
-    - archived (or being archived now), untouched for forget_after_days whole days, not
+    - archived (or being archived now), untouched for forget_after_days days in use, not
       important and not referenced (by `referenced_ids` or by any other entry's `related`):
       "forget", replacing retier/compress (the trash keeps the file as it is).
 
@@ -68,6 +75,7 @@ def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
     the same `now` yields nothing.
     """
     entries = list(entries)
+    days_in_use = None if use_days is None else tuple(sorted(set(use_days)))
     referenced = set(referenced_ids or ())
     for other in entries:
         if other.status == "expired":
@@ -75,11 +83,12 @@ def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
         referenced.update(r for r in other.related if r and r != other.id)
     actions: list[Action] = []
     for entry in entries:
-        actions.extend(_plan_entry(entry, now, settings, referenced))
+        actions.extend(_plan_entry(entry, now, settings, referenced, days_in_use))
     return actions
 
 
-def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set[str]) -> list[Action]:
+def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set[str],
+                use_days: Sequence[date] | None) -> list[Action]:
     if entry.status == "expired":
         return []
     if entry.expires is not None and entry.expires <= now:
@@ -92,12 +101,16 @@ def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set
         return []
 
     days = days_since_touched(entry, now)
+    idle = days if use_days is None else idle_days_in_use(entry, now, use_days)
     target = "archive" if entry.status == "archived" else tier_for(entry, now, settings)
+    if target == "archive" and entry.status == "active" and idle <= settings.cold_days:
+        target = "cold"  # old by the calendar, but the tree was hardly used since: stays in place
     forgetting = (
         target == "archive"
-        and days >= settings.forget_after_days
+        and idle >= settings.forget_after_days
         and entry.id not in referenced
     )
+    idle_text = f"{days} days" if idle == days else f"{idle} days of use ({days} calendar days)"
     actions: list[Action] = []
     if not forgetting:
         if target != entry.tier:
@@ -110,21 +123,24 @@ def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set
                                   f"{target} tier keeps {target_layer}"))
     if target == "archive" and entry.status == "active":
         actions.append(Action(entry.id, "archive", "active", "archived",
-                              f"untouched for {days} days (archive after {settings.cold_days})"))
+                              f"untouched for {idle_text} (archive after {settings.cold_days})"))
     if forgetting:
         actions.append(Action(entry.id, "forget", "archived", "trash",
-                              f"archived, untouched for {days} days and not referenced"))
+                              f"archived, untouched for {idle_text} and not referenced"))
     return actions
 
 
-def trash_purge_due(deleted_at: datetime | None, now: datetime, settings: Settings) -> bool:
-    """True when a trash item is older than trash_retention_days (unknown date: never purged)."""
-    if deleted_at is None:
+def trash_purge_due(deleted_at: datetime | None, now: datetime, settings: Settings,
+                    reported_at: datetime | None) -> bool:
+    """True when a trash item was reported to the user and has been in the trash more than
+    trash_retention_days since both (unknown trash date or never reported: never purged)."""
+    if deleted_at is None or reported_at is None:
         return False
-    return days_between(deleted_at, now) > settings.trash_retention_days
+    return days_between(max(deleted_at, reported_at), now) > settings.trash_retention_days
 
 
-def plan_with_cascade(entries: list[Entry], now, settings) -> tuple[dict[str, list[Action]], set[str]]:
+def plan_with_cascade(entries: list[Entry], now, settings,
+                      use_days: Iterable[date] | None = None) -> tuple[dict[str, list[Action]], set[str]]:
     """lifecycle.plan, repeated without the entries it sends to the trash, until nothing more leaves.
 
     An entry referenced only by entries that are forgotten or expired in this run is no longer
@@ -132,12 +148,13 @@ def plan_with_cascade(entries: list[Entry], now, settings) -> tuple[dict[str, li
     makes a second run right after the first change nothing. Returns (actions per id, ids
     going to the trash).
     """
+    use_days = None if use_days is None else tuple(sorted(set(use_days)))
     leaving: set[str] = {e.id for e in entries if e.status == "expired"}
     trash_actions: dict[str, list[Action]] = {}
     while True:
         remaining = [e for e in entries if e.id not in leaving]
         planned: dict[str, list[Action]] = {}
-        for action in plan(remaining, now, settings):
+        for action in plan(remaining, now, settings, use_days=use_days):
             planned.setdefault(action.entry_id, []).append(action)
         new = {i for i, acts in planned.items() if any(a.kind in ("expire", "forget") for a in acts)}
         if not new:

@@ -13,7 +13,7 @@ import os
 import re
 import socket
 import stat
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 from memstrata.clock import format_datetime, parse_datetime
@@ -88,6 +88,25 @@ def signature(root: Path) -> tuple:
 def read(root: Path) -> dict[str, Access]:
     """Every access not yet folded, per entry id (all machines' files, and taken ones)."""
     return _parse_files(_files(root))
+
+
+def days(root: Path) -> set[date]:
+    """The UTC days of every access not yet folded (for the record of days in use)."""
+    out: set[date] = set()
+    for path in _files(root):
+        try:
+            text = read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for line in text.split("\n"):
+            parts = line.split("\t")
+            if len(parts) != 3 or not valid_id(parts[1]) or not parts[0].endswith("Z"):
+                continue
+            try:
+                out.add(date.fromisoformat(parts[0][:10]))
+            except ValueError:
+                continue
+    return out
 
 
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # a journal file larger than this is not read (a planted one)

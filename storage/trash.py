@@ -30,10 +30,12 @@ class TrashItem:
     trashed_from: str
     reason: str
     path: str  # relative to the root
+    reported_at: datetime | None = None  # first shown to the user (maintain, trash list); purged only after
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "trashed_at": format_datetime(self.trashed_at),
-                "trashed_from": self.trashed_from, "reason": self.reason, "path": self.path}
+                "trashed_from": self.trashed_from, "reason": self.reason, "path": self.path,
+                "reported_at": format_datetime(self.reported_at)}
 
 
 def _cell(text) -> str:
@@ -50,12 +52,20 @@ def audit(root: Path, when: datetime, action: str, entry_id: str, title: str, or
     atomic_write_text(path, current + row, root=root)
 
 
-def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime) -> str:
-    """Move an entry's file into the trash; returns its path there (relative to the root)."""
+BOOKKEEPING = ("trashed_at", "trashed_from", "trash_reason", "reported_at")
+
+
+def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported: bool = False) -> str:
+    """Move an entry's file into the trash; returns its path there (relative to the root).
+
+    `reported`: the caller shows the user this move now (`mem maintain` listing what it
+    forgets), so the item counts as reported from this moment."""
     root = Path(root)
     target_rel = _free_trash_name(root, entry)
     trashed = entry.copy(path=target_rel)
     trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
+    if reported:
+        trashed.extra["reported_at"] = format_datetime(now)
     text = codec.render(trashed)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
     atomic_move(root / entry.path, root / target_rel, root=root)
@@ -89,13 +99,43 @@ def list_trash(root: Path) -> list[TrashItem]:
             entry = codec.parse(read_regular_text(path), path=rel)
         except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
             continue  # an unreadable trash file does not hide the others (mem doctor reports it)
-        when = entry.extra.get("trashed_at")
         items.append(TrashItem(
             id=entry.id or _id_from_name(path.name), title=entry.title,
-            trashed_at=parse_datetime(when) if when else None,
+            trashed_at=_date(entry.extra.get("trashed_at")),
             trashed_from=str(entry.extra.get("trashed_from") or _origin_from_audit(root, entry.id)),
-            reason=str(entry.extra.get("trash_reason") or ""), path=rel))
+            reason=str(entry.extra.get("trash_reason") or ""), path=rel,
+            reported_at=_date(entry.extra.get("reported_at"))))
     return sorted(items, key=lambda i: (i.trashed_at is None, i.trashed_at or datetime.min), reverse=False)
+
+
+def _date(value) -> datetime | None:
+    """A bookkeeping date, None when absent or unreadable (a hand edit never breaks the listing)."""
+    if not value:
+        return None
+    try:
+        return parse_datetime(value)
+    except (InvalidInput, ValueError, TypeError, OverflowError):
+        return None
+
+
+def mark_reported(root: Path, items: list[TrashItem], now: datetime) -> list[TrashItem]:
+    """Record `reported_at: now` in each item not reported before (caller holds the tree lock).
+
+    Returns the items as they are now (those reported just now carry `now`). An item that
+    cannot be rewritten stays unreported (so it is not purged) and is returned as it was."""
+    out = []
+    for item in items:
+        if item.reported_at is None:
+            try:
+                path = check_write_target(root, Path(root) / item.path)
+                entry = codec.parse(read_regular_text(path), path=item.path)
+                entry.extra["reported_at"] = format_datetime(now)
+                atomic_write_text(path, codec.render(entry), root=root)
+                item = TrashItem(**{**item.__dict__, "reported_at": now})
+            except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
+                pass
+        out.append(item)
+    return out
 
 
 def _id_from_name(name: str) -> str:
@@ -138,7 +178,7 @@ def take_out(root: Path, item: TrashItem) -> Entry:
     """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
     text = read_regular_text(Path(root) / item.path)
     entry = codec.parse(text, path=item.path)
-    for key in ("trashed_at", "trashed_from", "trash_reason"):
+    for key in BOOKKEEPING:
         entry.extra.pop(key, None)
     return entry
 
@@ -147,8 +187,9 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
           live_ids=frozenset()) -> list[TrashItem]:
     """Delete for good the trash entries due for purging (or all of them).
 
-    Due: scoring.lifecycle.trash_purge_due (in the trash longer than trash_retention_days;
-    an item without a trash date is never purged unless `everything`). `retention_days` is
+    Due: scoring.lifecycle.trash_purge_due (reported to the user and in the trash longer than
+    trash_retention_days since; an item never reported or without a trash date is never
+    purged unless `everything`). `retention_days` is
     the number of days or a Settings object. Everything of a purged entry goes with it: its
     `.full/` sidecar (and superseded copies) and its kept versions in `.versions/{id}/`, unless
     an entry with that id is still in the tree (`live_ids`) or in the trash.
@@ -161,7 +202,7 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
         trash_retention_days=int(retention_days))
     purged = []
     for item in list_trash(root):
-        if everything or trash_purge_due(item.trashed_at, now, settings):
+        if everything or trash_purge_due(item.trashed_at, now, settings, item.reported_at):
             age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
             sidecar = _sidecar_of(root, item)

@@ -16,3 +16,19 @@ def embedder():
     from memstrata.models.embedder import get_embedder
 
     return get_embedder("bundled")
+
+
+@pytest.fixture
+def use_daily(monkeypatch):
+    """A tree in use every day: `run(mem, first, last, entry_id)` reads the entry once a day at 08:00 UTC
+    from `first` to `last` (ISO dates, both included). Archive and forgetting count such days."""
+    from datetime import date, timedelta
+
+    def run(mem, first: str, last: str, entry_id: str) -> None:
+        day, end = date.fromisoformat(first), date.fromisoformat(last)
+        while day <= end:
+            monkeypatch.setenv("MEMSTRATA_NOW", f"{day.isoformat()}T08:00:00Z")
+            mem.read(entry_id)
+            day += timedelta(days=1)
+
+    return run

@@ -52,6 +52,13 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
     def human():
         verb = "would change" if dry_run else "changed"
         table(data["changes"], ["id", "title", "change", "reason"])
+        if data["forgotten"]:
+            _forgotten(data["forgotten"], dry_run)
+        if data["reported"]:
+            typer.echo(f"\nin the trash ({len(data['reported'])}; purged after the date shown unless restored):")
+            for item in data["reported"]:
+                typer.echo(f"  {item['title']} [{item['id']}]  {item['reason']}  -> {item['restore']}  "
+                           f"(purge after {item['purge_after'][:10]})")
         if data["purged"]:
             typer.echo(f"{'would purge' if dry_run else 'purged'} from the trash:")
             table(data["purged"], ["id", "title", "trashed_from", "days_in_trash"])
@@ -66,6 +73,18 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
     emit(as_json, data, human)
 
 
+def _forgotten(rows: list[dict], dry_run: bool) -> None:
+    """What maintain forgets, one block a user cannot miss: title, id, why, how to get it back."""
+    head = "WOULD FORGET" if dry_run else "FORGOTTEN"
+    typer.echo(f"\n{head} {len(rows)} "
+               f"{'entry' if len(rows) == 1 else 'entries'} (moved to the trash, restorable until purged):")
+    for row in rows:
+        typer.echo(f"  - {row['title']} [{row['id']}]  from {row['from']}")
+        typer.echo(f"      why: {row['kind']}: {row['reason']}")
+        typer.echo(f"      get it back: {row['restore']}   (purged after {row['purge_after'][:10]} at the earliest)")
+    typer.echo("")
+
+
 def maintain(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     root: RootOpt = None,
@@ -73,8 +92,10 @@ def maintain(
 ):
     """Age the tree: retier, compress (losslessly), archive, expire, forget, purge the trash.
 
-    Idempotent (a second run right after the first changes nothing); safe from cron or at
-    the end of an agent's session.
+    Archive and forgetting count only days the tree was in use; what is forgotten is listed
+    (FORGOTTEN: title, id, why, `mem restore ID`), and trash is purged only
+    trash_retention_days after it was reported. Idempotent (a second run right after the
+    first changes nothing); safe from cron or at the end of an agent's session.
 
     Example: mem maintain --dry-run --json
     """

@@ -16,13 +16,19 @@ def register(app: typer.Typer) -> None:
 
 @trash_app.command("list")
 def trash_list(root: RootOpt = None, as_json: JsonOpt = False):
-    """List the entries in the trash.
+    """List the entries in the trash (restore one with `mem restore ID`).
+
+    Listing reports them: an item is purged only once it was reported (here or by `mem
+    maintain`) and trash_retention_days have passed since.
 
     Example: mem trash list --json
     """
     items = [i.to_dict() for i in memory(root).trash_list()]
+    rows = [{"id": i["id"], "title": i["title"], "trashed": (i["trashed_at"] or "")[:10],
+             "from": i["trashed_from"], "reason": i["reason"], "reported": (i["reported_at"] or "")[:10]}
+            for i in items]
     emit(as_json, {"count": len(items), "entries": items},
-         lambda: table(items, ["id", "title", "trashed_at", "trashed_from", "reason", "path"]))
+         lambda: table(rows, ["id", "title", "trashed", "from", "reason", "reported"]))
 
 
 @trash_app.command("purge")
@@ -31,7 +37,8 @@ def trash_purge(
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Delete for good the trash entries older than trash_retention_days (config.md).
+    """Delete for good the trash entries reported at least once and in the trash more than
+    trash_retention_days since (config.md); --all empties the trash.
 
     Example: mem trash purge
     """

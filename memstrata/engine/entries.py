@@ -301,17 +301,18 @@ class Entries:
                            warnings=warnings + self.index_warnings())
 
     # -- deleting -----------------------------------------------------------------------
-    def delete(self, ref: str, reason: str = "deleted") -> trash.TrashItem:
-        """Move an entry to the trash (restorable for trash_retention_days)."""
+    def delete(self, ref: str, reason: str = "deleted", reported: bool = False) -> trash.TrashItem:
+        """Move an entry to the trash (restorable until purged: trash_retention_days after it was
+        reported; `reported` when the caller shows the user this move now)."""
         with self.state.lock():
             entry = self.resolve(ref)
             now = self.state.now()
-            rel = trash.move_to_trash(self.root, entry, reason, now)
+            rel = trash.move_to_trash(self.root, entry, reason, now, reported=reported)
             self.state.catalog.forget(entry.path)
             self.save.index.remove([entry.id])
             self.save.write_indexes([entry.category])
         return trash.TrashItem(id=entry.id, title=entry.title, trashed_at=now, trashed_from=entry.path,
-                               reason=reason, path=rel)
+                               reason=reason, path=rel, reported_at=now if reported else None)
 
     def restore(self, entry_id: str) -> Entry:
         """Bring an entry back from the trash to where it was, status active.
@@ -339,9 +340,14 @@ class Entries:
             trash.audit(self.root, now, "restore", entry.id, entry.title, entry.path, "restored")
         return entry
 
-    def trash_list(self) -> list[trash.TrashItem]:
+    def trash_list(self, report: bool = True) -> list[trash.TrashItem]:
+        """The trash, oldest first. Listing it is showing it: with `report`, each item not reported
+        before gets `reported_at` now, and from then on the purge counts trash_retention_days."""
         tree.require_initialised(self.root)
-        return trash.list_trash(self.root)
+        if not report:
+            return trash.list_trash(self.root)
+        with self.state.lock():
+            return trash.mark_reported(self.root, trash.list_trash(self.root), self.state.now())
 
     def trash_purge(self, everything: bool = False) -> list[trash.TrashItem]:
         """Delete for good the trash entries older than trash_retention_days (or all)."""

@@ -18,8 +18,6 @@ the original, never from an already-compressed body.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from datetime import datetime
 
 from memstrata.clock import format_datetime
 from memstrata.engine.entries import Entries
@@ -27,11 +25,13 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.features.compression import compressed_body
+from memstrata.features.maintain_report import MaintenanceReport, change_row, purge_row, reported_row
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
 from memstrata.scoring.access import folded, touched
 from memstrata.scoring.lifecycle import Action
-from memstrata.storage import journal, sidecars, trash, tree
+from memstrata.scoring.usage import entry_days
+from memstrata.storage import journal, sidecars, trash, tree, usage
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
 from memstrata.storage.safe_io import read_regular_bytes
@@ -39,36 +39,6 @@ from memstrata.storage.safe_io import read_regular_bytes
 # maintain writes this many entries per lock-held step (one index update and INDEX.md rewrite each).
 MAINTAIN_BATCH = 32
 FOLD_BATCH = 256  # entries whose accesses are folded per save
-
-
-@dataclass
-class MaintenanceReport:
-    """What `maintain` changed (or, with dry_run, would change)."""
-
-    now: datetime
-    dry_run: bool
-    changes: list[dict] = field(default_factory=list)
-    purged: list[dict] = field(default_factory=list)
-    errors: list[dict] = field(default_factory=list)
-    accesses_folded: int = 0  # entries whose journaled accesses were written into their frontmatter
-
-    @property
-    def changed(self) -> int:
-        return len(self.changes) + len(self.purged)
-
-    def counts(self) -> dict:
-        out: dict[str, int] = {}
-        for change in self.changes:
-            for kind in change["actions"]:
-                out[kind] = out.get(kind, 0) + 1
-        if self.purged:
-            out["purge"] = len(self.purged)
-        return out
-
-    def to_dict(self) -> dict:
-        return {"now": format_datetime(self.now), "dry_run": self.dry_run, "changed": self.changed,
-                "counts": self.counts(), "changes": list(self.changes), "purged": list(self.purged),
-                "errors": list(self.errors), "accesses_folded": self.accesses_folded}
 
 
 class Aging:
@@ -80,6 +50,7 @@ class Aging:
         self.save = save
         self.root = state.root
         self._summaries: dict = {}  # compressed bodies computed for the current maintain batch
+        self._use_days: tuple = ()  # the days in use the current maintain counts
 
     # -- weight ---------------------------------------------------------------------------
     def weight(self, ref: str, update: bool = False, context_correlation: float | None = None) -> dict:
@@ -126,18 +97,22 @@ class Aging:
 
     # -- maintain -------------------------------------------------------------------------
     def maintain(self, dry_run: bool = False, progress=None) -> MaintenanceReport:
-        """Apply every due lifecycle action (scoring.lifecycle.plan), then purge the trash.
+        """Apply every due lifecycle action (scoring.lifecycle.plan), then tend the trash.
 
         Per entry, in one lock-held step: retier, compress (original to `.full/` first),
-        archive (move to {category}/archived/), expire or forget (to `.trash/`). Then trash
-        items past trash_retention_days are purged. Idempotent: a second run at the same
-        moment changes nothing. With dry_run nothing is written (no model is loaded either).
+        archive (move to {category}/archived/), expire or forget (to `.trash/`, reported in
+        the report's `forgotten`). Archive and forgetting count days in use (storage/usage.py,
+        kept up to date here), so a tree nobody opened keeps its entries. Trash items not
+        reported before are listed (`reported`) and marked; items reported and past
+        trash_retention_days are purged. Idempotent: a second run at the same moment changes
+        nothing. With dry_run nothing is written (no model is loaded either).
         `progress(done, total)` is called after each entry.
         """
         tree.require_initialised(self.root)
         now = self.state.now()
         settings = self.state.settings
-        report = MaintenanceReport(now=now, dry_run=dry_run)
+        report = MaintenanceReport(now=now, dry_run=dry_run, retention_days=settings.trash_retention_days)
+        journal_days = journal.days(self.root)
         report.accesses_folded = len(self.state.accesses()) if dry_run else self.fold_accesses()
         entries = self.entries.list()
         usable = []
@@ -146,7 +121,13 @@ class Aging:
                 report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
             else:
                 usable.append(entry)
-        planned, leaving = lifecycle.plan_with_cascade(usable, now, settings)
+        days = usage.read(self.root) | journal_days | entry_days(entries)
+        if not dry_run:
+            with self.state.lock():
+                usage.record(self.root, days)
+        self._use_days = tuple(sorted(days))
+        report.days_in_use = len(days)
+        planned, leaving = lifecycle.plan_with_cascade(usable, now, settings, use_days=self._use_days)
         referrers = lifecycle.referrers([e for e in usable if e.id not in leaving])
         todo = [e for e in usable if e.id in planned or e.status == "expired"]
         if dry_run:
@@ -161,14 +142,26 @@ class Aging:
                     progress(min(start + MAINTAIN_BATCH, len(todo)), len(todo))
         order = {e.id: n for n, e in enumerate(todo)}
         report.changes.sort(key=lambda c: order.get(c["id"], len(order)))
-        due = [i for i in trash.list_trash(self.root) if lifecycle.trash_purge_due(i.trashed_at, now, settings)]
+        self._tend_trash(report, now, dry_run)
+        return report
+
+    def _tend_trash(self, report: MaintenanceReport, now, dry_run: bool) -> None:
+        """Report (and mark) trash items never shown before; purge those reported and past retention."""
+        settings = self.state.settings
+        forgotten_now = {c["new_path"] for c in report.changes}
+        items = trash.list_trash(self.root)
+        unreported = [i for i in items if i.reported_at is None and i.path not in forgotten_now]
+        if unreported and not dry_run:
+            with self.state.lock():
+                unreported = [i for i in trash.mark_reported(self.root, unreported, now) if i.reported_at]
+        report.reported = [reported_row(i, now, settings.trash_retention_days) for i in unreported]
+        due = [i for i in items if lifecycle.trash_purge_due(i.trashed_at, now, settings, i.reported_at)]
         if dry_run:
-            report.purged = [_purge_row(i, now) for i in due]
+            report.purged = [purge_row(i, now) for i in due]
         elif due:
             with self.state.lock():
                 purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()))
-            report.purged = [_purge_row(i, now) for i in purged]
-        return report
+            report.purged = [purge_row(i, now) for i in purged]
 
     def fold_accesses(self) -> int:
         """Write the access journal into the entries' frontmatter (last_access, access_count,
@@ -265,7 +258,7 @@ class Aging:
             return
         try:
             self.save.save_many([(new, current) for current, new, _ in pending])
-            report.changes.extend(_change_row(current, new, actions) for current, new, actions in pending)
+            report.changes.extend(change_row(current, new, actions) for current, new, actions in pending)
         except (MemstrataError, OSError) as exc:
             message = getattr(exc, "message", None) or str(exc)
             report.errors.extend({"id": current.id, "path": current.path, "error": message}
@@ -285,7 +278,7 @@ class Aging:
         else:
             others = referrers.get(current.id, set()) - {current.id}
             actions = lifecycle.plan([current], now, self.state.settings,
-                                     referenced_ids={current.id} if others else set())
+                                     referenced_ids={current.id} if others else set(), use_days=self._use_days)
         return (current, actions) if actions else None
 
     def _preview(self, entry: Entry, actions: list[Action]) -> dict:
@@ -302,7 +295,7 @@ class Aging:
             elif action.kind in ("expire", "forget"):
                 new.status = "expired" if action.kind == "expire" else entry.status
                 new.path = f"{trash.TRASH_DIR}/"
-        return _change_row(entry, new, actions)
+        return change_row(entry, new, actions)
 
     def _to_trash(self, current: Entry, actions: list[Action]) -> dict:
         """Expire or forget: to the trash through the core's delete (audit row, restorable)."""
@@ -312,9 +305,9 @@ class Aging:
             marked = current.copy(status="expired")
             self.save.save(marked, previous=current)
             current = marked
-        item = self.entries.delete(current.path, reason=reason)
+        item = self.entries.delete(current.path, reason=reason, reported=True)  # the report lists it
         new = current.copy(path=item.path)
-        return _change_row(current, new, actions, new_path=item.path)
+        return change_row(current, new, actions, new_path=item.path)
 
     def _prepare(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
         """`new` (based on `current`, the file on disk) after retier/compress/archive; sidecar written, entry not."""
@@ -401,34 +394,3 @@ class Aging:
             changed.layer = "L0"
             changed.full_content_file = None
             changed.summary = None
-
-
-# -- helpers (no IO) ------------------------------------------------------------------------
-
-def _change_row(before: Entry, after: Entry, actions: list[Action], new_path: str | None = None) -> dict:
-    kinds = [a.kind for a in actions]
-    parts = []
-    if after.tier != before.tier:
-        parts.append(f"tier {before.tier}->{after.tier}")
-    if after.layer != before.layer:
-        parts.append(f"layer {before.layer}->{after.layer}")
-    if "expire" in kinds:
-        parts.append("expired -> trash")
-    elif "forget" in kinds:
-        parts.append("forgotten -> trash")
-    elif after.status != before.status:
-        parts.append(f"{after.status} -> {after.path}")
-    reason = "; ".join(dict.fromkeys(a.reason for a in actions))
-    return {
-        "id": before.id, "title": before.title, "path": before.path,
-        "new_path": new_path or (after.path if after.path != before.path else None),
-        "actions": kinds,
-        "tier": [before.tier, after.tier], "layer": [before.layer, after.layer],
-        "status": [before.status, after.status],
-        "change": ", ".join(parts) or ", ".join(kinds), "reason": reason,
-    }
-
-
-def _purge_row(item: trash.TrashItem, now) -> dict:
-    days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else None
-    return {**item.to_dict(), "days_in_trash": None if days is None else int(days)}

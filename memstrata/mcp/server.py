@@ -8,7 +8,8 @@ text is the one-line reason; anything unforeseen is a tool error too, never a de
 
 Tools: write, recall, read, list, update, delete, restore, history, autoload, promote,
 maintain (dry run by default), daily. A tool whose feature is not in this build answers
-with a tool error that says so.
+with a tool error that says so. Each tool declares its answer's JSON schema (outputSchema,
+memstrata/mcp/schemas.py) and answers structured content that fits it.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ INSTRUCTIONS = """memstrata is a local, persistent memory: Markdown entries in a
   preferences, long-term or meetings. Use `share: true` for what other agents should see.
 - If `write` answers action "conflict", tell the user: both versions are kept and the current version is reported.
 - Use `update` to change an entry in place, `delete` to move it to the trash (`restore` brings it back).
-- Run `maintain` (dry run by default) to preview aging; pass dry_run=false to apply it.
+- Run `maintain` (dry run by default) to preview aging; pass dry_run=false to apply it. Tell the user
+  what its `forgotten` list names (moved to the trash; `restore` brings each back).
 """
 
 # -- argument types (descriptions become the JSON schema of each tool) ---------------------------
@@ -135,8 +137,14 @@ class ToolEngine:
 
 # -- the tools -----------------------------------------------------------------------------------
 def register_tools(server, engine: ToolEngine) -> list[str]:
-    """Add the memstrata tools to an MCPServer (or a v1 FastMCP); returns their names."""
-    from mcp.types import ToolAnnotations
+    """Add the memstrata tools to an MCPServer (or a v1 FastMCP); returns their names.
+
+    Each tool declares its result's JSON schema (`outputSchema`, from memstrata/mcp/schemas.py)
+    through the SDK's `Annotated[CallToolResult, Model]` return type, and the SDK checks every
+    successful answer's structured content against it."""
+    from mcp.types import CallToolResult, ToolAnnotations
+
+    from memstrata.mcp.schemas import OUTPUTS
 
     read_only = ToolAnnotations.model_validate({"readOnlyHint": True, "openWorldHint": False})
     writes = ToolAnnotations.model_validate({"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
@@ -151,8 +159,9 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
 
     def tool(fn, annotations, name=None):
         name = name or fn.__name__.rstrip("_")
+        fn.__annotations__["return"] = Annotated[CallToolResult, OUTPUTS[name]]
         server.add_tool(fn, name=name, description=inspect.getdoc(fn), annotations=annotations,
-                        structured_output=False)
+                        structured_output=True)
         known[name] = set(inspect.signature(fn).parameters)  # the arguments it takes: others are refused
         names.append(name)
 
@@ -329,7 +338,7 @@ def _server_class():
     """MCPServer (mcp 2.x) with argument errors made one line; FastMCP on mcp 1.x."""
     try:
         from mcp.server.mcpserver import MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     except ImportError:  # mcp 1.x
         from mcp.server.fastmcp import FastMCP
 
@@ -353,6 +362,10 @@ def _server_class():
                                f"{', '.join(sorted(allowed))}", is_error=True)
             try:
                 return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError as exc:  # e.g. an answer that does not fit the tool's outputSchema
+                log.error("tool %s failed: %r", name, exc.__cause__ or exc)
+                return _result(f"internal error in {name}: {' '.join(str(exc.__cause__ or exc).split())[:300]}",
+                               is_error=True)
             except ToolError as exc:
                 message = _one_line_arguments_error(name, exc)
                 if message is None:

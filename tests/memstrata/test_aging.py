@@ -1,5 +1,8 @@
 """Aging without loss, end to end on a real tree with MEMSTRATA_NOW: hot -> warm -> cold ->
-archive -> trash -> purge, lossless decompress at every stage, idempotent maintain, dry run."""
+archive -> trash -> purge, lossless decompress at every stage, idempotent maintain, dry run.
+
+Archive and forgetting count days the tree was in use (docs/aging.md), so the tests that reach
+them use the tree every day (the `use_daily` fixture: one real read a day)."""
 import shutil
 
 import pytest
@@ -90,7 +93,7 @@ def mem(tmp_path, embedder, monkeypatch):
     return m
 
 
-def test_aging_end_to_end(mem, tmp_path, monkeypatch):
+def test_aging_end_to_end(mem, tmp_path, monkeypatch, use_daily):
     root = mem.root
     a = mem.write(EN_BODY, title="DB choice", category="projects/alpha", tags=["db", "alpha"], importance="medium")
     zh = mem.write(ZH_BODY, title="数据库选择", category="projects/alpha", tags=["数据库"])
@@ -99,7 +102,8 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch):
     word = mem.write("Never lose this one. It holds the release key ceremony steps.", title="Ceremony",
                      category="long-term", importance="important")
     target = mem.write("The staging cluster lives in eu-west.", title="Staging", category="infra")
-    mem.write("See the staging note.", title="Pointer", category="infra", related=[target.id], important=True)
+    pointer = mem.write("See the staging note.", title="Pointer", category="infra", related=[target.id],
+                        important=True)
     exp = mem.write("Temporary: the office is closed until February.", title="Office closed",
                     category="daily", expires="2026-02-01")
     original = {e.id: _file_body(root, e.path) for e in (a, zh, imp, word, target)}
@@ -110,7 +114,8 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch):
     _at(monkeypatch, "2026-01-04")
     assert _maintain_twice(mem)["changed"] == 0
 
-    # day 10: warm -> L1 key points, original in .full/
+    # day 10: warm -> L1 key points, original in .full/ (the tree is in use every day from now on)
+    use_daily(mem, "2026-01-02", "2026-01-11", pointer.id)
     _at(monkeypatch, "2026-01-11")
     report = _maintain_twice(mem)
     assert {c["id"] for c in report["changes"]} == {a.id, zh.id, target.id, exp.id}
@@ -131,6 +136,7 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch):
         assert body == original[entry_id]
 
     # day 40: cold -> L2 one line + tags; the sidecar keeps the L0 original; the expired note goes to the trash
+    use_daily(mem, "2026-01-12", "2026-02-10", pointer.id)
     _at(monkeypatch, "2026-02-10")
     report = _maintain_twice(mem)
     kinds = {c["id"]: c["actions"] for c in report["changes"]}
@@ -150,6 +156,7 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch):
     assert body == original[a.id]
 
     # day 100: archive -> L4, summary in frontmatter, status archived, moved to {category}/archived/
+    use_daily(mem, "2026-02-11", "2026-04-11", pointer.id)
     _at(monkeypatch, "2026-04-11")
     report = _maintain_twice(mem)
     e = mem.resolve(a.id)
@@ -171,9 +178,13 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch):
     assert (w.layer, w.status, w.tier) == ("L0", "active", "hot") and _file_body(root, w.path) == original[word.id]
 
     # day 181: forgotten -> .trash (audit row), except the entry another one lists in `related`
+    use_daily(mem, "2026-04-12", "2026-07-01", pointer.id)
     _at(monkeypatch, "2026-07-01")
     report = _maintain_twice(mem)
     assert {c["id"]: c["actions"] for c in report["changes"]}[a.id] == ["forget"]
+    forgotten = {f["id"]: f for f in report["forgotten"]}
+    assert set(forgotten) == {a.id, zh.id}, "maintain lists what it forgets"
+    assert forgotten[a.id]["restore"] == f"mem restore {a.id}" and forgotten[a.id]["title"] == "DB choice"
     with pytest.raises(NotFound):
         mem.resolve(a.id)
     assert mem.resolve(target.id).status == "archived", "referenced entries are not forgotten"
@@ -291,6 +302,7 @@ def test_important_mastered_stays_put(mem):
 def test_trash_purge_follows_the_lifecycle_rule(mem, monkeypatch):
     r = mem.write("To delete.", title="Gone", category="general")
     mem.delete(r.id)
+    mem.trash_list()  # shown to the user: the retention starts (issue 16: unreported items are never purged)
     _at(monkeypatch, "2026-01-31")  # exactly 30 days: not yet
     assert mem.trash_purge() == []
     _at(monkeypatch, "2026-02-01")
@@ -324,11 +336,13 @@ def test_recall_finds_compressed_entries_by_full_content(mem, monkeypatch, strat
     assert r.id in [hit.id for hit in mem.recall("replication issues", k=3, strategy=strategy).results]
 
 
-def test_forgetting_cascades_through_related_in_one_run(mem, monkeypatch):
+def test_forgetting_cascades_through_related_in_one_run(mem, monkeypatch, use_daily):
     t = mem.write("The old staging cluster lived in us-east.", title="Old staging", category="infra")
     r = mem.write("See the old staging note.", title="Pointer", category="infra", related=[t.id])
     keep = mem.write("Still needed.", title="Live", category="infra")
-    mem.write("Points at the live note.", title="Live pointer", category="infra", related=[keep.id], important=True)
+    live = mem.write("Points at the live note.", title="Live pointer", category="infra", related=[keep.id],
+                     important=True)
+    use_daily(mem, "2026-01-02", "2026-07-15", live.id)
     _at(monkeypatch, "2026-07-15")
     report = _maintain_twice(mem)
     actions = {c["id"]: c["actions"] for c in report["changes"]}
@@ -337,9 +351,11 @@ def test_forgetting_cascades_through_related_in_one_run(mem, monkeypatch):
     assert {r.id, t.id} <= {i.id for i in mem.trash_list()}
 
 
-def test_failed_step_leaves_entries_as_they_were(mem, monkeypatch):
+def test_failed_step_leaves_entries_as_they_were(mem, monkeypatch, use_daily):
     a = mem.write(EN_BODY, title="One", category="projects")
     b = mem.write(ZH_BODY, title="Two", category="projects")
+    diary = mem.write("Read every day.", title="Diary", category="journal", important=True)
+    use_daily(mem, "2026-01-02", "2026-04-15", diary.id)  # in use daily: archive age is reached
     _at(monkeypatch, "2026-04-15")
     before = {r.id: (mem.root / r.path).read_bytes() for r in (a, b)}
 

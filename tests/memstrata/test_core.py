@@ -90,6 +90,7 @@ def test_trash_purge_honours_retention(mem, monkeypatch):
     r = mem.write("temp", title="Temp", category="scratch")
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T00:00:00Z")
     mem.delete(r.id)
+    assert [i.id for i in mem.trash_list()] == [r.id]  # listing reports it; only reported items are purged
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-20T00:00:00Z")
     assert mem.trash_purge() == []
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-05T00:00:00Z")

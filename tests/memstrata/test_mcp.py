@@ -143,3 +143,53 @@ def test_unknown_arguments_are_refused_and_tags_may_be_a_comma_string(tmp_path):
 
     assert anyio.run(_session, root, body) == ["backup", "ops"]
     assert not list((root / "ops").glob("backups-run-nightly.md"))  # the refused call wrote nothing
+
+
+def test_every_tool_declares_an_output_schema_its_answers_fit(tmp_path):
+    """list_tools gives each tool an outputSchema; every answer's structured content validates against it."""
+    import jsonschema
+
+    root = tmp_path / "mem"
+    Memory(root).init()
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        for tool in tools.values():
+            schema = tool.output_schema
+            assert schema and schema["type"] == "object" and schema["properties"], tool.name
+            jsonschema.Draft202012Validator.check_schema(schema)
+        answers: dict[str, list] = {}
+
+        async def call(name, arguments):
+            result = await session.call_tool(name, arguments)  # the SDK client checks the schema too
+            assert not result.is_error, (name, result.content[0].text)
+            assert result.structured_content is not None, name
+            answers.setdefault(name, []).append(result.structured_content)
+            return result.structured_content
+
+        text = "We chose PostgreSQL for the alpha project because we need transactions."
+        entry = await call("write", {"body": text, "title": "Alpha DB", "category": "projects/alpha", "tags": "db"})
+        await call("write", {"body": text, "title": "Alpha DB", "category": "projects/alpha"})  # duplicate
+        await call("write", {"body": "The user prefers dark mode.", "title": "Theme", "category": "preferences",
+                             "share": True})
+        await call("recall", {"query": "which database did alpha choose?", "k": 3})
+        await call("recall", {"query": "zebra migration routes in Kenya", "k": 3})
+        await call("read", {"id": entry["id"]})
+        await call("list", {})
+        await call("update", {"id": entry["id"], "body": "Alpha moved to PostgreSQL 17 with JSONB."})
+        await call("history", {"id": entry["id"]})
+        await call("autoload", {"context": "database work on alpha"})
+        await call("promote", {"context": "database work on alpha", "dry_run": True})
+        await call("maintain", {})
+        await call("daily", {"text": "Met Bob about the billing release."})
+        await call("daily", {"text": "Lunch with Alice."})
+        await call("delete", {"id": entry["id"]})
+        await call("restore", {"id": entry["id"]})
+        await call("maintain", {"dry_run": False})
+        assert set(answers) == set(tools), "every tool was called"
+        for name, results in answers.items():
+            for data in results:
+                jsonschema.validate(data, tools[name].output_schema)
+        return True
+
+    assert anyio.run(_session, root, body)

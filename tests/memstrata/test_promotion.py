@@ -24,11 +24,14 @@ def _files(root):
 
 
 @pytest.fixture
-def aged(tmp_path, embedder, monkeypatch):
+def aged(tmp_path, embedder, monkeypatch, use_daily):
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
     m = Memory(tmp_path / "mem", embedder=embedder)
     m.init()
     ids = {title: m.write(body, title=title, category=cat).id for title, body, cat in NOTES}
+    diary = m.write("What happened today.", title="Diary", category="journal")
+    use_daily(m, "2026-01-02", "2026-05-01", diary.id)  # the tree is in use daily: archive counts days in use
+    m.delete(diary.id)  # (its reads still count as days in use)
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")  # 120 days later: archive tier
     report = m.maintain()
     assert report.changed

@@ -171,7 +171,17 @@ def test_plan_converges_as_time_passes(days_later):
 
 
 def test_trash_purge_due():
-    assert not trash_purge_due(NOW - timedelta(days=30), NOW, S)
-    assert trash_purge_due(NOW - timedelta(days=30, seconds=1), NOW, S)
-    assert not trash_purge_due(None, NOW, S)
-    assert trash_purge_due(NOW - timedelta(days=3), NOW, Settings(trash_retention_days=2))
+    # Since issue 16 an item must also have been reported (reported_at) before it can be purged, and
+    # the retention runs from the later of trash date and first report (was: from the trash date alone).
+    reported = NOW - timedelta(days=40)
+    assert not trash_purge_due(NOW - timedelta(days=30), NOW, S, reported)
+    assert trash_purge_due(NOW - timedelta(days=30, seconds=1), NOW, S, reported)
+    assert not trash_purge_due(None, NOW, S, reported)
+    assert trash_purge_due(NOW - timedelta(days=3), NOW, Settings(trash_retention_days=2), NOW - timedelta(days=3))
+
+
+def test_trash_purge_waits_for_a_report_and_counts_retention_from_it():
+    long_ago = NOW - timedelta(days=400)
+    assert not trash_purge_due(long_ago, NOW, S, None), "never reported: never purged"
+    assert not trash_purge_due(long_ago, NOW, S, NOW - timedelta(days=30)), "reported 30 days ago: not yet"
+    assert trash_purge_due(long_ago, NOW, S, NOW - timedelta(days=31))

@@ -1,0 +1,161 @@
+"""The result of every MCP tool as a pydantic model: its JSON schema is the tool's `outputSchema`.
+
+Each model names the fields a client can rely on; more may come (`additionalProperties` is
+allowed), so a newer engine adding a field does not break an older client. The SDK checks every
+successful answer against its model before it leaves the server.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class WriteAnswer(_Open):
+    """What a write, an update or a daily note did."""
+
+    id: str = Field(description="The entry's id (12 hex characters).")
+    path: str = Field(description="Its file, relative to the root.")
+    action: str = Field(description="created, updated, appended, duplicate, near_duplicate, conflict or merged.")
+    version: int
+    message: str
+    warnings: list[str]
+    related_id: Optional[str] = Field(None, description="The existing entry a duplicate, near-duplicate, "
+                                                        "conflict or merge concerns.")
+    similarity: Optional[float] = None
+    shared: Optional[dict[str, Any]] = Field(None, description="The copy written to the shared space (share).")
+
+
+class EntrySummary(_Open):
+    """An entry's metadata (no body)."""
+
+    id: str
+    title: str
+    category: str
+    status: str = Field(description="active, archived or expired.")
+    tier: str = Field(description="hot, warm, cold or archive.")
+    layer: str = Field(description="L0 (full text) to L4 (summary).")
+    tags: list[str]
+    importance: Optional[float]
+    important: bool
+    updated: Optional[str] = Field(description="ISO 8601, UTC.")
+    path: Optional[str]
+
+
+class EntryFull(EntrySummary):
+    """An entry in full."""
+
+    body: str
+    frontmatter: dict[str, Any]
+
+
+class Hit(_Open):
+    id: str
+    title: str
+    score: float
+    relevance: Optional[float] = Field(description="Calibrated 0-1 probability that the hit is relevant.")
+    snippet: str
+    category: str
+    tier: Optional[str]
+    status: Optional[str]
+    path: Optional[str]
+    created: Optional[str]
+
+
+class RecallAnswer(_Open):
+    query: str
+    strategy: str = Field(description="hybrid, vector, text, grep or index.")
+    results: list[Hit]
+    notes: list[str]
+    min_relevance: Optional[float]
+    best_relevance: Optional[float]
+
+
+class ListAnswer(_Open):
+    count: int = Field(description="How many entries matched.")
+    shown: int
+    entries: list[EntrySummary]
+
+
+class TrashAnswer(_Open):
+    """An entry moved to the trash."""
+
+    id: str
+    title: str
+    trashed_at: Optional[str]
+    trashed_from: str
+    reason: str
+    path: str = Field(description="Its file in the trash.")
+    reported_at: Optional[str]
+
+
+class Version(_Open):
+    version: int
+    date: Optional[str]
+    summary: str
+    current: bool
+    available: bool
+
+
+class HistoryAnswer(_Open):
+    id: str
+    versions: list[Version]
+
+
+class LoadedEntry(_Open):
+    id: str
+    title: str
+    text: str
+    tokens: int
+    path: Optional[str]
+
+
+class AutoloadAnswer(_Open):
+    context: Optional[str]
+    budget: int
+    tokens: int
+    entries: list[LoadedEntry]
+    promoted: list[Any]
+    notes: list[str]
+    markdown: str = Field(description="The loaded memories as one Markdown text.")
+
+
+class PromoteAnswer(_Open):
+    dry_run: bool
+    threshold: float
+    layers: list[str]
+    candidates: int
+    promoted: list[dict[str, Any]]
+
+
+class Forgotten(_Open):
+    id: str
+    title: str
+    kind: str = Field(description="forgotten or expired.")
+    reason: str
+    restore: str = Field(description="The command that brings it back.")
+
+
+class MaintainAnswer(_Open):
+    now: Optional[str]
+    dry_run: bool
+    changed: int
+    counts: dict[str, int]
+    forgotten: list[Forgotten] = Field(description="What went (or would go) to the trash in this run: tell the user.")
+    changes: list[dict[str, Any]]
+    reported: list[dict[str, Any]]
+    purged: list[dict[str, Any]]
+    errors: list[dict[str, Any]]
+    accesses_folded: int
+    days_in_use: int
+
+
+OUTPUTS: dict[str, type[BaseModel]] = {
+    "write": WriteAnswer, "recall": RecallAnswer, "read": EntryFull, "list": ListAnswer, "update": WriteAnswer,
+    "delete": TrashAnswer, "restore": EntrySummary, "history": HistoryAnswer, "autoload": AutoloadAnswer,
+    "promote": PromoteAnswer, "maintain": MaintainAnswer, "daily": WriteAnswer,
+}
