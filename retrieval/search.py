@@ -105,6 +105,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     relevant; the caller applies the cut-off."""
     import numpy as np
 
+    from memstrata.scoring import ranker as rk
     from memstrata.scoring import relevance as rel
 
     table = index.table()
@@ -216,6 +217,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             moved = qv + weights.dense_feedback * centroid
             vector_search(moved / max(float(np.linalg.norm(moved)), 1e-9))
             score, parts, boosts = rank(feedback)
+    if qv is not None and dense and not cjk_share and (rk.WEIGHTS or _signals_out is not None):
+        score = _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
+                         _signals_out)
     order = [int(i) for i in np.argsort(-score, kind="stable")[:k] if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
@@ -258,6 +262,55 @@ def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, 
     return {"cosine": cosine, "text": text, "coverage": coverage, "names": names or 0.0,
             "no_names": 1.0 if names is not None and names == 0 else 0.0, "agree": 1.0 if agree else 0.0,
             "score": score}
+
+
+def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
+             signals_out=None):
+    """The fused ranking's top candidates ordered again by the learned ranker (scoring.ranker);
+    the other entries drop out (-inf). `signals_out` (bench/fit_ranking.py) gets the features."""
+    import numpy as np
+
+    from memstrata.scoring import ranker as rk
+
+    finite = np.isfinite(score)
+    cand = np.array([i for i in np.argsort(-score, kind="stable")[:rk.CANDIDATES] if finite[i]], dtype=np.int64)
+    if not len(cand):
+        return score
+    coverage = np.zeros(len(score))
+    if stats is not None and terms:
+        for p, v in stats.coverage(rk.neighbours(cand, structure).tolist(), terms).items():
+            coverage[p] = v
+    x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
+                    date_near, structure, _whole_cosines(table, frame, qv, cand), weights.dense, weights.text,
+                    weights.entity)
+    if signals_out is not None:
+        signals_out.update(candidates=cand, features=x, fused=score)
+    if not rk.WEIGHTS:
+        return score
+    out = np.full(len(score), -np.inf)
+    out[cand] = rk.rank(x)
+    return out
+
+
+def _whole_cosines(table, frame, qv, cand) -> "np.ndarray":
+    """Per candidate: the cosine between the query vector and the mean of its chunk vectors."""
+    import numpy as np
+
+    ids = [frame.ids[int(p)] for p in cand]
+    where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
+    rows = table.search().where(where).select(["id", "vector"]).limit(None).to_arrow()
+    vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
+                         dtype=np.float32).reshape(rows.num_rows, -1)
+    sums = {}
+    for rid, v in zip(rows.column("id").to_pylist(), vectors):
+        sums[rid] = sums[rid] + v if rid in sums else v.copy()
+    out = np.zeros(len(ids))
+    q = np.asarray(qv, dtype=np.float32)
+    for n, rid in enumerate(ids):
+        v = sums.get(rid)
+        if v is not None:
+            out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
+    return out
 
 
 def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settings) -> dict[int, float]:
