@@ -5,7 +5,7 @@
 For every question the real recall pipeline gives the features of the fused ranking's top
 100 candidates (scoring.ranker.FEATURES) once; the ranker is then fitted offline: a pairwise
 logistic regression (each evidence turn against the 50 best-fused other candidates of its
-question), refined by coordinate ascent on recall@10. For each conversation it is fitted on
+question), made monotone in the text match and refined by coordinate ascent on recall@10. For each conversation it is fitted on
 the other four and measured on it (the fused ranking's recall@10 beside it); the weights
 fitted on all five are printed last (they are scoring.ranker.WEIGHTS). The fusion weights
 under it (recall_* in storage/config.py) were chosen by LOCO grid search before the ranker
@@ -91,15 +91,35 @@ def fit_pairwise(batch, l2=1.0, iters=30, negatives=50):
     return w / scale
 
 
-def ascent(batch, w, rounds=3):
-    """Coordinate ascent on mean recall@10 from `w` (each weight scaled by STEPS, or set when 0)."""
+def monotone(w) -> bool:
+    """More of the text match never lowers the score: d score / d text = text + costxt x cos >= 0
+    for every cosine in [0, 1] (a repeated query word must not push an entry down)."""
+    names = _features()
+    t, tc = w[names.index("text")], w[names.index("costxt")]
+    return t >= 0 and t + tc >= 0
+
+
+def project(w):
+    names = _features()
     w = w.copy()
+    t, tc = names.index("text"), names.index("costxt")
+    w[t] = max(w[t], 0.0)
+    w[tc] = max(w[tc], -w[t])
+    return w
+
+
+def ascent(batch, w, rounds=3):
+    """Coordinate ascent on mean recall@10 from `w` made monotone (each weight scaled by STEPS,
+    or set when 0), keeping it monotone."""
+    w = project(w)
     best = recall_at_10(batch, w).mean()
     for _ in range(rounds):
         for j in range(len(w)):
             for f in STEPS:
                 v = w.copy()
                 v[j] = w[j] * f if w[j] else f * 0.1 * np.abs(w).mean()
+                if not monotone(v):
+                    continue
                 r = recall_at_10(batch, v).mean()
                 if r > best + 1e-9:
                     best, w = r, v
