@@ -5,8 +5,8 @@
 For every question the real recall pipeline gives the features of the fused ranking's top
 100 candidates (scoring.ranker.FEATURES) once; the ranker is then fitted offline: a pairwise
 logistic regression (each evidence turn against the 50 best-fused other candidates of its
-question), made monotone in the text match and refined by coordinate ascent on recall@10. For each conversation it is fitted on
-the other four and measured on it (the fused ranking's recall@10 beside it); the weights
+question), made monotone in the text match and refined by coordinate ascent on recall@10.
+For each conversation it is fitted on the other four and measured on it (the fused ranking's recall@10 beside it); the weights
 fitted on all five are printed last (they are scoring.ranker.WEIGHTS). The fusion weights
 under it (recall_* in storage/config.py) were chosen by LOCO grid search before the ranker
 (git history of this script).
