@@ -226,7 +226,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
-    model = rel.HYBRID if dense else rel.TEXT
+    # a mostly Chinese query is judged on its words: the bundled model is English, and it finds
+    # any two Chinese texts alike (its cosines would make every Chinese entry look relevant)
+    model = rel.HYBRID if dense and cjk_share < 0.5 else rel.TEXT
     unknown = (len(entities) - len(named)) / len(entities) if entities else 0.0
     known = stats.known_share(terms) if stats is not None and terms else 0.0
     for pos in order:

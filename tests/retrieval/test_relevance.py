@@ -124,3 +124,15 @@ def test_paraphrase_without_shared_words_clears_the_default_cut_off(mem):
     mem.write("The quarterly offsite is in Porto this year.", title="Offsite", category="work")
     result = mem.recall("what database does invoicing run on?")
     assert result.results and result.results[0].title == "Billing store"
+
+
+def test_a_chinese_query_is_judged_on_its_words(mem):
+    # the bundled model is English and finds any two Chinese texts alike: a mostly Chinese
+    # query's relevance comes from the words-only model, so a query that shares one common
+    # bigram with a note is not taken for a match
+    for title, body in [("深色模式", "用户喜欢在晚上使用深色模式，因为屏幕太亮会伤眼睛。"),
+                        ("站会", "每周二早上团队开站会，讨论本周的计划。"),
+                        ("备份", "服务器每天凌晨两点自动备份到对象存储。")]:
+        mem.write(body, title=title, category="zh")
+    assert [h.title for h in mem.recall("深色模式").results][:1] == ["深色模式"]
+    assert mem.recall("晚上吃什么好").results == []
