@@ -1,18 +1,18 @@
-"""Choose the fusion weights by leave-one-conversation-out on the LoCoMo dev trees (prints per-fold recall@10).
+"""Fit the learned ranker (scoring/ranker.py) by leave-one-conversation-out on the LoCoMo dev trees.
 
     python bench/fit_ranking.py --reuse DIR    # DIR: the trees bench/locomo.py --reuse DIR built
 
-For every question the signals of every entry (cosine, text share, names, dates, structure)
-are taken once from the real recall pipeline; each weight combination of the grid is then
-ranked offline with the pure `retrieval.fusion.ranking`. For each conversation the weights
-are chosen on the other four and measured on it; the weights chosen on all five are printed
-last (they are the defaults in storage/config.py).
+For every question the real recall pipeline gives the features of the fused ranking's top
+100 candidates (scoring.ranker.FEATURES) once; the ranker is then fitted offline: a pairwise
+logistic regression (each evidence turn against the 50 best-fused other candidates of its
+question), made monotone in the text match and refined by coordinate ascent on recall@10.
+For each conversation it is fitted on the other four and measured on it (the fused ranking's recall@10 beside it); the weights
+fitted on all five are printed last (they are scoring.ranker.WEIGHTS). The fusion weights
+under it (recall_* in storage/config.py) were chosen by LOCO grid search before the ranker
+(git history of this script).
 """
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -25,18 +25,17 @@ import numpy as np  # noqa: E402
 
 import locomo  # noqa: E402
 
-GRID = {"dense": [1.5, 2.0, 2.5, 3.0, 4.0], "entity": [0.2, 0.35, 0.5], "neighbour": [0.15, 0.25, 0.35],
-        "session": [0.15, 0.25, 0.35], "date": [0.25, 0.5]}
+STEPS = (0.0, 0.5, 0.8, 1.25, 2.0, -1.0)  # coordinate ascent: each weight times these in turn
 
 
-def signals(root: Path, questions):
-    """[(signals, evidence positions)] of each question, from the real pipeline."""
+def examples(root: Path, questions):
+    """[(features, labels, evidence count)] of each question, from the real pipeline."""
     from memstrata import Memory
     from memstrata.retrieval import fusion
     from memstrata.retrieval.search import Filters, search
 
     m = Memory(root)
-    m.recall("warm up")
+    m.recall("warm up", count_access=False)
     state = m._recall.state
     index, embedder, settings = state.vector_index(), state.model(), state.settings
     weights = fusion.FusionWeights.from_settings(settings)
@@ -45,55 +44,114 @@ def signals(root: Path, questions):
     for q in questions:
         sig: dict = {}
         search(index, embedder, q["query"], 10, Filters(), "hybrid", weights, settings, _signals_out=sig)
-        out.append((sig, [frame.pos[i] for i in q["evidence"] if i in frame.pos]))
-    return out, weights
-
-
-def recall_at_10(data, w) -> list[float]:
-    from memstrata.retrieval import fusion
-
-    out = []
-    for sig, evidence in data:
-        zero = np.zeros(sig["n"])
-        score, _, _ = fusion.ranking(w, sig["cosine"], sig["text"], zero, sig["cjk"], sig["cjk_share"],
-                                     sig["structure"], sig["entity_share"], sig["date_near"], sig["inactive"],
-                                     sig["mask"])
-        top = set(np.argsort(-score, kind="stable")[:10].tolist())
-        out.append(len(top & set(evidence)) / len(evidence) if evidence else 0.0)
+        evidence = [frame.pos[i] for i in q["evidence"] if i in frame.pos]
+        x = np.zeros((100, len(_features())))
+        y = np.zeros(100)
+        if "features" in sig:
+            c = len(sig["candidates"])
+            x[:c] = sig["features"]
+            y[:c] = np.isin(sig["candidates"], evidence)
+        out.append((x, y, max(len(evidence), 1)))
     return out
 
 
+def _features():
+    from memstrata.scoring.ranker import FEATURES
+
+    return FEATURES
+
+
+def stack(rows):
+    return (np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows]), np.array([r[2] for r in rows]))
+
+
+def recall_at_10(batch, w) -> np.ndarray:
+    x, y, n = batch
+    top = np.argsort(-(x @ w), axis=1, kind="stable")[:, :10]
+    return np.take_along_axis(y, top, 1).sum(1) / n
+
+
+def fit_pairwise(batch, l2=1.0, iters=30, negatives=50):
+    """Pairwise logistic regression by Newton's method over (evidence, other candidate) pairs."""
+    x, y, _ = batch
+    diffs = []
+    for xq, yq in zip(x, y):
+        pos, neg = xq[yq == 1], xq[yq == 0][:negatives]
+        if len(pos):
+            diffs.append((pos[:, None, :] - neg[None, :, :]).reshape(-1, x.shape[2]))
+    a = np.vstack(diffs)
+    scale = np.abs(a).mean(0) + 1e-9
+    a = a / scale
+    w = np.zeros(a.shape[1])
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-a @ w))
+        grad = a.T @ (p - 1) + l2 * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hess, grad)
+    return w / scale
+
+
+def monotone(w) -> bool:
+    """More of the text match never lowers the score: d score / d text = text + costxt x cos >= 0
+    for every cosine in [0, 1] (a repeated query word must not push an entry down)."""
+    names = _features()
+    t, tc = w[names.index("text")], w[names.index("costxt")]
+    return t >= 0 and t + tc >= 0
+
+
+def project(w):
+    names = _features()
+    w = w.copy()
+    t, tc = names.index("text"), names.index("costxt")
+    w[t] = max(w[t], 0.0)
+    w[tc] = max(w[tc], -w[t])
+    return w
+
+
+def ascent(batch, w, rounds=3):
+    """Coordinate ascent on mean recall@10 from `w` made monotone (each weight scaled by STEPS,
+    or set when 0), keeping it monotone."""
+    w = project(w)
+    best = recall_at_10(batch, w).mean()
+    for _ in range(rounds):
+        for j in range(len(w)):
+            for f in STEPS:
+                v = w.copy()
+                v[j] = w[j] * f if w[j] else f * 0.1 * np.abs(w).mean()
+                if not monotone(v):
+                    continue
+                r = recall_at_10(batch, v).mean()
+                if r > best + 1e-9:
+                    best, w = r, v
+    return w
+
+
+def fit(batch):
+    return ascent(batch, fit_pairwise(batch))
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(locomo.DATA))
-    ap.add_argument("--reuse", required=True, help="folder of the trees bench/locomo.py --reuse built")
-    args = ap.parse_args(argv)
-    folds, base = {}, None
-    for f in sorted(Path(args.data).glob("*.json")):
-        lines, questions = locomo.load(f)
-        m, _ = locomo.build(Path(args.reuse) / f"conv{f.stem}", lines, reuse=True)
-        folds[f.stem], base = signals(Path(args.reuse) / f"conv{f.stem}", questions)
-        sys.stderr.write(f"signals of conversation {f.stem}: {len(questions)} questions\n")
-    combos = [dict(zip(GRID, values)) for values in itertools.product(*GRID.values())]
-    results = {}  # combo index -> {fold: [per-question recall@10]}
-    for n, combo in enumerate(combos):
-        w = dataclasses.replace(base, **combo)
-        results[n] = {name: recall_at_10(data, w) for name, data in folds.items()}
-    print("| held-out conversation | questions | weights chosen on the other four | recall@10 |")
+    reuse, convs = locomo.questions_of_built_trees(__doc__, argv)
+    folds = {}
+    for name, questions in convs.items():
+        folds[name] = examples(reuse / f"conv{name}", questions)
+        sys.stderr.write(f"features of conversation {name}: {len(questions)} questions\n")
+    names = list(_features())
+    fused = np.eye(len(names))[names.index("score")]
+    print("| held-out conversation | questions | fused recall@10 | learned ranker (fitted on the other four) |")
     print("| --- | --- | --- | --- |")
-    held_all = []
+    held, base = [], []
     for name in folds:
-        def train(n):
-            vals = [v for other, per in results[n].items() if other != name for v in per]
-            return sum(vals) / len(vals)
-        best = max(results, key=train)
-        held = results[best][name]
-        held_all += held
-        print(f"| {name} | {len(held)} | {combos[best]} | {sum(held) / len(held):.3f} |")
-    print(f"| LOCO, all | {len(held_all)} | | **{sum(held_all) / len(held_all):.3f}** |")
-    mean = lambda n: np.mean([v for per in results[n].values() for v in per])  # noqa: E731
-    best = max(results, key=mean)
-    print(f"\nChosen on all five: {combos[best]} (five-conversation recall@10 {mean(best):.3f})")
+        train = stack([r for other in folds if other != name for r in folds[other]])
+        test = stack(folds[name])
+        r, b = recall_at_10(test, fit(train)), recall_at_10(test, fused)
+        held += list(r)
+        base += list(b)
+        print(f"| {name} | {len(r)} | {b.mean():.3f} | {r.mean():.3f} |")
+    print(f"| LOCO, all | {len(held)} | {np.mean(base):.3f} | **{np.mean(held):.3f}** |")
+    w = fit(stack([r for rows in folds.values() for r in rows]))
+    w = w / max(float(np.abs(w).max()), 1e-9)
+    print("\nWEIGHTS = {" + ", ".join(f'"{f}": {v:.4g}' for f, v in zip(names, w)) + "}")
 
 
 if __name__ == "__main__":

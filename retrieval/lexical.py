@@ -326,6 +326,12 @@ class TermStats:
             return {}
         return {p: sum(v for s, v in idf.items() if s in self.tf[p]) / total for p in positions}
 
+    def known_share(self, terms) -> float:
+        """Share of the query's idf weight whose terms some entry holds (0 without terms)."""
+        idf = {s: wt * self.idf(s) for s, wt in self._query(terms).items()}
+        total = sum(idf.values())
+        return sum(v for s, v in idf.items() if self.df.get(s, 0) > 0) / total if total > 0 else 0.0
+
     def bm25(self, positions, terms: dict[str, float], k1: float, b: float) -> dict[int, float]:
         """BM25 (k1, b) of `positions` for weighted query `terms` {word: weight}; 0 scores left out."""
         q: dict[str, float] = {}

@@ -105,6 +105,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     relevant; the caller applies the cut-off."""
     import numpy as np
 
+    from memstrata.scoring import ranker as rk
     from memstrata.scoring import relevance as rel
 
     table = index.table()
@@ -216,18 +217,28 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             moved = qv + weights.dense_feedback * centroid
             vector_search(moved / max(float(np.linalg.norm(moved)), 1e-9))
             score, parts, boosts = rank(feedback)
+    whole: dict[int, float] = {}
+    fused = score  # the relevance model reads the fused score (one scale with or without the ranker)
+    if qv is not None and dense:
+        score, whole = _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure,
+                                weights, _signals_out, rerank=not cjk_share)
     order = [int(i) for i in np.argsort(-score, kind="stable")[:k] if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
-    model = rel.HYBRID if dense else rel.TEXT
+    # a mostly Chinese query is judged on its words: the bundled model is English, and it finds
+    # any two Chinese texts alike (its cosines would make every Chinese entry look relevant)
+    model = rel.HYBRID if dense and cjk_share < 0.5 else rel.TEXT
+    unknown = (len(entities) - len(named)) / len(entities) if entities else 0.0
+    known = stats.known_share(terms) if stats is not None and terms else 0.0
     for pos in order:
         c = frame.cols
         signals = relevance_signals(
-            cosine=float(parts["dense"][pos]) if dense else None, text=float(parts["text"][pos]),
+            cosine=float(parts["dense"][pos]) if dense else None, text=min(1.0, float(parts["text"][pos])),
             coverage=max(coverage.get(pos, 0.0), cjk_scores.get(pos, 0.0)),
             names=None if entity_share is None else float(entity_share[pos]),
-            agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(score[pos]))
+            agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
+            whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
         text = lexical.entry_part(texts[pos], c["tags"][pos]) if texts else ""
         snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
@@ -253,11 +264,69 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     return result
 
 
-def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, score: float) -> dict:
+def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, score: float,
+                      whole: float | None = None, unknown: float = 0.0, known: float = 0.0,
+                      nameless: bool = False) -> dict:
     """The absolute signals scoring.relevance reads, for one hit (None: unknown)."""
+    nameless = 1.0 if nameless else 0.0
     return {"cosine": cosine, "text": text, "coverage": coverage, "names": names or 0.0,
             "no_names": 1.0 if names is not None and names == 0 else 0.0, "agree": 1.0 if agree else 0.0,
-            "score": score}
+            "score": score, "whole": whole, "unknown": unknown, "known": known, "nameless": nameless,
+            "nameless_whole": nameless * (whole or 0.0)}
+
+
+def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
+             signals_out=None, rerank: bool = True):
+    """The fused ranking's top candidates ordered again by the learned ranker (scoring.ranker);
+    the other entries drop out (-inf). Also returns each candidate's whole-entry cosine by position.
+    Without `rerank` (a query with CJK text: the bundled model is English) the fused order stays.
+    `signals_out` (bench/fit_ranking.py) gets the features."""
+    import numpy as np
+
+    from memstrata.scoring import ranker as rk
+
+    finite = np.isfinite(score)
+    cand = np.array([i for i in np.argsort(-score, kind="stable")[:rk.CANDIDATES] if finite[i]], dtype=np.int64)
+    if not len(cand):
+        return score, {}
+    whole = _whole_cosines(table, frame, qv, cand)
+    by_pos = dict(zip(cand.tolist(), whole.tolist()))
+    if not rerank or not (rk.WEIGHTS or signals_out is not None):
+        return score, by_pos
+    coverage = np.zeros(len(score))
+    if stats is not None and terms:
+        for p, v in stats.coverage(cand.tolist(), terms).items():
+            coverage[p] = v
+    x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
+                    date_near, structure, whole, weights.dense, weights.text, weights.entity)
+    if signals_out is not None:
+        signals_out.update(candidates=cand, features=x, fused=score)
+    if not rk.WEIGHTS:
+        return score, by_pos
+    out = np.full(len(score), -np.inf)
+    out[cand] = rk.rank(x)
+    return out, by_pos
+
+
+def _whole_cosines(table, frame, qv, cand) -> "np.ndarray":
+    """Per candidate: the cosine between the query vector and the mean of its chunk vectors."""
+    import numpy as np
+
+    ids = [frame.ids[int(p)] for p in cand]
+    where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
+    rows = table.search().where(where).select(["id", "vector"]).limit(None).to_arrow()
+    vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
+                         dtype=np.float32).reshape(rows.num_rows, -1)
+    sums = {}
+    for rid, v in zip(rows.column("id").to_pylist(), vectors):
+        sums[rid] = sums[rid] + v if rid in sums else v.copy()
+    out = np.zeros(len(ids))
+    q = np.asarray(qv, dtype=np.float32)
+    for n, rid in enumerate(ids):
+        v = sums.get(rid)
+        if v is not None:
+            out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
+    return out
 
 
 def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settings) -> dict[int, float]:

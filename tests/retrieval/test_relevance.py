@@ -97,3 +97,42 @@ def test_snippet_is_a_sentence_of_the_text_not_metadata(mem):
     for strategy in ("auto", "text", "grep"):
         hit = mem.recall("zebra bucket", strategy=strategy, min_relevance=0).results[0]
         assert hit.snippet == "Backups go to the zebra bucket nightly.", strategy
+
+
+def test_learned_ranker_features_and_weights():
+    from memstrata.scoring import ranker
+
+    n = 4
+    structure = (np.array([-1, 0, 1, 2]), np.array([1, 2, 3, -1]), np.zeros(n, dtype=np.int64))
+    cand = np.array([2, 0])
+    x = ranker.features(cand, np.array([1.0, 0.5, 2.0, 0.1]), np.array([0.6, 0.3, 0.7, 0.2]),
+                        np.array([0.5, 0.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0, 0.0]), None, None, structure,
+                        np.array([0.65, 0.55]), 2.0, 1.0, 0.35)
+    assert x.shape == (2, len(ranker.FEATURES))
+    col = {f: i for i, f in enumerate(ranker.FEATURES)}
+    assert x[0, col["whole"]] == 0.65 and x[1, col["cos"]] == 0.6 and x[0, col["noname"]] == 0.0
+    assert x[0, col["nb1"]] == pytest.approx(2.0 * 0.3 + 2.0 * 0.2)  # the entries before and after entry 2
+    # more of the text match never lowers an entry, whatever its cosine (bench/fit_ranking.py keeps it so)
+    w = ranker.WEIGHTS
+    assert w["text"] >= 0 and w["text"] + w["costxt"] >= 0
+    assert list(np.argsort(-ranker.rank(x))) == [0, 1]
+
+
+def test_paraphrase_without_shared_words_clears_the_default_cut_off(mem):
+    mem.write("Our team settled on MariaDB for the billing service after comparing three engines.",
+              title="Billing store", category="work")
+    mem.write("The quarterly offsite is in Porto this year.", title="Offsite", category="work")
+    result = mem.recall("what database does invoicing run on?")
+    assert result.results and result.results[0].title == "Billing store"
+
+
+def test_a_chinese_query_is_judged_on_its_words(mem):
+    # the bundled model is English and finds any two Chinese texts alike: a mostly Chinese
+    # query's relevance comes from the words-only model, so a query that shares one common
+    # bigram with a note is not taken for a match
+    for title, body in [("深色模式", "用户喜欢在晚上使用深色模式，因为屏幕太亮会伤眼睛。"),
+                        ("站会", "每周二早上团队开站会，讨论本周的计划。"),
+                        ("备份", "服务器每天凌晨两点自动备份到对象存储。")]:
+        mem.write(body, title=title, category="zh")
+    assert [h.title for h in mem.recall("深色模式").results][:1] == ["深色模式"]
+    assert mem.recall("晚上吃什么好").results == []
