@@ -11,6 +11,7 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.features.recall import Recall
 from memstrata.results import WriteResult
+from memstrata.storage.lock import LOCK_FILE, TreeLock
 from memstrata.storage.tree import is_initialised, resolve_root
 
 SHARED_ENV = "MEMSTRATA_SHARED"
@@ -108,10 +109,7 @@ class SharedSpace:
         shared = self.shared_memory()
         agent = self.agent_name
         if not is_initialised(shared.root):
-            if shared.root.exists() and any(shared.root.iterdir()):
-                raise InvalidInput(f"the shared root {shared.root} is not a memory tree; "
-                                   f"run `mem init --root {shared.root}` to make it one")
-            shared.init()  # the shared space is made on purpose the first time something is shared
+            self._make_shared_tree(shared)
         try:
             existing = shared.resolve(entry.id) if is_initialised(shared.root) else None
         except NotFound:
@@ -134,6 +132,19 @@ class SharedSpace:
         out["root"] = str(shared.root)
         out["agent"] = agent
         return out
+
+    @staticmethod
+    def _make_shared_tree(shared) -> None:
+        """The shared space is made on purpose the first time something is shared; agents that
+        share at the same moment make it once (under the tree lock, taken on the new folder)."""
+        shared.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with TreeLock(shared.root):
+            if is_initialised(shared.root):
+                return  # another agent made it while this one waited
+            if any(p.name != LOCK_FILE for p in shared.root.iterdir()):
+                raise InvalidInput(f"the shared root {shared.root} is not a memory tree; "
+                                   f"run `mem init --root {shared.root}` to make it one")
+            shared.init()
 
     def shared_result(self, result: WriteResult) -> SharedWriteResult:
         """A write's result after its entry was copied into the shared root."""
