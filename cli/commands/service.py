@@ -1,6 +1,7 @@
 """`mem serve`: the user's warm local service, serving every tree it is asked for (see memstrata/service/)."""
 from __future__ import annotations
 
+import os
 from typing import Annotated, Optional
 
 import typer
@@ -52,9 +53,11 @@ def serve(
         raise InvalidInput("give at most one of --detach, --status, --stop")
     if status:
         info = service.status()
-        data = {"running": info is not None, "runtime_dir": rundir.candidate(),
+        folder, problem = rundir.ensure(create=False)
+        data = {"running": info is not None, "runtime_dir": folder,
+                **({"problem": problem} if problem and info is None and os.path.lexists(folder) else {}),
                 **({k: v for k, v in info.items() if k != "t"} if info else {})}
-        emit(as_json, data, lambda: _say_status(info, data["runtime_dir"]))
+        emit(as_json, data, lambda: _say_status(info, folder, data.get("problem")))
         return
     if stop:
         info = service.stop()
@@ -79,9 +82,9 @@ def serve(
         raise typer.Exit(code)
 
 
-def _say_status(info: dict | None, folder: str) -> None:
+def _say_status(info: dict | None, folder: str, problem: str | None) -> None:
     if info is None:
-        typer.echo(f"no memory service running (runtime folder {folder})")
+        typer.echo(f"no memory service running (runtime folder {folder})" + (f"; {problem}" if problem else ""))
         return
     typer.echo(f"memory service: pid {info['pid']}, up {info['uptime_s']}s, {info['requests']} calls, "
                f"{'warm' if info['warm'] else 'warming up'}, rss {info['rss_mb']} MB "

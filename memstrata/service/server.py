@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import struct
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ from memstrata.service import client, rundir
 from memstrata.service import threads as service_threads
 from memstrata.service.pool import POOL, install_memory_factory
 from memstrata.service.upkeep import Upkeep, maintain_index
+from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
 
 # The process entry points, imported from here by cli/commands/service.py and __main__.py.
 from memstrata.service.process import (  # noqa: F401
@@ -419,49 +419,3 @@ class Service:
                 "idle_minutes": None if self.idle_seconds is None else self.idle_seconds / 60,
                 "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "roots": roots,
                 "pooled_memories": POOL.size(), "per_thread_cwd": service_threads.per_thread_cwd()}
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _same_user(conn: socket.socket) -> bool:
-    try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", creds)
-        return uid == os.getuid()
-    except (OSError, AttributeError):
-        return True  # the 0600 socket in the 0700 root already limits who can connect
-
-
-def _tree_of(message: dict) -> str | None:
-    """The tree a request names, resolved, if it is an initialised memory tree."""
-    root = message.get("root")
-    if not isinstance(root, str) or not os.path.isabs(root):
-        return None
-    root = os.path.realpath(root)
-    return root if client.is_tree(root) else None
-
-
-def _receive(conn: socket.socket):
-    conn.settimeout(10.0)
-    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
-    if len(data) < 4:
-        return None, list(fds)
-    (length,) = struct.unpack("!I", data[:4])
-    if length > 64 << 20:
-        return None, list(fds)
-    body = data[4:]
-    while len(body) < length:
-        chunk = conn.recv(min(1 << 20, length - len(body)))
-        if not chunk:
-            return None, list(fds)
-        body += chunk
-    conn.settimeout(None)
-    return json.loads(body[:length]), list(fds)
-
-
-def _reply(conn: socket.socket, message: dict) -> None:
-    try:
-        conn.sendall(json.dumps(message).encode() + b"\n")
-    except OSError:
-        pass
