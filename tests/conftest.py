@@ -15,13 +15,32 @@ _RUNTIME = tempfile.mkdtemp(prefix="memstrata-test-run-")
 os.environ["MEMSTRATA_RUNTIME_DIR"] = _RUNTIME
 
 
+def stop_service_and_remove(folder: str) -> None:
+    """Stop the service of a test runtime folder (waiting until it has exited), then remove the folder."""
+    import shutil
+    import time
+
+    from memstrata.service import client
+    from memstrata.service.process import _pid_alive
+
+    info = client.request({"op": "stop"}, timeout=5, folder=folder)
+    deadline = time.monotonic() + 30
+    while info and info.get("pid") and _pid_alive(info["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stop_service():
+    """stop_service_and_remove, for modules that run a service in a runtime folder of their own."""
+    return stop_service_and_remove
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_service_left_behind():
     """Stop a service some test left in the session's runtime folder."""
     yield
-    from memstrata.service import client
-
-    client.request({"op": "stop"}, timeout=5, folder=_RUNTIME)
+    stop_service_and_remove(_RUNTIME)
 
 
 @pytest.fixture(scope="session")

@@ -25,9 +25,9 @@ SOCK = Path(RUN) / rundir.SOCKET_NAME
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _stop_module_service():
+def _stop_module_service(stop_service):
     yield
-    client.request({"op": "stop"}, timeout=5, folder=RUN)
+    stop_service(RUN)
 
 
 def _env(root, service="auto", **extra):

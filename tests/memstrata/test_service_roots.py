@@ -22,9 +22,9 @@ SOCK = Path(RUN) / rundir.SOCKET_NAME
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _stop_module_service():
+def _stop_module_service(stop_service):
     yield
-    client.request({"op": "stop"}, timeout=5, folder=RUN)
+    stop_service(RUN)
 
 
 def mem(root, *args, service="auto", run=RUN, timeout=300, **extra):
@@ -110,8 +110,8 @@ def test_two_roots_through_one_service_answer_as_in_process(trees):
 def test_an_idle_root_is_closed_and_reopened(trees):
     a, b = trees
     stop(a)
-    started = mem(a, "serve", "--detach", "--json", "--idle-minutes", "10", "--root-idle-minutes", "0.04",
-                  service="off")  # trees close after ~2.4 s without calls; the service stays
+    started = mem(a, "serve", "--detach", "--json", "--idle-minutes", "10", "--root-idle-minutes", "0.1",
+                  service="off")  # trees close after ~6 s without calls; the service stays
     assert started.returncode == 0, started.stderr
     pid = json.loads(started.stdout)["pid"]
     assert wait_for(lambda: (status() or {}).get("warm"), timeout=180)
