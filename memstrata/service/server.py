@@ -247,7 +247,7 @@ class Service:
                 self.active += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
         deadline = time.monotonic() + 30
-        while self.active and time.monotonic() < deadline:
+        while (self.active or self.upkeep.syncing()) and time.monotonic() < deadline:  # calls, a team sync
             time.sleep(0.05)
 
     def _watchdog(self) -> None:
