@@ -14,6 +14,8 @@ What is measured (every number: median over --runs runs, with min and max):
   - `mem write` end to end, service warm and service off; bulk `mem import` throughput.
   - `mem sync` when nothing changed (10k), service warm and service off.
   - peak RSS of the service after recalls and a sync at the largest size.
+  - the one service's RSS with three trees of --multi-root entries open (a recall and a
+    sync in each; issue 17: <= 700 MB with three 10k trees).
   - brute force vs the ANN index (IVF_HNSW_SQ) on the table: latency and recall@10 against
     exact search, to place `ann_min_rows`.
 
@@ -58,6 +60,7 @@ TARGETS = {
     "inproc_100000": ("<= 40 ms", 0.040),
     "autoload": ("<= 250 ms", 0.250),
     "import": (">= 150 entries/s", 150.0),
+    "rss_3x10000": ("<= 700 MB", 700.0),
     "sync_10000": ("<= 1 s", 1.0),
     "rss_100000": ("<= 1024 MB", 1024.0),
 }
@@ -169,9 +172,14 @@ def build_tree_index(root: Path, n: int) -> dict:
 
 # --------------------------------------------------------------------------- measuring
 
+RUNTIME: Path | None = None   # the benchmark's own service folder (never the user's service)
+
+
 def env_for(root: Path, service: str = "auto") -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     env.update({"MEMSTRATA_HOME": str(root), "MEMSTRATA_SERVICE": service, "HF_HUB_OFFLINE": "1"})
+    if RUNTIME is not None:
+        env["MEMSTRATA_RUNTIME_DIR"] = str(RUNTIME)
     return env
 
 
@@ -190,10 +198,11 @@ def timed(args, root, service="auto", stdin=None) -> tuple[float, subprocess.Com
     return took, p
 
 
-def service_status(root: Path):
+def service_status(root: Path | None = None):
+    """The status of the benchmark's service (it serves every tree of the run)."""
     from memstrata.service import client
 
-    return client.request(str(root), {"op": "status"}, timeout=5)
+    return client.request({"op": "status"}, timeout=5, folder=str(RUNTIME))
 
 
 def start_service(root: Path) -> dict:
@@ -209,7 +218,7 @@ def start_service(root: Path) -> dict:
 
 def stop_service(root: Path) -> None:
     subprocess.run(mem_bin() + ["serve", "--stop"], env=env_for(root, "off"), capture_output=True, timeout=120)
-    sock = root / ".mem.sock"
+    sock = RUNTIME / "mem.sock"
     deadline = time.monotonic() + 60
     while sock.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -303,6 +312,43 @@ def fmt_s(st, unit="ms"):
         f"{st['median']:.2f} ({st['min']:.2f}-{st['max']:.2f}) s"
 
 
+def build(root: Path, n: int, reuse: bool, log) -> None:
+    if reuse and (root / ".vectors" / "meta.json").exists():
+        log(f"reusing {root}")
+        return
+    log(f"building {n} entries in {root}")
+    t0 = time.perf_counter()
+    built = subprocess.run([PY, __file__, "--build", str(root), str(n)], capture_output=True, text=True,
+                           env=env_for(root, "off"))
+    if built.returncode != 0:
+        raise RuntimeError(built.stderr[-2000:])
+    log(f"  built in {time.perf_counter() - t0:.0f}s: {built.stdout.strip().splitlines()[-1]}")
+
+
+def measure_three_trees(work: Path, n: int, reuse: bool, add, log) -> None:
+    """One service, three trees of n entries open (recall, write and sync in each): its RSS."""
+    roots = [work / f"tree-{n}"] + [work / f"tree-{n}-{s}" for s in ("b", "c")]
+    for root in roots:
+        build(root, n, reuse, log)
+        timed(["sync", "--json"], root, "off")
+    stop_service(roots[0])
+    start_service(roots[0])
+    for i, root in enumerate(roots):
+        for q in QUERIES[:3]:
+            timed(["recall", q, "--json"], root)
+        timed(["write", f"three trees note {i}", "--category", "bench", "--force", "--json"], root)
+        timed(["sync", "--json"], root)
+        timed(["recall", QUERIES[4], "--json"], root)
+    time.sleep(4)  # the index upkeep after the writes
+    st = service_status()
+    held = sorted(r["root"] for r in st["roots"])
+    if held != sorted(str(r.resolve()) for r in roots):
+        raise RuntimeError(f"the service holds {held}, not the three trees")
+    add(f"service RSS now / peak, 3 trees x {n} entries open", n * 3,
+        f"{st['rss_mb']:.0f} / {st['peak_rss_mb']:.0f} MB", "rss_3x10000" if n == 10000 else None, st["peak_rss_mb"])
+    stop_service(roots[0])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,10000")
@@ -315,6 +361,8 @@ def main(argv=None) -> int:
     ap.add_argument("--e2e-max", type=int, default=10000,
                     help="largest size for the end-to-end measures (beyond: warm service and RSS only)")
     ap.add_argument("--no-import", action="store_true", help="skip the bulk-import measure")
+    ap.add_argument("--multi-root", type=int, default=10000,
+                    help="entries per tree for the three-trees service RSS measure (0: skip it)")
     ap.add_argument("--reuse", action="store_true", help="reuse trees built by an earlier run in --work")
     ap.add_argument("--skip-inproc", action="store_true", help="skip the in-process recall measure")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
@@ -331,6 +379,10 @@ def main(argv=None) -> int:
     runs = args.runs
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    global RUNTIME
+    RUNTIME = work / "run"
+    RUNTIME.mkdir(mode=0o700, exist_ok=True)
+    RUNTIME.chmod(0o700)
     rows: list[tuple] = []   # (measure, size, result, target, verdict)
     notes: list[str] = []
     load0 = os.getloadavg()
@@ -453,6 +505,9 @@ def main(argv=None) -> int:
             sy = [timed(["sync", "--json"], root, "off")[0] for _ in range(runs)]
             add("mem sync, nothing changed, no service", n, fmt_s(stats(sy), "s"),
                 "sync_10000" if n == 10000 else None, statistics.median(sy))
+
+    if args.multi_root:
+        measure_three_trees(work, args.multi_root, args.reuse, add, log)
 
     if args.no_import:
         runs_import = 0

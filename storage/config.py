@@ -42,7 +42,7 @@ class Settings:
     ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
-    sync_interval: int = 0           # seconds between team syncs of `mem sync --remote --watch 0` (0: off; docs/team.md)
+    sync_interval: int = 0           # seconds between team syncs by the warm service / `mem sync --remote --watch 0` (0: off; docs/team.md)
     max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB) is refused; 0: no limit
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into

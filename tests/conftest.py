@@ -1,13 +1,46 @@
-"""Shared fixtures: one loaded model for the whole suite, fresh roots, a fixed clock."""
+"""Shared fixtures: one loaded model for the whole suite, fresh roots, a fixed clock, a private service folder."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The suite never talks to the user's own warm service: every process it starts uses a runtime
+# folder of this session (tests of the service itself use one per module; see test_service.py).
+_RUNTIME = tempfile.mkdtemp(prefix="memstrata-test-run-")
+os.environ["MEMSTRATA_RUNTIME_DIR"] = _RUNTIME
+
+
+def stop_service_and_remove(folder: str) -> None:
+    """Stop the service of a test runtime folder (waiting until it has exited), then remove the folder."""
+    import shutil
+    import time
+
+    from memstrata.service import client
+    from memstrata.service.process import _pid_alive
+
+    info = client.request({"op": "stop"}, timeout=5, folder=folder)
+    deadline = time.monotonic() + 30
+    while info and info.get("pid") and _pid_alive(info["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stop_service():
+    """stop_service_and_remove, for modules that run a service in a runtime folder of their own."""
+    return stop_service_and_remove
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_service_left_behind():
+    """Stop a service some test left in the session's runtime folder."""
+    yield
+    stop_service_and_remove(_RUNTIME)
 
 
 @pytest.fixture(scope="session")

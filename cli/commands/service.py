@@ -1,6 +1,7 @@
-"""`mem serve`: the warm local service of a memory root (see memstrata/service/)."""
+"""`mem serve`: the user's warm local service, serving every tree it is asked for (see memstrata/service/)."""
 from __future__ import annotations
 
+import os
 from typing import Annotated, Optional
 
 import typer
@@ -12,20 +13,28 @@ def register(app: typer.Typer) -> None:
 
 
 def serve(
-    detach: Annotated[bool, typer.Option("--detach", help="Start in the background and return once it answers.")] = False,
-    status: Annotated[bool, typer.Option("--status", help="Say whether a service runs for the root, and how it is.")] = False,
-    stop: Annotated[bool, typer.Option("--stop", help="Stop the root's service (waits for calls in flight).")] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Start in the background (or have the running service open "
+                                                          "the tree) and return once it answers.")] = False,
+    status: Annotated[bool, typer.Option("--status", help="Say whether your service runs: the trees it holds, its memory.")] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop your service, for every tree (waits for calls in flight).")] = False,
     idle_minutes: Annotated[Optional[float], typer.Option(
-        "--idle-minutes", help="Stop after this long without calls (default: config service_idle_minutes; 0 = never).",
+        "--idle-minutes", help="Stop after this long without calls, closing trees as soon (default: each tree closes "
+                               "after its service_idle_minutes and the service stops once none is open; 0 = never).",
         show_default=False)] = None,
+    root_idle_minutes: Annotated[Optional[float], typer.Option(
+        "--root-idle-minutes", help="Close a tree after this long without calls for it (overrides its "
+                                    "service_idle_minutes; 0 = never).", show_default=False)] = None,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Keep the model, the vector table and the tree warm, and answer `mem` calls over a socket.
+    """Keep the model warm once for all your trees, and answer `mem` calls over a socket.
 
-    The CLI uses the service when it runs and starts it on demand (config `service: auto`);
-    `service: off` (or MEMSTRATA_SERVICE=off) keeps every call in-process. The socket is
-    {root}/.mem.sock, mode 0600, for its owner only. Results are the same with or without it.
+    One service per user serves every tree you use (each kept open while used, closed when
+    idle). The CLI uses it when it runs and starts it on demand (config `service: auto`);
+    `service: off` (or MEMSTRATA_SERVICE=off) keeps a tree's calls in-process. The socket is
+    mem.sock in your private runtime folder ($MEMSTRATA_RUNTIME_DIR, else
+    $XDG_RUNTIME_DIR/memstrata, else /tmp/memstrata-UID), for you only. Results are the same
+    with or without it. --status and --stop are about the whole service, whatever the --root.
 
     Examples:
 
@@ -37,33 +46,55 @@ def serve(
     from memstrata.storage import tree
 
     from memstrata.errors import InvalidInput, NotFound
+    from memstrata.service import rundir
     from memstrata.service import server as service
 
     if sum((detach, status, stop)) > 1:
         raise InvalidInput("give at most one of --detach, --status, --stop")
-    resolved = tree.resolve_root(root)
     if status:
-        info = service.status(resolved)
-        data = {"running": info is not None, "root": str(resolved), **({k: v for k, v in info.items() if k != "t"}
-                                                                     if info else {})}
-        emit(as_json, data, (f"service running for {resolved}: pid {info['pid']}, up {info['uptime_s']}s, "
-                             f"{info['requests']} calls, {'warm' if info['warm'] else 'warming up'}, "
-                             f"rss {info['rss_mb']} MB") if info else f"no service running for {resolved}")
+        info = service.status()
+        folder, problem = rundir.ensure(create=False)
+        data = {"running": info is not None, "runtime_dir": folder,
+                **({"problem": problem} if problem and info is None and os.path.lexists(folder) else {}),
+                **({k: v for k, v in info.items() if k != "t"} if info else {})}
+        emit(as_json, data, lambda: _say_status(info, folder, data.get("problem")))
         return
     if stop:
-        info = service.stop(resolved)
-        emit(as_json, {"stopped": info is not None, "root": str(resolved), "pid": (info or {}).get("pid")},
-             f"stopped the service of {resolved} (pid {info['pid']})" if info else f"no service running for {resolved}")
+        info = service.stop()
+        emit(as_json, {"stopped": info is not None, "pid": (info or {}).get("pid")},
+             f"stopped the memory service (pid {info['pid']})" if info else "no memory service running")
         return
+    resolved = tree.resolve_root(root)
     if not tree.is_initialised(resolved):
         raise NotFound(f"no memory tree at {resolved}; run `mem init` (or pass --root)")
+    folder, reason = rundir.ensure(create=True)
+    if reason:
+        raise InvalidInput(f"{reason}; fix it (chmod 700, or remove it) or set MEMSTRATA_RUNTIME_DIR")
     if detach:
-        info = service.start_detached(resolved, idle_minutes=idle_minutes)
+        info = service.start_detached(resolved, idle_minutes=idle_minutes, root_idle_minutes=root_idle_minutes)
         if info is None:
-            raise InvalidInput(f"the service did not start; see {resolved}/.cache/service.log")
+            raise InvalidInput(f"the service did not start; see {rundir.log_path(folder)}")
         emit(as_json, {k: v for k, v in info.items() if k != "t"},
-             f"service running for {resolved} (pid {info['pid']})")
+             f"memory service running (pid {info['pid']}), serving {resolved}")
         return
-    code = service.run_service(resolved, idle_minutes)
+    code = service.run_service(resolved, idle_minutes, root_idle_minutes=root_idle_minutes)
     if code:
         raise typer.Exit(code)
+
+
+def _say_status(info: dict | None, folder: str, problem: str | None) -> None:
+    if info is None:
+        typer.echo(f"no memory service running (runtime folder {folder})" + (f"; {problem}" if problem else ""))
+        return
+    typer.echo(f"memory service: pid {info['pid']}, up {info['uptime_s']}s, {info['requests']} calls, "
+               f"{'warm' if info['warm'] else 'warming up'}, rss {info['rss_mb']} MB "
+               f"(peak {info['peak_rss_mb']} MB), {len(info['roots'])} tree(s) open")
+    for r in info["roots"]:
+        closes = "never closes" if r["idle_close_minutes"] is None else f"closes after {r['idle_close_minutes']:g} min"
+        entries = "?" if r["entries"] is None else r["entries"]
+        line = f"  {r['root']}: {entries} entries, {r['calls']} calls, idle {r['idle_s']}s ({closes})"
+        sync = r.get("sync")
+        if sync:
+            line += f"; team sync every {sync['interval_s']}s, {sync['rounds']} rounds" + \
+                (f", last error: {sync['error']}" if sync.get("error") else "")
+        typer.echo(line)

@@ -128,6 +128,17 @@ class TreeState:
             self._vector_index = current
         return current
 
+    def close(self) -> None:
+        """Release the watcher, the catalog connection and the open table with its frame (a warm
+        service closing an idle tree); anything used afterwards opens again on demand."""
+        if self._watcher is not None:
+            self._watcher.close()
+        self._watcher, self._watcher_opened = None, False
+        if self._catalog is not None:
+            self._catalog.close()
+        self._catalog = None
+        self.forget_vector_index()
+
     def forget_vector_index(self) -> None:
         """Drop the open index (its files were removed: the next use opens them anew)."""
         self._vector_index = None

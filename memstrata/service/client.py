@@ -1,17 +1,22 @@
-"""The thin client of the local service: forwards a whole `mem` invocation over the root's socket.
+"""The thin client of the local service: forwards a whole `mem` invocation over the user's socket.
 
 Stdlib only (os, sys, socket, json, struct, fcntl), imported before typer or any command module,
 so a call answered by the warm service costs one interpreter start plus one round trip.
 
-Protocol (one request per connection, Unix stream socket `{root}/.mem.sock`):
+One service per user serves every tree the user touches. Its socket is `mem.sock` in the
+user's private runtime folder (rundir.py). The client resolves the root itself and refuses
+a folder that is not a tree before connecting or starting anything.
+
+Protocol (one request per connection, Unix stream socket `{runtime}/mem.sock`):
 
   client -> service   4-byte big-endian length + JSON
-                      {"op": "run", "argv", "cwd", "umask", "env", "enc", "term"}
+                      {"op": "run", "root", "argv", "cwd", "umask", "env", "enc", "term"}
                       with the client's fds 0, 1, 2 attached (SCM_RIGHTS): the service's
                       worker writes straight into the caller's stdout/stderr and reads its
                       stdin, so output, isatty() and terminal size are the caller's own.
   service -> client   newline-delimited JSON: {"t": "started"} when the command begins,
-                      then {"t": "exit", "code": N}.
+                      then {"t": "exit", "code": N}; or {"t": "refused"} / {"t": "outdated"}
+                      before starting (the caller then runs the call itself).
 
 Results are identical with and without the service by construction: the service runs the
 same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and environment (the
@@ -29,12 +34,9 @@ import stat
 import struct
 import sys
 
-SOCKET_NAME = ".mem.sock"
-LOCK_NAME = "service.lock"      # under {root}/.cache/: held (flock) by the live service
-PID_NAME = "service.pid"
-LOG_NAME = "service.log"
-CACHE_DIR = ".cache"
-PROTOCOL = 1
+from memstrata.service import rundir
+
+PROTOCOL = 2
 # Commands that never go through the service (the service itself, long-lived stdio servers).
 BYPASS = frozenset({"serve", "mcp"})
 # Commands not worth starting a service for (they read the catalog only); every other command
@@ -92,10 +94,6 @@ def command_of(argv: list[str]) -> str | None:
         if not arg.startswith("-"):
             return arg
     return None
-
-
-def socket_path(root: str) -> str:
-    return os.path.join(root, SOCKET_NAME)
 
 
 def config_head(root: str) -> str | None:
@@ -171,13 +169,13 @@ def _utf8(stream) -> bool:
     return enc == "utf8"
 
 
-def untrusted_reason(my_uid: int, *, root_uid: int | None, socket_uid: int | None, socket_is_socket: bool,
+def untrusted_reason(my_uid: int, *, dir_uid: int | None, socket_uid: int | None, socket_is_socket: bool,
                      peer_uid: int | None) -> str | None:
     """Why a service socket must not be given this caller's argv, environment and descriptors
-    (None: it may). The root and the socket file must be the caller's, the file a socket, and the
-    process at the other end (SO_PEERCRED; None where the platform cannot tell) the same user."""
-    if root_uid != my_uid:
-        return f"the memory root is owned by uid {root_uid}, not {my_uid}"
+    (None: it may). The runtime folder and the socket file must be the caller's, the file a socket,
+    and the process at the other end (SO_PEERCRED; None where the platform cannot tell) the same user."""
+    if dir_uid != my_uid:
+        return f"the service's runtime folder is owned by uid {dir_uid}, not {my_uid}"
     if not socket_is_socket:
         return "the service path is not a socket"
     if socket_uid != my_uid:
@@ -201,28 +199,39 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 def _socket_owner(path: str) -> tuple[bool, int | None]:
     """(is a socket, owner uid) of the service path, without following a symlink."""
-    import stat as stat_mod
-
     st = os.lstat(path)  # FileNotFoundError passes through
-    return stat_mod.S_ISSOCK(st.st_mode), st.st_uid
+    return stat.S_ISSOCK(st.st_mode), st.st_uid
 
 
-def connect(root: str, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None:
-    """A connection to the root's live service, or None (no socket, stale socket, not ours).
+def _folder(folder: str | None) -> str | None:
+    """The runtime folder to use (checked, never created here), or None when it is unusable."""
+    if folder is None:
+        folder, reason = rundir.ensure(create=False)
+    else:
+        reason = rundir.check(folder)
+    return None if reason else folder
 
-    Nothing is sent before the socket is known to be the caller's: the root and the socket
-    file owned by the caller, and the peer process of the same uid (untrusted_reason).
+
+def connect(folder: str | None = None, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None:
+    """A connection to the user's live service, or None (no socket, stale socket, not ours).
+
+    Nothing is sent before the socket is known to be the caller's: the runtime folder private
+    (0700, ours, no symlink), the socket file owned by the caller, and the peer process of the
+    same uid (untrusted_reason).
     """
-    path = socket_path(root)
+    folder = _folder(folder)
+    if folder is None:
+        return None
+    path = rundir.socket_path(folder)
     if len(path.encode()) > 107:
-        return None  # AF_UNIX path limit: no service possible for this root
+        return None  # AF_UNIX path limit: no service possible here
     my_uid = os.getuid()
     try:
         is_socket, socket_uid = _socket_owner(path)
-        root_uid = os.stat(root).st_uid
+        dir_uid = os.lstat(folder).st_uid
     except OSError:
         return None
-    if untrusted_reason(my_uid, root_uid=root_uid, socket_uid=socket_uid, socket_is_socket=is_socket,
+    if untrusted_reason(my_uid, dir_uid=dir_uid, socket_uid=socket_uid, socket_is_socket=is_socket,
                         peer_uid=None):
         return None  # run in-process; never touch a path that is not our socket
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -234,35 +243,38 @@ def connect(root: str, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None
         return None
     except (ConnectionRefusedError, socket.timeout):
         sock.close()
-        remove_stale_socket(root)
+        remove_stale_socket(folder)
         return None
     except OSError:
         sock.close()
         return None
-    if untrusted_reason(my_uid, root_uid=root_uid, socket_uid=socket_uid, socket_is_socket=True,
+    if untrusted_reason(my_uid, dir_uid=dir_uid, socket_uid=socket_uid, socket_is_socket=True,
                         peer_uid=peer_uid(sock)):
         sock.close()
         return None
     return sock
 
 
-def remove_stale_socket(root: str) -> bool:
-    """Unlink the socket if no live service holds the root's service lock (a crash left it).
+def remove_stale_socket(folder: str | None = None) -> bool:
+    """Unlink the socket if no live service holds the service lock (a crash left it).
 
     Only a socket owned by the caller is ever removed: a regular file (or anything else) at
     the socket's path is left alone.
     """
     import fcntl
 
+    folder = _folder(folder)
+    if folder is None:
+        return False
+    path = rundir.socket_path(folder)
     try:
-        is_socket, owner = _socket_owner(socket_path(root))
+        is_socket, owner = _socket_owner(path)
     except OSError:
         return False
     if not is_socket or owner != os.getuid():
         return False
-    lock_path = os.path.join(root, CACHE_DIR, LOCK_NAME)
     try:
-        fd = os.open(lock_path, os.O_RDWR)
+        fd = os.open(rundir.lock_path(folder), os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
         fd = None
     try:
@@ -272,8 +284,8 @@ def remove_stale_socket(root: str) -> bool:
             except OSError:
                 return False  # a service is alive (starting up or busy): leave its socket alone
         try:
-            if _socket_owner(socket_path(root))[0]:
-                os.unlink(socket_path(root))
+            if _socket_owner(path)[0]:
+                os.unlink(path)
                 return True
             return False
         except OSError:
@@ -317,9 +329,9 @@ class _Lines:
             return None
 
 
-def request(root: str, message: dict, timeout: float = 10.0) -> dict | None:
-    """A control request (status, stop) to the root's service: its one-line answer, or None."""
-    sock = connect(root, timeout)
+def request(message: dict, timeout: float = 10.0, folder: str | None = None) -> dict | None:
+    """A control request (status, stop, open, ping) to the user's service: its one-line answer, or None."""
+    sock = connect(folder, timeout)
     if sock is None:
         return None
     try:
@@ -331,9 +343,10 @@ def request(root: str, message: dict, timeout: float = 10.0) -> dict | None:
         sock.close()
 
 
-def forward(argv: list[str], root: str) -> int | None:
-    """Run `argv` in the root's service. The exit code, or None when the call must run here."""
-    sock = connect(root)
+def forward(argv: list[str], root: str, folder: str | None = None) -> int | None:
+    """Run `argv` (addressing the tree `root`) in the user's service. The exit code, or None
+    when the call must run here."""
+    sock = connect(folder)
     if sock is None:
         return None
     fds = _std_fds()
@@ -344,7 +357,7 @@ def forward(argv: list[str], root: str) -> int | None:
     except OSError:
         sock.close()
         return None
-    message = {"op": "run", "v": PROTOCOL, "argv": argv, "cwd": cwd, "umask": umask, "env": _forwarded_env(),
+    message = {"op": "run", "v": PROTOCOL, "root": root, "argv": argv, "cwd": cwd, "umask": umask, "env": _forwarded_env(),
                "enc": {"stdin": getattr(sys.stdin, "encoding", None) or "utf-8",
                        "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
                        "stderr_errors": getattr(sys.stderr, "errors", None) or "backslashreplace"},
@@ -373,14 +386,19 @@ def forward(argv: list[str], root: str) -> int | None:
         sock.close()
 
 
-def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = None) -> bool:
-    """Start `mem serve` for the root in the background (own session, logs to .cache/service.log)."""
+def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = None,
+          root_idle_minutes: float | None = None) -> bool:
+    """Start the user's service in the background, opening the tree `root` first (own session,
+    logs to service.log in the runtime folder). Never for a folder that is not a tree."""
     import subprocess
 
-    cache = os.path.join(root, CACHE_DIR)
+    if not is_tree(root):
+        return False
+    folder, reason = rundir.ensure(create=True)
+    if reason:
+        return False
     try:
-        os.makedirs(cache, mode=0o700, exist_ok=True)
-        log = os.open(os.path.join(cache, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        log = os.open(rundir.log_path(folder), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     except OSError:
         return False
     cmd = [sys.executable, "-m", "memstrata.service", "--root", root]
@@ -388,9 +406,13 @@ def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = N
         cmd += ["--wait-pid", str(wait_pid)]
     if idle_minutes is not None:
         cmd += ["--idle-minutes", str(idle_minutes)]
+    if root_idle_minutes is not None:
+        cmd += ["--root-idle-minutes", str(root_idle_minutes)]
+    env = dict(os.environ)
+    env[rundir.ENV] = folder  # the service serves the folder this client checked
     try:
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
-                         start_new_session=True, cwd=root)
+                         start_new_session=True, cwd=folder, env=env)
         return True
     except OSError:
         return False
@@ -410,8 +432,8 @@ def _under_test() -> bool:
 def run(argv: list[str]) -> int | None:
     """The fast path of `mem`: the service's exit code, or None to run in this process.
 
-    With `service: auto`, a call of a heavy command that finds no service starts one in the
-    background and runs here (the service warms up once this process has exited, so the two
+    With `service: auto`, a call of a heavy command that finds no service of the user starts one
+    in the background and runs here (the service warms up once this process has exited, so the two
     never load the model at the same time); later calls go through the service.
     """
     command = command_of(argv)

@@ -1,4 +1,4 @@
-"""The service process: entry points (run, status, stop, start detached, `python -m`), log, pid/RSS, malloc arenas."""
+"""The user's service process: entry points (run, status, stop, start detached, `python -m`), log, pid/RSS, malloc arenas."""
 from __future__ import annotations
 
 import os
@@ -73,33 +73,40 @@ def _few_malloc_arenas() -> None:
         pass
 
 
-def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = None) -> int:
-    """Serve the root in this process until stopped. 0 also when another service already runs."""
+def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = None,
+                root_idle_minutes: float | None = None) -> int:
+    """Run the user's service in this process, opening the tree `root` first, until stopped.
+
+    0 also when the user's service already runs (it is asked to open the tree); 3 when `root`
+    is not a tree (nothing is started), 4 when the runtime folder is not safe.
+    `idle_minutes`: stop after that long without calls and close trees as soon (0: never);
+    None: each tree closes after its own service_idle_minutes and the service stops once none
+    is open. `root_idle_minutes` sets the trees' idle time alone.
+    """
     _few_malloc_arenas()
+    from memstrata.service import rundir
     from memstrata.storage import tree
 
     root = tree.resolve_root(root)
     if not tree.is_initialised(root):
         _log(f"no memory tree at {root}")
         return 3
-    if idle_minutes is None:
-        try:
-            from memstrata.storage.config import load_settings
-
-            idle_minutes = load_settings(root).service_idle_minutes
-        except Exception:  # noqa: BLE001
-            idle_minutes = 15
+    folder, reason = rundir.ensure(create=True)
+    if reason:
+        _log(reason)
+        return 4
     from memstrata.service.server import Service
 
-    service = Service(root, idle_minutes if idle_minutes and idle_minutes > 0 else None, wait_pid)
+    service = Service(folder, idle_minutes, wait_pid, first_root=str(root), root_idle_minutes=root_idle_minutes)
     if not service.acquire(wait=5.0):  # a service that is stopping (e.g. idle) holds the lock a moment longer
-        _log(f"a service already runs for {root}")
+        client.request({"op": "open", "root": str(root)}, folder=folder)
+        _log(f"the service already runs (asked it to open {root})")
         return 0
     install_process_hooks()
-    os.environ["MEMSTRATA_HOME"] = str(root)
     service.bind()
-    _log(f"serving {root} on {service.sock_path} (pid {os.getpid()}, idle stop "
-         f"{'never' if service.idle_seconds is None else f'{idle_minutes} min'})")
+    _log(f"serving on {service.sock_path} (pid {os.getpid()}), opening {root}; idle stop: "
+         + ("never" if service.idle_seconds == 0 else "once no tree is open" if service.idle_seconds is None
+            else f"{idle_minutes} min without calls"))
 
     def _on_signal(signum, _frame):
         threading.Thread(target=service.shutdown, args=(signal.Signals(signum).name,), daemon=True).start()
@@ -114,19 +121,14 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
     return 0
 
 
-def status(root) -> dict | None:
-    """The running service's status for a root, or None."""
-    from memstrata.storage.tree import resolve_root
-
-    return client.request(str(resolve_root(root)), {"op": "status"})
+def status() -> dict | None:
+    """The user's running service's status (the trees it holds, its memory), or None."""
+    return client.request({"op": "status"})
 
 
-def stop(root, timeout: float = 30.0) -> dict | None:
-    """Ask the root's service to stop and wait until it has; None if none was running."""
-    from memstrata.storage.tree import resolve_root
-
-    root = str(resolve_root(root))
-    info = client.request(root, {"op": "stop"})
+def stop(timeout: float = 30.0) -> dict | None:
+    """Ask the user's service to stop and wait until it has; None if none was running."""
+    info = client.request({"op": "stop"})
     if info is None:
         return None
     pid = info.get("pid")
@@ -136,20 +138,21 @@ def stop(root, timeout: float = 30.0) -> dict | None:
     return info
 
 
-def start_detached(root, wait: float = 60.0, idle_minutes: float | None = None) -> dict | None:
-    """Start a background service for the root (if none runs) and wait until it answers."""
+def start_detached(root, wait: float = 60.0, idle_minutes: float | None = None,
+                   root_idle_minutes: float | None = None) -> dict | None:
+    """Start the user's service in the background with the tree open (or ask the running one to
+    open it) and wait until it answers; its status, or None."""
     from memstrata.storage.tree import resolve_root
 
     root = str(resolve_root(root))
-    existing = client.request(root, {"op": "ping"})
-    if existing is not None:
-        return status(root)
-    client.spawn(root, idle_minutes=idle_minutes)
+    if client.request({"op": "open", "root": root}) is not None:
+        return status()
+    client.spawn(root, idle_minutes=idle_minutes, root_idle_minutes=root_idle_minutes)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        info = client.request(root, {"op": "ping"}, timeout=2.0)
+        info = client.request({"op": "ping"}, timeout=2.0)
         if info is not None:
-            return status(root)
+            return status()
         time.sleep(0.05)
     return None
 
@@ -161,5 +164,6 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root")
     parser.add_argument("--idle-minutes", type=float)
     parser.add_argument("--wait-pid", type=int)
+    parser.add_argument("--root-idle-minutes", type=float)
     args = parser.parse_args(argv)
-    return run_service(args.root, args.idle_minutes, args.wait_pid)
+    return run_service(args.root, args.idle_minutes, args.wait_pid, args.root_idle_minutes)

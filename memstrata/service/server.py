@@ -1,9 +1,9 @@
-"""The local service's server: one warm process per memory root, answering `mem` calls over a Unix socket.
+"""The local service's server: one warm process per user, answering `mem` calls for every tree over a Unix socket.
 
-`mem serve` (or the thin client, on demand) starts it. It keeps the imported modules, the
-embedding model, the LanceDB table and each root's `Memory` (its vector index, cached
-frame, catalog) warm, and runs every forwarded call as `memstrata.cli.app.main(argv)` in a
-worker thread, with that thread given the caller's
+`mem serve` (or the thin client, on demand) starts it. It keeps the imported modules and the
+embedding model warm once, and each tree it serves open in an LRU (pool.py: the `Memory`
+with its vector index, cached frame, catalog and watcher), and runs every forwarded call as
+`memstrata.cli.app.main(argv)` in a worker thread, with that thread given the caller's
 
 - stdin/stdout/stderr: the caller's own fds, passed over the socket (SCM_RIGHTS), installed
   as per-thread sys.stdin/stdout/stderr;
@@ -15,11 +15,14 @@ worker thread, with that thread given the caller's
 
 So results are identical with and without the service by construction.
 
-Safety: the socket is {root}/.mem.sock, mode 0600 inside the 0700 root, and each peer's uid
-is checked (SO_PEERCRED). One service per root: it holds an flock on .cache/service.lock for
-its whole life (a crash releases it; the next client removes the stale socket and starts a
-new one). It stops after `service_idle_minutes` without calls, on `mem serve --stop`, on
-SIGTERM/SIGINT, or when its socket is removed or replaced.
+Safety: the socket is `mem.sock` in the user's private runtime folder (rundir.py: 0700, ours,
+not a symlink), mode 0600, and each peer's uid is checked (SO_PEERCRED). A call names its
+tree; one that is not an initialised tree is refused (the caller runs it itself). One service
+per user: it holds an flock on `service.lock` there for its whole life (a crash releases it;
+the next client removes the stale socket and starts a new one). A tree is closed after its
+`service_idle_minutes` without calls; the service stops once no tree is open (or after
+--idle-minutes without calls when given), on `mem serve --stop`, on SIGTERM/SIGINT, or when
+its socket is removed or replaced. Background upkeep per tree is in upkeep.py.
 
 The process around it (entry points, `python -m memstrata.service`) is in process.py; its
 names are importable from here too.
@@ -29,15 +32,16 @@ from __future__ import annotations
 import json
 import os
 import socket
-import struct
 import sys
 import threading
 import time
 from pathlib import Path
 
-from memstrata.service import client
+from memstrata.service import client, rundir
 from memstrata.service import threads as service_threads
 from memstrata.service.pool import POOL, install_memory_factory
+from memstrata.service.upkeep import Upkeep, maintain_index
+from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
 
 # The process entry points, imported from here by cli/commands/service.py and __main__.py.
 from memstrata.service.process import (  # noqa: F401
@@ -61,20 +65,22 @@ from memstrata.service.threads import (
 )
 
 # Calls after which the index may need upkeep (anything that can write), checked
-# MAINTAIN_DELAY seconds after the last call when no call is running.
+# upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
 _READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
-MAINTAIN_DELAY = 2.0
 
 
 # --------------------------------------------------------------------------- running one call
 
 
 class Service:
-    def __init__(self, root: Path, idle_minutes: float | None = None, wait_pid: int | None = None):
-        self.root = Path(root)
-        self.sock_path = self.root / client.SOCKET_NAME
-        self.cache = self.root / client.CACHE_DIR
+    def __init__(self, folder, idle_minutes: float | None = None, wait_pid: int | None = None,
+                 first_root=None, root_idle_minutes: float | None = None):
+        self.folder = Path(folder)
+        self.sock_path = Path(rundir.socket_path(str(folder)))
+        self.first_root = None if first_root is None else str(first_root)
+        # None: stop once no tree is open; 0: never; else after that long without calls
         self.idle_seconds = None if idle_minutes is None else float(idle_minutes) * 60.0
+        self.root_idle_minutes = root_idle_minutes
         self.wait_pid = wait_pid
         self.started = time.time()
         self.last_activity = time.monotonic()
@@ -88,16 +94,15 @@ class Service:
         self._sock_ino = None
         self.main = None
         self._code_mtimes: dict[str, int] = {}
-        self._maintain_due: float | None = None
+        self.upkeep = Upkeep()
 
     # -- life cycle ---------------------------------------------------------------------
     def acquire(self, wait: float = 0.0) -> bool:
-        """Take the root's service lock (waiting up to `wait` s, e.g. for a stopping
+        """Take the user's service lock (waiting up to `wait` s, e.g. for a stopping
         predecessor); False if another service holds it."""
         import fcntl
 
-        self.cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.cache / client.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(rundir.lock_path(str(self.folder)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         deadline = time.monotonic() + wait
         while True:
             try:
@@ -112,7 +117,7 @@ class Service:
         return True
 
     def bind(self) -> None:
-        """Listen on {root}/.mem.sock (0600); a stale socket file is replaced (we hold the lock).
+        """Listen on {runtime}/mem.sock (0600); a stale socket file is replaced (we hold the lock).
 
         Anything else at that path (a regular file, a folder, a link) is never replaced: OSError.
         """
@@ -124,12 +129,11 @@ class Service:
             existing = None
         if existing is not None and not stat_mod.S_ISSOCK(existing.st_mode):
             raise OSError(f"{self.sock_path} exists and is not a socket; not replacing it")
-        tmp = self.root / f".mem.sock.{os.getpid()}.tmp"
-        for path in (tmp,):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+        tmp = self.folder / f".mem.sock.{os.getpid()}.tmp"
+        try:
+            tmp.unlink()
+        except FileNotFoundError:
+            pass
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)
         try:
@@ -143,9 +147,9 @@ class Service:
         self._listener = listener
         pid_info = {"pid": os.getpid(), "socket": str(self.sock_path), "started": self.started,
                     "python": sys.executable}
-        tmp_pid = self.cache / f".{client.PID_NAME}.{os.getpid()}.tmp"
+        tmp_pid = self.folder / f".{rundir.PID_NAME}.{os.getpid()}.tmp"
         tmp_pid.write_text(json.dumps(pid_info))
-        os.replace(tmp_pid, self.cache / client.PID_NAME)
+        os.replace(tmp_pid, rundir.pid_path(str(self.folder)))
 
     def _socket_is_ours(self) -> bool:
         try:
@@ -164,7 +168,7 @@ class Service:
             except OSError:
                 pass
         try:
-            pid_file = self.cache / client.PID_NAME
+            pid_file = Path(rundir.pid_path(str(self.folder)))
             if json.loads(pid_file.read_text()).get("pid") == os.getpid():
                 pid_file.unlink()
         except (OSError, ValueError):
@@ -181,7 +185,7 @@ class Service:
 
     # -- warm-up ------------------------------------------------------------------------
     def warm_up(self) -> None:
-        """Import the CLI, load the model and open the index; after the spawning call exits."""
+        """Import the CLI, load the model and open the first tree; after the spawning call exits."""
         try:
             if self.wait_pid:
                 deadline = time.monotonic() + 120
@@ -189,19 +193,34 @@ class Service:
                     time.sleep(0.05)
             t0 = time.perf_counter()
             self._load_cli()
-            _local.memories = {}
-            try:
-                for problem in POOL.checkout(str(self.root)).warm_up():
-                    _log(problem)
-            finally:
-                POOL.checkin_all()
-            self.maintain_index()
+            if self.first_root is not None:
+                self.open_root(self.first_root)
             self._code_changed()  # record the mtimes of everything loaded so far
             _log(f"warm in {time.perf_counter() - t0:.2f}s")
         except Exception as exc:  # noqa: BLE001
             _log(f"warm-up failed: {type(exc).__name__}: {exc}")
         finally:
             self.warm.set()
+
+    def open_root(self, root: str) -> None:
+        """Open a tree now (model, table, frame) and bring its index up to date."""
+        _local.memories = {}
+        try:
+            for problem in POOL.checkout(root).warm_up():
+                _log(problem)
+        finally:
+            POOL.checkin_all()
+        maintain_index(root)
+
+    def root_idle_seconds(self, root: str) -> float | None:
+        """How long a tree stays open without calls (None: until the service stops)."""
+        if self.root_idle_minutes is not None:
+            minutes = self.root_idle_minutes
+        elif self.idle_seconds is not None:
+            return self.idle_seconds or None
+        else:
+            minutes = getattr(self.upkeep.settings.of(root), "service_idle_minutes", 15)
+        return float(minutes) * 60.0 if minutes and minutes > 0 else None
 
     def _load_cli(self):
         if self.main is None:
@@ -228,7 +247,7 @@ class Service:
                 self.active += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
         deadline = time.monotonic() + 30
-        while self.active and time.monotonic() < deadline:
+        while (self.active or self.upkeep.syncing()) and time.monotonic() < deadline:  # calls, a team sync
             time.sleep(0.05)
 
     def _watchdog(self) -> None:
@@ -237,17 +256,27 @@ class Service:
             if not self._socket_is_ours():
                 self.shutdown("socket removed or replaced")
                 break
+            if not self.warm.is_set():
+                continue
             with self._state:
-                due = self._maintain_due is not None and self.active == 0 and time.monotonic() >= self._maintain_due
-                if due:
-                    self._maintain_due = None
-            if due and self.warm.is_set():
-                self.maintain_index()
+                quiet = self.active == 0
+            if quiet:
+                self.upkeep.run_due_maintenance()
+            self.upkeep.start_due_syncs()
+            for root in POOL.close_idle(self.root_idle_seconds):
+                self.upkeep.forget(root)
+                _log(f"closed {root} (idle)")
             with self._state:
-                idle = self.active == 0 and self.idle_seconds is not None and \
-                    time.monotonic() - self.last_activity > self.idle_seconds
-            if idle:
-                self.shutdown(f"idle for {self.idle_seconds / 60:.1f} min")
+                quiet = self.active == 0
+                since = time.monotonic() - self.last_activity
+            if not quiet or self.upkeep.syncing():
+                continue
+            if self.idle_seconds:
+                if since > self.idle_seconds:
+                    self.shutdown(f"idle for {self.idle_seconds / 60:.1f} min")
+                    break
+            elif self.idle_seconds is None and not POOL.roots():
+                self.shutdown("no tree open (each closed after its service_idle_minutes without calls)")
                 break
 
     def _handle(self, conn: socket.socket) -> None:
@@ -266,6 +295,15 @@ class Service:
                 threading.Thread(target=self.shutdown, args=("asked to stop",), daemon=True).start()
             elif op == "ping":
                 _reply(conn, {"t": "pong", "pid": os.getpid()})
+            elif op == "open":
+                root = _tree_of(message)
+                if root is None:
+                    _reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
+                    return
+                with self._state:
+                    self.last_activity = time.monotonic()
+                threading.Thread(target=self.open_root, args=(root,), name="open", daemon=True).start()
+                _reply(conn, {"t": "opening", "root": root, "pid": os.getpid()})
             elif op == "run":
                 if self._code_changed():
                     # New code on disk (an upgrade, an edit): this process would run the old
@@ -276,7 +314,11 @@ class Service:
                 if len(fds) != 3:
                     _reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
                     return
-                self._run(conn, message, fds)
+                root = _tree_of(message)
+                if root is None:  # the client checks this too: no tree is ever opened for a plain folder
+                    _reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
+                    return
+                self._run(conn, message, fds, root)
                 fds = []
             else:
                 _reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
@@ -295,7 +337,7 @@ class Service:
             with self._state:
                 self.active -= 1
 
-    def _run(self, conn, message: dict, fds: list[int]) -> None:
+    def _run(self, conn, message: dict, fds: list[int], root: str) -> None:
         main = self._load_cli()
         private = _private_fs()
         serial = None if private else _serial
@@ -337,8 +379,8 @@ class Service:
             _close_streams(streams)
             with self._state:
                 self.last_activity = time.monotonic()
-                if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
-                    self._maintain_due = time.monotonic() + MAINTAIN_DELAY
+            if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
+                self.upkeep.after_write(root)
             if previous_cwd is not None:
                 try:
                     os.chdir(previous_cwd)
@@ -346,23 +388,6 @@ class Service:
                     pass
             if serial is not None:
                 serial.release()
-
-    def maintain_index(self) -> dict | None:
-        """Index upkeep between calls: scalar/ANN indexes, compaction (retrieval/ann.py)."""
-        _local.memories = {}
-        try:
-            from memstrata.retrieval import ann
-
-            m = POOL.checkout(str(self.root))
-            done = ann.maintain(m.state.vector_index())
-            if done.get("actions"):
-                _log("index upkeep: " + "; ".join(done["actions"]))
-            return done
-        except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation; calls still work without it
-            _log(f"index upkeep failed: {type(exc).__name__}: {exc}")
-            return None
-        finally:
-            POOL.checkin_all()
 
     def _code_changed(self) -> bool:
         """True when a loaded memstrata module's source file changed since it was loaded."""
@@ -383,46 +408,14 @@ class Service:
         return False
 
     def status(self) -> dict:
-        return {"t": "status", "pid": os.getpid(), "root": str(self.root), "socket": str(self.sock_path),
+        roots = []
+        for info in POOL.roots():
+            limit = self.root_idle_seconds(info["root"])
+            roots.append({**info, "idle_close_minutes": None if limit is None else round(limit / 60, 2),
+                          "sync": self.upkeep.sync_status(info["root"])})
+        return {"t": "status", "pid": os.getpid(), "socket": str(self.sock_path), "runtime_dir": str(self.folder),
                 "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
                 "active": max(0, self.active - 1), "warm": self.warm.is_set(),
                 "idle_minutes": None if self.idle_seconds is None else self.idle_seconds / 60,
-                "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "pooled_memories": POOL.size(),
-                "per_thread_cwd": service_threads.per_thread_cwd()}
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _same_user(conn: socket.socket) -> bool:
-    try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", creds)
-        return uid == os.getuid()
-    except (OSError, AttributeError):
-        return True  # the 0600 socket in the 0700 root already limits who can connect
-
-
-def _receive(conn: socket.socket):
-    conn.settimeout(10.0)
-    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
-    if len(data) < 4:
-        return None, list(fds)
-    (length,) = struct.unpack("!I", data[:4])
-    if length > 64 << 20:
-        return None, list(fds)
-    body = data[4:]
-    while len(body) < length:
-        chunk = conn.recv(min(1 << 20, length - len(body)))
-        if not chunk:
-            return None, list(fds)
-        body += chunk
-    conn.settimeout(None)
-    return json.loads(body[:length]), list(fds)
-
-
-def _reply(conn: socket.socket, message: dict) -> None:
-    try:
-        conn.sendall(json.dumps(message).encode() + b"\n")
-    except OSError:
-        pass
+                "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "roots": roots,
+                "pooled_memories": POOL.size(), "per_thread_cwd": service_threads.per_thread_cwd()}

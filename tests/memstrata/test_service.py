@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -15,14 +16,24 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
-from memstrata.service import client
+from memstrata.service import client, rundir
 
 PY = sys.executable
+# This module's own runtime folder: its service is never the user's, nor another module's.
+RUN = tempfile.mkdtemp(prefix="memstrata-svc-run-")
+SOCK = Path(RUN) / rundir.SOCKET_NAME
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_module_service(stop_service):
+    yield
+    stop_service(RUN)
 
 
 def _env(root, service="auto", **extra):
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    env.update({"MEMSTRATA_HOME": str(root), "MEMSTRATA_SERVICE": service, "HF_HUB_OFFLINE": "1"})
+    env.update({"MEMSTRATA_HOME": str(root), "MEMSTRATA_SERVICE": service, "HF_HUB_OFFLINE": "1",
+                "MEMSTRATA_RUNTIME_DIR": RUN})
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -32,8 +43,9 @@ def mem(root, *args, service="auto", stdin=None, cwd=None, timeout=300, **env):
                           env=_env(root, service, **env), cwd=cwd, timeout=timeout)
 
 
-def status(root):
-    return client.request(str(Path(root).resolve()), {"op": "status"}, timeout=5)
+def status(root=None):
+    """The module's service status (it serves every tree of this module)."""
+    return client.request({"op": "status"}, timeout=5, folder=RUN)
 
 
 def wait_for(predicate, timeout=120.0, step=0.1):
@@ -156,9 +168,9 @@ def test_several_clients_at_once(tree):
 
 def test_socket_is_private(tree):
     start(tree)
-    sock = Path(tree) / client.SOCKET_NAME
-    assert sock.is_socket() and (sock.stat().st_mode & 0o777) == 0o600
-    assert (Path(tree).stat().st_mode & 0o077) == 0
+    assert SOCK.is_socket() and (SOCK.stat().st_mode & 0o777) == 0o600
+    assert (Path(RUN).stat().st_mode & 0o777) == 0o700
+    assert not (Path(tree) / ".mem.sock").exists()  # nothing of the service lives in the tree
 
 
 def test_status_and_stop(tree):
@@ -167,7 +179,7 @@ def test_status_and_stop(tree):
     data = json.loads(p.stdout)
     assert data["running"] and data["warm"] and data["pid"] > 0
     stop(tree)
-    assert status(tree) is None and not (Path(tree) / client.SOCKET_NAME).exists()
+    assert status(tree) is None and not SOCK.exists()
     assert json.loads(mem(tree, "serve", "--status", "--json", service="off").stdout)["running"] is False
 
 
@@ -176,7 +188,7 @@ def test_auto_start_on_demand_then_used(tree):
     first = mem(tree, "recall", "database", "--json")  # no service: runs in-process, starts one
     assert first.returncode == 0
     info = wait_for(lambda: (status(tree) or {}).get("warm") and status(tree), timeout=180)
-    assert info, (Path(tree) / ".cache" / "service.log").read_text()
+    assert info, (Path(RUN) / rundir.LOG_NAME).read_text()
     before = info["requests"]
     second = mem(tree, "recall", "database", "--json")
     assert second.stdout == first.stdout
@@ -196,9 +208,9 @@ def test_idle_stop(tree):
     info = start(tree, idle=0.03, warm=False)  # about 2 s without calls
     assert info["pid"] > 0
     assert wait_for(lambda: status(tree) is None, timeout=30)
-    assert not (Path(tree) / client.SOCKET_NAME).exists()
+    assert not SOCK.exists()
     # the socket goes first, then the pid file: the service process is still exiting here
-    assert wait_for(lambda: not (Path(tree) / ".cache" / client.PID_NAME).exists(), timeout=10)
+    assert wait_for(lambda: not (Path(RUN) / rundir.PID_NAME).exists(), timeout=10)
 
 
 def test_crashed_service_is_replaced(tree):
@@ -208,7 +220,7 @@ def test_crashed_service_is_replaced(tree):
     from memstrata.service.server import _pid_alive
     wait_for(lambda: not _pid_alive(info["pid"]), timeout=10)
     time.sleep(0.3)
-    assert (Path(tree) / client.SOCKET_NAME).exists()  # left behind by the crash
+    assert SOCK.exists()  # left behind by the crash
     expected = mem(tree, "recall", "billing", "--json", service="off").stdout
     p = mem(tree, "recall", "billing", "--json")  # finds the dead socket: in-process, starts a new service
     assert p.returncode == 0 and p.stdout == expected and "Traceback" not in p.stderr
@@ -218,7 +230,7 @@ def test_crashed_service_is_replaced(tree):
 
 def test_stale_socket_is_not_an_error(tree):
     stop(tree)
-    path = Path(tree) / client.SOCKET_NAME
+    path = SOCK
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(path))
     s.close()  # a socket file nobody listens on
@@ -231,7 +243,7 @@ def test_stale_socket_is_not_an_error(tree):
 def test_service_died_mid_call_is_reported(tree, tmp_path):
     """A fake service that accepts, says 'started' and dies: the client reports it, exit 1."""
     stop(tree)
-    path = Path(tree) / client.SOCKET_NAME
+    path = SOCK
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(str(path))
     srv.listen(1)
@@ -256,7 +268,7 @@ def test_service_died_mid_call_is_reported(tree, tmp_path):
 def test_not_started_falls_back_in_process(tree):
     """A service that closes before 'started' (or says outdated): the call runs in-process."""
     stop(tree)
-    path = Path(tree) / client.SOCKET_NAME
+    path = SOCK
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(str(path))
     srv.listen(1)
@@ -432,9 +444,10 @@ def test_hand_edit_is_seen_by_recall_through_the_service(tree):
         mem(tree, "sync", service="off")
 
 
-def test_a_prompt_hook_never_waits_for_a_cold_start(tmp_path, embedder):
+def test_a_prompt_hook_never_waits_for_a_cold_start(tree, tmp_path, embedder):
     """With no warm service, the hook answers nothing at once and starts one; the next prompt
-    gets the full answer through it."""
+    gets the full answer through it. A service already warm for another tree answers at once."""
+    stop(tree)
     root = tmp_path / "hooked"
     m = Memory(root, embedder=embedder)
     m.init()
@@ -448,5 +461,10 @@ def test_a_prompt_hook_never_waits_for_a_cold_start(tmp_path, embedder):
         second = mem(root, "autoload", "--hook", stdin=json.dumps({"prompt": "which database for alpha?",
                                                                     "session_id": "s1"}))
         assert second.returncode == 0 and "Postgres" in second.stdout
+        # the same service, warm already, gets the first prompt of a session in another tree
+        other = mem(tree, "autoload", "--hook", stdin=json.dumps({"prompt": "when does dark mode ship?",
+                                                                   "session_id": "s2"}))
+        assert other.returncode == 0 and "dark mode" in other.stdout
+        assert str(Path(tree).resolve()) in {r["root"] for r in status()["roots"]}
     finally:
         stop(root)

@@ -1,0 +1,94 @@
+"""The per-user private runtime folder of the warm service (socket, lock, pid file, log); stdlib only.
+
+$MEMSTRATA_RUNTIME_DIR if set, else $XDG_RUNTIME_DIR/memstrata when $XDG_RUNTIME_DIR is a
+folder of ours, else /tmp/memstrata-<uid>. It is created mode 0700; an existing one is used
+only if it is a real folder (not a symlink), owned by us and mode 0700, so no other user can
+plant a socket there or connect to ours.
+"""
+from __future__ import annotations
+
+import os
+import stat
+
+ENV = "MEMSTRATA_RUNTIME_DIR"
+SOCKET_NAME = "mem.sock"
+LOCK_NAME = "service.lock"     # held (flock) by the live service for its whole life
+PID_NAME = "service.pid"
+LOG_NAME = "service.log"
+
+
+def candidate(env=None, uid: int | None = None) -> str:
+    """The runtime folder this user's service uses (not checked, not created)."""
+    env = os.environ if env is None else env
+    uid = os.getuid() if uid is None else uid
+    chosen = env.get(ENV)
+    if chosen:
+        return os.path.abspath(os.path.expanduser(chosen))
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg):
+        try:
+            st = os.stat(xdg)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+                return os.path.join(xdg, "memstrata")
+        except OSError:
+            pass
+    return os.path.join("/tmp", f"memstrata-{uid}")
+
+
+def unsafe_reason(my_uid: int, *, is_symlink: bool, is_dir: bool, owner: int, mode: int) -> str | None:
+    """Why an existing runtime folder must not be used (None: it may): a symlink, not a folder,
+    someone else's, or open to others (anything but 0700)."""
+    if is_symlink:
+        return "it is a symlink"
+    if not is_dir:
+        return "it is not a folder"
+    if owner != my_uid:
+        return f"it is owned by uid {owner}, not {my_uid}"
+    if stat.S_IMODE(mode) != 0o700:
+        return f"its mode is {stat.S_IMODE(mode):04o}, not 0700"
+    return None
+
+
+def check(path: str) -> str | None:
+    """Why the runtime folder at `path` is unusable, or None (a missing folder is unusable too)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    return unsafe_reason(os.getuid(), is_symlink=stat.S_ISLNK(st.st_mode), is_dir=stat.S_ISDIR(st.st_mode),
+                         owner=st.st_uid, mode=st.st_mode)
+
+
+def ensure(create: bool = True, env=None) -> tuple[str, str | None]:
+    """(folder, None) when the runtime folder is safe to use, creating it (0700) if asked;
+    (folder, reason) when it is not."""
+    path = candidate(env)
+    if create and not os.path.lexists(path):
+        try:
+            parent = os.path.dirname(path)
+            if not os.path.isdir(parent):
+                os.makedirs(parent, mode=0o700, exist_ok=True)
+            os.mkdir(path, 0o700)
+            os.chmod(path, 0o700)  # whatever the umask
+        except FileExistsError:
+            pass  # made by a racing process: checked below like any existing folder
+        except OSError as exc:
+            return path, f"cannot create it ({exc.strerror or exc})"
+    reason = check(path)
+    return path, (f"the service's runtime folder {path} is not safe: {reason}" if reason else None)
+
+
+def socket_path(folder: str) -> str:
+    return os.path.join(folder, SOCKET_NAME)
+
+
+def lock_path(folder: str) -> str:
+    return os.path.join(folder, LOCK_NAME)
+
+
+def pid_path(folder: str) -> str:
+    return os.path.join(folder, PID_NAME)
+
+
+def log_path(folder: str) -> str:
+    return os.path.join(folder, LOG_NAME)
