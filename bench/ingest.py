@@ -110,7 +110,9 @@ def passages(n: int, lang: str, seed: int = 17) -> list[tuple[dict, str]]:
             query = " ".join(words[1:-1]) if len(words) > 4 else asked
         else:
             query = asked.split("，", 1)[-1].rstrip("。") if "，" in asked else asked.rstrip("。")
-        entry = {"id": f"{lang}p{i:04d}", "body": body, "category": f"notes/{lang}",
+        title = (f"Notes on the {slots['thing']} in {slots['city']}, {i}" if lang == "en"
+                 else f"{slots['city']}{slots['thing']}笔记{i}")
+        entry = {"id": f"{lang}p{i:04d}", "title": title, "body": body, "category": f"notes/{lang}",
                  "created": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z"}
         out.append((entry, query))
     return out

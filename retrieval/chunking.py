@@ -55,13 +55,13 @@ def _is_cjk_heavy(text: str) -> bool:
 
 
 def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_tokens: int,
-                max_sentences: int, cjk_sentences: bool = True) -> list[Chunk]:
+                max_sentences: int) -> list[Chunk]:
     """The chunks of an entry.
 
     - chunk 0: title + body (the model truncates it to its window; stored as given);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
-      diluted by the rest of the entry (for a mostly CJK entry only if `cjk_sentences`);
+      diluted by the rest of the entry;
     - when the entry does not fit the window: windows of whole sentences that fit it,
       overlapping by about `overlap_tokens`, each starting with the title.
     """
@@ -69,10 +69,6 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     chunks = [Chunk(0, "entry", full)]
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
     # A body of one sentence is the entry: its sentence chunk would repeat chunk 0 (title aside).
-    # A mostly CJK entry gets none unless `cjk_sentences`: the bundled model does not understand
-    # Chinese (the CJK full-text column carries its recall) and they were most of its embedding time.
-    if not cjk_sentences and _is_cjk_heavy(full):
-        sents = []
     if len(sents) > 1 or (len(sents) == 1 and _norm(sents[0]) not in (_norm(full), _norm(" ".join(sentences(body))))):
         for s in sents[:max_sentences]:
             if _norm(s) != _norm(full):

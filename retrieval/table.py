@@ -24,8 +24,6 @@ VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
 META_FILE = "meta.json"
 SCHEMA_VERSION = 1
-# The bundled model understands English only: a mostly Chinese entry gets no sentence chunks with it (chunking.py).
-ENGLISH_ONLY_MODEL = "all-MiniLM-L6-v2"
 
 
 def row_id(entry: Entry) -> str:
@@ -196,8 +194,7 @@ class VectorIndex(FrameCache):
         before = self.previous_texts(entries) if s.chunk_context else {}
         for e in entries:
             chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
-                                          s.chunk_overlap_tokens, s.chunk_max_sentences,
-                                          cjk_sentences=embedder.name != ENGLISH_ONLY_MODEL)
+                                          s.chunk_overlap_tokens, s.chunk_max_sentences)
             prev = before.get(row_id(e))
             if prev:
                 chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
