@@ -344,6 +344,7 @@ class VectorIndex(FrameCache):
                 frame.by_path.pop(old_path, None)
                 frame.by_path[meta["path"]] = n
         frame.version = int(self.table().version)
+        frame._inactive = None  # statuses may have changed (retrieval/search.py keeps it)
         return True
 
     def fetch_rows(self, ids: list[str]) -> dict[str, list[dict]]:
