@@ -1,11 +1,11 @@
-"""Embedding speed of the bundled model on both backends, as a small Markdown table.
+"""Embedding speed of the bundled model on each backend (torch, onnx, onnx-int8), as a small Markdown table.
 
 Usage: python bench/embed_speed.py [--runs 3] [--queries 100] [--model bundled]
 
 Each run is a fresh process per backend (so load time includes the imports): load time is
 import + model load + first embedding; then single-query latency (p50/p95 over --queries
 calls) and batch-32 throughput (texts/s over 128 texts). The table shows the median over
---runs processes. The ONNX export is made first (once) if it is not cached.
+--runs processes. The ONNX export (and its int8 form) is made first (once) if it is not cached.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--model", default="bundled")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--worker", choices=["torch", "onnx"])
+    ap.add_argument("--worker", choices=["torch", "onnx", "onnx-int8"])
     ap.add_argument("--prepare", action="store_true")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -85,7 +85,10 @@ def main() -> None:
     if a.prepare:
         from memstrata.models.embedder import ensure_onnx_export
 
-        print(json.dumps({"path": str(ensure_onnx_export(a.model))}))
+        from memstrata.models.quantize import ensure_int8
+
+        path = ensure_onnx_export(a.model)
+        print(json.dumps({"path": str(path), "int8": str(ensure_int8(a.model, path.parent))}))
         return
     if a.worker:
         print(json.dumps(worker(a.model, a.worker, a.queries)))
@@ -93,7 +96,7 @@ def main() -> None:
 
     _spawn(["--prepare", "--model", a.model])
     rows = []
-    for backend in ("torch", "onnx"):
+    for backend in ("torch", "onnx", "onnx-int8"):
         runs = [
             _spawn(["--worker", backend, "--model", a.model, "--queries", str(a.queries)])
             for _ in range(a.runs)

@@ -68,7 +68,8 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     full = entry_text(title, body)
     chunks = [Chunk(0, "entry", full)]
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
-    if len(sents) > 1 or (len(sents) == 1 and _norm(sents[0]) != _norm(full)):
+    # A body of one sentence is the entry: its sentence chunk would repeat chunk 0 (title aside).
+    if len(sents) > 1 or (len(sents) == 1 and _norm(sents[0]) not in (_norm(full), _norm(" ".join(sentences(body))))):
         for s in sents[:max_sentences]:
             if _norm(s) != _norm(full):
                 chunks.append(Chunk(len(chunks), "sentence", s))
@@ -98,7 +99,7 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     return chunks
 
 
-def context_text(previous: str, text: str, previous_chars: int = 400) -> str:
+def context_text(previous: str, text: str, previous_chars: int = 200) -> str:
     """The context chunk: the end of the entry written just before, then this entry."""
     previous = " ".join(previous.split())
     if len(previous) > previous_chars:

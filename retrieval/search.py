@@ -164,7 +164,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     else:
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
                                         frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
-    inactive = np.array([s != "active" for s in frame.cols["status"]])
+    inactive = _inactive(frame)
     if texts is None and (entities or weights.feedback or terms):
         texts = index.texts(frame)
     entity_share = None
@@ -222,7 +222,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if qv is not None and dense:
         score, whole = _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure,
                                 weights, _signals_out, rerank=not cjk_share)
-    order = [int(i) for i in np.argsort(-score, kind="stable")[:k] if np.isfinite(score[i])]
+    order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
@@ -367,6 +367,33 @@ def _common_entities(index: VectorIndex, frame, entities: list[str], settings) -
 
 def _r(value):
     return None if value is None else round(float(value), 4)
+
+
+def top_k(score, k: int):
+    """np.argsort(-score, kind="stable")[:k] without sorting every entry: the entries scoring at
+    least the k-th best score, in stable order (ties by position), cut to k."""
+    import numpy as np
+
+    n = len(score)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= n:
+        return np.argsort(-score, kind="stable")
+    kth = np.partition(-score, k - 1)[k - 1]
+    idx = np.flatnonzero(-score <= kth)
+    return idx[np.argsort(-score[idx], kind="stable")][:k]
+
+
+def _inactive(frame):
+    """Per entry, whether its status is not active (kept with the frame: a metadata-only patch
+    of the frame drops it, retrieval/table.py)."""
+    import numpy as np
+
+    cached = getattr(frame, "_inactive", None)
+    if cached is None or len(cached) != len(frame.ids):
+        cached = np.array([s != "active" for s in frame.cols["status"]], dtype=bool)
+        frame._inactive = cached
+    return cached
 
 
 def _structure(index: VectorIndex, frame, weights):

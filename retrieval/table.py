@@ -50,6 +50,18 @@ def indexed_form(root: Path, entry: Entry) -> Entry:
 _INDEXED = "__indexed__"  # marks an entry already in its indexed form (never written anywhere)
 
 
+def embed_distinct(embedder, texts: list[str], progress=None):
+    """Vectors of `texts`, each distinct text embedded once (a sentence that is also another
+    entry's text, two entries with the same text): rows in the order of `texts`."""
+    if not texts:
+        return []
+    first: dict[str, int] = {}
+    where = [first.setdefault(t, len(first)) for t in texts]
+    if len(first) == len(texts):
+        return embedder.embed(texts, progress=progress)
+    return embedder.embed(list(first), progress=progress)[where]
+
+
 def sql_str(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
@@ -188,7 +200,7 @@ class VectorIndex(FrameCache):
                 chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
             per_entry.append(chunks)
             texts.extend(c.text for c in chunks)
-        vectors = embedder.embed(texts, progress=progress) if texts else []
+        vectors = embed_distinct(embedder, texts, progress)
         rows = []
         n = 0
         for e, chunks in zip(entries, per_entry):
@@ -332,6 +344,7 @@ class VectorIndex(FrameCache):
                 frame.by_path.pop(old_path, None)
                 frame.by_path[meta["path"]] = n
         frame.version = int(self.table().version)
+        frame._inactive = None  # statuses may have changed (retrieval/search.py keeps it)
         return True
 
     def fetch_rows(self, ids: list[str]) -> dict[str, list[dict]]:

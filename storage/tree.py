@@ -75,10 +75,11 @@ def _non_defaults(settings: Settings | None) -> dict:
 
 
 def unique_entry_path(root: Path, category: str, title: str, archived: bool = False,
-                      keep: str | None = None) -> str:
+                      keep: str | None = None, avoid=()) -> str:
     """A free relative path for an entry ({category}/{slug}.md, then -2, -3 ...).
 
     `keep` is the entry's current path: it counts as free (an entry may stay where it is).
+    `avoid`: paths taken though not on disk yet (other entries of an import batch).
     """
     folder = entry_dir(category, archived)
     inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
@@ -87,7 +88,7 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     candidate = f"{folder}/{base}.md"
     n = 2
     # a dangling symlink or FIFO is taken too, and so is a name that differs only in case
-    while candidate != keep and (os.path.lexists(Path(root) / candidate)
+    while candidate != keep and (os.path.lexists(Path(root) / candidate) or candidate in avoid
                                  or candidate.rsplit("/", 1)[-1].casefold() in taken):
         candidate = f"{folder}/{base}-{n}.md"
         n += 1

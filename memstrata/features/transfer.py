@@ -248,11 +248,10 @@ class Transfer:
                     and is_entry_path(rel)):
                 entry.path = rel
         if entry.path is None:
-            entry.path = tree.unique_entry_path(self.root, entry.category, entry.title, archived=archived)
-            n = 2
-            while entry.path in claimed:  # another entry of this batch took it (not on disk yet)
-                entry.path = tree.unique_entry_path(self.root, entry.category, f"{entry.title} {n}", archived=archived)
-                n += 1
+            # the other entries of this batch are not on disk yet. (Suffixing the title instead never
+            # ended for two long equal titles: the slug is cut to its byte limit, suffix and all.)
+            entry.path = tree.unique_entry_path(self.root, entry.category, entry.title, archived=archived,
+                                                avoid=claimed)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -72,3 +72,15 @@ def test_a_credential_is_refused_on_every_way_in(tmp_path, embedder, clock):
     for path in m.root.rglob("*"):
         if path.is_file() and ".vectors" not in path.parts:
             assert token not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_import_of_entries_with_one_long_title_ends(tmp_path, embedder, clock):
+    """Entries of one batch with the same title longer than a file name's slug get files of their
+    own (the file name's suffix is never cut off with the title; that import used to never end)."""
+    m = _mem(tmp_path / "m", embedder)
+    title = "A very long title about the migration weekend " * 4  # slug cut to its byte limit
+    report = m.import_jsonl(_jsonl(tmp_path / "in.jsonl", [
+        {"title": title, "category": "notes", "body": f"Note number {i} about the weekend."} for i in range(3)]))
+    assert report["imported"] == 3 and not report["errors"]
+    paths = sorted(e.path for e in m.list(category="notes"))
+    assert len(set(paths)) == 3 and paths[0].endswith("-2.md") and paths[1].endswith("-3.md")

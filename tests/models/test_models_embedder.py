@@ -115,7 +115,36 @@ def test_export_check_refuses_and_auto_falls_back(torch_embedder, tmp_path, monk
     meta = json.loads((path.parent / "meta.json").read_text())
     assert meta["dim"] == 384 and meta["max_tokens"] == 256 and meta["check_min_cosine"] > 0.999
     assert ensure_onnx_export("bundled") == path  # cached: no second export
-    assert get_embedder("bundled", "auto").backend == "onnx"
+    auto = get_embedder("bundled", "auto")  # the bundled model: its int8 form, made once beside the export
+    assert auto.backend == "onnx-int8"
+    assert sorted(p.name for p in (path.parent / "int8").iterdir()) == ["meta.json", "model.onnx", "tokenizer.json"]
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []  # no scratch left
+
+
+def test_int8_close_to_the_float_model_and_refused_when_not(tmp_path, monkeypatch):
+    from memstrata.models import quantize
+
+    onnx = get_embedder("bundled", "onnx")
+    int8 = get_embedder("bundled", "onnx-int8")
+    assert int8.backend == "onnx-int8" and int8.name == onnx.name and int8.dim == onnx.dim
+    texts = SENTENCES + ["word " * 600, "A somewhat longer sentence about memory tiers and their weights."]
+    cos = np.sum(onnx.embed(texts) * int8.embed(texts), axis=1)
+    assert float(cos.min()) > 0.97 and float(cos.mean()) > 0.985
+    # a vector depends on its text alone, not on what it was embedded with (the index needs that)
+    together = int8.embed(texts, batch_size=4)
+    alone = np.stack([int8.embed([t])[0] for t in texts])
+    assert float(np.min(np.sum(together * alone, axis=1))) > 0.99999
+    meta = json.loads((int8._dir / "meta.json").read_text())
+    assert meta["quantized"].startswith("int8") and meta["check_min_cosine"] >= 0.97
+    # a quantisation that strays too far is refused and leaves nothing behind
+    fake = tmp_path / "export"
+    fake.mkdir()
+    for name in ("model.onnx", "tokenizer.json", "meta.json"):
+        (fake / name).write_bytes((onnx._dir / name).read_bytes())
+    monkeypatch.setattr(quantize, "_MIN_INT8_COSINE", 1.01)
+    with pytest.raises(ModelUnavailable, match="refused"):
+        quantize.ensure_int8("bundled", fake)
+    assert sorted(p.name for p in fake.iterdir()) == ["meta.json", "model.onnx", "tokenizer.json"]
 
 
 def _run(code: str) -> dict:

@@ -1,0 +1,53 @@
+"""What an entry is embedded as: its chunks, the context chunk, and each distinct text embedded once."""
+from __future__ import annotations
+
+import numpy as np
+
+from memstrata.retrieval import chunking
+from memstrata.retrieval.table import embed_distinct
+
+
+def _chunks(embedder, title, body):
+    return chunking.chunk_entry(title, body, embedder.count_tokens, embedder.max_tokens, 32, 48)
+
+
+def test_a_one_sentence_body_is_the_entry(embedder):
+    # with a title in front, the sentence alone used to be embedded a second time
+    one = _chunks(embedder, "Billing database", "We picked Postgres for the billing service.")
+    assert [c.kind for c in one] == ["entry"]
+    assert one[0].text == "Billing database\nWe picked Postgres for the billing service."
+    several = _chunks(embedder, "Billing database", "We picked Postgres for billing. MySQL lost on replication.")
+    assert [c.kind for c in several] == ["entry", "sentence", "sentence"]
+    # a short fragment beside the one sentence keeps it as a chunk of its own: it is not the whole body
+    assert [c.kind for c in _chunks(embedder, "", "Hi! We picked Postgres for billing.")] == ["entry", "sentence"]
+
+
+def test_context_chunk_carries_the_end_of_the_entry_before():
+    before = "word " * 100 + "the end of the entry before"
+    text = chunking.context_text(before, "This entry.")
+    head, tail = text.split("\n")
+    assert tail == "This entry." and head.startswith("…") and head.endswith("the end of the entry before")
+    assert len(head) == 201
+
+
+class _Counting:
+    """The real embedder, counting the texts it is given."""
+
+    def __init__(self, embedder):
+        self.inner = embedder
+        self.seen: list[str] = []
+
+    def embed(self, texts, progress=None):
+        self.seen.extend(texts)
+        return self.inner.embed(texts, progress=progress)
+
+
+def test_each_distinct_text_is_embedded_once(embedder):
+    texts = ["We picked Postgres.", "Thanks!", "We picked Postgres.", "Thanks!", "Something else entirely."]
+    counting = _Counting(embedder)
+    vectors = embed_distinct(counting, texts)
+    assert sorted(counting.seen) == sorted(set(texts))
+    assert vectors.shape == (5, embedder.dim)
+    np.testing.assert_allclose(vectors[0], vectors[2])
+    np.testing.assert_allclose(vectors, embedder.embed(texts), atol=1e-6)
+    assert len(embed_distinct(counting, [])) == 0
