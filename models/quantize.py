@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -44,6 +46,30 @@ def can_quantize() -> bool:
         return False
 
 
+_QUANTIZE = """
+import logging, sys
+logging.getLogger().setLevel(logging.ERROR)  # the tool's "consider pre-processing" advice
+from onnxruntime.quantization import QuantType, quantize_dynamic
+quantize_dynamic(sys.argv[1], sys.argv[2], per_channel=True, weight_type=QuantType.QInt8,
+                 op_types_to_quantize=["MatMul"])
+"""
+
+
+def _quantize_in_child(model: str, source: Path, scratch: Path) -> None:
+    """onnxruntime's quantiser: in a child process whose working folder is `scratch`, because
+    its shape inference leaves temporary files (sym_shape_infer_temp.onnx and a ~90 MB .data
+    file) in the current folder, which must never be the user's."""
+    done = subprocess.run([sys.executable, "-c", _QUANTIZE, str(source), str(scratch / "model.onnx")],
+                          cwd=str(scratch), capture_output=True, text=True)
+    if done.returncode != 0 or not (scratch / "model.onnx").is_file():
+        lines = [ln for ln in (done.stderr or "").strip().splitlines() if ln.strip()]
+        raise ModelUnavailable(f"int8 quantisation of {_canonical(model)} failed: "
+                               f"{lines[-1] if lines else 'exit ' + str(done.returncode)}")
+    for leftover in scratch.iterdir():  # the shape inference's temporary files
+        if leftover.name != "model.onnx":
+            leftover.unlink(missing_ok=True)
+
+
 def ensure_int8(model: str, export_dir: Path) -> Path:
     """The int8 export of `model` made from its float export in `export_dir` (made once, then
     cached). Raises ModelUnavailable when the tools are missing or the check fails."""
@@ -60,21 +86,7 @@ def ensure_int8(model: str, export_dir: Path) -> Path:
     scratch = export_dir / f".int8.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     scratch.mkdir(parents=True)
     try:
-        try:
-            import logging
-
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            quiet = logging.getLogger().level
-            logging.getLogger().setLevel(logging.ERROR)  # "consider pre-processing" advice
-            try:
-                quantize_dynamic(str(export_dir / "model.onnx"), str(scratch / "model.onnx"), per_channel=True,
-                                 weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
-            finally:
-                logging.getLogger().setLevel(quiet)
-        except Exception as exc:  # noqa: BLE001 - any failure of the tool is one clear message
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelUnavailable(f"int8 quantisation of {_canonical(model)} failed: {first}") from exc
+        _quantize_in_child(model, export_dir / "model.onnx", scratch)
         shutil.copyfile(export_dir / "tokenizer.json", scratch / "tokenizer.json")
         meta = json.loads((export_dir / "meta.json").read_text())
         meta.update(quantized="int8 dynamic, per channel, MatMul", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",

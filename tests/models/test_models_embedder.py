@@ -141,10 +141,14 @@ def test_int8_close_to_the_float_model_and_refused_when_not(tmp_path, monkeypatc
     fake.mkdir()
     for name in ("model.onnx", "tokenizer.json", "meta.json"):
         (fake / name).write_bytes((onnx._dir / name).read_bytes())
+    workdir = tmp_path / "cwd"  # the quantiser's temporary files never land in the caller's folder
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
     monkeypatch.setattr(quantize, "_MIN_INT8_COSINE", 1.01)
     with pytest.raises(ModelUnavailable, match="refused"):
         quantize.ensure_int8("bundled", fake)
     assert sorted(p.name for p in fake.iterdir()) == ["meta.json", "model.onnx", "tokenizer.json"]
+    assert list(workdir.iterdir()) == []
 
 
 def _run(code: str) -> dict:
