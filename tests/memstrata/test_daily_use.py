@@ -86,7 +86,9 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     assert "--adopt" in capsys.readouterr().err
     assert _snapshot(folder) == before
     assert _mem("init", "--adopt", "--root", str(folder), "--json") == 0
-    assert json.loads(capsys.readouterr().out)["adopted"] == 4
+    adopted = json.loads(capsys.readouterr().out)
+    assert adopted["adopted"] == 4
+    assert adopted["index"]["embedded"] == 4  # found by meaning at once, no `mem sync` needed
     assert _bodies(folder) == bodies  # every body byte for byte
     assert (folder / ".obsidian" / "app.json").read_text() == '{"theme": "dark"}'
     assert (folder / "journal" / "2026" / "photo.jpg").read_bytes() == before["journal/2026/photo.jpg"]
