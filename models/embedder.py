@@ -14,12 +14,12 @@ from __future__ import annotations
 #            $MEMSTRATA_CACHE/onnx/<key>/ (default ~/.cache/memstrata/onnx/<key>/), with
 #            model.onnx, tokenizer.json and meta.json (written last, marks completion).
 #            The export lives in onnx_export.py, where the model and the cache are in locate.py.
-#   "onnx-int8"  the ONNX export quantised to int8 once (quantize.py): about twice as fast,
-#            recall unchanged on bench/locomo.py for the bundled model.
-#   "auto"   for the bundled model onnx-int8, else onnx, when an export is cached or can be
-#            made (needs torch and the `onnx` package), else torch. A failed or refused export
-#            falls back (int8 -> onnx -> torch) silently (a logging warning only); so does a
-#            missing onnxruntime. Other models are not quantised: it was measured on this one.
+#   "onnx-int8"  the ONNX export quantised to int8 once (quantize.py), on request only: faster
+#            per text, but with the learned ranker it lost 0.011 leave-one-conversation-out
+#            recall@10 on bench/locomo.py (0.806 against 0.817), past the 0.005 allowed.
+#   "auto"   onnx when an export is cached or can be made (needs torch and the `onnx`
+#            package), else torch. A failed export falls back to torch silently (a logging
+#            warning only); so does a missing onnxruntime.
 #
 # Threads: MEMSTRATA_THREADS if set, else min(4, cpu count), for torch and onnxruntime alike.
 
@@ -36,7 +36,7 @@ from memstrata.models.locate import (ModelUnavailable, _bundled_dir, _cached_exp
                                      _local_dir)
 # Re-exported: the export is made from here (backend "onnx"/"auto") and imported from here.
 from memstrata.models.onnx_export import ensure_onnx_export
-from memstrata.models.quantize import can_quantize, cached_int8, ensure_int8
+from memstrata.models.quantize import ensure_int8
 
 log = logging.getLogger(__name__)
 
@@ -370,12 +370,7 @@ def _build(model: str, backend: str) -> Embedder:
                 cached = ensure_onnx_export(model, _st=st).parent
             except ModelUnavailable as exc:
                 log.warning("%s; using the torch backend", exc)
-        if cached is not None:
-            if _is_bundled(model) and (cached_int8(cached) is not None or can_quantize()):
-                try:
-                    return OnnxEmbedder(model, ensure_int8(model, cached), "onnx-int8")
-                except ModelUnavailable as exc:
-                    log.warning("%s; using the float ONNX model", exc)
+        if cached is not None:  # float, not int8: int8 cost 0.011 LOCO recall@10 (docs/performance.md)
             try:
                 return OnnxEmbedder(model, cached)
             except ModelUnavailable as exc:

@@ -298,7 +298,7 @@ def test_recall_path_never_imports_torch(tree):
     warm = subprocess.run([PY, "-c", "from memstrata.models.embedder import get_embedder; "
                            "print(get_embedder('bundled').backend)"], capture_output=True, text=True,
                           env=_env(tree, "off"), timeout=600)
-    assert warm.stdout.strip() == "onnx-int8", warm.stderr
+    assert warm.stdout.strip() == "onnx", warm.stderr
     code = (
         "import sys\n"
         "from memstrata.cli.app import main\n"
