@@ -209,11 +209,22 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
             check_write_target(root, Path(root) / item.path).unlink(missing_ok=True)
             purged.append(item)
             if item.id and item.id not in live_ids and not any(i.id == item.id for i in list_trash(root)):
-                if sidecar:
+                if sidecar and _own_sidecar(sidecar, item.id):  # never another entry's original
                     sidecars.remove(root, sidecar)
                 sidecars.remove_superseded(root, item.id)
                 versions.remove_all(root, item.id)
     return purged
+
+
+def _own_sidecar(sidecar: str, entry_id: str) -> bool:
+    """A sidecar the engine made for this entry (`.full/{id}.md`); an imported or copied entry
+    may name another entry's sidecar, which a purge must leave alone."""
+    from memstrata.storage import sidecars
+
+    try:
+        return sidecar == sidecars.relative_path(entry_id)
+    except InvalidInput:
+        return False
 
 
 def _sidecar_of(root: Path, item: TrashItem) -> str | None:

@@ -596,3 +596,29 @@ def test_case12_stats_names_a_file_its_reader_cannot_open(tmp_path, embedder):
         pytest.skip(f"setpriv cannot drop capabilities here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["unreadable"] == [entry.path]
+
+
+def test_purging_an_entry_never_removes_another_entrys_original(tmp_path, embedder):
+    """An imported (or copied) entry that names another entry's `.full/` sidecar: purging it
+    leaves that sidecar, which the live entry still needs."""
+    import json
+
+    from memstrata import Memory
+
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    (m.root / ".full").mkdir(exist_ok=True)
+    original = "Lunch at the canteen is served from noon to two, with a vegetarian dish every day.\n"
+    (m.root / ".full" / "aaaaaaaaaaaa.md").write_text(original, encoding="utf-8")
+    (m.root / "notes").mkdir(exist_ok=True)
+    (m.root / "notes" / "lunch.md").write_text(
+        "---\nid: aaaaaaaaaaaa\ntitle: Lunch\nlayer: L2\nfull_content_file: .full/aaaaaaaaaaaa.md\n---\n"
+        "Lunch noon to two.\n", encoding="utf-8")
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"id": "ffffffffffff", "title": "Imported", "body": "imported thing",
+                                "category": "projects", "full_content_file": ".full/aaaaaaaaaaaa.md",
+                                "layer": "L2"}) + "\n")
+    m.import_jsonl(rows)
+    m.delete("ffffffffffff")
+    assert [i.id for i in m.trash_purge(everything=True)] == ["ffffffffffff"]
+    assert (m.root / ".full" / "aaaaaaaaaaaa.md").read_text(encoding="utf-8") == original
