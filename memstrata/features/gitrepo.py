@@ -121,6 +121,18 @@ class Git:
                 out.append({"path": path, "kind": SPECIAL_MODES[mode]})
         return out
 
+    def protect_merges(self) -> None:
+        """`*.md -merge` in $GIT_DIR/info/attributes, which outranks every .gitattributes: a peer's
+        `*.md merge=union` can never make git merge two texts of one entry."""
+        path = Path(self.out("rev-parse", "--git-path", "info/attributes"))
+        path = path if path.is_absolute() else self.root / path
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        if text.splitlines()[-1:] == [GITATTRIBUTES_LINE]:
+            return  # last line: nothing after it can override it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(("" if not text or text.endswith("\n") else "\n") + GITATTRIBUTES_LINE + "\n")
+
     def staged(self) -> list[tuple[str, str]]:
         text = self.run("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
         parts = [p for p in text.split("\0") if p]

@@ -52,6 +52,7 @@ class TeamSync:
         git = self.git
         git.require_repo(remote)
         tree.require_initialised(self.root)
+        git.protect_merges()
         machine = git.machine()
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,

@@ -116,3 +116,32 @@ def test_a_pulled_symlink_is_reported_and_never_followed(tmp_path, embedder):
     assert all("swordfish" not in (e.body or "") for e in b.list())
     found = b.recall("what is the outside secret?", min_relevance=0)
     assert all("swordfish" not in (h.snippet or "") for h in found.results)
+
+
+def test_a_peers_merge_attribute_never_merges_two_texts(tmp_path, embedder):
+    """A peer appends `*.md merge=union` to .gitattributes: both changed texts still go
+    through the conflict rule (one current, one kept), never pasted together."""
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a = Memory(tmp_path / "a", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    r = a.write("The rate limit is 100 requests per minute per key.", title="Rate limit", category="ops")
+    a.sync_remote()
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    with open(peer / ".gitattributes", "a") as f:
+        f.write("*.md merge=union\n")
+    subprocess.run([*git, "commit", "-qam", "union"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    a.sync_remote()  # the attribute arrives first (a fast-forward) ...
+    entry = peer / r.path  # ... then two machines change one entry
+    entry.write_text(entry.read_text().replace("100 requests", "300 requests"))
+    subprocess.run([*git, "commit", "-qam", "300"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    a.update(r.id, "The rate limit is 500 requests per minute per key.")
+    result = a.sync_remote()
+    assert [c["kind"] for c in result["conflicts"]] == ["conflict"]
+    body = a.read(r.id, count_access=False).body
+    assert body.count("requests per minute") == 1, body
