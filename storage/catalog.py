@@ -13,7 +13,7 @@ from memstrata.storage import codec
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import RESERVED_FILE_NAMES, category_of
-from memstrata.storage.safe_io import check_write_target, read_regular_bytes
+from memstrata.storage.safe_io import FileTooLarge, check_write_target, read_regular_bytes
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
@@ -108,6 +108,11 @@ def entry_file_stat(root: Path, rel: str):
     return st if stat_mod.S_ISREG(st.st_mode) else None
 
 
+# An entry file past this is never parsed or indexed (a hand-made or pulled dump: it would take
+# the service's memory to gigabytes and overflow LanceDB's offsets); max_entry_bytes stays below.
+ENTRY_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+
 def read_entry_file(root: Path, rel: str) -> Entry:
     """Parse one entry file (CorruptEntry if it cannot be decoded or parsed).
 
@@ -117,7 +122,11 @@ def read_entry_file(root: Path, rel: str) -> Entry:
     """
     if not is_entry_path(str(rel)):
         raise NotFound(f"{rel} is not an entry file (a reserved name, a hidden folder or outside a category)")
-    raw = read_regular_bytes(os.path.join(str(root), rel))
+    try:
+        raw = read_regular_bytes(os.path.join(str(root), rel), ENTRY_FILE_MAX_BYTES)
+    except FileTooLarge:
+        raise CorruptEntry(f"{rel} is larger than {ENTRY_FILE_MAX_BYTES // (1024 * 1024)} MB: not read "
+                           f"(an entry that size is a pasted dump, not a memory)") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -43,7 +43,7 @@ class Settings:
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
     sync_interval: int = 0           # seconds between team syncs by the warm service / `mem sync --remote --watch 0` (0: off; docs/team.md)
-    max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB) is refused; 0: no limit
+    max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB, at most 8 MB) is refused; 0: up to 8 MB (a file past 16 MB is never read)
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
     chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks
@@ -115,7 +115,7 @@ _RANGES = {
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
     "split_threshold": (1, 1_000_000), "chunk_max_sentences": (1, 10_000), "recall_text_candidates": (1, 100_000),
     "recall_feedback_docs": (1, 1000), "recall_feedback_terms": (1, 1000), "compress_key_points": (1, 1000),
-    "summary_sentences": (1, 1000), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
+    "summary_sentences": (1, 1000), "max_entry_bytes": (0, 8 * 1024 * 1024), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
 }
 MODEL_NAME_MAX = 1000  # a model name or path longer than this is a mistake (a pasted text)
 

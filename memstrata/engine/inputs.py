@@ -53,10 +53,14 @@ def require_encodable(text: str, what: str) -> None:
         raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
 
 
+MAX_BODY_BYTES = 8 * 1024 * 1024  # the largest max_entry_bytes (storage/config.py)
+
+
 def check_size(body: str, limit: int) -> None:
     """Refuse bodies above max_entry_bytes with the sizes and the setting to change."""
     size = len(body.encode("utf-8"))
-    if limit and size > limit:
+    limit = limit or MAX_BODY_BYTES  # 0: no setting limit, but an entry file is never read past 16 MB
+    if size > limit:
         mb = 1024 * 1024
         raise InvalidInput(f"body is {size / mb:.1f} MB; the limit is {limit / mb:.1f} MB "
                            f"(max_entry_bytes in config.md)")

@@ -622,3 +622,17 @@ def test_purging_an_entry_never_removes_another_entrys_original(tmp_path, embedd
     m.delete("ffffffffffff")
     assert [i.id for i in m.trash_purge(everything=True)] == ["ffffffffffff"]
     assert (m.root / ".full" / "aaaaaaaaaaaa.md").read_text(encoding="utf-8") == original
+
+
+def test_an_entry_file_past_16_mb_is_reported_never_read(tmp_path, embedder):
+    """A hand-made or pulled dump: listed as unreadable by sync, not parsed, not indexed."""
+    from memstrata import Memory
+
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    m.write("The backup runs at midnight.", title="Backups", category="ops")
+    (m.root / "ops" / "dump.md").write_text("---\nid: dddddddddddd\ntitle: Dump\n---\n" + ("A" * 999 + "\n") * 17000)
+    result = m.sync()
+    assert list(result["errors"]) == ["ops/dump.md"] and "16 MB" in result["errors"]["ops/dump.md"]
+    assert [e.title for e in m.list()] == ["Backups"]
+    assert m.recall("when does the backup run?").results[0].title == "Backups"
