@@ -50,12 +50,16 @@ def _rss_mb() -> float | None:
 
 
 def _peak_rss_mb() -> float | None:
+    """VmHWM, the kernel's high-water mark of VmRSS (ru_maxrss counts differently and could
+    read below the current figure)."""
     try:
-        import resource
-
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    except (ImportError, OSError):
-        return None
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
 
 
 # --------------------------------------------------------------------------- entry points

@@ -256,3 +256,20 @@ def test_team_sync_runs_on_a_timer_in_the_service(tmp_path):
         assert "Staging move" in mem(b, "list", service="off").stdout
     finally:
         stop(a, run=run)
+
+
+def test_status_never_says_no_service_while_one_is_alive_but_silent(tmp_path):
+    """A service that holds its pid file but does not answer (busy) is named, not denied."""
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    silent = subprocess.Popen([PY, "-c", "import time; time.sleep(120)"])
+    try:
+        (run / "service.pid").write_text(json.dumps({"pid": silent.pid}))
+        done = mem(tmp_path, "serve", "--status", run=run)
+        assert done.returncode == 0 and f"pid {silent.pid}" in done.stdout and "did not answer" in done.stdout
+        assert "no memory service running" not in done.stdout
+    finally:
+        silent.kill()
+        silent.wait()
+    done = mem(tmp_path, "serve", "--status", run=run)
+    assert "no memory service running" in done.stdout
