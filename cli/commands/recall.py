@@ -104,7 +104,7 @@ def _print(result, explain: bool) -> None:
         typer.echo(f"nothing relevant (best relevance {result.best_relevance:.2f}, below the cut-off "
                    f"{result.min_relevance:.2f}; --min-relevance 0 shows everything)")
     elif not result.results:
-        typer.echo("(nothing found)")
+        typer.echo("nothing relevant (no memory matched the query)")
     for n, hit in enumerate(result.results, 1):
         rel = "  -  " if hit.relevance is None else f"{hit.relevance:.2f}"
         origin = f"  shared by {hit.agent or 'another agent'}" if hit.shared_root else ""
