@@ -103,8 +103,10 @@ def test_twenty_megabyte_body(stored, embedder, tmp_path):
     err = one_line_error(cli(root, "write", "--file", str(f), "--title", "huge"), 2)
     assert "20.0 MB" in err and "max_entry_bytes" in err
     assert snapshot(root) == before
-    m.config_set("max_entry_bytes", 32 * 1024 * 1024)  # the limit is a setting
-    assert Memory(root, embedder=embedder).settings.max_entry_bytes == 32 * 1024 * 1024
+    m.config_set("max_entry_bytes", 8 * 1024 * 1024)  # the limit is a setting ...
+    assert Memory(root, embedder=embedder).settings.max_entry_bytes == 8 * 1024 * 1024
+    with pytest.raises(InvalidInput, match="between 0 and"):  # ... below the 16 MB no file is read past
+        m.config_set("max_entry_bytes", 32 * 1024 * 1024)
 
 
 def test_cli_bad_input_one_line_errors(stored, tmp_path):
