@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from perf import env_for, timed  # noqa: E402  (the CLI runner the performance benchmark uses)
+from perf import timed  # noqa: E402  (the CLI runner the performance benchmark uses)
 
 TARGET_TURNS = 150.0
 TARGET_PASSAGES = 20.0
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
             rows.append((f"`mem import`, {len(pairs)} {label} passages (~{chars:.0f} characters)",
                          f"{rate:.1f} entries/s ({took:.0f} s)", f">= {TARGET_PASSAGES:.0f}",
                          "met" if rate >= TARGET_PASSAGES else "NOT met"))
-            rows.append((f"known-item recall@5 of those passages", f"{r5:.3f}", "unchanged", ""))
+            rows.append(("known-item recall@5 of those passages", f"{r5:.3f}", "unchanged", ""))
     from memstrata.models.embedder import get_embedder
 
     backend = get_embedder("bundled").backend

@@ -313,17 +313,19 @@ def fmt_s(st, unit="ms"):
         f"{st['median']:.2f} ({st['min']:.2f}-{st['max']:.2f}) s"
 
 
-def build(root: Path, n: int, reuse: bool, log) -> None:
+def build(root: Path, n: int, reuse: bool, log) -> bool:
+    """Build the synthetic tree of n entries at root (in a child process); False when reused."""
     if reuse and (root / ".vectors" / "meta.json").exists():
         log(f"reusing {root}")
-        return
+        return False
     log(f"building {n} entries in {root}")
     t0 = time.perf_counter()
     built = subprocess.run([PY, __file__, "--build", str(root), str(n)], capture_output=True, text=True,
                            env=env_for(root, "off"))
     if built.returncode != 0:
         raise RuntimeError(built.stderr[-2000:])
-    log(f"  built in {time.perf_counter() - t0:.0f}s: {built.stdout.strip().splitlines()[-1]}")
+    log(f"  built in {time.perf_counter() - t0:.0f}s: {json.loads(built.stdout.strip().splitlines()[-1])}")
+    return True
 
 
 def measure_three_trees(work: Path, n: int, reuse: bool, add, log) -> None:
@@ -411,21 +413,11 @@ def main(argv=None) -> int:
                                                 env=env_for(work, "off")).stdout
     for n in sizes:
         root = work / f"tree-{n}"
-        if args.reuse and (root / ".vectors" / "meta.json").exists():
-            log(f"reusing {root}")
+        if not build(root, n, args.reuse, log):
             pinned = pinned_settings(root)
             if pinned:
                 notes.append(f"{n}: the reused tree's config.md sets {', '.join(pinned)} (a tree written before "
                              "config.md kept only changed settings); measured with those, not the defaults")
-        else:
-            log(f"building {n} entries in {root}")
-            t0 = time.perf_counter()
-            built = subprocess.run([PY, __file__, "--build", str(root), str(n)], capture_output=True, text=True,
-                                   env=env_for(root, "off"))
-            if built.returncode != 0:
-                raise RuntimeError(built.stderr[-2000:])
-            info = json.loads(built.stdout.strip().splitlines()[-1])
-            log(f"  built in {time.perf_counter() - t0:.0f}s: {info}")
         took, p = timed(["sync", "--json"], root, "off")
         synced = json.loads(p.stdout)
         if synced.get("embedded") or synced.get("removed"):

@@ -6,6 +6,7 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.index import IndexStep
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
+from memstrata.errors import MemstrataError
 from memstrata.features.aging import Aging
 from memstrata.features.builtin_import import BuiltinImport
 from memstrata.features.daily import DailyNotes
@@ -78,8 +79,16 @@ class Memory:
     def now(self):
         return self.state.now()
 
-    def init(self, adopt: bool = False) -> dict:
-        return self._entries.init(adopt=adopt)
+    def init(self, adopt: bool = False, progress=None) -> dict:
+        """Create the tree; adopted notes are indexed at once (`index` in the result: the sync's
+        figures, or `error` when the index cannot be built now and `mem sync` must follow)."""
+        result = self._entries.init(adopt=adopt)
+        if result.get("adopted"):
+            try:
+                result["index"] = self._recall.sync(progress=progress)
+            except MemstrataError as exc:
+                result["index"] = {"error": exc.message}
+        return result
 
     def config_list(self) -> dict:
         return self._entries.config_list()

@@ -105,7 +105,6 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     relevant; the caller applies the cut-off."""
     import numpy as np
 
-    from memstrata.scoring import ranker as rk
     from memstrata.scoring import relevance as rel
 
     table = index.table()
@@ -308,7 +307,7 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
     return out, by_pos
 
 
-def _whole_cosines(table, frame, qv, cand) -> "np.ndarray":
+def _whole_cosines(table, frame, qv, cand):
     """Per candidate: the cosine between the query vector and the mean of its chunk vectors."""
     import numpy as np
 

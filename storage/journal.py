@@ -93,19 +93,13 @@ def read(root: Path) -> dict[str, Access]:
 def days(root: Path) -> set[date]:
     """The UTC days of every access not yet folded (for the record of days in use)."""
     out: set[date] = set()
-    for path in _files(root):
-        try:
-            text = read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
-        except OSError:
+    for stamp, _, _ in _lines(_files(root)):
+        if not stamp.endswith("Z"):
             continue
-        for line in text.split("\n"):
-            parts = line.split("\t")
-            if len(parts) != 3 or not valid_id(parts[1]) or not parts[0].endswith("Z"):
-                continue
-            try:
-                out.add(date.fromisoformat(parts[0][:10]))
-            except ValueError:
-                continue
+        try:
+            out.add(date.fromisoformat(stamp[:10]))
+        except ValueError:
+            continue
     return out
 
 
@@ -124,8 +118,9 @@ def _files(root: Path) -> list[Path]:
     return [folder / n for n in names if (n.endswith(_SUFFIX) or n.endswith(_TAKEN)) and is_regular_file(folder / n)]
 
 
-def _parse_files(files: list[Path]) -> dict[str, Access]:
-    out: dict[str, Access] = {}
+def _lines(files: list[Path]):
+    """(timestamp, entry id, correlation text) of every well-formed journal line of `files`;
+    torn or foreign lines and unreadable files are skipped."""
     for path in files:
         try:
             text = read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
@@ -133,21 +128,26 @@ def _parse_files(files: list[Path]) -> dict[str, Access]:
             continue
         for line in text.split("\n"):
             parts = line.split("\t")
-            if len(parts) != 3 or not valid_id(parts[1]):
-                continue  # a torn or foreign line
-            try:
-                when = parse_datetime(parts[0])
-                corr = None if parts[2] == "-" else float(parts[2])
-            except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
-                continue
-            seen = out.get(parts[1])
-            if seen is None:
-                out[parts[1]] = Access(when, 1, corr)
-            else:
-                seen.count += 1
-                if when >= seen.last:
-                    seen.last = when
-                    seen.correlation = corr if corr is not None else seen.correlation
+            if len(parts) == 3 and valid_id(parts[1]):
+                yield parts[0], parts[1], parts[2]
+
+
+def _parse_files(files: list[Path]) -> dict[str, Access]:
+    out: dict[str, Access] = {}
+    for stamp, entry_id, corr_text in _lines(files):
+        try:
+            when = parse_datetime(stamp)
+            corr = None if corr_text == "-" else float(corr_text)
+        except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
+            continue
+        seen = out.get(entry_id)
+        if seen is None:
+            out[entry_id] = Access(when, 1, corr)
+        else:
+            seen.count += 1
+            if when >= seen.last:
+                seen.last = when
+                seen.correlation = corr if corr is not None else seen.correlation
     return out
 
 

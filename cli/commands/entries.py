@@ -5,7 +5,6 @@ from typing import Annotated, List, Optional
 
 import typer
 from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, read_body, table
-from memstrata.errors import MemstrataError
 
 TagOpt = Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="A tag (repeat for several; 'a,b' works too).")]
 
@@ -45,17 +44,13 @@ def init(
         from memstrata.cli.commands.team import clone as clone_tree
 
         return clone_tree(root, clone, machine, index_from, as_json)
-    m = memory(root)
-    result = m.init(adopt=adopt)
-    adopted = f"; adopted {result['adopted']} notes" if result.get("adopted") else ""
-    if result.get("adopted"):  # adopted notes are found by meaning at once, not after a later `mem sync`
-        from memstrata.cli.commands.recall import _progress
+    from memstrata.cli.commands.recall import _progress
 
-        try:
-            result["index"] = m.sync(progress=_progress("embedding", as_json))
-        except MemstrataError as exc:
-            result["index"] = {"error": exc.message}
-            typer.echo(f"warning: the adopted notes are not indexed yet ({exc.message}); run `mem sync`", err=True)
+    result = memory(root).init(adopt=adopt, progress=_progress("embedding", as_json))
+    adopted = f"; adopted {result['adopted']} notes" if result.get("adopted") else ""
+    if "error" in result.get("index", {}):
+        typer.echo(f"warning: the adopted notes are not indexed yet ({result['index']['error']}); run `mem sync`",
+                   err=True)
     for note in result.get("skipped", []):
         typer.echo(f"warning: not adopted: {note}", err=True)
     emit(as_json, result, f"memory tree ready at {result['root']}"

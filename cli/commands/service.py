@@ -54,14 +54,14 @@ def serve(
     if status:
         info = service.status()
         folder, problem = rundir.ensure(create=False)
-        if info is None:
-            busy = _silent_pid(folder)
-            if busy:  # alive but not answering: never "no service" while one holds memory
-                problem = f"{BUSY} (pid {busy}) runs but did not answer within 10 s (busy)"
+        busy = service.silent_pid(folder) if info is None else None
+        if busy:  # alive but not answering: never "no service" while one holds memory
+            problem = f"a memory service (pid {busy}) runs but did not answer within 10 s (busy)"
         data = {"running": info is not None, "runtime_dir": folder,
                 **({"problem": problem} if problem and info is None and os.path.lexists(folder) else {}),
+                **({"busy_pid": busy} if busy else {}),
                 **({k: v for k, v in info.items() if k != "t"} if info else {})}
-        emit(as_json, data, lambda: _say_status(info, folder, data.get("problem")))
+        emit(as_json, data, lambda: _say_status(info, folder, data.get("problem"), busy))
         return
     if stop:
         info = service.stop()
@@ -86,27 +86,9 @@ def serve(
         raise typer.Exit(code)
 
 
-BUSY = "a memory service"
-
-
-def _silent_pid(folder: str) -> int | None:
-    """The pid in the runtime folder's pid file when that process is alive, else None."""
-    from memstrata.service import rundir
-    from memstrata.service.process import _pid_alive
-
-    import json
-
-    try:
-        with open(rundir.pid_path(folder), encoding="utf-8") as f:
-            pid = int(json.loads(f.read(4096)).get("pid") or 0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
-    return pid if pid > 0 and _pid_alive(pid) else None
-
-
-def _say_status(info: dict | None, folder: str, problem: str | None) -> None:
+def _say_status(info: dict | None, folder: str, problem: str | None, busy: int | None) -> None:
     if info is None:
-        if problem and problem.startswith(BUSY):
+        if busy:
             typer.echo(f"{problem} (runtime folder {folder})")
         else:
             typer.echo(f"no memory service running (runtime folder {folder})" + (f"; {problem}" if problem else ""))

@@ -1,13 +1,14 @@
 """The user's service process: entry points (run, status, stop, start detached, `python -m`), log, pid/RSS, malloc arenas."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
 import time
 
-from memstrata.service import client
+from memstrata.service import client, rundir
 from memstrata.service.threads import install_process_hooks
 
 
@@ -38,28 +39,26 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def _rss_mb() -> float | None:
+def _status_mb(field: str) -> float | None:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM ...), in MB."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         pass
     return None
+
+
+def _rss_mb() -> float | None:
+    return _status_mb("VmRSS")
 
 
 def _peak_rss_mb() -> float | None:
     """VmHWM, the kernel's high-water mark of VmRSS (ru_maxrss counts differently and could
     read below the current figure)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return None
+    return _status_mb("VmHWM")
 
 
 # --------------------------------------------------------------------------- entry points
@@ -88,7 +87,6 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
     is open. `root_idle_minutes` sets the trees' idle time alone.
     """
     _few_malloc_arenas()
-    from memstrata.service import rundir
     from memstrata.storage import tree
 
     root = tree.resolve_root(root)
@@ -123,6 +121,17 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
     finally:
         service.shutdown("exit")
     return 0
+
+
+def silent_pid(folder: str) -> int | None:
+    """The pid in the runtime folder's pid file when that process is alive (a service that
+    did not answer a status request: busy), else None."""
+    try:
+        with open(rundir.pid_path(folder), encoding="utf-8") as f:
+            pid = int(json.loads(f.read(4096)).get("pid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return pid if pid > 0 and _pid_alive(pid) else None
 
 
 def status() -> dict | None:

@@ -51,6 +51,7 @@ from memstrata.service.process import (  # noqa: F401
     _pid_alive,
     _rss_mb,
     run_service,
+    silent_pid,
     start_detached,
     status,
     stop,
