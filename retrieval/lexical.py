@@ -273,10 +273,12 @@ class TermStats:
     def _counts(text: str) -> Counter:
         return Counter(stem(w) for w in words(text) if w.lower() not in QUERY_STOPWORDS)
 
-    def _finish(self, lengths: list[int]) -> None:
+    def _finish(self, lengths: list[int], postings_from=None) -> None:
         self.n = len(lengths)
         self.length = lengths
         self.avg_length = (sum(lengths) / len(lengths)) if lengths else 1.0
+        self._postings = None
+        self._postings_from = postings_from  # (old postings, reuse): carried over when first needed
 
     @classmethod
     def carried(cls, old: "TermStats", reuse: list, texts: list[str]) -> "TermStats":
@@ -299,8 +301,30 @@ class TermStats:
             if j not in kept:
                 df.subtract(counts.keys())
         self.df = +df
-        self._finish(lengths)
+        built = getattr(old, "_postings", None)
+        self._finish(lengths, (built, reuse) if built is not None else None)
         return self
+
+    def postings(self):
+        """The inverted index of these statistics (retrieval.postings; built on first use)."""
+        import numpy as np
+
+        from memstrata.retrieval.postings import Postings
+
+        if getattr(self, "_postings", None) is None:
+            carry = getattr(self, "_postings_from", None)
+            self._postings = Postings.carried(carry[0], carry[1], self.tf) if carry else Postings.build(self.tf)
+            self._postings_from = None
+            self._length_array = np.asarray(self.length, dtype=np.float64)
+        return self._postings
+
+    def top(self, terms: dict[str, float], k1: float, b: float, limit: int, mask=None) -> dict[int, float]:
+        """BM25 (k1, b) of the `limit` best entries for weighted query `terms` {word: weight},
+        by position (the sum `bm25` computes), read from the inverted index; entries outside
+        `mask` and zero scores left out."""
+        postings = self.postings()
+        return postings.bm25_top(self._query(terms), self.idf, self._length_array, self.avg_length, k1, b,
+                                 limit, mask)
 
     def _query(self, terms) -> dict[str, float]:
         q: dict[str, float] = {}
@@ -355,12 +379,12 @@ class TermStats:
 
 
 def fts_configs():
-    """(column, FTS index config) pairs of the two full-text columns."""
+    """(column, FTS index config) of the columns LanceDB indexes: the CJK column only (the
+    English column is searched in memory, retrieval.postings, with the statistics recall keeps
+    anyway; a native index of it would only cost time at every write)."""
     from lancedb.index import FTS
 
     return [
-        (EN_COLUMN, FTS(with_position=False, base_tokenizer="simple", language="English", stem=True,
-                        remove_stop_words=True, lower_case=True, ascii_folding=True)),
         (CJK_COLUMN, FTS(with_position=False, base_tokenizer="ngram", ngram_min_length=2, ngram_max_length=2,
                          lower_case=True, stem=False, remove_stop_words=False)),
     ]

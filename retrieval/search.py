@@ -150,19 +150,21 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}
     texts = None
+    if where is None:
+        mask = None
+    else:
+        mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
+                                        frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
     if mode in ("hybrid", "text"):
-        text_scores = _text_side(index, frame, table, terms, where, settings)
+        text_scores = _text_side(stats, terms, mask, settings)
         if lexical.has_cjk(query):
             texts = index.texts(frame)
             grams = lexical.cjk_bigrams(query)
             for rid, _ in _fts(table, lexical.cjk_query(query), lexical.CJK_COLUMN, where, limit):
                 if rid in frame.pos:
                     cjk_scores[frame.pos[rid]] = lexical.cjk_match_share(grams, texts[frame.pos[rid]])
-    if where is None:
+    if mask is None:
         mask = np.ones(n, dtype=bool)
-    else:
-        mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
-                                        frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
     inactive = _inactive(frame)
     if texts is None and (entities or weights.feedback or terms):
         texts = index.texts(frame)
@@ -202,7 +204,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
                                               set(terms) | {e.lower() for e in entities},
                                               settings.recall_feedback_terms)
-            feedback = _text_side(index, frame, table, fb_terms, where, settings)
+            feedback = _text_side(stats, fb_terms, None if where is None else mask, settings)
             fb_ideal[0] = stats.ideal(fb_terms) if stats is not None and fb_terms else 0.0
             if feedback:
                 score, parts, boosts = rank(feedback)
@@ -285,7 +287,8 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
     from memstrata.scoring import ranker as rk
 
     finite = np.isfinite(score)
-    cand = np.array([i for i in np.argsort(-score, kind="stable")[:rk.CANDIDATES] if finite[i]], dtype=np.int64)
+    top = top_k(score, rk.CANDIDATES)
+    cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}
     whole = _whole_cosines(table, frame, qv, cand)
@@ -328,17 +331,14 @@ def _whole_cosines(table, frame, qv, cand):
     return out
 
 
-def _text_side(index: VectorIndex, frame, table, terms: list[str], where, settings) -> dict[int, float]:
-    """English full-text scores by entry position: LanceDB's native search finds the candidates,
-    rescored by BM25 with the configured k1 and b over the in-memory term statistics (the
-    native index's BM25 parameters cannot be set, and its scores have no fixed scale)."""
+def _text_side(stats, terms: list[str], mask, settings) -> dict[int, float]:
+    """English full-text scores by entry position: the best entries by BM25 with the configured
+    k1 and b, from the in-memory inverted index (retrieval.postings; LanceDB's native index
+    cannot take k1 and b, and its scores have no fixed scale)."""
+    if stats is None or not terms:
+        return {}
     limit = max(settings.recall_candidates, settings.recall_text_candidates)
-    hits = _fts(table, " ".join(terms), lexical.EN_COLUMN, where, limit)
-    found = {frame.pos[rid]: float(score) for rid, score in hits if rid in frame.pos}
-    if not found:
-        return found
-    return index.term_stats(frame).bm25(found, {t: 1.0 for t in terms}, settings.recall_bm25_k1,
-                                        settings.recall_bm25_b)
+    return stats.top({t: 1.0 for t in terms}, settings.recall_bm25_k1, settings.recall_bm25_b, limit, mask)
 
 
 def _known_entities(index: VectorIndex, frame, entities: list[str]) -> list[str]:

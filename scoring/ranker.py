@@ -31,36 +31,38 @@ WEIGHTS = {"score": 0.06604, "cos": 0.4099, "text": 0.0, "cov": 0.5542, "ent": 0
 CANDIDATES = 100  # the fused ranking's top entries the ranker orders again
 
 
-def _at(values: np.ndarray, link: np.ndarray) -> np.ndarray:
-    return np.where(link >= 0, values[np.maximum(link, 0)], 0.0)
-
-
-def _step(link: np.ndarray) -> np.ndarray:
-    return np.where(link >= 0, link[np.maximum(link, 0)], -1)
-
-
 def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndarray, coverage: np.ndarray,
              entity_share, date_near, structure, whole: np.ndarray, dense_weight: float, text_weight: float,
              entity_weight: float) -> np.ndarray:
     """The feature matrix (len(cand) x len(FEATURES)) of the candidate positions `cand`.
 
     Every array but `whole` (one value per candidate) has one slot per indexed entry;
-    `coverage` must be filled at least at the candidates."""
+    `coverage` must be filled at least at the candidates. Only the sitting's best needs every
+    entry; the rest is read at the candidates and their neighbours (100 of 100k)."""
     n = len(score)
     prev, nxt, session = structure
-    zero = np.zeros(n)
-    ent = zero if entity_share is None else entity_share
-    base = dense_weight * cos + text_weight * text + entity_weight * ent
+    base = dense_weight * cos + text_weight * text
+    if entity_share is not None:
+        base = base + entity_weight * entity_share
     best = np.zeros(n)
     np.maximum.at(best, session, base)
-    f = {"score": score, "cos": cos, "text": text, "cov": coverage, "ent": ent,
+
+    def at(link):  # base at the linked entries, 0 where there is no link
+        return np.where(link >= 0, base[np.maximum(link, 0)], 0.0)
+
+    p1, n1 = prev[cand], nxt[cand]
+    p2 = np.where(p1 >= 0, prev[np.maximum(p1, 0)], -1)  # two steps back / ahead
+    n2 = np.where(n1 >= 0, nxt[np.maximum(n1, 0)], -1)
+    zero = np.zeros(len(cand))
+    ent = zero if entity_share is None else entity_share[cand]
+    c, t = cos[cand], text[cand]
+    f = {"score": score[cand], "cos": c, "text": t, "cov": coverage[cand], "ent": ent,
          "noname": zero if entity_share is None else (ent == 0).astype(float),
-         "date": zero if date_near is None else date_near,
-         "nb1": _at(base, prev) + _at(base, nxt), "nb2": _at(base, _step(prev)) + _at(base, _step(nxt)),
-         "sit": best[session], "nbmax": np.maximum(_at(base, prev), _at(base, nxt)),
-         "cos2": cos ** 2, "costxt": cos * text}
-    cols = [whole if name == "whole" else f[name][cand] for name in FEATURES]
-    return np.stack([np.asarray(c, dtype=np.float64) for c in cols], axis=1)
+         "date": zero if date_near is None else date_near[cand],
+         "nb1": at(p1) + at(n1), "nb2": at(p2) + at(n2),
+         "sit": best[session[cand]], "nbmax": np.maximum(at(p1), at(n1)),
+         "cos2": c ** 2, "costxt": c * t, "whole": whole}
+    return np.stack([np.asarray(f[name], dtype=np.float64) for name in FEATURES], axis=1)
 
 
 def rank(x: np.ndarray, weights: dict | None = None) -> np.ndarray:

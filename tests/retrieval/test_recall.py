@@ -212,6 +212,10 @@ def test_term_statistics_carried_across_writes_equal_a_full_rebuild(mem):
     full = lexical.TermStats(fresh_texts)
     assert (stats.tf, stats.df, stats.length, stats.n) == (full.tf, full.df, full.length, full.n)
     assert df == lexical.doc_freqs(fresh_texts)
+    # the inverted index was carried too (rows of unchanged entries copied), and ranks as a fresh one
+    assert stats._postings_from is not None
+    query = {"sqlite": 1.0, "billing": 1.0, "deploy": 1.0}
+    assert stats.top(query, 0.9, 0.5, 10) == full.top(query, 0.9, 0.5, 10) != {}
     assert mem.recall("embedded build database").ids[0] == ids["db"]
 
 
