@@ -17,12 +17,16 @@ def _texts(rng, n):
 
 
 def _by_term(postings: Postings) -> dict:
-    m = postings.matrix.tocsc()
-    out = {}
+    """term -> {entry position: count}, over every segment."""
+    out: dict = {}
     for term, c in postings.vocab.items():
-        rows = m.indices[m.indptr[c]:m.indptr[c + 1]]
-        if len(rows):
-            out[term] = dict(zip(rows.tolist(), m.data[m.indptr[c]:m.indptr[c + 1]].tolist()))
+        for m, positions in postings.segments:
+            if c >= m.shape[1]:
+                continue
+            for row, f in zip(m.indices[m.indptr[c]:m.indptr[c + 1]], m.data[m.indptr[c]:m.indptr[c + 1]]):
+                pos = int(row if positions is None else positions[row])
+                if pos >= 0:
+                    out.setdefault(term, {})[pos] = float(f)
     return out
 
 
@@ -49,26 +53,48 @@ def test_a_mask_keeps_only_admitted_entries():
     assert top and set(top) == {p for p in every if p % 3 == 0}
 
 
-def test_carried_index_equals_a_fresh_build():
-    rng = random.Random(5)
-    old_texts = _texts(rng, 300)
-    old = lexical.TermStats(old_texts)
-    old.postings()
-    # a new version: some entries gone, some changed, some new (with a word never seen), order kept
+def _next_version(rng, old_texts, step):
+    """A new version of a collection: some entries gone, some changed, one new (with a word
+    never seen), order kept; returns its texts and the old position of each unchanged one."""
     texts, reuse = [], []
     for j, t in enumerate(old_texts):
-        if j % 7 == 0:
+        if (j + step) % 7 == 0:
             continue
-        if j % 11 == 0:
-            texts.append(t + " brandnewword")
+        if (j + step) % 11 == 0:
+            texts.append(t + f" brandnewword{step}")
             reuse.append(None)
         else:
             texts.append(t)
             reuse.append(j)
-    texts.insert(5, "zebra zebra brandnewword")
+    texts.insert(5, f"zebra zebra brandnewword{step}")
     reuse.insert(5, None)
-    carried = lexical.TermStats.carried(old, reuse, texts)
-    fresh = lexical.TermStats(texts)
-    assert _by_term(carried.postings()) == _by_term(fresh.postings())
-    for q in ({"zebra": 1.0}, {"brandnewword": 1.0, "deploy": 1.0}):
-        assert carried.top(q, 0.9, 0.5, 50) == fresh.top(q, 0.9, 0.5, 50)
+    return texts, reuse
+
+
+def test_carried_index_equals_a_fresh_build_over_many_versions():
+    """Carried versions keep the built rows as segments; each one ranks as a fresh build, also
+    once the segments are merged again."""
+    import pytest
+
+    from memstrata.retrieval import postings as postings_mod
+
+    rng = random.Random(5)
+    texts = _texts(rng, 3000)
+    stats = lexical.TermStats(texts)
+    stats.postings()
+    seen_segments = set()
+    for step in range(12):
+        new_texts, reuse = _next_version(rng, texts, step)
+        if step == 9:  # a version nobody queried: the next one carries from a fresh build
+            stats = lexical.TermStats.carried(stats, reuse, new_texts)
+        else:
+            stats = lexical.TermStats.carried(stats, reuse, new_texts)
+            seen_segments.add(len(stats.postings().segments))
+            fresh = lexical.TermStats(new_texts)
+            assert _by_term(stats.postings()) == _by_term(fresh.postings())
+            for q in ({"zebra": 1.0}, {f"brandnewword{step}": 1.0, "deploy": 1.0}, {"billing": 2.0}):
+                assert stats.top(q, 0.9, 0.5, 50) == pytest.approx(fresh.top(q, 0.9, 0.5, 50))
+                assert list(stats.top(q, 0.9, 0.5, 50)) == list(fresh.top(q, 0.9, 0.5, 50))
+        texts = new_texts
+    assert {1, 2, 3} <= seen_segments  # segments were added, then merged by a rebuild
+    assert max(seen_segments) <= postings_mod.MAX_SEGMENTS
