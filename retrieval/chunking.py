@@ -17,6 +17,7 @@ class Chunk:
     number: int
     kind: str  # "entry" | "sentence" | "window" | "context"
     text: str
+    pooled: bool = False  # its vector is the mean of the entry's sentence vectors (not embedded)
 
 
 def entry_text(title: str, body: str) -> str:
@@ -74,7 +75,9 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
             if _norm(s) != _norm(full):
                 chunks.append(Chunk(len(chunks), "sentence", s))
     budget = max(16, max_tokens - 8)
-    if count_tokens(full) > budget:
+    if count_tokens(full) > budget and _sentences_suffice(body, sents, chunks, count_tokens, budget):
+        chunks[0].pooled = True
+    elif count_tokens(full) > budget:
         head = (title or "").strip()
         head_cost = count_tokens(head) if head else 0
         room = max(8, budget - head_cost)
@@ -97,6 +100,22 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
         if window:
             chunks.append(Chunk(len(chunks), "window", _join(head, window)))
     return chunks
+
+
+def _sentences_suffice(body: str, sents: list[str], chunks: list[Chunk], count_tokens, budget: int) -> bool:
+    """A long CJK entry whose every sentence is already a chunk of its own needs no windows,
+    and its whole-entry vector is the mean of its sentence vectors (the model would see only
+    the first 256 tokens of it anyway).
+
+    The bundled model is English: on Chinese text its vectors add little next to the CJK
+    full-text column (STACK.md), and windows and the truncated whole entry, over sentences
+    already embedded one by one, were 60% of such an entry's embedding. English keeps both:
+    the windows carry the context across sentences that a question about a long note may
+    need, and no benchmark here has shown them idle."""
+    if not _is_cjk_heavy(body):
+        return False
+    return (len(chunks) - 1 == len(sents) == len(sentences(body))
+            and all(count_tokens(s) <= budget for s in sents))
 
 
 def context_text(previous: str, text: str, previous_chars: int = 200) -> str:

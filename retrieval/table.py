@@ -62,6 +62,17 @@ def embed_distinct(embedder, texts: list[str], progress=None):
     return embedder.embed(list(first), progress=progress)[where]
 
 
+def _pooled(own, chunks):
+    """The vector of a pooled chunk: the unit mean of its entry's sentence vectors (`own`: the
+    embedded chunks' vectors, in chunk order without the pooled ones)."""
+    import numpy as np
+
+    embedded = [c for c in chunks if not c.pooled]
+    picked = [v for v, c in zip(own, embedded) if c.kind == "sentence"]
+    mean = np.mean(picked, axis=0) if picked else np.mean(own, axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
+
+
 def sql_str(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
@@ -199,20 +210,23 @@ class VectorIndex(FrameCache):
             if prev:
                 chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
             per_entry.append(chunks)
-            texts.extend(c.text for c in chunks)
+            texts.extend(c.text for c in chunks if not c.pooled)
         vectors = embed_distinct(embedder, texts, progress)
         rows = []
         n = 0
         for e, chunks in zip(entries, per_entry):
             base = self._meta_values(e)
             full = chunks[0].text
+            own = vectors[n:n + sum(1 for c in chunks if not c.pooled)]
+            n += len(own)
+            embedded = iter(own)
             for c in chunks:
                 first = c.number == 0
+                vector = _pooled(own, chunks) if c.pooled else next(embedded)
                 rows.append({**base, "chunk": c.number, "kind": c.kind, "text": c.text,
                              lexical.EN_COLUMN: lexical.en_text(full, e.created, e.tags) if first else None,
                              lexical.CJK_COLUMN: lexical.cjk_text(full) if first else None,
-                             "vector": vectors[n].tolist()})
-                n += 1
+                             "vector": vector.tolist()})
         return rows
 
     def previous_texts(self, entries: list[Entry]) -> dict[str, str]:

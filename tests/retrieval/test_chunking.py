@@ -51,3 +51,35 @@ def test_each_distinct_text_is_embedded_once(embedder):
     np.testing.assert_allclose(vectors[0], vectors[2])
     np.testing.assert_allclose(vectors, embedder.embed(texts), atol=1e-6)
     assert len(embed_distinct(counting, [])) == 0
+
+
+_ZH = ("第一版计费系统每分钟只能处理大约三百个请求，高峰期经常变慢。经过几轮评审，杭州的团队决定把计费系统拆成几个更小的模块重新编写。"
+       "王芳把每一次故障都记在笔记本里，最严重的一次持续了四十分钟。成都的用户反映，每次更新之后计费系统都会丢失他们的个人设置。"
+       "那年的预算给计费系统拨了八十万元，并且增加了两名工程师。王芳坚持周五不上线的规矩，后来这条规矩在公司里沿用了好几年。"
+       "一家来自厦门的供应商报价更低，但合同里藏着每年都要支付的维护费。到了那一年，计费系统大部分查询都能在五十毫秒之内返回结果。"
+       "上线前的压测显示，计费系统在两千个并发用户下依然保持稳定。有一次证书过期，王芳在凌晨三点被电话叫醒，花了半个小时才修好。")
+
+
+def test_a_long_chinese_entry_is_its_sentences(embedder):
+    """A long CJK entry whose sentences are all chunks gets no windows, and its whole-entry
+    vector is the mean of its sentence vectors; a long English entry keeps its windows."""
+    assert embedder.count_tokens(_ZH) > embedder.max_tokens
+    chunks = _chunks(embedder, "计费系统笔记", _ZH)
+    assert [c.kind for c in chunks] == ["entry"] + ["sentence"] * 10
+    assert chunks[0].pooled and not any(c.pooled for c in chunks[1:])
+    english = " ".join(f"Sentence number {i} says the billing service needed {i} more servers." for i in range(40))
+    kinds = [c.kind for c in _chunks(embedder, "Billing", english)]
+    assert "window" in kinds and not _chunks(embedder, "Billing", english)[0].pooled
+
+
+def test_a_pooled_whole_entry_vector_is_the_mean_of_its_sentences(mem):
+    from memstrata.storage.entry import Entry
+
+    index = mem.state.vector_index()
+    entry = Entry(id="zh1", title="计费系统笔记", body=_ZH, category="notes")
+    rows = index.rows_for([entry], mem.embedder)
+    sentences = np.array([r["vector"] for r in rows if r["kind"] == "sentence"])
+    mean = sentences.mean(axis=0)
+    np.testing.assert_allclose(rows[0]["vector"], mean / np.linalg.norm(mean), atol=1e-6)
+    assert [r["kind"] for r in rows][:2] == ["entry", "sentence"]
+    np.testing.assert_allclose(sentences[0], mem.embedder.embed([rows[1]["text"]])[0], atol=1e-5)
