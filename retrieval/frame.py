@@ -145,6 +145,7 @@ class FrameCache:
                 frame._stats = lexical.TermStats.carried(old._stats, reuse, texts)
             else:
                 frame._stats = lexical.TermStats(texts)
+                frame._stats.postings()  # built now so the disk cache holds it too
                 self.doc_freq(frame)
                 stats_cache.save(self.dir, frame, self.meta().get("model"))  # the next process starts from it
             self._release_previous(frame)

@@ -315,6 +315,7 @@ class TermStats:
             carry = getattr(self, "_postings_from", None)
             self._postings = Postings.carried(carry[0], carry[1], self.tf) if carry else Postings.build(self.tf)
             self._postings_from = None
+        if getattr(self, "_length_array", None) is None:
             self._length_array = np.asarray(self.length, dtype=np.float64)
         return self._postings
 

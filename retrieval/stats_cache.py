@@ -25,6 +25,9 @@ def save(directory: Path, frame, model: str | None) -> None:
             "cols": {c: [list(v) if isinstance(v, list) else v for v in frame.cols[c]] for c in _COLUMNS},
             "texts": list(frame._texts), "tf": [dict(c) for c in stats.tf], "length": list(stats.length),
             "df": dict(stats.df), "fdf": dict(frame._df)}
+    postings = _postings_data(stats)
+    if postings is not None:
+        data["postings"] = postings
     try:
         atomic_write_bytes(Path(directory) / CACHE_FILE, marshal.dumps(data))
     except (OSError, ValueError):
@@ -48,6 +51,42 @@ def load(directory: Path, model: str | None):
         frame._stats, frame._df = stats, Counter(data["fdf"])
         if not (len(frame.ids) == len(frame._texts) == len(stats.tf)):
             return None
+        stats._postings = _postings_from(data.get("postings"), len(stats.tf))
         return frame
     except (OSError, ValueError, EOFError, TypeError, KeyError):
+        return None
+
+
+def _postings_data(stats) -> dict | None:
+    """The inverted index as plain bytes (one built segment only: what a full count makes)."""
+    postings = getattr(stats, "_postings", None)
+    if postings is None or len(postings.segments) != 1 or postings.segments[0][1] is not None:
+        return None
+    matrix = postings.segments[0][0]
+    return {"vocab": sorted(postings.vocab, key=postings.vocab.__getitem__), "rows": int(matrix.shape[0]),
+            "indptr": matrix.indptr.astype("<i8").tobytes(), "indices": matrix.indices.astype("<i4").tobytes(),
+            "data": matrix.data.astype("<f4").tobytes()}
+
+
+def _postings_from(data, n: int):
+    """The cached inverted index, or None (then it is built on first use) when absent or inconsistent."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        import numpy as np
+        from scipy import sparse
+
+        from memstrata.retrieval.postings import Postings
+
+        vocab = {term: c for c, term in enumerate(data["vocab"])}
+        indptr = np.frombuffer(data["indptr"], dtype="<i8")
+        indices = np.frombuffer(data["indices"], dtype="<i4")
+        values = np.frombuffer(data["data"], dtype="<f4")
+        if (data["rows"] != n or len(vocab) != len(data["vocab"]) or len(indptr) != len(vocab) + 1
+                or indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(values)
+                or np.any(np.diff(indptr) < 0) or (len(indices) and (indices.min() < 0 or indices.max() >= n))):
+            return None
+        matrix = sparse.csc_matrix((values, indices, indptr), shape=(n, len(vocab)))
+        return Postings(vocab, [(matrix, None)], n)
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None

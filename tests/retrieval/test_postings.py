@@ -98,3 +98,15 @@ def test_carried_index_equals_a_fresh_build_over_many_versions():
         texts = new_texts
     assert {1, 2, 3} <= seen_segments  # segments were added, then merged by a rebuild
     assert max(seen_segments) <= postings_mod.MAX_SEGMENTS
+
+
+def test_a_damaged_cached_index_is_rebuilt():
+    from memstrata.retrieval import stats_cache
+
+    stats = lexical.TermStats(["billing database", "zebra crossing", "billing zebra"])
+    stats.postings()
+    data = stats_cache._postings_data(stats)
+    assert stats_cache._postings_from(data, 3) is not None
+    assert stats_cache._postings_from(data, 4) is None  # for another number of entries
+    for key, bad in (("indices", b"\xff\xff\xff\x7f" * 6), ("indptr", b"\x00" * 8), ("vocab", None), ("data", b"")):
+        assert stats_cache._postings_from({**data, key: bad}, 3) is None

@@ -234,11 +234,14 @@ def test_a_new_process_starts_from_the_cached_statistics(mem):
     frame = index.frame()
     index.texts(frame)
     assert frame._reuse is not None and frame._reuse[0].version == -1  # carried from the disk cache
+    assert frame._reuse[0]._stats._postings is not None  # the inverted index too: no rebuild
     texts = [index._en_texts(None)[i] or "" for i in frame.ids]
     full = lexical.TermStats(texts)
     stats = index.term_stats(frame)
     assert ([dict(c) for c in stats.tf], stats.df, stats.length) == ([dict(c) for c in full.tf], full.df, full.length)
     assert index.doc_freq(frame) == lexical.doc_freqs(texts)
+    query = {"postgres": 1.0, "friday": 1.0, "deploys": 1.0}
+    assert stats.top(query, 0.9, 0.5, 10) == full.top(query, 0.9, 0.5, 10) != {}
     assert frame._reuse is None  # both carried: the cached frame is let go
     assert fresh.recall("postgres transactions").ids[0] == first.ids[0] == ids["db"]
     (mem.root / ".vectors" / stats_cache.CACHE_FILE).write_bytes(b"not a cache")  # damaged: counted again
