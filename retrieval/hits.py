@@ -22,8 +22,9 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
     cut = text.find("\n" + EARLIER_VERSION)
     if cut >= 0:
         text = text[:cut]
-    if title and text.startswith(title):
-        text = text[len(title):].lstrip(" \n:：-—") or text
+    first, newline, rest = text.partition("\n")
+    if title and newline and first.strip() == title.strip() and rest.strip():
+        text = rest  # the title line chunking.entry_text put in front (a body that starts with its title stays whole)
     best, best_n = "", -1
     for s in sentences(text):
         low = s.lower()

@@ -99,6 +99,18 @@ def test_snippet_is_a_sentence_of_the_text_not_metadata(mem):
         assert hit.snippet == "Backups go to the zebra bucket nightly.", strategy
 
 
+def test_a_body_that_starts_with_its_title_keeps_its_first_words_in_the_snippet(mem):
+    # the title is a prefix of the body's first word: the snippet used to start "ed with ..."
+    mem.write("Cache stampede fixed with request coalescing and jittered TTLs.", title="Cache stampede fix",
+              category="work")
+    mem.write("Maria Chen is the tech lead of Atlas.", title="Maria Chen", category="people")
+    mem.write("王磊负责数据仓库的迁移。", title="王磊", category="people")
+    assert mem.recall("request coalescing", min_relevance=0).results[0].snippet == \
+        "Cache stampede fixed with request coalescing and jittered TTLs."
+    assert mem.recall("tech lead of Atlas", min_relevance=0).results[0].snippet == "Maria Chen is the tech lead of Atlas."
+    assert mem.recall("数据仓库迁移", min_relevance=0).results[0].snippet == "王磊负责数据仓库的迁移。"
+
+
 def test_learned_ranker_features_and_weights():
     from memstrata.scoring import ranker
 
