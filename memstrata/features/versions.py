@@ -51,7 +51,8 @@ class Versions:
             return None
         from memstrata.scoring.conflicts import classify_write
 
-        pool = self._precheck_candidates(entry)
+        on_disk: dict = {}
+        pool = self._precheck_candidates(entry, on_disk)
         if not pool:
             return None
         settings = self.state.settings
@@ -63,7 +64,7 @@ class Versions:
             decision = classify_write(entry.title, entry.body, entry.tags, pool, settings)
         if decision.kind == "new":
             return None
-        target = next(e for e, _ in pool if e.id == decision.target_id)
+        target = on_disk[decision.target_id]  # compared by its full text, changed as it is on disk
         sim = decision.similarity
         if decision.kind == "duplicate":
             return WriteResult(id=target.id, path=target.path, action="duplicate", version=target.version,
@@ -148,8 +149,12 @@ class Versions:
         return n
 
     # -- candidates and similarity ---------------------------------------------------------------
-    def _precheck_candidates(self, entry: Entry) -> list[tuple[Entry, float]]:
+    def _precheck_candidates(self, entry: Entry, on_disk: dict) -> list[tuple[Entry, float]]:
+        """The entries of the category a new write may repeat or contradict, each with its full
+        text (a compressed entry is compared by what it said before compression, as recall
+        finds it) and the cosine to the new text; `on_disk` gets each as its file holds it."""
         from memstrata.retrieval.chunking import entry_text
+        from memstrata.storage.sidecars import with_full_body
         from memstrata.scoring.conflicts import normalise_tags, normalise_text
 
         catalog = self.state.catalog
@@ -168,9 +173,11 @@ class Versions:
         full = []
         for meta in metas:
             try:
-                full.append(read_entry_file(self.root, meta.path))
-            except (CorruptEntry, OSError):
+                stored = read_entry_file(self.root, meta.path)
+                full.append(with_full_body(self.root, stored))
+            except (CorruptEntry, OSError, MemstrataError):
                 continue
+            on_disk[stored.id] = stored
         if not full:
             return []
         if new_vec is None:

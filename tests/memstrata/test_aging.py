@@ -253,6 +253,19 @@ def test_update_of_compressed_body_makes_it_full_again(mem, monkeypatch):
     assert res["restored"] is False
 
 
+def test_a_write_is_checked_against_the_full_text_of_a_compressed_entry(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    stub = mem.resolve(r.id)
+    assert stub.layer == "L1" and stub.body != EN_BODY
+    again = mem.write(EN_BODY, title="DB", category="projects")  # the same text once more
+    assert (again.action, again.id) == ("duplicate", r.id)
+    assert mem.resolve(r.id).body == stub.body and len(mem.list(category="projects")) == 1
+    changed = mem.write(EN_BODY.replace("Postgres", "MySQL"), title="DB", category="projects")
+    assert changed.action in ("conflict", "near_duplicate") and changed.id == r.id
+
+
 def test_missing_sidecar_is_reported_not_fatal(mem, monkeypatch):
     r = mem.write(EN_BODY, title="DB", category="projects")
     _at(monkeypatch, "2026-01-20")
