@@ -118,7 +118,7 @@ def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set
             actions.append(Action(entry.id, "retier", entry.tier, target, why,
                                   layer=layer_for_tier(target)))
         target_layer = layer_for_tier(target)
-        if layer_depth(target_layer) > layer_depth(entry.layer):
+        if settings.compress_bodies and layer_depth(target_layer) > layer_depth(entry.layer):
             actions.append(Action(entry.id, "compress", entry.layer, target_layer,
                                   f"{target} tier keeps {target_layer}"))
     if target == "archive" and entry.status == "active":

@@ -73,6 +73,7 @@ class Settings:
     index_optimize_every: int = 20        # compact the vector table after this many table versions
     index_cleanup_minutes: int = 10       # old table versions older than this are deleted at compaction
     # Aging (mem maintain): what compression keeps in the tree; the original stays in .full/.
+    compress_bodies: bool = True      # maintain compresses warm/cold/archived bodies (`mem init --adopt`: off, notes keep their text)
     compress_key_points: int = 5      # warm (L1): at most this many key points
     summary_sentences: int = 3        # archive (L4): sentences in the paragraph summary
 

@@ -22,7 +22,8 @@ def register(app: typer.Typer) -> None:
 def init(
     root: RootOpt = None, as_json: JsonOpt = False,
     adopt: Annotated[bool, typer.Option("--adopt", help="Make the Markdown notes already in the folder "
-                                                       "memories: each gets an `id:` line, nothing else changes.")]
+                                                       "memories: each gets an `id:` line, nothing else changes; "
+                                                       "aging never compresses them (compress_bodies: false).")]
     = False,
     clone: Annotated[Optional[str], typer.Option("--clone", help="Make the tree from this git remote "
                                                                "(docs/team.md).")] = None,

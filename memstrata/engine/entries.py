@@ -101,6 +101,10 @@ class Entries:
         with TreeLock(self.root) if self.root.exists() else _NoLock():
             made = tree.initialise(self.root)
         adopted = self.give_ids() if notes else 0
+        if notes:
+            # a vault's notes are the user's own writing: aging retiers them but never cuts their text
+            with self.state.lock():
+                set_setting(self.root, "compress_bodies", False)
         with self.state.lock():
             now = self.state.now()
             for category, description in tree.STARTER_CATEGORIES.items():

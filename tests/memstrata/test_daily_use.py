@@ -40,7 +40,7 @@ def _vault(folder: Path) -> None:
     (folder / "journal" / "2026" / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0binary")
     (folder / "projects").mkdir()
     (folder / "projects" / "garden.md").write_text(
-        "---\ntitle: Garden plan\ntags: [home, garden]\naliases: [veg patch]\n---\nTomatoes by the fence.\n\n"
+        "---\ntitle: Garden plan\ncreated: 2026-01-05\ntags: [home, garden]\naliases: [veg patch]\n---\nTomatoes by the fence.\n\n"
         "    indented code stays\n", encoding="utf-8")
     (folder / "projects" / "empty-front.md").write_text("---\n---\nOnly a body.", encoding="utf-8")
     (folder / "projects" / "bom.md").write_bytes("\ufeffA note with a byte order mark.\n".encode("utf-8"))
@@ -77,7 +77,7 @@ def test_no_command_but_init_writes_into_a_folder_that_is_not_a_tree(tmp_path, c
         Memory(folder).list()
 
 
-def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, clock, capsys, embedder):
+def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, clock, capsys, embedder, monkeypatch):
     folder = tmp_path / "vault"
     _vault(folder)
     bodies = _bodies(folder)
@@ -105,6 +105,12 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     assert other.import_jsonl(tmp_path / "out.jsonl")["imported"] == 4
     copied = {e.id: other.read(e.id, count_access=False).body for e in other.list()}
     assert copied == {ids[p]: body for p, body in bodies.items()}
+    # aging never cuts an adopted note's text: a year and a half later, maintain compresses nothing
+    assert m.settings.compress_bodies is False
+    monkeypatch.setenv("MEMSTRATA_NOW", "2028-06-01T10:00:00Z")
+    report = Memory(folder, embedder=embedder).maintain()
+    assert report.counts().get("retier") and not report.counts().get("compress")  # aged, not cut
+    assert _bodies(folder) == bodies
 
 
 def test_a_hand_made_entry_gets_an_id_and_can_be_deleted_and_restored(tmp_path, clock, embedder):
