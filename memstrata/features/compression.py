@@ -1,7 +1,12 @@
 """What a compressed entry's body keeps at each layer: key points, one line and tags, a paragraph."""
 from __future__ import annotations
 
+import re
+
 from memstrata.storage.entry import Entry
+
+_NOTE = re.compile(r"\s*_\[L[1-4]: [^\]\n]*\] Full text in `[^`\n]*`: `mem decompress [^`\n]*` prints it, "
+                   r"`--restore` brings it back\._\s*$")
 
 LAYER_LABELS = {"L0": "full text", "L1": "key points", "L2": "one line and tags", "L3": "one line and tags",
                 "L4": "archive summary"}
@@ -33,3 +38,9 @@ def compressed_body(original: str, layer: str, entry: Entry, rel: str, embedder,
         parts = [para, tags]
     parts = [p for p in parts if p and p.strip()]
     return "\n\n".join(parts + [note]) + "\n", summary
+
+
+def without_note(body: str) -> str:
+    """A compressed body without its closing note on where the full text is (what an agent's
+    context needs is the content; the note is for a person reading the file)."""
+    return _NOTE.sub("", body or "")

@@ -9,6 +9,7 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
+from memstrata.features.compression import without_note
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.storage import journal
@@ -327,7 +328,7 @@ class Promotion:
             room = result.budget - used - cost
             if room < _MIN_BODY_TOKENS:
                 continue
-            body = entry.body.strip() or (entry.summary or "")
+            body = without_note(entry.body).strip() or (entry.summary or "")
             tokens = embedder.count_tokens(body)
             truncated = tokens > room
             if truncated:

@@ -52,3 +52,20 @@ def test_recall_cli_says_nothing_relevant_and_json_keeps_the_figures(work):
                                      env=env, timeout=300).stdout)
     assert data["results"] and all(0.0 <= r["relevance"] <= 1.0 for r in data["results"])
     assert data["best_relevance"] == max(r["relevance"] for r in data["results"])
+
+
+def test_a_compressed_entry_reaches_the_agent_without_its_note_for_people(work, monkeypatch):
+    long_text = ("We picked PostgreSQL 16 for the orders database because of logical replication. "
+                 "MySQL lost on replication lag in the load test. Alice owns the schema work. "
+                 "Bob owns the data import. The migration is planned for the second week of December.")
+    written = work.write(long_text, title="Orders database decision", category="decisions",
+                         created="2026-06-01T10:00:00Z")
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-12-01T10:00:00Z")
+    Memory(work.root, embedder=work.embedder).maintain()
+    stored = work.resolve(written.id)
+    assert stored.layer != "L0" and "mem decompress" in stored.body
+    loaded = Memory(work.root, embedder=work.embedder).autoload("orders database replication decision", hot=False,
+                                                                 session_id="c1")
+    item = next(i for i in loaded.items if i.entry.id == written.id)
+    assert "mem decompress" not in item.text and "Full text in" not in item.text and item.text.strip()
+    assert "mem decompress" not in loaded.markdown()
