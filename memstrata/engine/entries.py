@@ -168,6 +168,15 @@ class Entries:
                 return self.resolve(found[0])
             if found:
                 raise InvalidInput(f"{ref} is the start of several ids ({', '.join(found)} ...); give more of it")
+        try:
+            trashed = trash.find(self.root, ref)
+        except (NotFound, InvalidInput, OSError):
+            trashed = None
+        if trashed is not None:
+            raise NotFound(f"{ref} is in the trash ({trashed.title or trashed.trashed_from}): "
+                           f"`mem restore {trashed.id}` brings it back")
+        if len(ref) < MIN_ID_PREFIX:
+            raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
         raise NotFound(f"no entry with id {ref}")
 
     def read(self, ref: str, *, count_access: bool = True) -> Entry:

@@ -120,7 +120,11 @@ def test_a_hand_made_entry_gets_an_id_and_can_be_deleted_and_restored(tmp_path, 
     (m.root / "music" / "guitar.md").write_text("Practise scales every morning.\n", encoding="utf-8")
     (entry,) = [e for e in m.list() if e.category == "music"]
     assert entry.id and "id: " + entry.id in (m.root / "music" / "guitar.md").read_text(encoding="utf-8")
+    with pytest.raises(NotFound, match="at least 4 characters"):
+        m.read(entry.id[:3])
     m.delete(entry.id)
+    with pytest.raises(NotFound, match=f"in the trash .*mem restore {entry.id}"):
+        m.read(entry.id)
     restored = m.restore(entry.id)
     assert restored.id == entry.id and m.read(entry.id, count_access=False).body == "Practise scales every morning.\n"
     (m.root / "music" / "bass.md").write_text("Walking bass lines.\n", encoding="utf-8")
