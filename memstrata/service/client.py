@@ -343,6 +343,17 @@ def request(message: dict, timeout: float = 10.0, folder: str | None = None) -> 
         sock.close()
 
 
+def code_home() -> str:
+    """Where this process's memstrata code lives: a service answers only the clients of its own
+    install (another checkout or venv may be another version with other rules and formats)."""
+    import memstrata
+
+    return os.path.realpath(os.path.dirname(os.path.abspath(memstrata.__file__)))
+
+
+_OTHER_INSTALL: list[str] = []  # set when the user's service belongs to another install (then none is started)
+
+
 def forward(argv: list[str], root: str, folder: str | None = None) -> int | None:
     """Run `argv` (addressing the tree `root`) in the user's service. The exit code, or None
     when the call must run here."""
@@ -357,7 +368,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
     except OSError:
         sock.close()
         return None
-    message = {"op": "run", "v": PROTOCOL, "root": root, "argv": argv, "cwd": cwd, "umask": umask, "env": _forwarded_env(),
+    message = {"op": "run", "v": PROTOCOL, "code": code_home(), "root": root, "argv": argv, "cwd": cwd, "umask": umask,
+               "env": _forwarded_env(),
                "enc": {"stdin": getattr(sys.stdin, "encoding", None) or "utf-8",
                        "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
                        "stderr_errors": getattr(sys.stderr, "errors", None) or "backslashreplace"},
@@ -372,6 +384,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
         if first is None or first.get("t") != "started":
             if first is not None and first.get("t") == "exit":
                 return int(first.get("code", 1))
+            if first is not None and first.get("t") == "other-install":
+                _OTHER_INSTALL.append(str(first.get("code")))
             return None  # nothing ran: do it in-process
         sock.settimeout(None)  # the command may take as long as it takes (an import, a sync)
         last = lines.next()
@@ -454,6 +468,7 @@ def run(argv: list[str]) -> int | None:
         # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).
         spawn(root, wait_pid=os.getpid())
         return 0
-    if command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv and not _under_test():
+    if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
+            and not _under_test() and not _OTHER_INSTALL):
         spawn(root, wait_pid=os.getpid())
     return None

@@ -306,6 +306,10 @@ class Service:
                 threading.Thread(target=self.open_root, args=(root,), name="open", daemon=True).start()
                 _reply(conn, {"t": "opening", "root": root, "pid": os.getpid()})
             elif op == "run":
+                if message.get("code") != client.code_home():
+                    # a client of another install (checkout, venv, version): it runs the call itself
+                    _reply(conn, {"t": "other-install", "code": client.code_home()})
+                    return
                 if self._code_changed():
                     # New code on disk (an upgrade, an edit): this process would run the old
                     # code. The caller runs the call itself; the next heavy call starts a fresh service.
@@ -418,5 +422,5 @@ class Service:
                 "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
                 "active": max(0, self.active - 1), "warm": self.warm.is_set(),
                 "idle_minutes": None if self.idle_seconds is None else self.idle_seconds / 60,
-                "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "roots": roots,
+                "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "roots": roots, "code": client.code_home(),
                 "pooled_memories": POOL.size(), "per_thread_cwd": service_threads.per_thread_cwd()}

@@ -153,13 +153,26 @@ def test_a_folder_that_is_not_a_tree_is_refused(trees, tmp_path):
     sock = client.connect(RUN)
     fds = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
     try:
-        client.send_message(sock, {"op": "run", "v": client.PROTOCOL, "root": str(plain), "argv": ["init"],
-                                   "cwd": str(tmp_path), "umask": 0o077, "env": {}, "enc": {}, "term": None}, fds)
+        client.send_message(sock, {"op": "run", "v": client.PROTOCOL, "code": client.code_home(), "root": str(plain),
+                                   "argv": ["init"], "cwd": str(tmp_path), "umask": 0o077, "env": {}, "enc": {},
+                                   "term": None}, fds)
         assert client._Lines(sock).next()["t"] == "refused"
+    finally:
+        sock.close()
+    # a client of another install (another checkout or venv) is told so and runs the call itself
+    sock = client.connect(RUN)
+    try:
+        client.send_message(sock, {"op": "run", "v": client.PROTOCOL, "code": "/elsewhere/memstrata", "root": str(a),
+                                   "argv": ["write", "from another install", "-c", "notes"], "cwd": str(tmp_path),
+                                   "umask": 0o077, "env": {}, "enc": {}, "term": None}, fds)
+        answer = client._Lines(sock).next()
+        assert answer == {"t": "other-install", "code": client.code_home()}
     finally:
         sock.close()
         for fd in fds:
             os.close(fd)
+    assert status()["code"] == client.code_home()
+    assert not any("from another install" in p.read_text() for p in a.rglob("*.md"))
     assert str(plain.resolve()) not in open_roots()
     assert list(plain.iterdir()) == []  # nothing written there
 
