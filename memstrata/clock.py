@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 from memstrata.errors import InvalidInput
 
@@ -67,3 +67,17 @@ def format_datetime(dt: datetime | None) -> str | None:
 def days_between(earlier: datetime, later: datetime) -> float:
     """Whole and fractional days from earlier to later (never negative)."""
     return max(0.0, (later - earlier).total_seconds() / 86400.0)
+
+
+def parse_until(value) -> datetime:
+    """The end of a range given by `value`: a date alone (2026-12-01, or a date object) means the
+    whole day, up to its last microsecond (UTC); anything with a time is that moment."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return parse_datetime(value) + timedelta(days=1) - timedelta(microseconds=1)
+    if isinstance(value, str) and len(value.strip()) == 10 and value.strip()[4:5] == "-":
+        start = parse_datetime(value)
+        if (start.hour, start.minute, start.second, start.microsecond) == (0, 0, 0, 0):
+            return start + timedelta(days=1) - timedelta(microseconds=1)
+        return start
+    return parse_datetime(value)
+

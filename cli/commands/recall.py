@@ -40,7 +40,7 @@ def recall(
     status: Annotated[Optional[str], typer.Option("--status", help="active, archived or expired.")] = None,
     tag: Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="Required tag (repeatable).")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Written on or after this date (ISO 8601).")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="Written on or before this date (ISO 8601).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Written on or before this date (ISO 8601; a date alone includes that whole day, UTC).")] = None,
     strategy: Annotated[str, typer.Option("--strategy", help="auto, hybrid, vector, text, grep or index.")] = "auto",
     explain: Annotated[bool, typer.Option("--explain", help="Show the signals that ranked each result.")] = False,
     min_relevance: Annotated[Optional[float], typer.Option("--min-relevance",

@@ -286,7 +286,7 @@ class Recall:
         return Filters(category=validate_category(category) if category else None, tier=tier or None,
                        status=status or None, tags=clean_tags(tags) or None,
                        since=clock.parse_datetime(since) if since else None,
-                       until=clock.parse_datetime(until) if until else None)
+                       until=clock.parse_until(until) if until else None)
 
     def _scope(self, filters) -> list[Entry]:
         entries = self.entries.list(filters.category, filters.tier, filters.status, filters.tags)

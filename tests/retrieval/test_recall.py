@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 
 from memstrata import Memory
 
@@ -246,3 +247,13 @@ def test_a_new_process_starts_from_the_cached_statistics(mem):
     assert fresh.recall("postgres transactions").ids[0] == first.ids[0] == ids["db"]
     (mem.root / ".vectors" / stats_cache.CACHE_FILE).write_bytes(b"not a cache")  # damaged: counted again
     assert Memory(mem.root, embedder=mem.embedder).recall("postgres transactions").ids[0] == ids["db"]
+
+
+@pytest.mark.parametrize("strategy", ["auto", "text", "grep"])
+def test_until_a_date_includes_that_whole_day(mem, strategy):
+    mem.write("Vendor follow up on the licence renewal.", title="Vendor", category="work",
+              created="2026-12-01T15:30:00Z")
+    assert mem.recall("vendor licence", until="2026-12-01", strategy=strategy, min_relevance=0).ids
+    assert not mem.recall("vendor licence", until="2026-11-30", strategy=strategy, min_relevance=0).ids
+    assert not mem.recall("vendor licence", until="2026-12-01T15:00:00Z", strategy=strategy, min_relevance=0).ids
+    assert mem.recall("vendor licence", since="2026-12-01", strategy=strategy, min_relevance=0).ids
