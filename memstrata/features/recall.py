@@ -155,9 +155,13 @@ class Recall:
         if todo.model_changed and len(todo.embed) > settings.recall_sync_max:
             notes.append(f"the index was built with another model; run `mem sync` to re-embed ({len(todo.embed)} entries)")
             return "model"
-        if todo.embed and embedder is None:
-            notes.append(f"{len(todo.embed)} entries changed since the index was built and the model cannot load")
-            return "stale"
+        if todo.embed and embedder is None:  # a text-only recall: the model is loaded for the changed entries only
+            try:
+                embedder = self.state.model()
+            except _model_unavailable():
+                notes.append(f"{len(todo.embed)} entries changed since the index was built and the model cannot load")
+                return "stale"
+            name, dim = embedder.name, embedder.dim
         if len(todo.embed) > settings.recall_sync_max:
             notes.append(f"{len(todo.embed)} entries changed since the index was built (run `mem sync`)")
             return "stale"

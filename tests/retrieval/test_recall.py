@@ -257,3 +257,15 @@ def test_until_a_date_includes_that_whole_day(mem, strategy):
     assert not mem.recall("vendor licence", until="2026-11-30", strategy=strategy, min_relevance=0).ids
     assert not mem.recall("vendor licence", until="2026-12-01T15:00:00Z", strategy=strategy, min_relevance=0).ids
     assert mem.recall("vendor licence", since="2026-12-01", strategy=strategy, min_relevance=0).ids
+
+
+def test_a_text_recall_indexes_a_hand_made_file_first(mem):
+    """--strategy text needs no model to answer, but a changed file is indexed before it answers
+    (it used to fall back to grep, saying the model could not load)."""
+    mem.write("alpha zqkeepword apple", title="a", category="notes")
+    (mem.root / "notes" / "hand.md").write_text("---\ntitle: hand\n---\nhand zqhandword\n", encoding="utf-8")
+    fresh = Memory(mem.root, embedder=mem.embedder)
+    kept = fresh.recall("zqkeepword", strategy="text", min_relevance=0)
+    assert kept.strategy == "text" and kept.results[0].title == "a"
+    assert not any("cannot load" in n for n in kept.notes)
+    assert fresh.recall("zqhandword", strategy="text", min_relevance=0).results[0].title == "hand"
