@@ -21,7 +21,9 @@ EN_COLUMN = "text_en"
 CJK_COLUMN = "text_cjk"
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+# A hyphen splits a word ("postgres-15", "follow-up", "gpt-4o-mini"): each part is found by itself,
+# as LanceDB's own tokenizer splits them.
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’]*")
 
 # Words that carry no topic in a query (question words, auxiliaries, pronouns, fillers) and
 # the English stop words: removed from the lexical query and from feedback terms.
@@ -98,7 +100,7 @@ def entry_part(column_text: str, tags: list | None) -> str:
 
 
 def words(text: str) -> list[str]:
-    return [w.strip("'’-") for w in _WORD.findall(text or "") if w.strip("'’-")]
+    return [w.strip("'’") for w in _WORD.findall(text or "") if w.strip("'’")]
 
 
 def query_terms(query: str) -> list[str]:

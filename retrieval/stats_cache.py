@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
-FORMAT = 1
+FORMAT = 2  # 2: words split at hyphens (lexical.words)
 _COLUMNS = ("hash", "created", "tags", "path", "category")
 
 

@@ -269,3 +269,12 @@ def test_a_text_recall_indexes_a_hand_made_file_first(mem):
     assert kept.strategy == "text" and kept.results[0].title == "a"
     assert not any("cannot load" in n for n in kept.notes)
     assert fresh.recall("zqhandword", strategy="text", min_relevance=0).results[0].title == "hand"
+
+
+def test_hyphenated_words_are_found_by_their_parts(mem):
+    mem.write("We upgraded the cluster to postgres-15 last week.", title="Upgrade", category="ops")
+    mem.write("Schedule a follow-up with the vendor about gpt-4o-mini pricing.", title="Vendor", category="ops")
+    for query, title in (("postgres", "Upgrade"), ("postgres-15", "Upgrade"), ("follow up vendor", "Vendor"),
+                         ("mini pricing", "Vendor")):
+        hits = mem.recall(query, strategy="text", min_relevance=0).results
+        assert hits and hits[0].title == title, query
