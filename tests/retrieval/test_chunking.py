@@ -51,3 +51,32 @@ def test_each_distinct_text_is_embedded_once(embedder):
     np.testing.assert_allclose(vectors[0], vectors[2])
     np.testing.assert_allclose(vectors, embedder.embed(texts), atol=1e-6)
     assert len(embed_distinct(counting, [])) == 0
+
+
+def test_only_entries_of_enough_words_get_sentence_chunks(embedder):
+    def kinds(body, min_words):
+        return [c.kind for c in chunking.chunk_entry("", body, embedder.count_tokens, embedder.max_tokens, 32, 48,
+                                                     min_words)]
+
+    short = "We picked Postgres for billing. MySQL lost on replication."  # 9 words
+    assert kinds(short, 0) == ["entry", "sentence", "sentence"]
+    assert kinds(short, 15) == ["entry"]
+    assert kinds(short, 9) == ["entry", "sentence", "sentence"]
+    chinese = "我们为账单服务选择了数据库。另一个数据库在复制上输了。"  # no spaces: its words are not counted
+    assert kinds(chinese, 15) == ["entry", "sentence", "sentence"]
+
+
+def test_sentence_min_words_is_a_setting(mem):
+    from memstrata.storage.config import Settings
+
+    assert Settings().chunk_sentence_min_words == 15
+    mem.write("We picked Postgres for billing. MySQL lost on replication.", title="DB", category="work")
+
+    def kinds():
+        table = mem._recall.state.vector_index().table()
+        return table.search().select(["kind"]).limit(None).to_arrow().column("kind").to_pylist()
+
+    assert kinds() == ["entry"]
+    mem.config_set("chunk_sentence_min_words", "0")
+    mem.write("We deploy with Argo CD. Releases go out every Tuesday.", title="Deploy", category="work")
+    assert kinds().count("sentence") == 2
