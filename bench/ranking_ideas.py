@@ -79,6 +79,9 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
                    nb_text_g=(has * (_at(text, prev) + _at(text, nxt)))[cand])
     if idea == "entxt":
         out.update(ent_text=(ent * text)[cand], ent_cos=(ent * cos)[cand])
+    if idea == "adjtraw":  # the adjacent entries' raw text match alone
+        t2 = np.minimum(text, 2)
+        out.update(ptxt_raw=_at(t2, prev)[cand], ntxt_raw=_at(t2, nxt)[cand])
     if idea == "qinter":
         mc, mt = float(np.max(cos[cand])), float(np.max(np.minimum(text[cand], 2)))
         out.update(cos_mt=cos[cand] * mt, text_mc=text[cand] * mc, text_mt=text[cand] * mt, cos_mc=cos[cand] * mc)
@@ -109,7 +112,7 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
 
         rng = np.random.default_rng(zlib.crc32(f"{idea} {q['query']}".encode()))
         out.update(rand=rng.random(len(cand)))
-    if idea in ("adj", "adjcap", "adjprod", "adjcap2"):
+    if idea in ("adj", "adjcap", "adjprod", "adjce"):
         def pair(v):
             a, b = _at(v, prev), _at(v, nxt)
             if idea == "adjcap":
@@ -118,7 +121,11 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
                 a, b = a * v, b * v
             return a, b
         for nm, v in (("cos", cos), ("txt", np.minimum(text, 2)), ("ent", ent)):
-            a, b = pair(v)
+            if idea == "adjce" and nm == "txt":
+                continue
+            a, b = pair(v if idea != "adjce" else v)
+            if idea == "adjce":
+                a, b = np.minimum(a, v), np.minimum(b, v)
             out[f"p{nm}"], out[f"n{nm}"] = a[cand], b[cand]
     if idea == "textsq":
         out.update(text2=np.minimum(text, 2)[cand] ** 2)
