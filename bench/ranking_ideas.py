@@ -1,6 +1,7 @@
 """Measure ranking ideas offline, by leave-one-conversation-out, on bench/ranking_cache.py's cache.
 
     python bench/ranking_ideas.py FILE.pkl [IDEA[+IDEA...] ...]   # e.g. "" rand1 adjcap adjcap+rand1
+    python bench/ranking_ideas.py FILE.pkl "" --fit softmax      # another way to fit (FITS, trees2/3)
 
 Each idea is a set of extra candidate features added to scoring.ranker.FEATURES; the ranker is
 fitted as bench/fit_ranking.py fits it (pairwise logistic, monotone in the text match,
@@ -163,27 +164,120 @@ def names_of(cache, ideas):
     return names
 
 
-def loco(folds, names):
+def softmax_fit(b, l2=1.0, iters=200, lr=0.05):
+    """Listwise: softmax over each question's candidates, the evidence as the target (Adam)."""
+    x, y, _ = b
+    scale = x.reshape(-1, x.shape[2]).std(0) + 1e-9
+    valid = y.sum(1) > 0
+    xs, yy = x[valid] / scale, y[valid]
+    target = yy / yy.sum(1, keepdims=True)
+    w, m, v = np.zeros(x.shape[2]), np.zeros(x.shape[2]), np.zeros(x.shape[2])
+    for t in range(1, iters + 1):
+        s = xs @ w
+        p = np.exp(s - s.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        g = np.einsum("qc,qcf->f", p - target, xs) / len(xs) + l2 * w / len(xs)
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        w -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+    return w / scale
+
+
+def smooth_fit(b, l2=1e-2, steps=300, lr=0.01):
+    """A smoothed recall@10 (sigmoid ranks) maximised by Adam from the pairwise fit (torch)."""
+    import torch
+
+    x, y, n = b
+    valid = y.sum(1) > 0
+    X, Y = torch.tensor(x[valid]), torch.tensor(y[valid])
+    N = torch.tensor(n[valid], dtype=torch.float64)
+    pad = torch.tensor(x[valid][:, :, 0] == 0)
+    scale = x.reshape(-1, x.shape[2]).std(0) + 1e-9
+    w0 = fr.fit_pairwise(b) * scale
+    w0 = w0 / np.std(x.reshape(-1, x.shape[2]) / scale @ w0)
+    w = torch.tensor(w0, requires_grad=True)
+    opt = torch.optim.Adam([w], lr=lr)
+    for _ in range(steps):
+        s = ((X / torch.tensor(scale)) @ w).masked_fill(pad, -1e4)
+        rank = 0.5 + torch.sigmoid((s[:, None, :] - s[:, :, None]) / 0.1).sum(2)
+        loss = -((torch.sigmoid(10.5 - rank) * Y).sum(1) / N).mean() + l2 * (w ** 2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return fr.project(w.detach().numpy() / scale)
+
+
+def bagged(b, fitter=None, count=10, seed=0):
+    """The mean of `count` fits on bootstrap samples of the questions."""
+    x, y, n = b
+    rng = np.random.default_rng(seed)
+    ws = []
+    for _ in range(count):
+        i = rng.integers(0, len(x), len(x))
+        w = (fitter or fr.fit)((x[i], y[i], n[i]))
+        ws.append(w / max(np.abs(w).max(), 1e-9))
+    return fr.project(np.mean(ws, 0))
+
+
+FITS = {  # name -> fitter(batch) -> weights
+    "ship": lambda b: fr.fit(b), "pairwise": lambda b: fr.project(fr.fit_pairwise(b)),
+    "l2=10": lambda b: fr.ascent(b, fr.fit_pairwise(b, l2=10)), "l2=100": lambda b: fr.ascent(b, fr.fit_pairwise(b, l2=100)),
+    "neg20": lambda b: fr.ascent(b, fr.fit_pairwise(b, negatives=20)),
+    "neg100": lambda b: fr.ascent(b, fr.fit_pairwise(b, negatives=100)),
+    "ascent1": lambda b: fr.ascent(b, fr.fit_pairwise(b), rounds=1),
+    "softmax": lambda b: fr.project(softmax_fit(b)), "softmax+ascent": lambda b: fr.ascent(b, softmax_fit(b)),
+    "smooth=0.001": lambda b: smooth_fit(b, l2=1e-3), "smooth=0.003": lambda b: smooth_fit(b, l2=3e-3),
+    "smooth=0.01": lambda b: smooth_fit(b, l2=1e-2), "smooth=0.03": lambda b: smooth_fit(b, l2=3e-2),
+    "bag": lambda b: bagged(b), "bag1": lambda b: bagged(b, seed=1),
+}
+
+
+def trees_recall(train, test, depth):
+    """Pointwise gradient-boosted trees (scikit-learn), for comparison: recall@10 per test question."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    tx, ty, _ = train
+    keep = tx[:, :, 0] != 0
+    clf = HistGradientBoostingClassifier(max_depth=depth, max_iter=100 * (depth - 1), learning_rate=0.05,
+                                         random_state=0)
+    clf.fit(tx[keep], ty[keep])
+    x, y, n = test
+    s = clf.predict_proba(x.reshape(-1, x.shape[2]))[:, 1].reshape(x.shape[:2])
+    s[x[:, :, 0] == 0] = -1
+    top = np.argsort(-s, axis=1, kind="stable")[:, :10]
+    return np.take_along_axis(y, top, 1).sum(1) / n
+
+
+def loco(folds, names, fit="ship"):
     fr._features = lambda: names
     held = []
     per = []
     for name in folds:
         train = fr.stack([r for other in folds if other != name for r in folds[other]])
         test = fr.stack(folds[name])
-        r = fr.recall_at_10(test, fr.fit(train))
+        if fit.startswith("trees"):
+            r = trees_recall(train, test, int(fit[-1]))
+        else:
+            r = fr.recall_at_10(test, FITS[fit](train))
         held += list(r)
         per.append(r.mean())
     return float(np.mean(held)), per
 
 
 def main():
-    cache = pickle.load(open(sys.argv[1], "rb"))
-    for spec in sys.argv[2:] or [""]:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cache")
+    ap.add_argument("ideas", nargs="*", default=[""])
+    ap.add_argument("--fit", default="ship", help=f"{', '.join(FITS)}, trees2, trees3")
+    args = ap.parse_args()
+    cache = pickle.load(open(args.cache, "rb"))
+    for spec in args.ideas:
         ideas = [i for i in spec.split("+") if i]
         names = names_of(cache, ideas)
-        score, per = loco(batch(cache, names, ideas), names)
-        print(f"{spec or 'shipped features'}: LOCO recall@10 {score:.4f} ({' / '.join(f'{p:.3f}' for p in per)})",
-              flush=True)
+        score, per = loco(batch(cache, names, ideas), names, args.fit)
+        print(f"{spec or 'shipped features'} ({args.fit}): LOCO recall@10 {score:.4f} "
+              f"({' / '.join(f'{p:.3f}' for p in per)})", flush=True)
 
 
 if __name__ == "__main__":
