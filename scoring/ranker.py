@@ -67,3 +67,12 @@ def rank(x: np.ndarray, weights: dict | None = None) -> np.ndarray:
     """The ranker's score of each row of a feature matrix."""
     weights = WEIGHTS if weights is None else weights
     return x @ np.array([weights.get(name, 0.0) for name in FEATURES])
+
+
+def status_scaled(score: np.ndarray, inactive: np.ndarray | None, factor: float) -> np.ndarray:
+    """The ranker's scores with an inactive (archived, expired) entry's lowered as the fusion lowers
+    it (times `factor` when positive; a negative score moves down by the same share): its features
+    do not see the status, so without this an archived copy could outrank the active one."""
+    if inactive is None or not inactive.any():
+        return score
+    return np.where(inactive, score - (1.0 - factor) * np.abs(score), score)
