@@ -2,6 +2,7 @@
 
     python bench/locomo.py            # all five conversations, prints a Markdown table
     python bench/locomo.py --only 26 --reuse DIR   # keep/reuse trees in DIR (skip re-embedding)
+    python bench/locomo.py --reuse DIR --set chunk_sentence_min_words=25   # trees built with a setting
 
 Data: ../shared/bench/locomo relative to the repository (see its README; research data,
 cite Maharana et al., ACL 2024). Each turn becomes one entry ("speaker: text" plus the
@@ -70,7 +71,7 @@ def questions_of_built_trees(description: str, argv=None) -> tuple[Path, dict]:
     return Path(args.reuse), {f.stem: load(f)[1] for f in sorted(Path(args.data).glob("*.json"))}
 
 
-def build(root: Path, lines: list[dict], reuse: bool):
+def build(root: Path, lines: list[dict], reuse: bool, settings: dict | None = None):
     from memstrata import Memory
 
     m = Memory(root)
@@ -79,6 +80,8 @@ def build(root: Path, lines: list[dict], reuse: bool):
         return m, 0.0
     m.init()
     m.config_set("secrets", "warn")
+    for key, value in (settings or {}).items():
+        m.config_set(key, value)
     src = root.parent / f"{root.name}.jsonl"
     src.write_text("\n".join(json.dumps(x) for x in lines))
     t = time.perf_counter()
@@ -154,7 +157,10 @@ def main(argv=None):
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--only", action="append", help="conversation id (repeatable)")
     ap.add_argument("--reuse", help="folder to keep the trees in and reuse them across runs")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting (config.md) of the trees built (repeatable)")
     args = ap.parse_args(argv)
+    settings = dict(s.split("=", 1) for s in args.set)
     files = sorted(Path(args.data).glob("*.json"))
     if args.only:
         files = [f for f in files if f.stem in args.only]
@@ -165,7 +171,7 @@ def main(argv=None):
     all_rows, all_times, build_s = [], [], 0.0
     for f in files:
         lines, questions = load(f)
-        m, secs = build(base / f"conv{f.stem}", lines, reuse=bool(args.reuse))
+        m, secs = build(base / f"conv{f.stem}", lines, reuse=bool(args.reuse), settings=settings)
         build_s += secs
         rows, times = evaluate(m, questions)
         all_rows += rows

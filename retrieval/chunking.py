@@ -56,19 +56,22 @@ def _is_cjk_heavy(text: str) -> bool:
 
 
 def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_tokens: int,
-                max_sentences: int) -> list[Chunk]:
+                max_sentences: int, sentence_min_words: int = 0) -> list[Chunk]:
     """The chunks of an entry.
 
     - chunk 0: title + body (the model truncates it to its window; stored as given);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
-      diluted by the rest of the entry;
+      diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
+      (mostly CJK text excepted: its words are not counted by spaces) gets none;
     - when the entry does not fit the window: windows of whole sentences that fit it,
       overlapping by about `overlap_tokens`, each starting with the title.
     """
     full = entry_text(title, body)
     chunks = [Chunk(0, "entry", full)]
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
+    if sentence_min_words and len(full.split()) < sentence_min_words and not _is_cjk_heavy(full):
+        sents = []
     # A body of one sentence is the entry: its sentence chunk would repeat chunk 0 (title aside).
     if len(sents) > 1 or (len(sents) == 1 and _norm(sents[0]) not in (_norm(full), _norm(" ".join(sentences(body))))):
         for s in sents[:max_sentences]:

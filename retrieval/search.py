@@ -222,7 +222,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     fused = score  # the relevance model reads the fused score (one scale with or without the ranker)
     if qv is not None and dense:
         score, whole = _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure,
-                                weights, _signals_out, rerank=not cjk_share)
+                                weights, _signals_out, rerank=not cjk_share, inactive=inactive)
     order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
@@ -277,7 +277,7 @@ def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, 
 
 
 def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
-             signals_out=None, rerank: bool = True):
+             signals_out=None, rerank: bool = True, inactive=None):
     """The fused ranking's top candidates ordered again by the learned ranker (scoring.ranker);
     the other entries drop out (-inf). Also returns each candidate's whole-entry cosine by position.
     Without `rerank` (a query with CJK text: the bundled model is English) the fused order stays.
@@ -306,7 +306,7 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
     if not rk.WEIGHTS:
         return score, by_pos
     out = np.full(len(score), -np.inf)
-    out[cand] = rk.rank(x)
+    out[cand] = rk.status_scaled(rk.rank(x), None if inactive is None else inactive[cand], weights.archived_factor)
     return out, by_pos
 
 

@@ -205,7 +205,8 @@ class VectorIndex(FrameCache):
         before = self.previous_texts(entries) if s.chunk_context else {}
         for e in entries:
             chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
-                                          s.chunk_overlap_tokens, s.chunk_max_sentences)
+                                          s.chunk_overlap_tokens, s.chunk_max_sentences,
+                                          s.chunk_sentence_min_words)
             prev = before.get(row_id(e))
             if prev:
                 chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))

@@ -47,6 +47,7 @@ class Settings:
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
     chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks (0: none)
+    chunk_sentence_min_words: int = 15  # only entries of at least this many words get sentence chunks (0: all; mostly CJK text: always; bench/locomo.py --set)
     chunk_context: bool = True       # also embed each entry with the one written just before it (same category, same sitting)
     recall_candidates: int = 100     # rows each of the vector and full-text searches return
     recall_relative_relevance: float = 0.1  # ... and below this share of the best hit's relevance (a weak tail)
@@ -114,7 +115,7 @@ _RANGES = {
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
-    "split_threshold": (1, 1_000_000), "chunk_max_sentences": (0, 10_000), "recall_text_candidates": (1, 100_000),
+    "split_threshold": (1, 1_000_000), "chunk_max_sentences": (0, 10_000), "chunk_sentence_min_words": (0, 100_000), "recall_text_candidates": (1, 100_000),
     "recall_feedback_docs": (1, 1000), "recall_feedback_terms": (1, 1000), "compress_key_points": (1, 1000),
     "summary_sentences": (1, 1000), "max_entry_bytes": (0, 8 * 1024 * 1024), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
 }

@@ -83,3 +83,32 @@ def test_a_pooled_whole_entry_vector_is_the_mean_of_its_sentences(mem):
     np.testing.assert_allclose(rows[0]["vector"], mean / np.linalg.norm(mean), atol=1e-6)
     assert [r["kind"] for r in rows][:2] == ["entry", "sentence"]
     np.testing.assert_allclose(sentences[0], mem.embedder.embed([rows[1]["text"]])[0], atol=1e-5)
+
+
+def test_only_entries_of_enough_words_get_sentence_chunks(embedder):
+    def kinds(body, min_words):
+        return [c.kind for c in chunking.chunk_entry("", body, embedder.count_tokens, embedder.max_tokens, 32, 48,
+                                                     min_words)]
+
+    short = "We picked Postgres for billing. MySQL lost on replication."  # 9 words
+    assert kinds(short, 0) == ["entry", "sentence", "sentence"]
+    assert kinds(short, 15) == ["entry"]
+    assert kinds(short, 9) == ["entry", "sentence", "sentence"]
+    chinese = "我们为账单服务选择了数据库。另一个数据库在复制上输了。"  # no spaces: its words are not counted
+    assert kinds(chinese, 15) == ["entry", "sentence", "sentence"]
+
+
+def test_sentence_min_words_is_a_setting(mem):
+    from memstrata.storage.config import Settings
+
+    assert Settings().chunk_sentence_min_words == 15
+    mem.write("We picked Postgres for billing. MySQL lost on replication.", title="DB", category="work")
+
+    def kinds():
+        table = mem._recall.state.vector_index().table()
+        return table.search().select(["kind"]).limit(None).to_arrow().column("kind").to_pylist()
+
+    assert kinds() == ["entry"]
+    mem.config_set("chunk_sentence_min_words", "0")
+    mem.write("We deploy with Argo CD. Releases go out every Tuesday.", title="Deploy", category="work")
+    assert kinds().count("sentence") == 2

@@ -148,3 +148,12 @@ def test_a_chinese_query_is_judged_on_its_words(mem):
         mem.write(body, title=title, category="zh")
     assert [h.title for h in mem.recall("深色模式").results][:1] == ["深色模式"]
     assert mem.recall("晚上吃什么好").results == []
+
+
+def test_the_ranker_lowers_inactive_entries_as_the_fusion_does():
+    from memstrata.scoring import ranker
+
+    score = np.array([1.0, 1.0, -0.5, -0.5])
+    out = ranker.status_scaled(score, np.array([False, True, False, True]), 0.5)
+    assert list(out) == [1.0, 0.5, -0.5, -0.75]
+    assert ranker.status_scaled(score, None, 0.5) is score
