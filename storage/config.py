@@ -32,7 +32,7 @@ class Settings:
     promote_max: int = 50            # at most this many promotions per run
     promote_keep_important: bool = True  # important/high entries keep their tier when promoting
     autoload_budget: int = 2000      # tokens, counted with the model's tokenizer
-    autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its score >= this share of the best
+    autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its relevance >= this share of the best hit's
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.75       # same tags + this similarity = same subject
     conflict_title_similarity: float = 0.6  # same title + this similarity = same subject (else two memories)

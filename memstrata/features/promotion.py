@@ -222,7 +222,8 @@ class Promotion:
                 body = full.body
                 settings = self.state.settings
                 for chunk in chunk_entry(full.title, body, embedder.count_tokens, embedder.max_tokens,
-                                         settings.chunk_overlap_tokens, settings.chunk_max_sentences):
+                                         settings.chunk_overlap_tokens, settings.chunk_max_sentences,
+                                         settings.chunk_sentence_min_words):
                     texts.append(chunk.text or entry_text(full.title, body))
                     owners.append(e.id)
             if texts:
@@ -280,10 +281,15 @@ class Promotion:
                       else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
             result.notes += list(answer.notes)
-            best = max((float(h.score) for h in answer.results), default=0.0)
+            # judged by the calibrated relevance (a probability: the ranker's scores have no fixed
+            # sign or scale); grep and index answers have none and keep their scores
+            def strength(hit) -> float:
+                return float(hit.relevance) if hit.relevance is not None else max(0.0, float(hit.score))
+
+            best = max((strength(h) for h in answer.results), default=0.0)
             floor = best * settings.autoload_min_relevance
             for hit in answer.results:
-                if hit.status == "expired" or float(hit.score) < floor or hit.id in already:
+                if hit.status == "expired" or strength(hit) < floor or hit.id in already:
                     continue
                 ranked.append((hit, "relevant", float(hit.score)))
         for source in (self.entries, shared) if hot else ():

@@ -69,3 +69,21 @@ def test_a_compressed_entry_reaches_the_agent_without_its_note_for_people(work, 
     item = next(i for i in loaded.items if i.entry.id == written.id)
     assert "mem decompress" not in item.text and "Full text in" not in item.text and item.text.strip()
     assert "mem decompress" not in loaded.markdown()
+
+
+def test_the_hook_leaves_out_hits_far_weaker_than_the_best(work):
+    """Hits that share only a name with the prompt (relevance several times below the best) stay
+    out of the context; the relevance, not the ranker's score, decides."""
+    for title, text in (("Deploy process", "Atlas deploys go through the staging cluster first."),
+                        ("Observability", "Atlas dashboards live in Grafana under the team folder."),
+                        ("Maria Chen", "Maria Chen is the tech lead of Atlas.")):
+        work.write(text, title=title, category="work", created="2026-10-01T10:00:00Z")
+    work.write("For Atlas billing we chose PostgreSQL because it has strong transactions and mature tooling.",
+               title="Atlas billing database", category="work", created="2026-11-25T10:00:00Z")
+    answer = work.recall("which database did we choose for Atlas billing and why?", k=10)
+    best = max(h.relevance for h in answer.results)
+    loaded = work.autoload("which database did we choose for Atlas billing and why?", hot=False, session_id="w")
+    titles = [i.entry.title for i in loaded.items]
+    assert titles[0] == "Atlas billing database"
+    strong = {h.title for h in answer.results if h.relevance >= 0.3 * best}
+    assert set(titles) == strong and len(strong) < len(answer.results)  # some weak hits were left out
