@@ -140,6 +140,15 @@ class Versions:
         """Write the current file text as a kept version (removed again if the save fails); its number."""
         path = self.root / current.path
         text = read_regular_text(path)
+        if current.is_compressed:
+            # a version is kept whole: the compressed file's stub would point at a sidecar the
+            # change is about to set aside, and a revert would bring back the stub
+            from memstrata.storage import codec
+            from memstrata.storage.sidecars import with_full_body
+
+            full = with_full_body(self.root, current)
+            if full.body != current.body:
+                text = codec.render(full.copy(layer="L0", full_content_file=None, summary=None))
         n = current.version
         kept = versions.list_snapshots(self.root, current.id)
         if n in kept and read_regular_text(kept[n]) != text:

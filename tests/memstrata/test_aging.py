@@ -266,6 +266,23 @@ def test_a_write_is_checked_against_the_full_text_of_a_compressed_entry(mem, mon
     assert changed.action in ("conflict", "near_duplicate") and changed.id == r.id
 
 
+def test_the_version_an_edit_keeps_of_a_compressed_entry_is_its_full_text(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    assert mem.resolve(r.id).layer == "L1"
+    mem.update(r.id, "We moved to MySQL after all.\n")
+    kept = mem.version(r.id, 1)
+    assert kept.body == EN_BODY and kept.layer == "L0"
+    mem.revert(r.id, to=1)
+    back = mem.resolve(r.id)
+    assert (back.body, back.layer, back.full_content_file) == (EN_BODY, "L0", None)
+    _at(monkeypatch, "2026-03-20")
+    mem.maintain()  # compressed again, from the full text
+    again = mem.resolve(r.id)
+    assert again.layer != "L0" and mem.decompress(r.id, show=True)["body"] == EN_BODY
+
+
 def test_missing_sidecar_is_reported_not_fatal(mem, monkeypatch):
     r = mem.write(EN_BODY, title="DB", category="projects")
     _at(monkeypatch, "2026-01-20")
