@@ -50,8 +50,8 @@ class TeamSync:
         vector index (`Recall.sync`, which re-embeds only changed text).
         """
         git = self.git
+        tree.require_initialised(self.root)  # first: git would fail in a missing folder as "not installed"
         git.require_repo(remote)
-        tree.require_initialised(self.root)
         git.protect_merges()
         machine = git.machine()
         branch = git.branch()

@@ -89,6 +89,11 @@ def test_sync_needs_a_git_tree(tmp_path):
     done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root", str(tmp_path / "plain")], capture_output=True,
                           text=True)
     assert done.returncode == 2 and done.stderr.startswith("mem: error: ") and done.stderr.count("\n") == 1
+    # no tree there at all: said so (it used to read "git is not installed")
+    missing = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root",
+                              str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert missing.returncode == 3 and "no memory tree" in missing.stderr and "not installed" not in missing.stderr
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_a_pulled_symlink_is_reported_and_never_followed(tmp_path, embedder):
