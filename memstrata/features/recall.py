@@ -151,6 +151,9 @@ class Recall:
         todo = sync.plan(index, name, dim, paths)
         if todo.empty and not todo.model_changed:
             return "in step"
+        if any(not e.id for e in todo.embed) and self.entries.give_ids():
+            # a file added by hand: its stable id first, so the hit carries the id `mem read` takes
+            todo = sync.plan(index, name, dim, paths)
         settings = self.state.settings
         if todo.model_changed and len(todo.embed) > settings.recall_sync_max:
             notes.append(f"the index was built with another model; run `mem sync` to re-embed ({len(todo.embed)} entries)")

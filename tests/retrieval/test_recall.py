@@ -278,3 +278,12 @@ def test_hyphenated_words_are_found_by_their_parts(mem):
                          ("mini pricing", "Vendor")):
         hits = mem.recall(query, strategy="text", min_relevance=0).results
         assert hits and hits[0].title == title, query
+
+
+def test_a_hand_made_file_is_found_under_the_id_read_takes(mem):
+    mem.write("Printers are on the third floor.", title="Office", category="notes")
+    (mem.root / "notes" / "printers.md").write_text("The printer client for floor 3 is CUPS.\n", encoding="utf-8")
+    hit = mem.recall("printer client floor 3", min_relevance=0).results[0]
+    assert not hit.id.startswith("path:")
+    assert mem.read(hit.id, count_access=False).body == "The printer client for floor 3 is CUPS.\n"
+    assert hit.id in {e.id for e in mem.list()}
