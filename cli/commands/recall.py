@@ -101,8 +101,8 @@ def recall(
 def _print(result, explain: bool) -> None:
     typer.echo(f"strategy: {result.strategy}" + (f" ({'; '.join(result.notes)})" if result.notes else ""))
     if result.nothing_relevant:
-        typer.echo(f"nothing relevant (best relevance {result.best_relevance:.2f}, below the cut-off "
-                   f"{result.min_relevance:.2f}; --min-relevance 0 shows everything)")
+        typer.echo(f"nothing relevant (best relevance {result.best_relevance:.4f}, below the cut-off "
+                   f"{result.min_relevance:g}; --min-relevance 0 shows everything)")
     elif not result.results:
         typer.echo("nothing relevant (no memory matched the query)")
     for n, hit in enumerate(result.results, 1):
