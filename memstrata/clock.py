@@ -70,14 +70,15 @@ def days_between(earlier: datetime, later: datetime) -> float:
 
 
 def parse_until(value) -> datetime:
-    """The end of a range given by `value`: a date alone (2026-12-01, or a date object) means the
-    whole day, up to its last microsecond (UTC); anything with a time is that moment."""
-    if isinstance(value, date) and not isinstance(value, datetime):
-        return parse_datetime(value) + timedelta(days=1) - timedelta(microseconds=1)
-    if isinstance(value, str) and len(value.strip()) == 10 and value.strip()[4:5] == "-":
-        start = parse_datetime(value)
-        if (start.hour, start.minute, start.second, start.microsecond) == (0, 0, 0, 0):
-            return start + timedelta(days=1) - timedelta(microseconds=1)
-        return start
-    return parse_datetime(value)
-
+    """The end of a range given by `value`: a date alone (2026-12-01, 20261201, or a date object)
+    means the whole day, up to its last microsecond (UTC); anything with a time is that moment."""
+    text = value.strip() if isinstance(value, str) else None
+    whole_day = (isinstance(value, date) and not isinstance(value, datetime)) or (
+        text is not None and (len(text) == 10 and text[4:5] == "-" or len(text) == 8 and text.isdigit()))
+    moment = parse_datetime(value)
+    if not whole_day or (moment.hour, moment.minute, moment.second, moment.microsecond) != (0, 0, 0, 0):
+        return moment
+    try:
+        return moment + timedelta(days=1) - timedelta(microseconds=1)
+    except OverflowError:  # the last day there is
+        return datetime.max.replace(tzinfo=timezone.utc)

@@ -107,11 +107,15 @@ class FrameCache:
         old = self._carry
         if old is None or old._texts is None or old is frame:
             return None
-        old_keys = old.text_keys()
-        reuse = []
-        for rid, key in zip(frame.ids, frame.text_keys()):
-            j = old.pos.get(rid)
-            reuse.append(j if j is not None and old_keys[j] == key else None)
+        try:
+            old_keys = old.text_keys()
+            reuse = []
+            for rid, key in zip(frame.ids, frame.text_keys()):
+                j = old.pos.get(rid)
+                reuse.append(j if j is not None and old_keys[j] == key else None)
+        except (IndexError, TypeError, ValueError):  # a cache that loaded but is not what it claims
+            self._carry = None
+            return None
         changed = sum(1 for j in reuse if j is None)
         return reuse if changed <= max(500, len(reuse) // 4) else None
 

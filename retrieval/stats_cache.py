@@ -43,6 +43,8 @@ def load(directory: Path, model: str | None):
         data = marshal.loads((Path(directory) / CACHE_FILE).read_bytes())
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model:
             return None
+        if not _consistent(data):
+            return None
         frame = Frame(-1, data["ids"], data["cols"])
         frame._texts = data["texts"]
         stats = lexical.TermStats.__new__(lexical.TermStats)
@@ -55,6 +57,29 @@ def load(directory: Path, model: str | None):
         return frame
     except (OSError, ValueError, EOFError, TypeError, KeyError):
         return None
+
+
+def _consistent(data: dict) -> bool:
+    """Every part of a loaded cache has the shape and types a full count makes (a damaged or
+    forged file is thrown away and counted again, never half used)."""
+    ids, texts, tf, length, cols = data["ids"], data["texts"], data["tf"], data["length"], data["cols"]
+    if not all(isinstance(x, list) for x in (ids, texts, tf, length)) or not isinstance(cols, dict):
+        return False
+    n = len(ids)
+    if not (len(texts) == len(tf) == len(length) == n) or len(set(ids)) != n:
+        return False
+    if any(not isinstance(cols.get(c), list) or len(cols[c]) != n for c in _COLUMNS):
+        return False
+    if not all(type(i) is str for i in ids) or not all(type(t) is str for t in texts):
+        return False
+    if not all(type(x) is int and x >= 0 for x in length) or not all(type(c) is dict for c in tf):
+        return False
+    if not all(type(k) is str and type(v) is int and v > 0 for c in tf for k, v in c.items()):
+        return False
+    if any(sum(c.values()) != x for c, x in zip(tf, length)):
+        return False
+    return all(isinstance(d, dict) and all(type(k) is str and type(v) is int and v >= 0 for k, v in d.items())
+               for d in (data["df"], data["fdf"]))
 
 
 def _postings_data(stats) -> dict | None:
@@ -83,6 +108,7 @@ def _postings_from(data, n: int):
         indices = np.frombuffer(data["indices"], dtype="<i4")
         values = np.frombuffer(data["data"], dtype="<f4")
         if (data["rows"] != n or len(vocab) != len(data["vocab"]) or len(indptr) != len(vocab) + 1
+                or not np.all(np.isfinite(values)) or np.any(values <= 0)
                 or indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(values)
                 or np.any(np.diff(indptr) < 0) or (len(indices) and (indices.min() < 0 or indices.max() >= n))):
             return None

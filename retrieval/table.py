@@ -12,7 +12,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-from memstrata.retrieval import chunking, lexical
+from memstrata.retrieval import chunking, lexical, stats_cache
 
 # Frame is imported from here too (stats_cache.py); META_COLUMNS are what the frame holds of each entry.
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache
@@ -170,6 +170,10 @@ class VectorIndex(FrameCache):
         db = self._connect()
         self._frame = None
         self._carry = None  # another model may chunk differently
+        try:
+            (self.dir / stats_cache.CACHE_FILE).unlink()  # derived from the old table: counted again
+        except OSError:
+            pass
         exists = (self.dir / f"{TABLE_NAME}.lance").is_dir()
         self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim),
                                       mode="overwrite" if exists else "create")

@@ -148,6 +148,8 @@ def _convert(key: str, raw, default):
         else:
             value = None
     except (TypeError, ValueError):
+        if isinstance(default, bool):
+            raise InvalidInput(f"setting {key} must be true or false, not {raw!r}") from None
         raise InvalidInput(f"setting {key} must be a {'whole number, 0 or more' if isinstance(default, int) else 'number'}"
                            f", not {raw!r}") from None
     if value is not None:

@@ -96,6 +96,13 @@ def _say_status(info: dict | None, folder: str, problem: str | None, busy: int |
     typer.echo(f"memory service: pid {info['pid']}, up {info['uptime_s']}s, {info['requests']} calls, "
                f"{'warm' if info['warm'] else 'warming up'}, rss {info['rss_mb']} MB "
                f"(peak {info['peak_rss_mb']} MB), {len(info['roots'])} tree(s) open")
+    code = info.get("code")
+    if code:
+        from memstrata.service.client import code_home
+
+        mine = code == code_home()
+        typer.echo(f"  code: {code}" + ("" if mine else f" (another install: this mem, {code_home()}, "
+                                                          "runs its calls in-process)"))
     for r in info["roots"]:
         closes = "never closes" if r["idle_close_minutes"] is None else f"closes after {r['idle_close_minutes']:g} min"
         entries = "?" if r["entries"] is None else r["entries"]

@@ -70,8 +70,8 @@ class Versions:
             return WriteResult(id=target.id, path=target.path, action="duplicate", version=target.version,
                                message=f"duplicate of {target.id}: the same content is stored already, nothing written",
                                related_id=target.id, similarity=sim)
-        if merge:
-            changed = self._folded(target, entry)
+        if merge:  # folded into the full original (the update step then leaves it uncompressed)
+            changed = self._folded(next(e for e, _ in pool if e.id == decision.target_id), entry)
             self.save.update(target, changed, note=f"merged: {versions.one_line(entry.body, entry.title)}")
             return WriteResult(id=changed.id, path=changed.path, action="merged", version=changed.version,
                                message=f"merged into {changed.id}: current v{changed.version}",

@@ -463,7 +463,7 @@ def run(argv: list[str]) -> int | None:
     code = forward(argv, root)
     if code is not None:
         return code
-    if command == "autoload" and "--hook" in argv and not _under_test():
+    if command == "autoload" and "--hook" in argv and not _under_test() and not _OTHER_INSTALL:
         # A prompt hook never waits for a cold start (seconds to load the model): it starts the
         # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).
         spawn(root, wait_pid=os.getpid())

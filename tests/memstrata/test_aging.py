@@ -403,3 +403,16 @@ def test_failed_step_leaves_entries_as_they_were(mem, monkeypatch, use_daily):
     report = mem.maintain()
     assert report.errors == [] and mem.resolve(a.id).status == "archived"
     assert mem.decompress(a.id, show=True)["body"] == EN_BODY
+
+
+def test_a_merge_into_a_compressed_entry_folds_into_its_full_text(mem, monkeypatch):
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    assert mem.resolve(r.id).layer == "L1"
+    added = EN_BODY.replace("Postgres", "Postgres 16")
+    merged = mem.write(added, title="DB", category="projects", merge=True)
+    assert merged.id == r.id and merged.action == "merged"
+    e = mem.resolve(r.id)
+    assert e.layer == "L0" and e.full_content_file is None
+    assert e.body.startswith(EN_BODY.rstrip()) and "mem decompress" not in e.body and "Postgres 16" in e.body

@@ -10,7 +10,7 @@ import pytest
 
 from memstrata import Memory
 from memstrata.cli.app import main as mem_main
-from memstrata.errors import NotFound
+from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage import codec, journal
 
 PY = sys.executable
@@ -107,6 +107,8 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     assert copied == {ids[p]: body for p, body in bodies.items()}
     # aging never cuts an adopted note's text: a year and a half later, maintain compresses nothing
     assert m.settings.compress_bodies is False
+    with pytest.raises(InvalidInput, match="must be true or false"):
+        m.config_set("compress_bodies", "maybe")
     monkeypatch.setenv("MEMSTRATA_NOW", "2028-06-01T10:00:00Z")
     report = Memory(folder, embedder=embedder).maintain()
     assert report.counts().get("retier") and not report.counts().get("compress")  # aged, not cut

@@ -110,3 +110,51 @@ def test_a_damaged_cached_index_is_rebuilt():
     assert stats_cache._postings_from(data, 4) is None  # for another number of entries
     for key, bad in (("indices", b"\xff\xff\xff\x7f" * 6), ("indptr", b"\x00" * 8), ("vocab", None), ("data", b"")):
         assert stats_cache._postings_from({**data, key: bad}, 3) is None
+
+
+def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
+    """Each of these used to load and then crash recall (or change its answers) until the file
+    was deleted by hand; now the cache is counted again, and a reindex removes it."""
+    import marshal
+
+    from memstrata import Memory
+    from memstrata.retrieval import stats_cache
+
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    for n in range(6):
+        m.write(f"Postgres note number {n} about replication and backups.", title=f"Note {n}", category="work")
+    m.write("Lunch at noon on Fridays.", title="Lunch", category="work")
+    expected = m.recall("postgres replication", strategy="text", min_relevance=0).ids
+    cache = m.root / ".vectors" / stats_cache.CACHE_FILE
+    assert cache.is_file()
+    good = marshal.loads(cache.read_bytes())
+
+    def forged(change):
+        data = marshal.loads(marshal.dumps(good))
+        change(data)
+        return data
+
+    def values(data, kind):
+        raw = np.frombuffer(data["postings"]["data"], dtype="<f4").copy()
+        raw[0] = kind
+        data["postings"]["data"] = raw.astype("<f4").tobytes()
+
+    cases = [
+        lambda d: d["cols"].__setitem__("hash", []),
+        lambda d: d.__setitem__("length", d["length"][:-1]),
+        lambda d: d["texts"].__setitem__(0, 5),
+        lambda d: d.__setitem__("df", {k: "x" for k in d["df"]}),
+        lambda d: d.__setitem__("ids", [d["ids"][0]] * len(d["ids"])),
+        lambda d: d["tf"].__setitem__(0, [1, 2]),
+        lambda d: d["length"].__setitem__(0, -17),
+        lambda d: values(d, float("nan")),
+        lambda d: values(d, -1e30),
+    ]
+    for n, change in enumerate(cases):
+        cache.write_bytes(marshal.dumps(forged(change)))
+        fresh = Memory(m.root, embedder=embedder)
+        assert fresh.recall("postgres replication", strategy="text", min_relevance=0).ids == expected, n
+    cache.write_bytes(marshal.dumps(forged(cases[0])))
+    m.reindex()  # derived from the old table: gone with it
+    assert not cache.exists() or marshal.loads(cache.read_bytes())["cols"]["hash"] != []

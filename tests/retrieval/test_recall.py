@@ -287,3 +287,10 @@ def test_a_hand_made_file_is_found_under_the_id_read_takes(mem):
     assert not hit.id.startswith("path:")
     assert mem.read(hit.id, count_access=False).body == "The printer client for floor 3 is CUPS.\n"
     assert hit.id in {e.id for e in mem.list()}
+
+
+def test_until_the_last_day_or_a_basic_date(mem):
+    mem.write("Vendor follow up on the licence renewal.", title="Vendor", category="work",
+              created="2026-12-01T15:30:00Z")
+    assert mem.recall("vendor licence", until="9999-12-31", min_relevance=0).ids
+    assert mem.recall("vendor licence", until="20261201", min_relevance=0).ids
