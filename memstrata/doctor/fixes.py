@@ -90,11 +90,11 @@ class Repairs:
                 f.action = f"could not fix: {getattr(exc, 'message', None) or exc}"
         if kinds & {"catalog", "unparseable", "duplicate_id", "symlink_outside", "index_md"}:
             self._fix_catalog()
-        if kinds & {"index_md", "unparseable", "duplicate_id", "catalog"}:
-            self.save.write_indexes(None)
         if kinds & {"vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_rows", "duplicate_id",
                     "unparseable"}:
             self._fix_vectors(findings)
+        if kinds & {"index_md", "unparseable", "duplicate_id", "catalog"}:
+            self.save.write_indexes(None)  # last: from the files as every other repair left them
 
     def _fix_duplicate(self, f: Finding, now) -> None:
         if "fresh id" in (f.action or ""):
