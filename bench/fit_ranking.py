@@ -28,18 +28,23 @@ import locomo  # noqa: E402
 STEPS = (0.0, 0.5, 0.8, 1.25, 2.0, -1.0)  # coordinate ascent: each weight times these in turn
 
 
-def examples(root: Path, questions):
-    """[(features, labels, evidence count)] of each question, from the real pipeline."""
+def open_pipeline(root: Path):
+    """The warm pieces of a tree's recall: (index, embedder, settings, fusion weights, frame)."""
     from memstrata import Memory
     from memstrata.retrieval import fusion
-    from memstrata.retrieval.search import Filters, search
 
     m = Memory(root)
     m.recall("warm up", count_access=False)
     state = m._recall.state
     index, embedder, settings = state.vector_index(), state.model(), state.settings
-    weights = fusion.FusionWeights.from_settings(settings)
-    frame = index.frame()
+    return index, embedder, settings, fusion.FusionWeights.from_settings(settings), index.frame()
+
+
+def examples(root: Path, questions):
+    """[(features, labels, evidence count)] of each question, from the real pipeline."""
+    from memstrata.retrieval.search import Filters, search
+
+    index, embedder, settings, weights, frame = open_pipeline(root)
     out = []
     for q in questions:
         sig: dict = {}

@@ -53,16 +53,11 @@ def bare(query: str) -> str:
 
 
 def conversation(root: Path, questions):
-    from memstrata import Memory
-    from memstrata.retrieval import fusion, lexical
+    from fit_ranking import open_pipeline
+    from memstrata.retrieval import lexical
     from memstrata.retrieval.search import Filters, _common_entities, search
 
-    m = Memory(root)
-    m.recall("warm up", count_access=False)
-    state = m._recall.state
-    index, embedder, settings = state.vector_index(), state.model(), state.settings
-    weights = fusion.FusionWeights.from_settings(settings)
-    frame = index.frame()
+    index, embedder, settings, weights, frame = open_pipeline(root)
     table = index.table()
     pos, kind, vec = chunk_matrix(table, frame)
     n = len(frame.ids)

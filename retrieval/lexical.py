@@ -281,6 +281,7 @@ class TermStats:
         self.avg_length = (sum(lengths) / len(lengths)) if lengths else 1.0
         self._postings = None
         self._postings_from = postings_from  # (old postings, reuse): carried over when first needed
+        self._length_array = None
 
     @classmethod
     def carried(cls, old: "TermStats", reuse: list, texts: list[str]) -> "TermStats":
@@ -303,7 +304,7 @@ class TermStats:
             if j not in kept:
                 df.subtract(counts.keys())
         self.df = +df
-        built = getattr(old, "_postings", None)
+        built = old._postings
         self._finish(lengths, (built, reuse) if built is not None else None)
         return self
 
@@ -313,11 +314,11 @@ class TermStats:
 
         from memstrata.retrieval.postings import Postings
 
-        if getattr(self, "_postings", None) is None:
-            carry = getattr(self, "_postings_from", None)
+        if self._postings is None:
+            carry = self._postings_from
             self._postings = Postings.carried(carry[0], carry[1], self.tf) if carry else Postings.build(self.tf)
             self._postings_from = None
-        if getattr(self, "_length_array", None) is None:
+        if self._length_array is None:
             self._length_array = np.asarray(self.length, dtype=np.float64)
         return self._postings
 

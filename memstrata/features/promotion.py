@@ -281,15 +281,10 @@ class Promotion:
                       else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
             result.notes += list(answer.notes)
-            # judged by the calibrated relevance (a probability: the ranker's scores have no fixed
-            # sign or scale); grep and index answers have none and keep their scores
-            def strength(hit) -> float:
-                return float(hit.relevance) if hit.relevance is not None else max(0.0, float(hit.score))
-
-            best = max((strength(h) for h in answer.results), default=0.0)
+            best = max((_strength(h) for h in answer.results), default=0.0)
             floor = best * settings.autoload_min_relevance
             for hit in answer.results:
-                if hit.status == "expired" or strength(hit) < floor or hit.id in already:
+                if hit.status == "expired" or _strength(hit) < floor or hit.id in already:
                     continue
                 ranked.append((hit, "relevant", float(hit.score)))
         for source in (self.entries, shared) if hot else ():
@@ -348,3 +343,10 @@ class Promotion:
         (entry files are not rewritten: reading never churns a tree kept in git)."""
         now = self.state.now()
         journal.append(self.root, [(e.id, now, 1.0) for e in entries if e.id])
+
+
+def _strength(hit) -> float:
+    """How strongly a recall hit belongs in autoload: its calibrated relevance (a probability; the
+    ranker's scores have no fixed sign or scale), or for grep and index answers, which have none,
+    their score."""
+    return float(hit.relevance) if hit.relevance is not None else max(0.0, float(hit.score))

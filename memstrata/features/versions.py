@@ -64,14 +64,15 @@ class Versions:
             decision = classify_write(entry.title, entry.body, entry.tags, pool, settings)
         if decision.kind == "new":
             return None
-        target = on_disk[decision.target_id]  # compared by its full text, changed as it is on disk
+        compared = next(e for e, _ in pool if e.id == decision.target_id)  # with its full text
+        target = on_disk[compared.id]  # as its file holds it: what a change starts from
         sim = decision.similarity
         if decision.kind == "duplicate":
             return WriteResult(id=target.id, path=target.path, action="duplicate", version=target.version,
                                message=f"duplicate of {target.id}: the same content is stored already, nothing written",
                                related_id=target.id, similarity=sim)
         if merge:  # folded into the full original (the update step then leaves it uncompressed)
-            changed = self._folded(next(e for e, _ in pool if e.id == decision.target_id), entry)
+            changed = self._folded(compared, entry)
             self.save.update(target, changed, note=f"merged: {versions.one_line(entry.body, entry.title)}")
             return WriteResult(id=changed.id, path=changed.path, action="merged", version=changed.version,
                                message=f"merged into {changed.id}: current v{changed.version}",

@@ -34,6 +34,15 @@ def _at(monkeypatch, day: str) -> None:
     monkeypatch.setenv("MEMSTRATA_NOW", f"{day}T09:00:00Z")
 
 
+def _compressed_db(mem, monkeypatch):
+    """The "DB" note written on the fixture's day and compressed to key points (L1) by maintain."""
+    r = mem.write(EN_BODY, title="DB", category="projects")
+    _at(monkeypatch, "2026-01-20")
+    mem.maintain()
+    assert mem.resolve(r.id).layer == "L1"
+    return r
+
+
 def _snapshot(root) -> dict:
     """Every file of the tree (bytes), without the derived cache and the lock file."""
     out = {}
@@ -207,9 +216,7 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch, use_daily):
 
 
 def test_read_is_an_access_and_recomputes_weight(mem, monkeypatch):
-    r = mem.write(EN_BODY, title="DB", category="projects")
-    _at(monkeypatch, "2026-01-20")
-    mem.maintain()
+    r = _compressed_db(mem, monkeypatch)
     assert mem.resolve(r.id).tier == "warm"
     entry = mem.read(r.id)
     assert entry.access_count == 1 and entry.last_access.isoformat().startswith("2026-01-20")
@@ -238,10 +245,7 @@ def test_weight_api(mem, monkeypatch):
 
 
 def test_update_of_compressed_body_makes_it_full_again(mem, monkeypatch):
-    r = mem.write(EN_BODY, title="DB", category="projects")
-    _at(monkeypatch, "2026-01-20")
-    mem.maintain()
-    assert mem.resolve(r.id).layer == "L1"
+    r = _compressed_db(mem, monkeypatch)
     mem.update(r.id, "We moved to MySQL after all.\n")
     e = mem.resolve(r.id)
     assert (e.layer, e.full_content_file, e.body) == ("L0", None, "We moved to MySQL after all.\n")
@@ -254,9 +258,7 @@ def test_update_of_compressed_body_makes_it_full_again(mem, monkeypatch):
 
 
 def test_a_write_is_checked_against_the_full_text_of_a_compressed_entry(mem, monkeypatch):
-    r = mem.write(EN_BODY, title="DB", category="projects")
-    _at(monkeypatch, "2026-01-20")
-    mem.maintain()
+    r = _compressed_db(mem, monkeypatch)
     stub = mem.resolve(r.id)
     assert stub.layer == "L1" and stub.body != EN_BODY
     again = mem.write(EN_BODY, title="DB", category="projects")  # the same text once more
@@ -267,10 +269,7 @@ def test_a_write_is_checked_against_the_full_text_of_a_compressed_entry(mem, mon
 
 
 def test_the_version_an_edit_keeps_of_a_compressed_entry_is_its_full_text(mem, monkeypatch):
-    r = mem.write(EN_BODY, title="DB", category="projects")
-    _at(monkeypatch, "2026-01-20")
-    mem.maintain()
-    assert mem.resolve(r.id).layer == "L1"
+    r = _compressed_db(mem, monkeypatch)
     mem.update(r.id, "We moved to MySQL after all.\n")
     kept = mem.version(r.id, 1)
     assert kept.body == EN_BODY and kept.layer == "L0"
@@ -284,9 +283,7 @@ def test_the_version_an_edit_keeps_of_a_compressed_entry_is_its_full_text(mem, m
 
 
 def test_missing_sidecar_is_reported_not_fatal(mem, monkeypatch):
-    r = mem.write(EN_BODY, title="DB", category="projects")
-    _at(monkeypatch, "2026-01-20")
-    mem.maintain()
+    r = _compressed_db(mem, monkeypatch)
     (mem.root / f".full/{r.id}.md").unlink()
     with pytest.raises(NotFound):
         mem.decompress(r.id, show=True)
@@ -406,10 +403,7 @@ def test_failed_step_leaves_entries_as_they_were(mem, monkeypatch, use_daily):
 
 
 def test_a_merge_into_a_compressed_entry_folds_into_its_full_text(mem, monkeypatch):
-    r = mem.write(EN_BODY, title="DB", category="projects")
-    _at(monkeypatch, "2026-01-20")
-    mem.maintain()
-    assert mem.resolve(r.id).layer == "L1"
+    r = _compressed_db(mem, monkeypatch)
     added = EN_BODY.replace("Postgres", "Postgres 16")
     merged = mem.write(added, title="DB", category="projects", merge=True)
     assert merged.id == r.id and merged.action == "merged"
