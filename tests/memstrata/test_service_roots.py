@@ -263,8 +263,15 @@ def test_team_sync_runs_on_a_timer_in_the_service(tmp_path):
             return path in out
 
         assert wait_for(pushed, timeout=120), (run / rundir.LOG_NAME).read_text()  # no manual sync
-        sync = next(r["sync"] for r in status(run)["roots"] if r["root"] == str(a.resolve()))
-        assert sync["interval_s"] == 2 and sync["rounds"] >= 1 and sync["error"] is None
+
+        def sync_state():
+            roots = (status(run) or {}).get("roots", [])
+            return next((r["sync"] or {} for r in roots if r["root"] == str(a.resolve())), {})
+
+        # the push lands before the round that made it is counted: wait for the count too
+        assert wait_for(lambda: sync_state().get("rounds", 0) >= 1, timeout=30), sync_state()
+        sync = sync_state()
+        assert sync["interval_s"] == 2 and sync["error"] is None
         assert mem(b, "sync", "--remote", service="off").returncode == 0
         assert "Staging move" in mem(b, "list", service="off").stdout
     finally:
