@@ -24,6 +24,11 @@ def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=_default) + "\n")
 
 
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """'1 entry', '2 entries': a count with its noun in the right number."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
 def emit(as_json: bool, data, human: Callable[[], None] | str | None = None) -> None:
     """Print `data` as JSON, or call/print the human rendering."""
     if as_json:

@@ -5,7 +5,7 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory
 
 LAYOUTS = ("auto", "jsonl", "viking", "pme")
 
@@ -116,7 +116,7 @@ def import_(
         for error in result.get("errors", [])[:20]:
             where = error.get("line", error.get("file"))
             typer.echo(f"error: {where}: {error.get('error')}", err=True)
-        typer.echo(f"imported {result['imported']} entries ({result.get('layout', layout)}), "
+        typer.echo(f"imported {counted(result['imported'], 'entry', 'entries')} ({result.get('layout', layout)}), "
                    f"skipped {result.get('skipped', 0)}, errors {len(result.get('errors', []))}")
 
     emit(as_json, result, human)
@@ -144,10 +144,10 @@ def export(
     if file in (None, "-"):
         result = m.export_jsonl(sys.stdout)
         if as_json:
-            sys.stderr.write(f"exported {result['entries']} entries\n")
+            sys.stderr.write(f"exported {counted(result['entries'], 'entry', 'entries')}\n")
         return
     result = m.export_jsonl(file)
-    emit(as_json, result, f"exported {result['entries']} entries to {result['path']}")
+    emit(as_json, result, f"exported {counted(result['entries'], 'entry', 'entries')} to {result['path']}")
 
 
 class _progress:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
 
 review_app = typer.Typer(help="Review tracking (spaced repetition): pending_review -> reviewing -> reviewed "
                               "-> mastered; next review after 1, 3, 7, 15, then 30 days; mastered goes to archive. "
@@ -68,7 +68,7 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
         typer.echo(f"{verb}: {counts}" + (" (dry run: nothing written)" if dry_run else ""))
         if data.get("accesses_folded"):
             typer.echo(f"reads and loads {'to write' if dry_run else 'written'} into "
-                       f"{data['accesses_folded']} entries (from the access journal, .access/)")
+                       f"{counted(data['accesses_folded'], 'entry', 'entries')} (from the access journal)")
 
     emit(as_json, data, human)
 
@@ -76,8 +76,7 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
 def _forgotten(rows: list[dict], dry_run: bool) -> None:
     """What maintain forgets, one block a user cannot miss: title, id, why, how to get it back."""
     head = "WOULD FORGET" if dry_run else "FORGOTTEN"
-    typer.echo(f"\n{head} {len(rows)} "
-               f"{'entry' if len(rows) == 1 else 'entries'} (moved to the trash, restorable until purged):")
+    typer.echo(f"\n{head} {counted(len(rows), 'entry', 'entries')} (moved to the trash, restorable until purged):")
     for row in rows:
         typer.echo(f"  - {row['title']} [{row['id']}]  from {row['from']}")
         typer.echo(f"      why: {row['kind']}: {row['reason']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory
 
 EXIT_PROBLEMS = 9  # problems remain (after --fix: the ones it could not repair)
 
@@ -41,10 +41,11 @@ def doctor(
         checked = report.checked.get("entries", 0)
         if report.healthy:
             fixed = sum(1 for f in report.findings if f.fixed)
-            typer.echo(f"healthy: {checked} entries checked" + (f", {fixed} problems fixed" if fixed else ""))
+            typer.echo(f"healthy: {counted(checked, 'entry', 'entries')} checked" + (f", {counted(fixed, 'problem')} fixed" if fixed else ""))
         else:
             hint = "" if fix else " (run `mem doctor --fix`)"
-            typer.echo(f"{len(report.problems)} problems remain in {checked} entries{hint}", err=True)
+            typer.echo(f"{counted(len(report.problems), 'problem')} remain{'s' if len(report.problems) == 1 else ''} in "
+                       f"{counted(checked, 'entry', 'entries')}{hint}", err=True)
 
     emit(as_json, report.to_dict(), human)
     if not report.healthy:

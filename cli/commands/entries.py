@@ -115,22 +115,27 @@ def read(
     from memstrata.results import entry_full
 
     entry = memory(root).read(ref, count_access=not no_touch)
-    emit(as_json, entry_full(entry), lambda: typer.echo(render(entry), nl=False))
+    def human():
+        text = render(entry)  # a body kept byte for byte may lack its last newline: the prompt goes on its own line
+        typer.echo(text, nl=not text.endswith("\n"))
+
+    emit(as_json, entry_full(entry), human)
 
 
 def update(
     ref: Annotated[str, typer.Argument(help="Entry id or path.")],
     body: Annotated[Optional[str], typer.Argument(help="New body; '-' reads stdin; omit to keep it.")] = None,
-    title: Annotated[Optional[str], typer.Option("--title")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="New title.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="Add a tag (repeatable; 'a, b' works).")]
     = None,
     untag: Annotated[Optional[list[str]], typer.Option("--untag", help="Remove a tag (repeatable).")] = None,
     tags: Annotated[Optional[str], typer.Option("--tags", help="Set the tags, replacing all: 'a, b' ('' clears).")]
     = None,
-    importance: Annotated[Optional[str], typer.Option("--importance", "-i")] = None,
+    importance: Annotated[Optional[str], typer.Option("--importance", "-i",
+                          help="0-1, or low/medium/high/important.")] = None,
     category: Annotated[Optional[str], typer.Option("--category", "-c", help="Move to this category.")] = None,
-    expires: Annotated[Optional[str], typer.Option("--expires")] = None,
-    file: Annotated[Optional[str], typer.Option("--file", "-f")] = None,
+    expires: Annotated[Optional[str], typer.Option("--expires", help="ISO date after which it expires.")] = None,
+    file: Annotated[Optional[str], typer.Option("--file", "-f", help="Read the new body from this file.")] = None,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, bar, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, bar, counted, emit, memory, table
 
 
 def register(app: typer.Typer) -> None:
@@ -22,7 +22,7 @@ def stats(root: RootOpt = None, as_json: JsonOpt = False):
     data = memory(root).stats()
 
     def human():
-        typer.echo(f"{data['entries']} entries in {data['root']}  (trash: {data['trash']})\n")
+        typer.echo(f"{counted(data['entries'], 'entry', 'entries')} in {data['root']}  (trash: {data['trash']})\n")
         tiers = data["tiers"]
         most = max(tiers.values(), default=0)
         table([{"tier": t, "count": tiers.get(t, 0), "bar": bar(tiers.get(t, 0), most)}
@@ -57,4 +57,5 @@ def index(
     if not rebuild:
         raise InvalidInput("say --rebuild to regenerate every INDEX.md")
     result = memory(root).rebuild_indexes()
-    emit(as_json, result, f"rebuilt INDEX.md for {result['categories']} categories, {result['entries']} entries")
+    emit(as_json, result, f"rebuilt INDEX.md for {counted(result['categories'], 'category', 'categories')}, "
+         f"{counted(result['entries'], 'entry', 'entries')}")

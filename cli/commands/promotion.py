@@ -5,7 +5,7 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
 
 
 def register(app: typer.Typer) -> None:
@@ -30,9 +30,13 @@ def promote(
     result = memory(root).promote(context, threshold=threshold, layers=layer, max_count=max_count, dry_run=dry_run)
 
     def human():
+        layers, threshold = "/".join(result["layers"]), result["threshold"]
+        if not result["candidates"]:
+            typer.echo(f"no {layers} entry is similar enough to the context (threshold {threshold:.2f})")
+            return
         verb = "would promote" if dry_run else "promoted"
-        typer.echo(f"{verb} {len(result['promoted'])} of {result['candidates']} {'/'.join(result['layers'])} "
-                   f"entries (threshold {result['threshold']:.2f})")
+        typer.echo(f"{verb} {len(result['promoted'])} of the {counted(result['candidates'], layers + ' entry', layers + ' entries')} "
+                   f"similar to the context (threshold {threshold:.2f})")
         table(result["promoted"], ["id", "title", "similarity", "from_tier", "path"])
 
     emit(as_json, result, human)

@@ -6,7 +6,7 @@ import sys
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory
 
 
 def register(app: typer.Typer) -> None:
@@ -172,7 +172,7 @@ def reindex(root: RootOpt = None, as_json: JsonOpt = False):
     """
     m = memory(root)
     result = m.reindex(progress=_progress("embedding", as_json))
-    emit(as_json, result, f"reindexed {result['embedded']} entries with {result['model']}")
+    emit(as_json, result, f"reindexed {counted(result['embedded'], 'entry', 'entries')} with {result['model']}")
 
 
 def import_(
@@ -201,6 +201,6 @@ def import_(
         first = result["errors"][0]
         raise InvalidInput(f"nothing imported: {len(result['errors'])} lines failed, first: line "
                            f"{first.get('line', first.get('file'))}: {first.get('error')}", errors=result["errors"][:20])
-    emit(as_json, result, f"imported {result['imported']} entries ({result['embedded']} embedded)"
+    emit(as_json, result, f"imported {counted(result['imported'], 'entry', 'entries')} ({result['embedded']} embedded)"
                           + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
                              if result["errors"] else ""))

@@ -5,7 +5,7 @@ import os
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit
 
 
 def register(app: typer.Typer) -> None:
@@ -106,7 +106,7 @@ def _say_status(info: dict | None, folder: str, problem: str | None, busy: int |
     for r in info["roots"]:
         closes = "never closes" if r["idle_close_minutes"] is None else f"closes after {r['idle_close_minutes']:g} min"
         entries = "?" if r["entries"] is None else r["entries"]
-        line = f"  {r['root']}: {entries} entries, {r['calls']} calls, idle {r['idle_s']}s ({closes})"
+        line = f"  {r['root']}: {counted(entries, 'entry', 'entries')}, {counted(r['calls'], 'call')}, idle {r['idle_s']}s ({closes})"
         sync = r.get("sync")
         if sync:
             line += f"; team sync every {sync['interval_s']}s, {sync['rounds']} rounds" + \

@@ -6,7 +6,7 @@ import time
 from typing import Annotated
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory
 
 index_app = typer.Typer(help="The index: INDEX.md regeneration (--rebuild), snapshots on object storage (push, pull).",
                         no_args_is_help=False, invoke_without_command=True)
@@ -43,8 +43,9 @@ def sync_remote(root: str | None, flag: bool, name: str | None, watch: float | N
 
 
 def _say_synced(result: dict) -> None:
-    committed = "; ".join(c["summary"] for c in result["committed"]) or "nothing to commit"
-    typer.echo(f"synced with {result['remote']}/{result['branch']} as {result['machine']}: committed {committed}; "
+    committed = "; ".join(c["summary"] for c in result["committed"])
+    committed = f"committed {committed}" if committed else "nothing to commit"
+    typer.echo(f"synced with {result['remote']}/{result['branch']} as {result['machine']}: {committed}; "
                f"pulled {result['pulled']} files; {len(result['conflicts'])} resolved; "
                f"{'pushed' if result['pushed'] else 'nothing to push'}")
     for item in result["conflicts"]:
@@ -88,7 +89,7 @@ def push(uri: UriArg, root: RootOpt = None, as_json: JsonOpt = False):
     Example: AWS_ENDPOINT_URL=http://127.0.0.1:9000 mem index push s3://team/memory
     """
     result = memory(root).index_push(uri)
-    emit(as_json, result, f"pushed {result['rows']} rows ({result['entries']} entries, {result['model']}) at "
+    emit(as_json, result, f"pushed {result['rows']} rows ({counted(result['entries'], 'entry', 'entries')}, {result['model']}) at "
                           f"commit {result['commit'][:12] or '(none)'} to {uri} in {result['seconds']}s")
 
 

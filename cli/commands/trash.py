@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
 
 trash_app = typer.Typer(help="The trash: deleted and forgotten entries, restorable until purged.",
                         no_args_is_help=True)
@@ -43,4 +43,4 @@ def trash_purge(
     Example: mem trash purge
     """
     items = [i.to_dict() for i in memory(root).trash_purge(everything)]
-    emit(as_json, {"purged": len(items), "entries": items}, f"purged {len(items)} entries")
+    emit(as_json, {"purged": len(items), "entries": items}, f"purged {counted(len(items), 'entry', 'entries')}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
 
 
 def register(app: typer.Typer) -> None:
@@ -109,7 +109,7 @@ def merge(
 
 def _print_moves(data: dict, verb: str, tail: str) -> None:
     table([{"id": m["id"], "from": m["from"], "to": m["to"]} for m in data["moves"]], ["id", "from", "to"])
-    typer.echo(f"{verb} {data['moved']} entries {tail}")
+    typer.echo(f"{verb} {counted(data['moved'], 'entry', 'entries')} {tail}")
 
 
 def import_builtin(

@@ -307,6 +307,9 @@ class Entries:
                 changed.category = validate_category(category)
                 changed.path = tree.unique_entry_path(self.root, changed.category, changed.title,
                                                       archived=current.status == "archived")
+            if _same_content(current, changed):  # e.g. --untag of a tag it does not have: no version, no write
+                return WriteResult(id=current.id, path=current.path, action="unchanged", version=current.version,
+                                   message=f"nothing to change in {current.path} (v{current.version})")
             warnings = self.save.check_entry(changed)
             self.save.update(current, changed)
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
@@ -469,3 +472,11 @@ class _NoLock:
 
     def __exit__(self, *exc):
         return None
+
+
+_CONTENT_FIELDS = ("body", "title", "tags", "importance", "important", "related", "expires", "category", "agent")
+
+
+def _same_content(before: Entry, after: Entry) -> bool:
+    """Whether an update changes nothing a person wrote (timestamps aside)."""
+    return all(getattr(before, f) == getattr(after, f) for f in _CONTENT_FIELDS)

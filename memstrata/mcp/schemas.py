@@ -20,7 +20,8 @@ class WriteAnswer(_Open):
 
     id: str = Field(description="The entry's id (12 hex characters).")
     path: str = Field(description="Its file, relative to the root.")
-    action: str = Field(description="created, updated, appended, duplicate, near_duplicate, conflict or merged.")
+    action: str = Field(description="created, updated, unchanged (an update that changed nothing), appended, "
+                                    "duplicate, near_duplicate, conflict or merged.")
     version: int
     message: str
     warnings: list[str]

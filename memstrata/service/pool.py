@@ -50,9 +50,10 @@ class MemoryPool:
         except OSError:
             return None, None
 
-    def checkout(self, root=None, touch: bool = True):
+    def checkout(self, root=None, touch: bool = True, call: bool = True):
         """An instance of the root for this thread's call; `touch` False for background work
-        (index upkeep, the sync timer), which does not keep a root open."""
+        (index upkeep, the sync timer), which does not keep a root open; `call` False for work
+        that keeps it open but is not a caller's call (opening it)."""
         from memstrata.storage.tree import resolve_root
 
         key = str(resolve_root(root))
@@ -78,14 +79,14 @@ class MemoryPool:
             if stamp != self._config_stamp(key):
                 memory.state.use_settings(None)
         if held is not None:
-            held[key] = (memory, touch)
+            held[key] = (memory, touch, call)
         _close_all(evicted)
         return memory
 
     def checkin_all(self) -> None:
         held = getattr(_local, "memories", None) or {}
         spare = []
-        for key, (memory, touch) in held.items():
+        for key, (memory, touch, call) in held.items():
             count = _entry_count(memory)
             with self._lock:
                 record = self._open.get(key)
@@ -95,7 +96,7 @@ class MemoryPool:
                 record.busy = max(0, record.busy - 1)
                 if touch:
                     record.last_used = time.monotonic()
-                    record.calls += 1
+                    record.calls += call
                 if count is not None:
                     record.entries = count
                 if len(record.idle) < self.max_idle:

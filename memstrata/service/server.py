@@ -207,7 +207,7 @@ class Service:
         """Open a tree now (model, table, frame) and bring its index up to date."""
         _local.memories = {}
         try:
-            for problem in POOL.checkout(root).warm_up():
+            for problem in POOL.checkout(root, call=False).warm_up():
                 _log(problem)
         finally:
             POOL.checkin_all()

@@ -84,3 +84,30 @@ def test_help_has_examples():
     for args in ((), ("write",), ("list",), ("trash",)):
         proc = run("/nonexistent", *args, "--help")
         assert proc.returncode == 0 and ("Example" in proc.stdout or "Commands" in proc.stdout)
+
+
+def test_an_update_that_changes_nothing_writes_nothing(root):
+    w = json.loads(run(root, "write", "Replication lag is 2s.", "--title", "lag", "-c", "db", "--tag", "db",
+                       "--json").stdout)
+    path = root / w["path"]
+    before = path.read_bytes()
+    done = run(root, "update", w["id"], "--untag", "nosuchtag", "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["action"] == "unchanged" and answer["version"] == w["version"]
+    assert path.read_bytes() == before and not (root / ".versions").exists()
+    assert "nothing to change" in run(root, "update", w["id"], "--tags", "db").stdout
+    changed = json.loads(run(root, "update", w["id"], "--untag", "db", "--json").stdout)
+    assert changed["action"] == "updated" and path.read_bytes() != before
+
+
+def test_read_ends_with_a_newline_and_counts_speak_english(root, tmp_path):
+    note = root / "notes" / "hand.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_bytes(b"---\ntitle: Hand made\n---\n\nNo newline at the end")
+    listing = json.loads(run(root, "list", "--json").stdout)["entries"]
+    shown = run(root, "read", listing[0]["id"])
+    assert shown.returncode == 0 and shown.stdout.endswith("No newline at the end\n")
+    assert note.read_bytes().endswith(b"No newline at the end")  # the file itself is left as it was
+    exported = run(root, "export", "--jsonl", str(tmp_path / "out.jsonl"))
+    assert exported.returncode == 0 and "exported 1 entry " in exported.stdout + " "

@@ -361,7 +361,7 @@ def test_cli_daily_export_and_import(tmp_path, embedder, clock, capsys):
     assert json.loads(out)["path"] == "daily/2026-11-30.md"
     target = tmp_path / "out.jsonl"
     assert main(["export", "--jsonl", str(target), "--root", str(root)]) == 0
-    assert "exported 1 entries" in capsys.readouterr().out
+    assert "exported 1 entry to " in capsys.readouterr().out
     record = json.loads(target.read_text(encoding="utf-8").splitlines()[0])
     assert record["category"] == "daily" and "from the command line" in record["body"]
     assert main(["import", str(target), "--root", str(tmp_path / "other"), "--json"]) == 3  # not a tree yet

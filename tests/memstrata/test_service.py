@@ -183,6 +183,10 @@ def test_status_and_stop(tree):
     assert json.loads(mem(tree, "serve", "--status", "--json", service="off").stdout)["running"] is False
 
 
+def _tree_calls(info, tree):
+    return next(r["calls"] for r in info["roots"] if r["root"] == str(Path(tree).resolve()))
+
+
 def test_auto_start_on_demand_then_used(tree):
     stop(tree)
     first = mem(tree, "recall", "database", "--json")  # no service: runs in-process, starts one
@@ -190,9 +194,11 @@ def test_auto_start_on_demand_then_used(tree):
     info = wait_for(lambda: (status(tree) or {}).get("warm") and status(tree), timeout=180)
     assert info, (Path(RUN) / rundir.LOG_NAME).read_text()
     before = info["requests"]
+    assert _tree_calls(info, tree) == 0  # opening the tree is not a call
     second = mem(tree, "recall", "database", "--json")
     assert second.stdout == first.stdout
-    assert status(tree)["requests"] == before + 1
+    after = status(tree)
+    assert after["requests"] == before + 1 and _tree_calls(after, tree) == 1
 
 
 def test_no_auto_start_when_off_or_light(tree):
