@@ -84,7 +84,8 @@ def check_indexes(scan: _Scan, now) -> list[Finding]:
             lost, extra = set(real) - set(listed), set(listed) - set(real)
             detail = f"lists {len(listed)} entries, the folder holds {len(real)}"
             if lost:
-                detail += f"; not listed: {', '.join(sorted(lost)[:3])}"
+                named = [i or "a file without an id yet" for i in sorted(lost)[:3]]
+                detail += f"; not listed: {', '.join(named)}"
             if extra:
                 detail += f"; listed but gone: {', '.join(sorted(extra)[:3])}"
         else:
