@@ -422,7 +422,7 @@ def test_case9_full_disk_reads_still_work(tmp_path, embedder):
         proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", *args, "--root", str(root)],
                               capture_output=True, text=True, env=env, preexec_fn=no_room, timeout=300)
         assert proc.returncode == 0, (args, proc.stderr)
-        assert any(w in proc.stdout for w in ("spare key", "blue pot", "1 entries")), (args, proc.stdout)
+        assert any(w in proc.stdout for w in ("spare key", "blue pot", "1 entry ")), (args, proc.stdout)
     proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "write", "no room", "--root", str(root)],
                           capture_output=True, text=True, env=env, preexec_fn=no_room, timeout=300)
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
