@@ -170,7 +170,9 @@ class Entries:
                 raise InvalidInput(f"{ref} is the start of several ids ({', '.join(found)} ...); give more of it")
         try:
             trashed = trash.find(self.root, ref)
-        except (NotFound, InvalidInput, OSError):
+        except InvalidInput as exc:  # a prefix of several trashed ids: say so, with the way back
+            raise NotFound(f"no entry with id {ref} in the tree; {exc.message} (`mem trash list`, `mem restore ID`)")
+        except (NotFound, OSError):
             trashed = None
         if trashed is not None:
             raise NotFound(f"{ref} is in the trash ({trashed.title or trashed.trashed_from}): "

@@ -151,3 +151,14 @@ def test_config_md_holds_only_what_was_set(mem):
     with pytest.raises(InvalidInput):
         mem.config_set("hot_days", "-1")
     assert "hot_days" not in (mem.root / "config.md").read_text()
+
+
+def test_a_prefix_of_two_trashed_ids_says_so(mem):
+    (mem.root / "notes").mkdir(exist_ok=True)
+    for entry_id, title in (("abcd11112222", "First"), ("abcd33334444", "Second")):
+        (mem.root / "notes" / f"{title.lower()}.md").write_text(f"---\nid: {entry_id}\ntitle: {title}\n---\n\n{title} note.\n")
+        mem.delete(entry_id)
+    with pytest.raises(NotFound, match="several trashed ids .*abcd11112222.*abcd33334444.*mem restore"):
+        mem.read("abcd")
+    with pytest.raises(NotFound, match="is in the trash .*mem restore abcd33334444"):
+        mem.read("abcd3333")
