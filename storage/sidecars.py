@@ -17,7 +17,7 @@ from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage.atomic import atomic_write_bytes
 from memstrata.storage.codec import body_of
 from memstrata.storage.entry import Entry, require_id
-from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
+from memstrata.storage.safe_io import FileTooLarge, check_write_target, is_regular_file, read_regular_bytes
 
 FULL_DIR = ".full"
 SUPERSEDED_DIR = "superseded"
@@ -60,12 +60,18 @@ def exists(root: Path, rel: str | None) -> bool:
 
 
 def read_bytes(root: Path, rel: str) -> bytes:
-    """The stored original file (NotFound when the sidecar is missing)."""
+    """The stored original file (NotFound when the sidecar is missing; CorruptEntry past the size
+    an entry file may have, which no original written here reaches: a planted file)."""
+    from memstrata.storage.catalog import ENTRY_FILE_MAX_BYTES
+
     path = _resolve(root, rel)
     try:
-        return read_regular_bytes(path)
+        return read_regular_bytes(path, ENTRY_FILE_MAX_BYTES)
     except FileNotFoundError:
         raise NotFound(f"the full content {rel} is missing") from None
+    except FileTooLarge:
+        raise CorruptEntry(f"the full content {rel} is larger than any entry file "
+                           f"({ENTRY_FILE_MAX_BYTES // (1024 * 1024)} MB): not read") from None
 
 
 def original_body(root: Path, rel: str) -> str:

@@ -310,3 +310,19 @@ def test_writable_extras_still_render():
     entry = Entry(id="e1", title="ok", extra={"n": 1, "f": 0.5, "d": NOW, "l": [1, "two", None], "m": {"a": True}})
     assert codec.parse(codec.render(entry)).extra["m"] == {"a": True}
     assert require_id("e1") == "e1"
+
+
+def test_a_sidecar_larger_than_any_entry_is_not_read(tmp_path):
+    """No original written here passes the entry size limit: a bigger .full/ file is planted and
+    would cost every index of its entry seconds of embedding; the entry's own body stands in."""
+    from memstrata.storage.catalog import ENTRY_FILE_MAX_BYTES
+
+    (tmp_path / sidecars.FULL_DIR).mkdir()
+    (tmp_path / sidecars.FULL_DIR / "abcdef123456.md").write_bytes(b"word " * (ENTRY_FILE_MAX_BYTES // 5 + 1))
+    with pytest.raises(CorruptEntry, match="larger than any entry file"):
+        sidecars.original_body(tmp_path, ".full/abcdef123456.md")
+    entry = Entry(id="abcdef123456", title="stub", body="The stub kept in the tree.\n", layer="L2",
+                  full_content_file=".full/abcdef123456.md")
+    assert sidecars.full_body(tmp_path, entry) == "The stub kept in the tree.\n"
+    (tmp_path / sidecars.FULL_DIR / "abcdef123456.md").write_text("---\nid: abcdef123456\n---\n\nThe original.\n")
+    assert sidecars.full_body(tmp_path, entry) == "The original.\n"
