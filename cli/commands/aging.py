@@ -68,7 +68,7 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
         typer.echo(f"{verb}: {counts}" + (" (dry run: nothing written)" if dry_run else ""))
         if data.get("accesses_folded"):
             typer.echo(f"reads and loads {'to write' if dry_run else 'written'} into "
-                       f"{data['accesses_folded']} entries (from the access journal, .access/)")
+                       f"{data['accesses_folded']} entries (from the access journal: .cache/access/ and .access/)")
 
     emit(as_json, data, human)
 
