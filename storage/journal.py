@@ -28,6 +28,7 @@ from pathlib import Path
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import Access
+from memstrata.storage.atomic import fsync_dir
 from memstrata.storage.entry import valid_id
 from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
 
@@ -276,6 +277,8 @@ def publish(root: Path, machine: str) -> int:
         target = _take_file(path, f"{os.getpid()}-{secrets.token_hex(6)}{_MOVING}")
         if target is not None:
             moving.append(target)
+    if moving:
+        fsync_dir(pending)  # the renames reach the disk before the lines are appended elsewhere
     moved = 0
     for path in moving:
         token, text = _token(path), _text(path)
