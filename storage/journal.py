@@ -53,11 +53,11 @@ def _real_folder(root: Path, rel: str, create: bool) -> Path | None:
     folder = Path(root)
     for part in Path(rel).parts:
         folder = folder / part
-        if create:
+        if create and not os.path.lexists(folder):
             try:
                 os.mkdir(folder, 0o700)
             except FileExistsError:
-                pass
+                pass  # made meanwhile: looked at below
         try:
             if not stat.S_ISDIR(os.lstat(folder).st_mode):
                 return None  # a symlink (e.g. one a pulled commit planted) leads elsewhere: never followed
@@ -184,7 +184,8 @@ def _lines(files: list[Path]):
         text = _text(path)
         if text is None:
             continue
-        published.update(_MARK.findall(text))
+        if moving:  # only a stopped publish leaves one: look for the markers then
+            published.update(_MARK.findall(text))
         yield from _well_formed(text)
 
 
