@@ -271,9 +271,9 @@ def publish(root: Path, machine: str) -> int:
     pending = _real_folder(root, PENDING_DIR, create=False)
     if pending is None:
         return 0
-    tracked = _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,))
+    moving = _names(pending, (_MOVING,))  # left by a publish that stopped: are its lines in already?
+    tracked = _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
     published = {token for path in tracked for token in _MARK.findall(_text(path) or "")}
-    moving = _names(pending, (_MOVING,))
     for path in _names(pending, (_SUFFIX,)):
         target = _take_file(path, f"{os.getpid()}-{secrets.token_hex(6)}{_MOVING}")
         if target is not None:
