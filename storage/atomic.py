@@ -39,7 +39,7 @@ def ensure_dir(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)  # raises the right error
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -73,7 +73,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None) -> 
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str, *, root: Path | None = None) -> None:
@@ -90,5 +90,5 @@ def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None
         check_write_target(root, target)
     ensure_dir(Path(target).parent)
     os.replace(source, target)
-    _fsync_dir(Path(target).parent)
-    _fsync_dir(Path(source).parent)
+    fsync_dir(Path(target).parent)
+    fsync_dir(Path(source).parent)

@@ -1,16 +1,25 @@
-"""The access journal: a read appends a line under `.access/` instead of rewriting the entry file.
+"""The access journal: a read appends a line to a local, git-ignored file instead of rewriting the entry.
 
-One file per machine (`.access/<host>.log`, kept in git, so machines never conflict), one
-line per access: `<ISO time>\t<id>\t<context correlation or ->`. Appends are one `write` of
-whole lines with O_APPEND under a shared flock; `mem maintain` takes the files (exclusive
-flock, then a rename), folds them into the frontmatter and removes them. A torn last line
-(a crash mid-append) is skipped.
+One line per access: `<ISO time>\t<id>\t<context correlation or ->`. Reads append to this
+machine's pending file, `.cache/access/<host>.log` (git-ignored: reading never changes what
+`git status` shows). Team sync moves the pending lines into the tracked `.access/<machine>.log`
+(`publish`) right before it commits, so machines syncing through git count each other's
+accesses and never conflict (one file per machine). Every reader sees both: the pending
+files and every machine's tracked files (old trees and pulled peers have them too).
+
+Appends are one `write` of whole lines with O_APPEND under a shared flock; `mem maintain`
+takes every file (exclusive flock, then a rename), folds them into the frontmatter and
+removes them. A torn last line (a crash mid-append) is skipped. A publish takes the pending
+file the same way (renamed to `*.<token>.moving`), appends its lines with a `# moved <token>`
+line to the tracked file in one write, then removes it: after a crash between the two, the
+marker says the lines are already in the tracked file, so none is lost or counted twice.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import re
+import secrets
 import socket
 import stat
 from datetime import date, datetime
@@ -19,36 +28,65 @@ from pathlib import Path
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import Access
+from memstrata.storage.atomic import fsync_dir
 from memstrata.storage.entry import valid_id
 from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
 
-JOURNAL_DIR = ".access"
+JOURNAL_DIR = ".access"  # tracked: the lines team sync published, every machine's file
+PENDING_DIR = ".cache/access"  # git-ignored: this copy's accesses not yet published or folded
 _SUFFIX = ".log"
-_TAKEN = ".taken"
+_TAKEN = ".taken"  # taken by a fold
+_MOVING = ".moving"  # taken by a publish
 _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
+_MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
+
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # a journal file larger than this is not read (a planted one)
 
 
-def machine_name() -> str:
-    return _MACHINE.sub("-", socket.gethostname() or "machine").strip("-.") or "machine"
+def machine_name(name: str | None = None) -> str:
+    """`name` (default: the host name) made safe as a file name."""
+    return _MACHINE.sub("-", name or socket.gethostname() or "machine").strip("-.") or "machine"
 
 
-def _folder(root: Path) -> Path:
-    return Path(root) / JOURNAL_DIR
+def _real_folder(root: Path, rel: str, create: bool) -> Path | None:
+    """`root/rel` when each of its parts is a real folder (never a symlink), made if `create`."""
+    folder = Path(root)
+    for part in Path(rel).parts:
+        folder = folder / part
+        if create and not os.path.lexists(folder):
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass  # made meanwhile: looked at below
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return None  # a symlink (e.g. one a pulled commit planted) leads elsewhere: never followed
+        except OSError:
+            return None
+    return folder
+
+
+def _line(entry_id: str, when: datetime, corr: float | None) -> str:
+    return f"{format_datetime(when)}\t{entry_id}\t{'-' if corr is None else f'{corr:.4f}'}\n"
 
 
 def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> bool:
-    """Record accesses (id, when, correlation or None) in this machine's journal file.
+    """Record accesses (id, when, correlation or None) in this machine's pending file.
 
     Best effort: a read must answer even on a full or read-only disk, so a failure to record
     returns False instead of raising (the access is simply not counted)."""
-    lines = "".join(f"{format_datetime(when)}\t{entry_id}\t{'-' if corr is None else f'{corr:.4f}'}\n"
-                    for entry_id, when, corr in accesses if valid_id(entry_id))
+    lines = "".join(_line(entry_id, when, corr) for entry_id, when, corr in accesses if valid_id(entry_id))
     if not lines:
         return True
+    return _append_to(root, PENDING_DIR, f"{machine_name()}{_SUFFIX}", lines.encode("utf-8"))
+
+
+def _append_to(root: Path, rel: str, name: str, data: bytes, sync: bool = False) -> bool:
+    """One O_APPEND write of `data` to `root/rel/name` under a shared flock; False on any failure."""
     try:
-        folder = _folder(root)
-        path = check_write_target(root, folder / f"{machine_name()}{_SUFFIX}")
-        folder.mkdir(mode=0o700, exist_ok=True)
+        path = check_write_target(root, Path(root) / rel / name)
+        if _real_folder(root, rel, create=True) is None:
+            return False
         for _ in range(100):  # a fold took the file between open and lock: append to the new one
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
             try:
@@ -56,7 +94,10 @@ def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> bo
                     return False
                 fcntl.flock(fd, fcntl.LOCK_SH)
                 if _same_file(fd, path):  # not taken by a fold meanwhile
-                    os.write(fd, lines.encode("utf-8"))
+                    if os.write(fd, data) != len(data):
+                        return False
+                    if sync:
+                        os.fsync(fd)
                     return True
             finally:
                 os.close(fd)
@@ -74,19 +115,19 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def signature(root: Path) -> tuple:
-    """What changes when the journal does (names, sizes, mtimes): for caching `read`."""
+    """What changes when the journal does (paths, sizes, mtimes): for caching `read`."""
     out = []
     for path in _files(root):
         try:
             st = os.lstat(path)
         except OSError:
             continue
-        out.append((path.name, st.st_size, st.st_mtime_ns))
+        out.append((f"{path.parent.name}/{path.name}", st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 
 def read(root: Path) -> dict[str, Access]:
-    """Every access not yet folded, per entry id (all machines' files, and taken ones)."""
+    """Every access not yet folded, per entry id (pending and tracked files, every machine's)."""
     return _parse_files(_files(root))
 
 
@@ -103,33 +144,56 @@ def days(root: Path) -> set[date]:
     return out
 
 
-MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # a journal file larger than this is not read (a planted one)
-
-
-def _files(root: Path) -> list[Path]:
-    """The journal's regular files; nothing when `.access` is not a real folder of the root."""
-    folder = _folder(root)
+def _names(folder: Path | None, suffixes: tuple[str, ...]) -> list[Path]:
+    if folder is None:
+        return []
     try:
-        if not stat.S_ISDIR(os.lstat(folder).st_mode):
-            return []  # a symlink (e.g. one a pulled commit planted) leads elsewhere: never followed
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    return [folder / n for n in names if (n.endswith(_SUFFIX) or n.endswith(_TAKEN)) and is_regular_file(folder / n)]
+    return [folder / n for n in names if n.endswith(suffixes) and is_regular_file(folder / n)]
+
+
+def _files(root: Path) -> list[Path]:
+    """The journal's regular files: the pending ones, then the tracked ones (real folders only)."""
+    pending = _names(_real_folder(root, PENDING_DIR, create=False), (_SUFFIX, _TAKEN, _MOVING))
+    return pending + _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _token(path: Path) -> str:
+    """The publish token in a `*.<token>.moving` name."""
+    return path.name[:-len(_MOVING)].rsplit(".", 1)[-1]
 
 
 def _lines(files: list[Path]):
     """(timestamp, entry id, correlation text) of every well-formed journal line of `files`;
-    torn or foreign lines and unreadable files are skipped."""
-    for path in files:
-        try:
-            text = read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
-        except OSError:
+    torn or foreign lines and unreadable files are skipped, and so is a file a publish had
+    already appended to a tracked file (its marker is there) when it stopped."""
+    published: set[str] = set()
+    moving = [p for p in files if p.name.endswith(_MOVING)]
+    for path in [p for p in files if not p.name.endswith(_MOVING)] + moving:
+        if path.name.endswith(_MOVING) and _token(path) in published:
             continue
-        for line in text.split("\n"):
-            parts = line.split("\t")
-            if len(parts) == 3 and valid_id(parts[1]):
-                yield parts[0], parts[1], parts[2]
+        text = _text(path)
+        if text is None:
+            continue
+        if moving:  # only a stopped publish leaves one: look for the markers then
+            published.update(_MARK.findall(text))
+        yield from _well_formed(text)
+
+
+def _well_formed(text: str):
+    for line in text.split("\n"):
+        parts = line.split("\t")
+        if len(parts) == 3 and valid_id(parts[1]):
+            yield parts[0], parts[1], parts[2]
 
 
 def _parse_files(files: list[Path]) -> dict[str, Access]:
@@ -151,29 +215,39 @@ def _parse_files(files: list[Path]) -> dict[str, Access]:
     return out
 
 
+def _take_file(path: Path, suffix: str) -> Path | None:
+    """Move a journal file aside (exclusive flock, then a rename): appenders waiting on it
+    write to a new one. The new path, or None when it is not a regular file or cannot move."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        target = path.with_name(f"{path.name}.{suffix}")
+        os.replace(path, target)
+        return target
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def take(root: Path) -> tuple[dict[str, Access], list[Path]]:
     """For a fold (caller holds the tree lock): move every journal file aside and read them all.
 
     Returns the accesses and the taken files, which the caller removes once the entries are
     written (`release`). Appenders waiting on a file being taken write to a new one."""
     taken = []
-    for path in _files(root):  # regular files in a real `.access` folder only
-        if path.name.endswith(_TAKEN):
-            taken.append(path)  # left by a fold that did not finish: fold it now
+    for path in _files(root):  # regular files in real journal folders only
+        if path.name.endswith((_TAKEN, _MOVING)):
+            taken.append(path)  # left by a fold or a publish that did not finish: fold it now
             continue
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            continue
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                continue
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            target = path.with_name(f"{path.name}.{os.getpid()}{_TAKEN}")
-            os.replace(path, target)
+        target = _take_file(path, f"{os.getpid()}{_TAKEN}")
+        if target is not None:
             taken.append(target)
-        finally:
-            os.close(fd)
     return _parse_files(taken), taken
 
 
@@ -184,3 +258,39 @@ def release(taken: list[Path]) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def publish(root: Path, machine: str) -> int:
+    """Move the pending lines into the tracked `.access/<machine>.log` (team sync, before it
+    commits; the caller holds the tree lock). Returns how many lines moved.
+
+    Each pending file is taken by a rename, its well-formed lines and a `# moved <token>`
+    line are appended to the tracked file in one synced write, then it is removed. A file a
+    stopped publish left is finished first: removed if its marker is in a tracked file,
+    appended otherwise. Best effort: what cannot be moved stays pending and is still counted."""
+    pending = _real_folder(root, PENDING_DIR, create=False)
+    if pending is None:
+        return 0
+    moving = _names(pending, (_MOVING,))  # left by a publish that stopped: are its lines in already?
+    tracked = _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
+    published = {token for path in tracked for token in _MARK.findall(_text(path) or "")}
+    for path in _names(pending, (_SUFFIX,)):
+        target = _take_file(path, f"{os.getpid()}-{secrets.token_hex(6)}{_MOVING}")
+        if target is not None:
+            moving.append(target)
+    if moving:
+        fsync_dir(pending)  # the renames reach the disk before the lines are appended elsewhere
+    moved = 0
+    for path in moving:
+        token, text = _token(path), _text(path)
+        if text is None:
+            continue  # unreadable now: stays pending
+        lines = [] if token in published else ["\t".join(parts) + "\n" for parts in _well_formed(text)]
+        if lines:
+            block = "".join(lines) + f"# moved {token}\n"
+            if not _append_to(root, JOURNAL_DIR, f"{machine_name(machine)}{_SUFFIX}", block.encode("utf-8"),
+                              sync=True):
+                continue  # stays pending: counted by readers, moved by the next publish
+            moved += len(lines)
+        release([path])
+    return moved

@@ -48,6 +48,8 @@ def _say_synced(result: dict) -> None:
     typer.echo(f"synced with {result['remote']}/{result['branch']} as {result['machine']}: {committed}; "
                f"pulled {result['pulled']} files; {len(result['conflicts'])} resolved; "
                f"{'pushed' if result['pushed'] else 'nothing to push'}")
+    if result.get("accesses_shared"):
+        typer.echo(f"  shared {result['accesses_shared']} reads (.access/, for the other machines to count)")
     for item in result["conflicts"]:
         typer.echo(f"  {item['kind']}: {item['message']} [{item['path']}]")
     for item in result.get("ignored", []):

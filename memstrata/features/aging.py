@@ -165,7 +165,8 @@ class Aging:
 
     def fold_accesses(self) -> int:
         """Write the access journal into the entries' frontmatter (last_access, access_count,
-        correlation, tier, weight) in batched saves, then remove the journal files taken.
+        correlation, tier, weight) in batched saves, then remove the journal files taken (the
+        pending `.cache/access/` ones and every machine's tracked `.access/` ones).
         On a failure the taken files stay and the next run folds them."""
         now, settings = self.state.now(), self.state.settings
         with self.state.lock():

@@ -11,7 +11,7 @@ from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_at
 from memstrata.features.recall import Recall
 from memstrata.features.team_merge import resolve_all
 from memstrata.scoring.merge import describe_changes
-from memstrata.storage import codec, trash, tree
+from memstrata.storage import codec, journal, trash, tree
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path
 from memstrata.storage.paths import category_of
@@ -56,7 +56,7 @@ class TeamSync:
         machine = git.machine()
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
-                  "conflicts": [], "pushed": False, "attempts": 0}
+                  "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0}
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
@@ -96,8 +96,12 @@ class TeamSync:
         return result
 
     def _commit_local(self, machine: str, result: dict) -> None:
-        """Commit whatever changed in the tree, with a message that says what (caller holds the lock)."""
+        """Commit whatever changed in the tree, with a message that says what (caller holds the lock).
+
+        This machine's pending accesses (git-ignored) first move into its tracked journal file,
+        `.access/<machine>.log`, so the other machines count them after they pull."""
         git = self.git
+        result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
         ensure_attributes(self.root)
         git.run("add", "-A")
         staged = git.staged()

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from memstrata.errors import MemstrataError
 from memstrata.features.gitrepo import Git
 from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
-from memstrata.storage import codec, tree, versions
+from memstrata.storage import codec, journal, tree, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path
 from memstrata.storage.indexes import INDEX_FILE
@@ -105,20 +105,30 @@ def _same_text(a: str, b: str, path: str) -> bool:
 
 
 def _resolve_other(git: Git, root: Path, path: str, texts: dict) -> dict:
-    """config.md, sidecars, records: a line merge where the sides do not touch, ours where they do."""
+    """config.md, sidecars, records: a line merge where the sides do not touch, ours where they do;
+    an access journal file (append-only, one access a line) keeps both sides' lines."""
     base, ours, theirs = texts.get(1), texts.get(2), texts.get(3)
     if ours is None or theirs is None:
         _write(git, root, path, ours if ours is not None else theirs)
         return {"path": path, "kind": "kept_edit", "message": "deleted on one side: the change is kept"}
+    base_text = base or ""
+    if _is_journal(path) and ours.startswith(base_text) and theirs.startswith(base_text):
+        _write(git, root, path, ours + theirs[len(base_text):])  # append-only: both sides' new lines
+        return {"path": path, "kind": "merged_lines", "message": "access journal: both sides' lines kept"}
     with tempfile.TemporaryDirectory() as tmp:
         files = []
         for label, text in (("ours", ours), ("base", base or ""), ("theirs", theirs)):
             f = Path(tmp) / label
             f.write_text(text, encoding="utf-8")
             files.append(str(f))
-        merged = git.run("merge-file", "-p", "--ours", *files, check=False).stdout
+        side = "--union" if _is_journal(path) else "--ours"  # a journal someone edited: no line dropped
+        merged = git.run("merge-file", "-p", side, *files, check=False).stdout
     _write(git, root, path, merged)
     return {"path": path, "kind": "merged_lines", "message": "line merge; ours where both changed a line"}
+
+
+def _is_journal(path: str) -> bool:
+    return path.startswith(f"{journal.JOURNAL_DIR}/") and path.endswith(".log") and path.count("/") == 1
 
 
 def _write(git: Git, root: Path, rel: str, text: str) -> None:

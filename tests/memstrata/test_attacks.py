@@ -25,20 +25,23 @@ def _files(folder):
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_a_symlinked_access_folder_is_never_followed(tree, tmp_path):
+@pytest.mark.parametrize("folder", [journal.JOURNAL_DIR, journal.PENDING_DIR])
+def test_a_symlinked_access_folder_is_never_followed(tree, tmp_path, folder):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "precious.log").write_text("keep me\n")
     (outside / "other.taken").write_text("keep me too\n")
-    os.symlink(outside, tree.root / ".access")
-    assert tree.read(tree.entry.id).id == tree.entry.id  # a read still answers (its access is not counted)
+    (tree.root / folder).parent.mkdir(exist_ok=True)
+    os.symlink(outside, tree.root / folder)
+    assert tree.read(tree.entry.id).id == tree.entry.id  # a read still answers
     tree.maintain()
     assert _files(outside) == {"precious.log": b"keep me\n", "other.taken": b"keep me too\n"}
 
 
-def test_odd_files_in_the_journal_neither_hang_nor_break_maintain(tree):
-    folder = tree.root / ".access"
-    folder.mkdir(exist_ok=True)
+@pytest.mark.parametrize("folder", [journal.JOURNAL_DIR, journal.PENDING_DIR])
+def test_odd_files_in_the_journal_neither_hang_nor_break_maintain(tree, folder):
+    folder = tree.root / folder
+    folder.mkdir(parents=True, exist_ok=True)
     os.mkfifo(folder / "evil.log")
     (folder / "d.log").mkdir()
     with open(folder / "big.log", "wb") as handle:  # sparse: over the size a journal file may have

@@ -150,3 +150,64 @@ def test_a_peers_merge_attribute_never_merges_two_texts(tmp_path, embedder):
     assert [c["kind"] for c in result["conflicts"]] == ["conflict"]
     body = a.read(r.id, count_access=False).body
     assert body.count("requests per minute") == 1, body
+
+
+def _status(m) -> str:
+    return subprocess.run(["git", "-C", str(m.root), "status", "--porcelain", "--untracked-files=all"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_reads_stay_out_of_git_until_a_sync_shares_them(tmp_path, embedder):
+    """Reads go to the git-ignored pending journal; a sync moves them into `.access/<machine>.log`
+    right before it commits, the other clone counts them after pulling, and a fold on either
+    side counts each read once."""
+    from memstrata import Memory
+    from memstrata.storage import journal
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    r = a.write("The staging database is rebuilt every Sunday.", title="Staging", category="ops")
+    a.sync_remote()
+    b.sync_remote()
+    for _ in range(3):
+        b.read(r.id)
+    assert _status(b) == "" and b.read(r.id, count_access=False).access_count == 3
+    result = b.sync_remote()
+    assert result["accesses_shared"] == 3 and result["pushed"] and _status(b) == ""
+    assert (b.root / ".access" / "desktop.log").is_file()
+    assert not list((b.root / journal.PENDING_DIR).iterdir())
+    assert b.read(r.id, count_access=False).access_count == 3  # moved, not doubled
+    a.sync_remote()
+    assert a.read(r.id, count_access=False).access_count == 3  # the peer's reads, pulled
+    assert a.maintain().accesses_folded == 1
+    a.sync_remote()
+    b.sync_remote()
+    for m in (a, b):
+        assert m.read(r.id, count_access=False).access_count == 3, m.root  # folded once, in the entry
+        assert not (m.root / ".access" / "desktop.log").exists()
+
+
+def test_two_clones_with_one_machine_name_keep_both_sides_reads(tmp_path, embedder):
+    """Two clones that share a machine name append to one tracked journal file: the merge keeps both sides' lines."""
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="twin")
+    b.clone(str(tmp_path / "r.git"), machine="twin")
+    r = a.write("The VPN certificate expires in March.", title="VPN", category="ops")
+    a.read(r.id)
+    a.sync_remote()
+    b.sync_remote()
+    a.read(r.id)
+    b.read(r.id)
+    b.read(r.id)
+    a.sync_remote()
+    result = b.sync_remote()
+    assert [c["kind"] for c in result["conflicts"]] == ["merged_lines"]
+    a.sync_remote()
+    for m in (a, b):
+        assert m.read(r.id, count_access=False).access_count == 4, m.root
+        assert _status(m) == ""
