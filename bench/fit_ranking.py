@@ -96,12 +96,17 @@ def fit_pairwise(batch, l2=1.0, iters=30, negatives=50):
     return w / scale
 
 
+# further features that grow with the entry's own text match (scoring.ranker): weights kept >= 0
+NONNEG: set = {"xptxt", "xntxt"}
+
+
 def monotone(w) -> bool:
     """More of the text match never lowers the score: d score / d text = text + costxt x cos >= 0
-    for every cosine in [0, 1] (a repeated query word must not push an entry down)."""
+    for every cosine in [0, 1] and the excess features' weights >= 0 (a repeated query word must
+    not push an entry down)."""
     names = _features()
     t, tc = w[names.index("text")], w[names.index("costxt")]
-    return t >= 0 and t + tc >= 0
+    return t >= 0 and t + tc >= 0 and all(w[names.index(f)] >= 0 for f in NONNEG if f in names)
 
 
 def project(w):
@@ -110,6 +115,9 @@ def project(w):
     t, tc = names.index("text"), names.index("costxt")
     w[t] = max(w[t], 0.0)
     w[tc] = max(w[tc], -w[t])
+    for f in NONNEG:
+        if f in names:
+            w[names.index(f)] = max(w[names.index(f)], 0.0)
     return w
 
 

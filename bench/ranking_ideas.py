@@ -25,6 +25,9 @@ import numpy as np  # noqa: E402
 
 import fit_ranking as fr  # noqa: E402
 
+# extra features that grow with the entry's own text match: their weights are kept >= 0 (monotone)
+fr.NONNEG.update({"xptxt", "xntxt", "xtxt", "lmtxt", "xp2txt", "xn2txt", "xpbase", "xnbase", "sitgap"})
+
 
 def _rank_of(values: np.ndarray) -> np.ndarray:
     order = np.argsort(-values, kind="stable")
@@ -128,6 +131,64 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
             if idea == "adjce":
                 a, b = np.minimum(a, v), np.minimum(b, v)
             out[f"p{nm}"], out[f"n{nm}"] = a[cand], b[cand]
+    if idea in ("excess", "excesst", "excessmax", "excessct", "excessraw"):
+        # how much better the entry matches than the entry before / after it (monotone in its own)
+        for nm, v in (("cos", cos), ("txt", text if idea == "excessraw" else np.minimum(text, 2)), ("ent", ent)):
+            if (idea == "excesst" and nm != "txt") or (idea == "excessct" and nm == "ent"):
+                continue
+            if idea == "excessmax":
+                out[f"x{nm}"] = np.maximum(v - np.maximum(_at(v, prev), _at(v, nxt)), 0)[cand]
+            else:
+                out[f"xp{nm}"] = np.maximum(v - _at(v, prev), 0)[cand]
+                out[f"xn{nm}"] = np.maximum(v - _at(v, nxt), 0)[cand]
+    if idea == "xbase":  # the same over the fused relevance of the entries (dense + text + names)
+        base = 2.0 * cos + np.minimum(text, 2) + 0.35 * ent
+        out.update(xpbase=np.maximum(base - _at(base, prev), 0)[cand], xnbase=np.maximum(base - _at(base, nxt), 0)[cand])
+    if idea == "xentry":  # excess of the entry chunk's own cosine (the whole text embedded)
+        v = entry
+        out.update(xpcose=np.maximum(v - _at(v, prev), 0)[cand], xncose=np.maximum(v - _at(v, nxt), 0)[cand])
+    if idea == "sitgap":  # how far below the best entry of its sitting it is (0 for the best)
+        base = 2.0 * cos + np.minimum(text, 2) + 0.35 * ent
+        best = np.zeros(len(base))
+        np.maximum.at(best, session, base)
+        out.update(sitgap=(base - best[session])[cand])
+    if idea in ("asks", "asksq", "propn", "propnI", "firstp"):
+        import re
+
+        from memstrata.retrieval import lexical
+
+        qw = {w.lower() for w in lexical.words(q["query"])}
+        vals = np.zeros(len(cand))
+        for j, p in enumerate(cand):
+            body = lexical.entry_part(conv["texts"][p], None)
+            sents = [x for x in re.split(r"(?<=[.!?])\s+", body) if x.strip()]
+            if idea.startswith("asks"):  # the share of its sentences that are questions
+                vals[j] = sum(x.rstrip(" )]\"'").endswith("?") for x in sents) / max(len(sents), 1)
+            elif idea == "firstp":  # the writer speaks of itself ("I", "I'm", "I've"), capped at 5
+                vals[j] = min(sum(1 for x in sents for w in lexical.words(x) if w.split("'")[0] == "I"), 5) / 5
+            else:  # capitalised words not opening a sentence and not in the query (names, titles)
+                words = [w for x in sents for w in lexical.words(x)[1:]]
+                vals[j] = min(sum(1 for w in words if w[:1].isupper() and w.lower() not in qw
+                                  and (idea == "propnI" or w.split("'")[0] != "I")), 5) / 5
+        if idea == "asksq":  # ... when the query is a question too
+            vals = vals * float(q["query"].rstrip().endswith("?"))
+        out[idea] = vals
+    if idea == "excess2":  # the same against the entries two steps away
+        p2, n2 = np.where(prev >= 0, prev[np.maximum(prev, 0)], -1), np.where(nxt >= 0, nxt[np.maximum(nxt, 0)], -1)
+        for nm, v in (("cos", cos), ("txt", np.minimum(text, 2)), ("ent", ent)):
+            out[f"xp2{nm}"] = np.maximum(v - _at(v, p2), 0)[cand]
+            out[f"xn2{nm}"] = np.maximum(v - _at(v, n2), 0)[cand]
+    if idea in ("localmax", "localmaxb"):
+        # the entry matches at least as well as both entries beside it (times its own match)
+        for nm, v in (("cos", cos), ("txt", np.minimum(text, 2)), ("ent", ent)):
+            top = (v >= np.maximum(_at(v, prev), _at(v, nxt))).astype(float)
+            out[f"lm{nm}"] = (top * (v if idea == "localmax" else (v > 0)))[cand]
+    if idea == "dirnb":  # the entries just before and after it, apart
+        base = 2.0 * cos + text + 0.35 * ent
+        out.update(nb_prev=_at(base, prev)[cand], nb_next=_at(base, nxt)[cand])
+    if idea == "dirnbprod":  # the same, times the entry's own cosine (an unrelated note gains little)
+        base = 2.0 * cos + text + 0.35 * ent
+        out.update(nbp_prev=(cos * _at(base, prev))[cand], nbp_next=(cos * _at(base, nxt))[cand])
     if idea == "textsq":
         out.update(text2=np.minimum(text, 2)[cand] ** 2)
     return out
@@ -142,8 +203,11 @@ def batch(cache: dict, names: list[str], ideas: list[str]):
             y = np.zeros(100)
             if q["cand"] is not None:
                 c = len(q["cand"])
-                cols = [q["x"]]
+                cols = [q["x"].copy()]
                 for idea in ideas:
+                    if idea.startswith("-"):  # a shipped feature left out (its column zeroed)
+                        cols[0][:, names.index(idea[1:])] = 0.0
+                        continue
                     e = extra(conv, q, idea)
                     cols.append(np.stack([e[f] for f in e], axis=1))
                 x[:c] = np.concatenate(cols, axis=1)
@@ -160,7 +224,7 @@ def names_of(cache, ideas):
     q = next(q for q in conv["questions"] if q["cand"] is not None)
     names = list(FEATURES)[: q["x"].shape[1]]  # the features the cache was made with
     for idea in ideas:
-        names += list(extra(conv, q, idea))
+        names += [] if idea.startswith("-") else list(extra(conv, q, idea))
     return names
 
 
@@ -218,6 +282,52 @@ def bagged(b, fitter=None, count=10, seed=0):
     return fr.project(np.mean(ws, 0))
 
 
+def recall_at(b, w, ks) -> float:
+    """Mean over the questions and the cut-offs `ks` of recall@k (a smoother target than recall@10 alone)."""
+    x, y, n = b
+    order = np.argsort(-(x @ w), axis=1, kind="stable")[:, : max(ks)]
+    hit = np.cumsum(np.take_along_axis(y, order, 1), axis=1)
+    return float(np.mean([(hit[:, k - 1] / n).mean() for k in ks]))
+
+
+def ascent_on(b, w, ks=(10,), rounds=3, order=None):
+    """fit_ranking.ascent with the target recall@ks and the coordinates visited in `order`."""
+    w = fr.project(w)
+    best = recall_at(b, w, ks)
+    for _ in range(rounds):
+        for j in (range(len(w)) if order is None else order):
+            for f in fr.STEPS:
+                v = w.copy()
+                v[j] = w[j] * f if w[j] else f * 0.1 * np.abs(w).mean()
+                if not fr.monotone(v):
+                    continue
+                r = recall_at(b, v, ks)
+                if r > best + 1e-9:
+                    best, w = r, v
+    return w
+
+
+def _unit(b, w):
+    """w scaled so that the scores of the candidates have standard deviation 1."""
+    x = b[0].reshape(-1, b[0].shape[2])
+    return w / max(float(np.std(x[x[:, 0] != 0] @ w)), 1e-12)
+
+
+def ensemble(b, count=8, seed=0, sub=1.0, ks=(10,)):
+    """The mean of `count` ascents (each from the pairwise fit, visiting the coordinates in a random
+    order, on a random `sub` share of the questions), each scaled to unit score spread."""
+    x, y, n = b
+    rng = np.random.default_rng(seed)
+    start = fr.fit_pairwise(b)
+    ws = []
+    for _ in range(count):
+        i = np.sort(rng.choice(len(x), int(sub * len(x)), replace=False)) if sub < 1 else np.arange(len(x))
+        part = (x[i], y[i], n[i])
+        w = ascent_on(part, fr.fit_pairwise(part) if sub < 1 else start, ks, order=rng.permutation(x.shape[2]))
+        ws.append(_unit(b, w))
+    return fr.project(np.mean(ws, 0))
+
+
 FITS = {  # name -> fitter(batch) -> weights
     "ship": lambda b: fr.fit(b), "pairwise": lambda b: fr.project(fr.fit_pairwise(b)),
     "l2=10": lambda b: fr.ascent(b, fr.fit_pairwise(b, l2=10)), "l2=100": lambda b: fr.ascent(b, fr.fit_pairwise(b, l2=100)),
@@ -228,6 +338,10 @@ FITS = {  # name -> fitter(batch) -> weights
     "smooth=0.001": lambda b: smooth_fit(b, l2=1e-3), "smooth=0.003": lambda b: smooth_fit(b, l2=3e-3),
     "smooth=0.01": lambda b: smooth_fit(b, l2=1e-2), "smooth=0.03": lambda b: smooth_fit(b, l2=3e-2),
     "bag": lambda b: bagged(b), "bag1": lambda b: bagged(b, seed=1),
+    "k8-12": lambda b: ascent_on(b, fr.fit_pairwise(b), ks=(8, 9, 10, 11, 12)),
+    "k5-20": lambda b: ascent_on(b, fr.fit_pairwise(b), ks=(5, 10, 15, 20)),
+    "ens8": lambda b: ensemble(b), "ens8s1": lambda b: ensemble(b, seed=1),
+    "ens8sub": lambda b: ensemble(b, sub=0.8), "ens8k": lambda b: ensemble(b, ks=(8, 9, 10, 11, 12)),
 }
 
 
@@ -270,14 +384,22 @@ def main():
     ap.add_argument("cache")
     ap.add_argument("ideas", nargs="*", default=[""])
     ap.add_argument("--fit", default="ship", help=f"{', '.join(FITS)}, trees2, trees3")
+    ap.add_argument("--controls", type=int, default=0,
+                    help="also run each idea with rand1..N added and print the mean of the N+1 figures")
     args = ap.parse_args()
     cache = pickle.load(open(args.cache, "rb"))
     for spec in args.ideas:
-        ideas = [i for i in spec.split("+") if i]
-        names = names_of(cache, ideas)
-        score, per = loco(batch(cache, names, ideas), names, args.fit)
-        print(f"{spec or 'shipped features'} ({args.fit}): LOCO recall@10 {score:.4f} "
-              f"({' / '.join(f'{p:.3f}' for p in per)})", flush=True)
+        scores = []
+        for c in range(args.controls + 1):
+            ideas = [i for i in spec.split("+") if i] + ([f"rand{c}"] if c else [])
+            names = names_of(cache, ideas)
+            score, per = loco(batch(cache, names, ideas), names, args.fit)
+            scores.append(score)
+            print(f"{'+'.join(ideas) or 'shipped features'} ({args.fit}): LOCO recall@10 {score:.4f} "
+                  f"({' / '.join(f'{p:.3f}' for p in per)})", flush=True)
+        if args.controls:
+            print(f"== {spec or 'shipped features'} ({args.fit}): mean of {len(scores)} {np.mean(scores):.4f} "
+                  f"(min {min(scores):.4f}, max {max(scores):.4f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -222,7 +222,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     fused = score  # the relevance model reads the fused score (one scale with or without the ranker)
     if qv is not None and dense:
         score, whole = _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure,
-                                weights, _signals_out, rerank=not cjk_share, inactive=inactive)
+                                weights, _signals_out, rerank=not cjk_share, inactive=inactive,
+                                texts=(lambda: texts if texts is not None else index.texts(frame)))
     order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
@@ -277,10 +278,11 @@ def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, 
 
 
 def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
-             signals_out=None, rerank: bool = True, inactive=None):
+             signals_out=None, rerank: bool = True, inactive=None, texts=None):
     """The fused ranking's top candidates ordered again by the learned ranker (scoring.ranker);
     the other entries drop out (-inf). Also returns each candidate's whole-entry cosine by position.
     Without `rerank` (a query with CJK text: the bundled model is English) the fused order stays.
+    `texts` gives the entries' column texts when called (read only when the ranker runs).
     `signals_out` (bench/fit_ranking.py) gets the features."""
     import numpy as np
 
@@ -299,8 +301,11 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
     if stats is not None and terms:
         for p, v in stats.coverage(cand.tolist(), terms).items():
             coverage[p] = v
+    column = texts() if texts is not None else None
+    asks = None if not column else np.array(
+        [rk.question_share(lexical.entry_part(column[p], frame.cols["tags"][p])) for p in cand.tolist()])
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
-                    date_near, structure, whole, weights.dense, weights.text, weights.entity)
+                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
     if not rk.WEIGHTS:

@@ -1,6 +1,8 @@
 """The learned ranker: a linear score over generic features of the fused ranking's top candidates."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 # The features of one candidate entry, each a generic function of the query and the tree (no
@@ -15,28 +17,36 @@ import numpy as np
 #   sit      the best relevance of its sitting (entries of a category written close in time)
 #   cos2 costxt  cos squared, cos x text
 #   whole    cosine between the query and the mean of the entry's chunk vectors (the whole entry)
+#   xpcos xncos xptxt xntxt xpent xnent   how much better the entry matches than the entry just
+#            before (p) / after (n) it: max(0, own - adjacent) of the cosine, the text match (capped
+#            at 2) and the names; they grow with the entry's own match, so an unrelated note beside a
+#            match gains nothing (weights >= 0 on the text ones keep the score monotone in the text)
+#   asks     the share of the entry's sentences that are questions (a question rarely holds the answer)
 # The adjacent entries' own cos, text, names and coverage as features raised LOCO recall@10 by
 # 0.006 more but let an unrelated note written next to a match outrank a weaker real match: left out.
 FEATURES = ("score", "cos", "text", "cov", "ent", "noname", "date", "nb1", "nb2", "sit", "nbmax", "cos2", "costxt",
-            "whole")
+            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks")
+TEXT_CAP = 2.0  # the text match the excess features read is capped here (a long repeated match counts as 2)
 
 # Fitted by bench/fit_ranking.py on the LoCoMo dev conversations (pairwise logistic over the top
 # 100 candidates of each question, then coordinate ascent on recall@10, kept monotone in the text
-# match; it prints the leave-one-conversation-out figures: recall@10 0.799 -> 0.819, on trees built
-# with chunk_sentence_min_words 15). Used for queries with a vector side and no CJK text (the
+# match; it prints the leave-one-conversation-out figures: recall@10 0.799 -> 0.825, on the trees of
+# 2026-12-01, chunk_sentence_min_words 15; 0.816 there without the excess and asks features). Used for queries with a vector side and no CJK text (the
 # bundled model is English; a Chinese query keeps the fused ranking).
-WEIGHTS = {"score": -0.01708, "cos": 0.6731, "text": 0.0, "cov": 0.5512, "ent": 0.1406, "noname": -0.2439,
-           "date": 0.2719, "nb1": -0.1262, "nb2": 0.07922, "sit": 0.2995, "nbmax": 0.3061, "cos2": 0.19,
-           "costxt": 0.0, "whole": 1.0}
+WEIGHTS = {"score": 0.01982, "cos": -0.1571, "text": 0.0, "cov": 0.0, "ent": 0.04797, "noname": -0.2102,
+           "date": 0.4785, "nb1": 0.08287, "nb2": 0.06347, "sit": 0.1144, "nbmax": 0.1663, "cos2": 0.4286,
+           "costxt": 0.0, "whole": 1.0, "xpcos": 0.5033, "xncos": 0.1011, "xptxt": 0.2827, "xntxt": 0.2272,
+           "xpent": 0.08482, "xnent": 0.08641, "asks": -0.3015}
 CANDIDATES = 100  # the fused ranking's top entries the ranker orders again
 
 
 def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndarray, coverage: np.ndarray,
              entity_share, date_near, structure, whole: np.ndarray, dense_weight: float, text_weight: float,
-             entity_weight: float) -> np.ndarray:
+             entity_weight: float, asks: np.ndarray | None = None) -> np.ndarray:
     """The feature matrix (len(cand) x len(FEATURES)) of the candidate positions `cand`.
 
-    Every array but `whole` (one value per candidate) has one slot per indexed entry;
+    Every array but `whole` and `asks` (one value per candidate: question_share of its text) has
+    one slot per indexed entry;
     `coverage` must be filled at least at the candidates. Only the sitting's best needs every
     entry; the rest is read at the candidates and their neighbours (100 of 100k)."""
     n = len(score)
@@ -56,13 +66,34 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
     zero = np.zeros(len(cand))
     ent = zero if entity_share is None else entity_share[cand]
     c, t = cos[cand], text[cand]
+
+    def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after)
+        own = values[cand]
+        before = np.where(p1 >= 0, values[np.maximum(p1, 0)], 0.0)
+        after = np.where(n1 >= 0, values[np.maximum(n1, 0)], 0.0)
+        return np.maximum(own - before, 0.0), np.maximum(own - after, 0.0)
+
+    xpcos, xncos = excess(cos)
+    xptxt, xntxt = excess(np.minimum(text, TEXT_CAP))
+    xpent, xnent = (zero, zero) if entity_share is None else excess(entity_share)
     f = {"score": score[cand], "cos": c, "text": t, "cov": coverage[cand], "ent": ent,
          "noname": zero if entity_share is None else (ent == 0).astype(float),
          "date": zero if date_near is None else date_near[cand],
          "nb1": at(p1) + at(n1), "nb2": at(p2) + at(n2),
          "sit": best[session[cand]], "nbmax": np.maximum(at(p1), at(n1)),
-         "cos2": c ** 2, "costxt": c * t, "whole": whole}
+         "cos2": c ** 2, "costxt": c * t, "whole": whole, "xpcos": xpcos, "xncos": xncos, "xptxt": xptxt,
+         "xntxt": xntxt, "xpent": xpent, "xnent": xnent, "asks": zero if asks is None else asks}
     return np.stack([np.asarray(f[name], dtype=np.float64) for name in FEATURES], axis=1)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CLOSERS = " )]\"'\u2019\u201d"
+
+
+def question_share(text: str) -> float:
+    """The share of a text's sentences that end in a question mark (0 for an empty text)."""
+    sentences = [s for s in _SENTENCE_END.split(text or "") if s.strip()]
+    return sum(s.rstrip(_CLOSERS).endswith("?") for s in sentences) / len(sentences) if sentences else 0.0
 
 
 def rank(x: np.ndarray, weights: dict | None = None) -> np.ndarray:

@@ -157,3 +157,21 @@ def test_the_ranker_lowers_inactive_entries_as_the_fusion_does():
     out = ranker.status_scaled(score, np.array([False, True, False, True]), 0.5)
     assert list(out) == [1.0, 0.5, -0.5, -0.75]
     assert ranker.status_scaled(score, None, 0.5) is score
+
+
+def test_ranker_excess_features_grow_with_the_entrys_own_match_only():
+    from memstrata.scoring import ranker
+
+    structure = (np.array([-1, 0, 1]), np.array([1, 2, -1]), np.zeros(3, dtype=np.int64))
+    cand = np.array([0, 1, 2])
+    x = ranker.features(cand, np.zeros(3), np.array([0.6, 0.1, 0.3]), np.array([3.0, 0.0, 0.5]), np.zeros(3), None,
+                        None, structure, np.zeros(3), 2.0, 1.0, 0.35, asks=np.array([0.0, 0.0, 1.0]))
+    col = {f: i for i, f in enumerate(ranker.FEATURES)}
+    # an entry with no match of its own beside a strong match gets no excess at all
+    assert x[1, col["xpcos"]] == 0 and x[1, col["xptxt"]] == 0 and x[1, col["xntxt"]] == 0
+    assert x[2, col["xpcos"]] == pytest.approx(0.2) and x[0, col["xntxt"]] == pytest.approx(2.0 - 0.0)  # capped at 2
+    assert x[2, col["asks"]] == 1.0
+    w = ranker.WEIGHTS
+    assert w["xptxt"] >= 0 and w["xntxt"] >= 0  # more text match never lowers an entry (bench/fit_ranking.py)
+    assert ranker.question_share("Did you go? Yes, we went.") == 0.5
+    assert ranker.question_share("What did you think?\"") == 1.0 and ranker.question_share("") == 0.0
