@@ -39,7 +39,7 @@ def weight(
     def human():
         typer.echo(f"{data['weight']:.4f}  {data['title']} [{data['id']}]" + ("  (stored)" if data["updated"] else ""))
         typer.echo(f"  = {data['importance_factor']} ({data['importance_label']}) x {data['decay']} "
-                   f"({data['days']} days) x {data['access_term']} ({data['access_count']} accesses) "
+                   f"({counted(data['days'], 'day')}) x {data['access_term']} ({counted(data['access_count'], 'access', 'accesses')}) "
                    f"x {data['context_correlation']} (context)")
 
     emit(as_json, data, human)

@@ -132,8 +132,9 @@ class TeamSync:
             git.run("merge", "-q", "--ff-only", tracking)
             resolved = []
         else:
-            done = git.run("merge", "-q", "--no-commit", "--no-ff", "--allow-unrelated-histories", tracking,
-                           check=False)
+            # no rename pairing: a deleted entry is not "renamed" to a similar new version file
+            done = git.run("merge", "-q", "--no-commit", "--no-ff", "--allow-unrelated-histories", "-Xno-renames",
+                           tracking, check=False)
             if not git.ref_exists("MERGE_HEAD"):
                 lines = (done.stderr or done.stdout).strip().splitlines()
                 raise GitError(f"git merge did not start: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
