@@ -215,7 +215,7 @@ def _parse_files(files: list[Path]) -> dict[str, Access]:
     return out
 
 
-def _take_file(path: Path, suffix: str) -> Path | None:
+def _take_file(path: Path, target: Path) -> Path | None:
     """Move a journal file aside (exclusive flock, then a rename): appenders waiting on it
     write to a new one. The new path, or None when it is not a regular file or cannot move."""
     try:
@@ -226,7 +226,6 @@ def _take_file(path: Path, suffix: str) -> Path | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         fcntl.flock(fd, fcntl.LOCK_EX)
-        target = path.with_name(f"{path.name}.{suffix}")
         os.replace(path, target)
         return target
     except OSError:
@@ -235,17 +234,28 @@ def _take_file(path: Path, suffix: str) -> Path | None:
         os.close(fd)
 
 
-def take(root: Path) -> tuple[dict[str, Access], list[Path]]:
-    """For a fold (caller holds the tree lock): move every journal file aside and read them all.
+def take(root: Path, machine: str | None = None) -> tuple[dict[str, Access], list[Path]]:
+    """For a fold (caller holds the tree lock): move this copy's journal files aside and read them.
 
-    Returns the accesses and the taken files, which the caller removes once the entries are
-    written (`release`). Appenders waiting on a file being taken write to a new one."""
+    This copy's files are the pending ones and the tracked `.access/<machine>.log` its syncs
+    published; other machines' tracked files are theirs to fold (folding them here too would
+    count their reads twice once both folds merge), and are counted by readers until then.
+    Taken files go to the git-ignored pending folder, so a fold that stops never leaves one for
+    a sync to commit. Returns the accesses and the taken files, which the caller removes once
+    the entries are written (`release`). Appenders waiting on a file being taken write to a new one."""
+    pending = _real_folder(root, PENDING_DIR, create=True)
+    if pending is None:
+        return {}, []
+    own = f"{machine_name(machine)}{_SUFFIX}"
+    tracked = [p for p in _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
+               if p.name == own or (p.name.startswith(own + ".") and p.name.endswith(_TAKEN))]
     taken = []
-    for path in _files(root):  # regular files in real journal folders only
+    for path in _names(pending, (_SUFFIX, _TAKEN, _MOVING)) + tracked:
         if path.name.endswith((_TAKEN, _MOVING)):
             taken.append(path)  # left by a fold or a publish that did not finish: fold it now
             continue
-        target = _take_file(path, f"{os.getpid()}{_TAKEN}")
+        into = pending / f"{'' if path.parent == pending else 'shared-'}{path.name}.{os.getpid()}{_TAKEN}"
+        target = _take_file(path, into)
         if target is not None:
             taken.append(target)
     return _parse_files(taken), taken
@@ -275,7 +285,7 @@ def publish(root: Path, machine: str) -> int:
     tracked = _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
     published = {token for path in tracked for token in _MARK.findall(_text(path) or "")}
     for path in _names(pending, (_SUFFIX,)):
-        target = _take_file(path, f"{os.getpid()}-{secrets.token_hex(6)}{_MOVING}")
+        target = _take_file(path, path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(6)}{_MOVING}"))
         if target is not None:
             moving.append(target)
     if moving:

@@ -163,14 +163,24 @@ class Aging:
                 purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()))
             report.purged = [purge_row(i, now) for i in purged]
 
+    def _machine(self) -> str | None:
+        """This copy's machine name as team sync names its journal file (None: the host name)."""
+        from memstrata.features.gitrepo import Git
+
+        try:
+            return Git(self.root).machine()
+        except OSError:  # no git installed: no team sync either, the host name it is
+            return None
+
     def fold_accesses(self) -> int:
         """Write the access journal into the entries' frontmatter (last_access, access_count,
         correlation, tier, weight) in batched saves, then remove the journal files taken (the
-        pending `.cache/access/` ones and every machine's tracked `.access/` ones).
+        pending `.cache/access/` ones and this machine's tracked `.access/<machine>.log`; other
+        machines fold their own).
         On a failure the taken files stay and the next run folds them."""
         now, settings = self.state.now(), self.state.settings
         with self.state.lock():
-            accesses, taken = journal.take(self.root)
+            accesses, taken = journal.take(self.root, self._machine())
             changes = []
             for entry_id, access in accesses.items():
                 try:

@@ -162,14 +162,15 @@ def test_reads_and_prompt_hooks_never_rewrite_entry_files(tmp_path, clock, embed
 
 
 def test_an_old_tree_whose_journal_is_tracked_still_counts_and_folds(tmp_path, clock, embedder):
-    """Accesses an older version (or a pulled peer) left in a tracked `.access/<host>.log` are
-    counted beside the pending ones, and maintain folds both."""
+    """Accesses an older version left in this machine's tracked `.access/<host>.log` are counted
+    beside the pending ones and folded; a pulled peer's file is counted and left to the peer."""
     m = Memory(tmp_path / "m", embedder=embedder)
     m.init()
     entry = m.write("We chose Postgres for the alpha project.", title="db", category="notes")
     old = m.root / journal.JOURNAL_DIR
     old.mkdir()
-    (old / "oldhost.log").write_text(f"2026-11-29T09:00:00Z\t{entry.id}\t-\n" * 3 + "2026-11-29T09:0")  # torn
+    mine = old / f"{journal.machine_name()}.log"
+    mine.write_text(f"2026-11-29T09:00:00Z\t{entry.id}\t-\n" * 3 + "2026-11-29T09:0")  # torn
     (old / "peer.log").write_text(f"2026-11-29T10:00:00Z\t{entry.id}\t1.0000\n")
     git = ["git", "-C", str(m.root), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run(git + ["init", "-q"], check=True)
@@ -179,13 +180,14 @@ def test_an_old_tree_whose_journal_is_tracked_still_counts_and_folds(tmp_path, c
     assert (m.root / journal.PENDING_DIR).is_dir()
     assert m.read(entry.id, count_access=False).access_count == 5
     report = m.maintain()
-    assert report.accesses_folded == 1 and not journal.read(m.root)
+    assert report.accesses_folded == 1
     folded = m.resolve(entry.id)
-    assert folded.access_count == 5 and folded.last_access == datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
-    assert not (old / "oldhost.log").exists() and not (old / "peer.log").exists()
+    assert folded.access_count == 4 and folded.last_access == datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
+    assert m.read(entry.id, count_access=False).access_count == 5  # the peer's read still counts
+    assert not mine.exists() and (old / "peer.log").exists()
     status = subprocess.run(git + ["status", "--porcelain", "--untracked-files=all"], capture_output=True,
                             text=True, check=True).stdout
-    assert "D .access/oldhost.log" in status  # maintain changes the tree: the fold is a change to commit
+    assert f"D .access/{mine.name}" in status  # maintain changes the tree: the fold is a change to commit
 
 
 def test_doctor_leaves_git_alone_and_git_modes_are_no_damage(tmp_path, clock, embedder):

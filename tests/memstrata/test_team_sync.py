@@ -181,9 +181,10 @@ def test_reads_stay_out_of_git_until_a_sync_shares_them(tmp_path, embedder):
     assert b.read(r.id, count_access=False).access_count == 3  # moved, not doubled
     a.sync_remote()
     assert a.read(r.id, count_access=False).access_count == 3  # the peer's reads, pulled
-    assert a.maintain().accesses_folded == 1
-    a.sync_remote()
+    assert a.maintain().accesses_folded == 0  # the peer's reads are the peer's to fold
+    assert b.maintain().accesses_folded == 1
     b.sync_remote()
+    a.sync_remote()
     for m in (a, b):
         assert m.read(r.id, count_access=False).access_count == 3, m.root  # folded once, in the entry
         assert not (m.root / ".access" / "desktop.log").exists()

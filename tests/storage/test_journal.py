@@ -41,7 +41,7 @@ def test_every_access_survives_a_fold_or_a_publish_taking_the_pending_file(tmp_p
     while any(p.poll() is None for p in procs):
         rounds += 1
         if taker == "fold" or (taker == "both" and rounds % 2):
-            accesses, taken = journal.take(root)
+            accesses, taken = journal.take(root, "m")
             folded += sum(a.count for a in accesses.values())
             journal.release(taken)
         else:
@@ -82,7 +82,7 @@ def test_a_publish_stopped_half_way_neither_loses_nor_doubles_a_line(tmp_path, s
         assert len(_tracked_lines(root)) == 6 and _count(root) == 6
         assert not list((root / journal.PENDING_DIR).iterdir())
     else:
-        accesses, taken = journal.take(root)
+        accesses, taken = journal.take(root, "m")  # the machine that published them folds them
         assert accesses[ID].count == 6
         journal.release(taken)
         assert _count(root) == 0
@@ -119,3 +119,24 @@ def test_a_planted_symlink_at_the_pending_folder_is_never_followed(tmp_path, ins
     assert accesses == {} and taken == []
     assert {p.name: p.read_text() for p in target.iterdir()} == planted
     assert not (root / journal.JOURNAL_DIR).exists()
+
+
+def test_a_fold_takes_this_machines_files_only_and_leaves_nothing_in_the_tracked_folder(tmp_path):
+    """Another machine's shared lines are its own to fold (folding them on two clones would count
+    them twice once the folds merge); they are counted until then. A fold's taken files live in
+    the git-ignored pending folder, so a fold that stops leaves nothing for a sync to commit."""
+    root = tmp_path / "r"
+    root.mkdir()
+    now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
+    journal.append(root, [(ID, now, None)] * 2)
+    assert journal.publish(root, "laptop") == 2
+    (root / journal.JOURNAL_DIR / "desktop.log").write_text(f"2026-11-30T09:00:00Z\t{ID}\t-\n" * 3)
+    journal.append(root, [(ID, now, None)])
+    assert _count(root) == 6
+    accesses, taken = journal.take(root, "laptop")
+    assert accesses[ID].count == 3  # the pending one and the two laptop published
+    assert all(p.parent == root / journal.PENDING_DIR for p in taken)
+    assert sorted(p.name for p in (root / journal.JOURNAL_DIR).iterdir()) == ["desktop.log"]
+    assert _count(root) == 6  # taken, not yet released: still counted once
+    journal.release(taken)
+    assert _count(root) == 3  # the desktop's, until the desktop folds them
