@@ -113,12 +113,3 @@ def read_body(body: str | None, file: str | None, allow_empty: bool = False) -> 
         raise InvalidInput("give a body: an argument, '-' for stdin, or --file F")
     return body
 
-
-def read_new_body(body: str | None, file: str | None) -> str:
-    """read_body for a new memory: an empty or blank text is refused (it would be a memory of nothing)."""
-    from memstrata.errors import InvalidInput
-
-    text = read_body(body, file)
-    if not text.strip():
-        raise InvalidInput("the memory text is empty: give what to remember")
-    return text

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, read_body, read_new_body, table
+from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, read_body, table
 
 TagOpt = Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="A tag (repeat for several; 'a,b' works too).")]
 
@@ -83,7 +83,7 @@ def write(
       mem write "We chose Postgres" --title "DB choice" --category projects/alpha --tag db
       echo "notes" | mem write - --title "Standup" --category meetings
     """
-    text = read_new_body(body, file)
+    text = read_body(body, file)
     result = memory(root).write(text, title=title, category=category, tags=tag, importance=importance,
                                 important=important, related=related, expires=expires, force=force, merge=merge,
                                 **({"share": True} if share else {}))

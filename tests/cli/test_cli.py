@@ -112,9 +112,3 @@ def test_read_ends_with_a_newline_and_counts_speak_english(root, tmp_path):
     exported = run(root, "export", "--jsonl", str(tmp_path / "out.jsonl"))
     assert exported.returncode == 0 and "exported 1 entry " in exported.stdout + " "
 
-
-@pytest.mark.parametrize("args,stdin", [(("write", "", "--title", "empty"), None), (("write", "-"), "  \n\n")])
-def test_an_empty_memory_is_refused(root, args, stdin):
-    proc = run(root, *args, stdin=stdin)
-    assert proc.returncode == 2 and proc.stderr.strip() == "mem: error: the memory text is empty: give what to remember"
-    assert json.loads(run(root, "list", "--json").stdout)["entries"] == []

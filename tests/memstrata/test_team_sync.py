@@ -16,6 +16,17 @@ def _no_service(monkeypatch):
     monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
 
 
+def _two_clones(tmp_path, embedder, machine_a: str, machine_b: str):
+    """Two trees cloned from one bare remote, as two machines of a team."""
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine=machine_a)
+    b.clone(str(tmp_path / "r.git"), machine=machine_b)
+    return a, b
+
+
 def test_three_writers_three_clones_lose_nothing(tmp_path, embedder):
     team = Team(tmp_path, embedder, seed=18)
     anyio.run(team.run, 20)
@@ -24,12 +35,7 @@ def test_three_writers_three_clones_lose_nothing(tmp_path, embedder):
 
 
 def test_both_changed_one_entry_is_the_conflict_rule(tmp_path, embedder):
-    from memstrata import Memory
-
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="laptop")
-    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
     r = a.write("The release train leaves on Thursdays.", title="Release day", category="ops")
     a.sync_remote()
     b.sync_remote()
@@ -54,12 +60,7 @@ def test_both_changed_one_entry_is_the_conflict_rule(tmp_path, embedder):
 
 
 def test_delete_against_edit_keeps_the_edit_and_reads_do_not(tmp_path, embedder):
-    from memstrata import Memory
-
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="a")
-    b.clone(str(tmp_path / "r.git"), machine="b")
+    a, b = _two_clones(tmp_path, embedder, "a", "b")
     kept = a.write("Backups run nightly at 02:00.", title="Backups", category="ops")
     gone = a.write("The office plant needs water on Mondays.", title="Plant", category="misc")
     a.sync_remote()
@@ -98,14 +99,9 @@ def test_sync_needs_a_git_tree(tmp_path):
 
 def test_a_pulled_symlink_is_reported_and_never_followed(tmp_path, embedder):
     """A peer commits `notes/leak.md -> a file outside the tree`: the sync names it, nothing reads it."""
-    from memstrata import Memory
-
     secret = tmp_path / "outside.md"
     secret.write_text("---\nid: aaaaaaaaaaaa\ntitle: Outside\n---\nthe outside secret is swordfish\n")
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="laptop")
-    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
     a.write("The backup runs at midnight.", title="Backups", category="ops")
     a.sync_remote()
     peer = tmp_path / "peer"  # a hostile peer using plain git
@@ -161,13 +157,9 @@ def test_reads_stay_out_of_git_until_a_sync_shares_them(tmp_path, embedder):
     """Reads go to the git-ignored pending journal; a sync moves them into `.access/<machine>.log`
     right before it commits, the other clone counts them after pulling, and a fold on either
     side counts each read once."""
-    from memstrata import Memory
     from memstrata.storage import journal
 
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="laptop")
-    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
     r = a.write("The staging database is rebuilt every Sunday.", title="Staging", category="ops")
     a.sync_remote()
     b.sync_remote()
@@ -192,12 +184,7 @@ def test_reads_stay_out_of_git_until_a_sync_shares_them(tmp_path, embedder):
 
 def test_two_clones_with_one_machine_name_keep_both_sides_reads(tmp_path, embedder):
     """Two clones that share a machine name append to one tracked journal file: the merge keeps both sides' lines."""
-    from memstrata import Memory
-
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="twin")
-    b.clone(str(tmp_path / "r.git"), machine="twin")
+    a, b = _two_clones(tmp_path, embedder, "twin", "twin")
     r = a.write("The VPN certificate expires in March.", title="VPN", category="ops")
     a.read(r.id)
     a.sync_remote()
