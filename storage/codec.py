@@ -59,6 +59,14 @@ def _str_presenter(dumper, data):
 _Dumper.add_representer(str, _str_presenter)
 
 
+class _BlockMapping(dict):
+    """A mapping always written in block style (one `key: value` line each), whatever it holds."""
+
+
+_Dumper.add_representer(_BlockMapping, lambda dumper, data: dumper.represent_mapping(
+    "tag:yaml.org,2002:map", data.items(), flow_style=False))
+
+
 def split_frontmatter(text: str) -> tuple[dict, str]:
     """Split a Markdown file into (frontmatter dict, body). No frontmatter gives ({}, text).
 
@@ -400,14 +408,19 @@ def check_renderable(entry: Entry) -> None:
             raise InvalidInput(f"{name} {problem}")
 
 
+def dump_yaml(mapping: dict) -> str:
+    """A frontmatter mapping as the YAML lines entry files hold (keys in the given order)."""
+    return yaml.dump(_BlockMapping(mapping), Dumper=_Dumper, allow_unicode=True, sort_keys=False,
+                     default_flow_style=None, width=100000)
+
+
 def render(entry: Entry) -> str:
     """The full text of an entry's Markdown file (body, then its version history if any).
 
     InvalidInput (check_renderable) when a value cannot be written.
     """
     check_renderable(entry)
-    header = yaml.dump(entry_to_frontmatter(entry), Dumper=_Dumper, allow_unicode=True,
-                       sort_keys=False, default_flow_style=None, width=100000)
+    header = dump_yaml(entry_to_frontmatter(entry))
     # the body byte for byte (an adopted or imported file keeps its last line as it was; a body
     # given to `mem write` already ends its last line: engine/inputs.clean_body)
     return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{entry.body}"

@@ -23,7 +23,8 @@ def init(
     root: RootOpt = None, as_json: JsonOpt = False,
     adopt: Annotated[bool, typer.Option("--adopt", help="Make the Markdown notes already in the folder "
                                                        "memories: each gets an `id:` line, nothing else changes; "
-                                                       "aging never compresses them (compress_bodies: false).")]
+                                                       "aging never compresses or moves them (compress_bodies and "
+                                                       "archive_moves_files: false).")]
     = False,
     clone: Annotated[Optional[str], typer.Option("--clone", help="Make the tree from this git remote "
                                                                "(docs/team.md).")] = None,

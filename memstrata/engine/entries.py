@@ -105,6 +105,7 @@ class Entries:
             # a vault's notes are the user's own writing: aging retiers them but never cuts their text
             with self.state.lock():
                 set_setting(self.root, "compress_bodies", False)
+                set_setting(self.root, "archive_moves_files", False)
         with self.state.lock():
             now = self.state.now()
             for category, description in tree.STARTER_CATEGORIES.items():

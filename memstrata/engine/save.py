@@ -8,7 +8,7 @@ from memstrata.engine.index import IndexStep
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput
 from memstrata.results import WriteResult
-from memstrata.storage import codec, indexes, tree
+from memstrata.storage import codec, frontmatter_edit, indexes, tree
 from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import inside_root
@@ -127,7 +127,7 @@ class SavePath:
             files.append((entry, old_path, old_bytes))
             if old_bytes is not None and old_path != entry.path:
                 atomic_move(old_file, target, root=root)
-            atomic_write_text(target, codec.render(entry), root=root)
+            atomic_write_text(target, _file_text(entry, old_path, old_bytes), root=root)
             if indexes.listing_changed(entry, previous):
                 categories.append(entry.category)
                 if previous is not None:
@@ -157,6 +157,17 @@ class SavePath:
         if categories is None:
             self.state.catalog.refresh()
         indexes.write_indexes(self.state.root, self.state.catalog, self.state.now(), categories)
+
+
+def _file_text(entry: Entry, old_path: str | None, old_bytes: bytes | None) -> str:
+    """The text the entry's file gets: a hand-made file keeps every line that did not change."""
+    if old_bytes is None:
+        return codec.render(entry)
+    try:
+        old_text = old_bytes.decode("utf-8")
+    except UnicodeDecodeError:
+        return codec.render(entry)
+    return frontmatter_edit.edited_text(old_text, old_path, entry)
 
 
 def _flat(value) -> str:

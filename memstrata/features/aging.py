@@ -341,6 +341,8 @@ class Aging:
         return new
 
     def _archived_path(self, entry: Entry) -> str:
+        if not self.state.settings.archive_moves_files:
+            return entry.path  # an adopted note stays where its owner keeps it; its status says archived
         keep = entry.path if is_archived_path(entry.path or "") else None
         return tree.unique_entry_path(self.root, entry.category, entry.title, archived=True, keep=keep)
 

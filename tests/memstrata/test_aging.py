@@ -410,3 +410,18 @@ def test_a_merge_into_a_compressed_entry_folds_into_its_full_text(mem, monkeypat
     e = mem.resolve(r.id)
     assert e.layer == "L0" and e.full_content_file is None
     assert e.body.startswith(EN_BODY.rstrip()) and "mem decompress" not in e.body and "Postgres 16" in e.body
+
+
+def test_archive_in_place_when_files_are_not_to_move(mem, monkeypatch, use_daily):
+    """`archive_moves_files: false` (set by `mem init --adopt`): archived, found, never moved."""
+    mem.config_set("archive_moves_files", "false")
+    note = mem.write("The garden shed key hangs behind the door.", title="Shed key", category="home")
+    keep = mem.write("Still in use.", title="Reader", category="home", important=True)
+    path = mem.resolve(note.id).path
+    use_daily(mem, "2026-01-02", "2026-05-01", keep.id)
+    _at(monkeypatch, "2026-05-01")
+    report = mem.maintain()
+    assert any("archive" in c["actions"] for c in report.to_dict()["changes"] if c["id"] == note.id)
+    archived = mem.resolve(note.id)
+    assert archived.status == "archived" and archived.tier == "archive" and archived.path == path
+    assert mem.recall("where is the shed key?", min_relevance=0).results[0].id == note.id

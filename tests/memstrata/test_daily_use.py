@@ -114,6 +114,11 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     report = Memory(folder, embedder=embedder).maintain()
     assert report.counts().get("retier") and not report.counts().get("compress")  # aged, not cut
     assert _bodies(folder) == bodies
+    # retiering edits only the lines it changes: the note's own lines stay as it wrote them
+    aged = (folder / "projects" / "garden.md").read_text(encoding="utf-8")
+    own = garden.split("---\n")[1].splitlines()
+    assert [line for line in aged.split("---\n")[1].splitlines() if line in own] == own
+    assert "created: 2026-01-05\n" in aged and "tier: " in aged and "layer:" not in aged
 
 
 def test_a_hand_made_entry_gets_an_id_and_can_be_deleted_and_restored(tmp_path, clock, embedder):

@@ -1,0 +1,135 @@
+"""Rewriting a hand-made entry file with the smallest edit: only the frontmatter keys that changed."""
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from memstrata.storage import codec
+from memstrata.storage.entry import Entry
+
+_MISSING = object()
+
+
+def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str:
+    """The new text of the file at `old_path` (holding `old_text`) once it stores `entry`.
+
+    A file the engine wrote itself (its text is the canonical rendering of what it parses to)
+    is rendered anew, as every write always did. A file a person made (an adopted note, a
+    hand-edited entry, one of an older layout) keeps every line that did not change: its own
+    keys, their order, spelling and comments, and its body byte for byte unless the body
+    changed. Only the keys whose values changed are rewritten (in the canonical form) or
+    added before the closing line, so `git diff` shows what the engine changed and nothing
+    else. Whenever the edited text would not read back as exactly `entry`, the canonical
+    rendering is used instead: the edit is an optimisation of the diff, never of the content.
+    """
+    full = codec.render(entry)
+    if not old_text or not old_path:
+        return full
+    before = _parsed(old_text, old_path, entry.category)
+    if before is None or _renders_to(before, old_text):
+        return full
+    layout = _layout(old_text)
+    if layout is None:
+        return full
+    head, lines, tail_start = layout
+    old_fm, new_fm = codec.entry_to_frontmatter(before), codec.entry_to_frontmatter(entry)
+    for key, value in new_fm.items():
+        if old_fm.get(key, _MISSING) != value:
+            lines = _set_key(lines, key, value)
+    for key in old_fm:
+        if key not in new_fm:
+            lines = _drop_key(lines, key)
+    if entry.body == before.body:
+        tail = old_text[tail_start:]
+    else:
+        closing = old_text[tail_start:].split("\n", 1)[0]
+        tail = f"{closing}\n\n{entry.body}"
+    text = head + "".join(lines) + tail
+    after = _parsed(text, entry.path or old_path, entry.category)
+    if after is None or after.body != entry.body or \
+            codec.entry_to_frontmatter(after) != new_fm:
+        return full
+    return text
+
+
+def _parsed(text: str, rel: str, category: str) -> Entry | None:
+    try:
+        return codec.parse(text, category=category, path=rel, fallback_title=PurePosixPath(rel).stem)
+    except Exception:  # noqa: BLE001 - anything unreadable is simply rendered anew
+        return None
+
+
+def _renders_to(entry: Entry, text: str) -> bool:
+    try:
+        return codec.render(entry) == text
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _layout(text: str) -> tuple[str, list[str], int] | None:
+    """(the opening up to and with its `---` line, the block's lines with their line ends,
+    the offset of the closing line) of a file with a frontmatter block; a file without one
+    gets an empty block in front of its text. None when the block cannot be found."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    rest = text[len(bom):]
+    if not rest.startswith(codec.FRONTMATTER_DELIMITER + "\n"):
+        return None
+    start = len(bom) + len(codec.FRONTMATTER_DELIMITER) + 1
+    offset, lines = start, []
+    for line in text[start:].splitlines(keepends=True):
+        if line.rstrip() in (codec.FRONTMATTER_DELIMITER, "...") and line.endswith("\n"):
+            return text[:start], lines, offset
+        lines.append(line)
+        offset += len(line)
+    return None
+
+
+def _key_of(line: str) -> str | None:
+    """The top-level key a block line starts, None for a continuation, comment or blank line."""
+    if not line or line[0] in " \t-#\n\r" or ":" not in line:
+        return None
+    key = line.split(":", 1)[0].strip()
+    if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"":
+        key = key[1:-1]
+    return key
+
+
+def _extent(lines: list[str], i: int) -> int:
+    """The index after the last line of the value the key at line `i` starts."""
+    end = i + 1
+    while end < len(lines) and _key_of(lines[end]) is None and not lines[end].startswith("#"):
+        end += 1
+    while end > i + 1 and not lines[end - 1].strip():
+        end -= 1  # blank lines between keys stay where they are
+    return end
+
+
+def _spellings(key: str) -> tuple[str, ...]:
+    return (key,) + tuple(alias for alias, canonical in codec.ALIASES.items() if canonical == key)
+
+
+def _find(lines: list[str], key: str) -> int | None:
+    """The line of `key` as the codec reads it: the canonical spelling wins over an alias."""
+    found = {}
+    for i, line in enumerate(lines):
+        name = _key_of(line)
+        if name is not None and name not in found:
+            found[name] = i
+    for spelling in _spellings(key):
+        if spelling in found:
+            return found[spelling]
+    return None
+
+
+def _set_key(lines: list[str], key: str, value) -> list[str]:
+    new = codec.dump_yaml({key: value}).splitlines(keepends=True)
+    at = _find(lines, key)
+    if at is None:
+        if lines and not lines[-1].endswith("\n"):
+            lines = lines[:-1] + [lines[-1] + "\n"]
+        return lines + new
+    return lines[:at] + new + lines[_extent(lines, at):]
+
+
+def _drop_key(lines: list[str], key: str) -> list[str]:
+    at = _find(lines, key)
+    return lines if at is None else lines[:at] + lines[_extent(lines, at):]

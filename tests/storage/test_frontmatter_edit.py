@@ -1,0 +1,59 @@
+"""A hand-made entry file keeps every line the engine did not change; an engine-made one is rendered anew."""
+from datetime import datetime, timezone
+
+import pytest
+
+from memstrata.storage import codec
+from memstrata.storage.entry import Entry
+from memstrata.storage.frontmatter_edit import edited_text
+
+NOTE = ("---\nid: c1de1d15b382\nstatus: todo\ntags: [a, b]\n# my own comment\ncreated: 2024-01-05\n"
+        "aliases: [groceries]\n---\n\nBuy milk and eggs.\nNo newline at the end")
+
+
+def _parse(text, path="notes/shop.md"):
+    return codec.parse(text, category="notes", path=path, fallback_title=path.rsplit("/", 1)[1][:-3])
+
+
+def test_changed_keys_are_added_and_every_other_line_is_kept():
+    entry = _parse(NOTE)
+    seen = entry.copy(access_count=2, last_access=datetime(2026, 12, 1, tzinfo=timezone.utc), tier="warm")
+    text = edited_text(NOTE, "notes/shop.md", seen)
+    assert text == NOTE.replace("aliases: [groceries]\n", "aliases: [groceries]\ntier: warm\n"
+                                "last_access: '2026-12-01T00:00:00Z'\naccess_count: 2\n")
+    assert codec.entry_to_frontmatter(_parse(text)) == codec.entry_to_frontmatter(seen)
+
+
+def test_a_changed_value_replaces_its_own_line_and_a_new_body_replaces_the_body():
+    entry = _parse(NOTE)
+    text = edited_text(NOTE, "notes/shop.md", entry.copy(status="archived", tags=["a"], body="Only eggs.\n"))
+    assert "status: archived\ntags: [a]\n# my own comment\ncreated: 2024-01-05\n" in text
+    assert text.endswith("---\n\nOnly eggs.\n") and "todo" not in text and "milk" not in text
+
+
+def test_an_alias_line_is_rewritten_under_the_canonical_name_and_a_dropped_key_goes():
+    note = "---\nid: c1de1d15b382\nupdated_at: 2024-02-01\nsummary: |\n  two\n  lines\nmine: 1\n---\nBody.\n"
+    entry = _parse(note)
+    later = entry.copy(updated=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc), summary=None)
+    text = edited_text(note, "notes/shop.md", later)
+    assert text == "---\nid: c1de1d15b382\nupdated: '2025-01-02T03:04:05Z'\nmine: 1\n---\nBody.\n"
+
+
+def test_an_engine_made_file_is_rendered_in_full_as_before():
+    entry = Entry(id="abcdef123456", title="T", body="b\n", category="notes", path="notes/t.md")
+    old = codec.render(entry)
+    changed = entry.copy(access_count=3)
+    assert edited_text(old, "notes/t.md", changed) == codec.render(changed)
+
+
+@pytest.mark.parametrize("old", [None, "", "no frontmatter at all\n", "---\nbroken: [\n---\nx\n"])
+def test_a_file_that_cannot_be_edited_in_place_is_rendered_in_full(old):
+    entry = Entry(id="abcdef123456", title="shop", body="x\n", category="notes", path="notes/shop.md")
+    assert edited_text(old, "notes/shop.md", entry) == codec.render(entry)
+
+
+def test_a_move_whose_new_name_would_change_the_title_falls_back_to_the_full_form():
+    entry = _parse(NOTE)
+    moved = entry.copy(path="notes/archived/shop-2.md", status="archived")
+    text = edited_text(NOTE, "notes/shop.md", moved)
+    assert text == codec.render(moved)  # the title came from the old file name: written out
