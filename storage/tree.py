@@ -95,6 +95,18 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     return candidate
 
 
+def top_level_spelling(root: Path, name: str) -> str:
+    """How the tree spells the top-level folder `name` (a vault's `Daily/` for `daily`): the name
+    of a folder that differs from it only in case, else `name` itself."""
+    try:
+        siblings = os.listdir(root)
+    except OSError:
+        return name
+    if name in siblings:
+        return name
+    return next((s for s in sorted(siblings) if s.casefold() == name.casefold() and (Path(root) / s).is_dir()), name)
+
+
 def _check_folder_levels(root: Path, folder: str) -> set[str]:
     """InvalidInput when a level of `folder` is a file (not a folder), or differs only in case from a
     folder beside it (`Proj` next to `proj`: one folder on macOS and Windows). Returns the casefolded

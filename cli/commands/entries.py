@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, emit, memory, read_body, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, read_body, table
 
 TagOpt = Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="A tag (repeat for several; 'a,b' works too).")]
 
@@ -49,7 +49,8 @@ def init(
     from memstrata.cli.commands.recall import _progress
 
     result = memory(root).init(adopt=adopt, progress=_progress("embedding", as_json))
-    adopted = f"; adopted {result['adopted']} notes" if result.get("adopted") else ""
+    adopted = (f"; {counted(result['entries'], 'note')} adopted ({result['adopted']} given an id)"
+               if result.get("entries") else "")
     if "error" in result.get("index", {}):
         typer.echo(f"warning: the adopted notes are not indexed yet ({result['index']['error']}); run `mem sync`",
                    err=True)

@@ -102,6 +102,8 @@ class Entries:
             made = tree.initialise(self.root)
         adopted = self.give_ids() if notes else 0
         if notes:
+            skipped += self._not_adopted()
+        if notes:
             # a vault's notes are the user's own writing: aging retiers them but never cuts their text
             with self.state.lock():
                 set_setting(self.root, "compress_bodies", False)
@@ -109,12 +111,15 @@ class Entries:
         with self.state.lock():
             now = self.state.now()
             for category, description in tree.STARTER_CATEGORIES.items():
+                if tree.top_level_spelling(self.root, category) != category:
+                    continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
                 if not (self.root / category / indexes.INDEX_FILE).exists():
                     indexes.set_description(self.root, category, description, self.state.catalog, now)
                     made.append(f"{category}/{indexes.INDEX_FILE}")
             self.save.write_indexes(None)
         self.state.use_settings(None)
-        return {"root": str(self.root), "created": made, "adopted": adopted, "skipped": skipped}
+        entries = len({e.id for e in self.state.catalog.entries()}) if notes else 0  # a duplicate id counts once
+        return {"root": str(self.root), "created": made, "adopted": adopted, "entries": entries, "skipped": skipped}
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()
@@ -458,6 +463,19 @@ class Entries:
             if categories:
                 self.save.write_indexes(list(dict.fromkeys(categories)))
         return given
+
+    def _not_adopted(self) -> list[str]:
+        """The notes of a folder being adopted that did not become entries, and why."""
+        catalog = self.state.catalog
+        out = [f"{rel} (unreadable: {error}; fix it, then `mem sync`)" for rel, error in sorted(catalog.errors().items())]
+        paths: dict[str, list[str]] = {}
+        for entry in catalog.entries():
+            paths.setdefault(entry.id, []).append(entry.path)
+        for entry_id, same in sorted(paths.items()):
+            for rel in sorted(same)[1:]:
+                out.append(f"{rel} (its id {entry_id} is also {sorted(same)[0]}'s; give it another id or remove "
+                           "the id line, then `mem sync`)")
+        return out
 
     def index_warnings(self) -> list[str]:
         """The save path's note when the (derived) vector index could not follow the last save."""

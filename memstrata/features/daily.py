@@ -8,6 +8,7 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput
 from memstrata.features.shared import SharedSpace
 from memstrata.results import WriteResult
+from memstrata.storage import tree
 
 
 class DailyNotes:
@@ -40,7 +41,8 @@ class DailyNotes:
 
             day_text = parse_datetime(day).strftime("%Y-%m-%d")
         block = f"## {local.strftime('%H:%M')}\n\n{text}\n"
-        path = f"daily/{day_text}.md"
+        category = tree.top_level_spelling(self.root, "daily")  # an adopted vault's `Daily/`
+        path = f"{category}/{day_text}.md"
         self.entries.require_tree()
         with self.state.lock():
             if (self.root / path).is_file():
@@ -51,7 +53,7 @@ class DailyNotes:
                 result = WriteResult(id=changed.id, path=changed.path, action="appended", version=changed.version,
                                      message=f"appended to {changed.path}", warnings=warnings)
             else:
-                result = self.entries.write(block, title=day_text, category="daily", tags=["daily"], force=True)
+                result = self.entries.write(block, title=day_text, category=category, tags=["daily"], force=True)
                 result.message = f"started {result.path}"
                 if result.path != path:
                     result.warnings.append(f"daily note written at {result.path}")

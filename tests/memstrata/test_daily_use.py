@@ -248,3 +248,25 @@ def test_restore_takes_an_id_prefix_or_the_path_it_was_deleted_from(tmp_path, cl
     assert m.restore(r.id[:5]).id == r.id
     m.delete(r.id)
     assert m.restore("general/parking.md").id == r.id
+
+
+def test_adopt_names_every_note_it_could_not_take_and_keeps_the_vaults_own_daily_folder(tmp_path, clock, capsys,
+                                                                                          embedder):
+    folder = tmp_path / "vault"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "Daily").mkdir()
+    (folder / "notes" / "a.md").write_text("---\nid: aaaaaaaaaaaa\n---\nOne.\n", encoding="utf-8")
+    (folder / "notes" / "b.md").write_text("---\nid: aaaaaaaaaaaa\n---\nTwo.\n", encoding="utf-8")
+    (folder / "notes" / "c.md").write_text("---\ntitle: [broken\n---\nBad.\n", encoding="utf-8")
+    (folder / "Daily" / "2026-11-30.md").write_text("Went hiking.\n", encoding="utf-8")
+    assert _mem("init", "--adopt", "--root", str(folder)) == 0
+    out, err = capsys.readouterr()
+    assert "2 notes adopted (1 given an id)" in out
+    assert "not adopted: notes/c.md (unreadable: malformed YAML" in err
+    assert "not adopted: notes/b.md (its id aaaaaaaaaaaa is also notes/a.md's" in err
+    assert not (folder / "daily").exists()  # no lowercase twin of the vault's Daily/
+    m = Memory(folder, embedder=embedder)
+    result = m.daily("Fixed the login bug")
+    assert result.path == "Daily/2026-11-30.md" and result.action == "appended"
+    body = m.read(result.id, count_access=False).body
+    assert body.startswith("Went hiking.\n") and "Fixed the login bug" in body
