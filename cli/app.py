@@ -130,9 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # click usage errors and anything unforeseen: still one line
         if isinstance(exc, _click_errors()):  # usage errors carry exit code 2
-            if wants_json:
-                sys.stdout.write(json.dumps({"error": "usage", "message": exc.format_message()}) + "\n")
-            exc.show()
+            message = _usage_line(exc)
+            _report(message, {"error": "usage", "message": message}, wants_json)
             return exc.exit_code
         if isinstance(exc, OSError):
             message = f"{exc.strerror or exc}" + (f": {exc.filename}" if getattr(exc, "filename", None) else "")
@@ -153,6 +152,15 @@ def _click_errors() -> tuple:
         except ImportError:
             pass
     return tuple(found)
+
+
+def _usage_line(exc) -> str:
+    """Click's usage error as one line, naming the help of the command it was about."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and getattr(exc, "exit_code", 1) == 2:
+        message += f" (see `{ctx.command_path} --help`)"
+    return message
 
 
 def _report(message: str, data: dict, wants_json: bool) -> None:

@@ -68,6 +68,13 @@ def test_usage_errors_exit_2_with_a_reason(root):
     proc = run(root, "list", "--no-such-option")
     assert proc.returncode == 2 and "No such option: --no-such-option" in proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stderr.startswith("mem: error: ") and len(proc.stderr.strip().splitlines()) == 1
+    assert "(see `mem list --help`)" in proc.stderr
+    for args in (["recal", "x"], ["write", "hi", "--titel", "x"], ["config", "get"], ["promote"],
+                 ["list", "--since", "2026-13-45"], ["maintain", "--dry-run", "extra"]):
+        other = run(root, *args)
+        assert other.returncode == 2, args
+        assert other.stderr.startswith("mem: error: ") and len(other.stderr.strip().splitlines()) == 1, other.stderr
     as_json = run(root, "list", "--no-such-option", "--json")
     assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"] == "usage"
 
