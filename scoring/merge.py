@@ -134,7 +134,7 @@ def merge_entry(base: Entry | None, ours: Entry, theirs: Entry, ours_by: str, th
     history[n] = history_item(n, loser.updated, f"{one_line(loser.body, loser.title)} "
                                                 f"(by {lose_by}; kept, lost a conflict with {win_by})")
     history[n + 1] = history_item(n + 1, winner.updated, f"{one_line(winner.body, winner.title)} "
-                                                        f"(by {win_by}; conflict with {lose_by}, now current)")
+                                                        f"(by {win_by}; won a conflict with {lose_by})")
     merged = winner.copy(**_metadata(base, ours, theirs, prefer_theirs=theirs_newer), **access, updated=updated,
                          version=n + 1, history=[history[v] for v in sorted(history)])
     return EntryMerge(merged, "conflict", kept=((n, kept),),

@@ -86,7 +86,7 @@ class Versions:
         # conflict: the new content becomes the current version of the existing entry
         changed = self._superseded(target, entry)
         self.save.update(target, changed,
-                         note=f"{versions.one_line(entry.body, entry.title)} (conflict, now current{_by(entry)})")
+                         note=f"{versions.one_line(entry.body, entry.title)} (conflict, replaced v{target.version}{_by(entry)})")
         return WriteResult(id=changed.id, path=changed.path, action="conflict", version=changed.version,
                            message=f"conflict with {changed.id}: kept both versions, current v{changed.version}",
                            warnings=self.entries.category_warnings(changed.category), related_id=target.id,

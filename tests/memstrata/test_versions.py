@@ -75,9 +75,16 @@ def test_dark_mode_then_light_mode_is_one_entry_at_version_2(mem, monkeypatch):
     text = (mem.root / current.path).read_text(encoding="utf-8")
     assert text.endswith("---\n\nUser prefers light mode\n")
     assert ("history:\n- {version: 1, date: '2026-06-01', summary: User prefers dark mode}\n"
-            "- {version: 2, date: '2026-07-18', summary: 'User prefers light mode (conflict, now current)'}\n") in text
+            "- {version: 2, date: '2026-07-18', summary: 'User prefers light mode (conflict, replaced v1)'}\n") in text
     kept = versions.list_snapshots(mem.root, first.id)
     assert list(kept) == [1]
+    # a second conflict: one version is current, each line says what it replaced
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-08-01T10:00:00Z")
+    assert mem.write("User prefers high contrast mode", title="UI preference", category="preferences").version == 3
+    rows = mem.history(first.id)
+    assert [r["current"] for r in rows] == [False, False, True]
+    assert [r["summary"] for r in rows][1:] == ["User prefers light mode (conflict, replaced v1)",
+                                                "User prefers high contrast mode (conflict, replaced v2)"]
     assert "User prefers dark mode" in kept[1].read_text(encoding="utf-8")
     assert "version: 1" in kept[1].read_text(encoding="utf-8")
 

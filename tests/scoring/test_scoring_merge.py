@@ -42,7 +42,7 @@ def test_both_changed_text_newer_is_current_other_kept():
     assert n == 2 and kept.body == "Wednesdays.\n" and kept.version == 2
     lines = {h["version"]: h["summary"] for h in m.entry.history}
     assert "by desktop/agent-x" in lines[2] and "lost a conflict" in lines[2]
-    assert "by laptop" in lines[3] and "now current" in lines[3]
+    assert "by laptop" in lines[3] and "won a conflict with desktop/agent-x" in lines[3]
     # the same merge seen from the other side gives the same current text
     other = merge_entry(BASE, theirs, ours, "desktop/agent-x", "laptop", kept_versions=[1])
     assert other.entry.body == m.entry.body and other.kept[0][1].body == kept.body
