@@ -94,3 +94,11 @@ class Entry:
     @property
     def is_compressed(self) -> bool:
         return self.layer != "L0" and bool(self.full_content_file)
+
+
+def holder_rank(entry: Entry) -> tuple:
+    """Sort key among files that hold one id: the first is the entry (`mem read ID` shows it and
+    `mem doctor --fix` lets it keep the id): the highest version, then the latest `updated`,
+    then the first path. No file time counts, so a rewrite never moves the id to another file."""
+    stamp = entry.updated.timestamp() if entry.updated else float("-inf")
+    return (-entry.version, -stamp, entry.path or "")

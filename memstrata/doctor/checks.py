@@ -11,7 +11,7 @@ from pathlib import Path
 from memstrata.errors import CorruptEntry
 from memstrata.storage.atomic import is_temp_file
 from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, read_entry_file
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, holder_rank
 from memstrata.storage.lock import LOCK_FILE
 from memstrata.storage.safe_io import ENGINE_DIRS
 
@@ -176,18 +176,13 @@ def check_unparseable(scan: _Scan) -> list[Finding]:
 def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tuple[Entry, str]]]:
     """Which file of a duplicated id keeps it, and what happens to each other file.
 
-    group: (entry, content hash, mtime_ns). The keeper is the latest edit by the engine
-    (highest version, then latest `updated`; among equals the oldest file: the original).
+    group: (entry, content hash, mtime_ns). The keeper is the file `mem read ID` shows
+    (storage.entry.holder_rank: highest version, then latest `updated`, then the first path).
     A file with the same content as the keeper or as another file already kept is a copy
     and goes to quarantine ("quarantine:copy"); a file with other content gets a fresh id
     ("new_id") and stays an entry: nothing is deleted and no text disappears from the tree.
     """
-    def rank(item):
-        e, _, mtime = item
-        stamp = e.updated.timestamp() if e.updated else float("-inf")
-        return (-e.version, -stamp, mtime, e.path or "")
-
-    ordered = sorted(group, key=rank)
+    ordered = sorted(group, key=lambda item: holder_rank(item[0]))
     keeper, keeper_hash, _ = ordered[0]
     kept = {keeper_hash}
     plan = []

@@ -18,7 +18,7 @@ from memstrata.scoring.access import folded
 from memstrata.storage import adopt, indexes, journal, trash, tree
 from memstrata.storage.catalog import is_entry_path, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
-from memstrata.storage.entry import Entry, new_id
+from memstrata.storage.entry import Entry, holder_rank, new_id
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
 from memstrata.storage.safe_io import is_regular_file, read_regular_bytes
@@ -161,11 +161,14 @@ class Entries:
         if not valid_id(ref):
             raise InvalidInput(f"{ref!r} is not an entry id")
         for attempt in range(2):
+            holders = []
             for rel in self.state.catalog.paths_of(ref):
                 if is_regular_file(self.root / rel):
                     entry = read_entry_file(self.root, rel)
                     if entry.id == ref:
-                        return entry
+                        holders.append(entry)
+            if holders:  # several files with one id (a copy): the one the doctor lets keep it
+                return min(holders, key=holder_rank)
             if attempt == 0:
                 self.state.catalog.refresh()
         if len(ref) >= MIN_ID_PREFIX:  # a unique prefix, like git's

@@ -107,8 +107,9 @@ def test_duplicate_plan_is_pure():
     keeper, plan = duplicate_plan([(e("a.md", 1), "h1", 5), (e("b.md", 2, "new"), "h2", 9), (e("c.md", 1), "h1", 7)])
     assert keeper.path == "b.md" and {p.path: what for p, what in plan} == {"a.md": "new_id",
                                                                             "c.md": "quarantine:copy"}
-    keeper, plan = duplicate_plan([(e("late.md", 1, "x"), "h2", 9), (e("orig.md", 1), "h1", 5)])
-    assert keeper.path == "orig.md" and plan[0][1] == "new_id"  # the newer file of a hand copy gets the fresh id
+    for times in ((9, 5), (5, 9)):  # a rewrite (a newer mtime) never moves the id to the other file
+        keeper, plan = duplicate_plan([(e("orig.md", 1), "h1", times[0]), (e("late.md", 1, "x"), "h2", times[1])])
+        assert keeper.path == "late.md" and plan[0][0].path == "orig.md" and plan[0][1] == "new_id"
 
 
 def test_stale_temp_files_removed_young_ones_left(tree, embedder):
@@ -335,3 +336,16 @@ def test_cli_doctor_exit_codes_and_json(tree):
     assert "[fixed] unparseable ops/broken.md" in fixed.stdout and "healthy" in fixed.stdout
     assert run_cli(root, "doctor").returncode == 0
     assert "mem doctor --fix --json" in run_cli(root, "doctor", "--help").stdout
+
+
+def test_the_file_read_shows_is_the_one_that_keeps_a_duplicated_id(tree, embedder):
+    root, ids = tree
+    m = fresh(root, embedder)
+    src = m.resolve(ids[0]).path
+    _copy_with(root, src, "projects/alpha/aaa-copy.md", body="A hand-edited copy.")
+    report = fresh(root, embedder).doctor()
+    (finding,) = [f for f in report.findings if f.kind == "duplicate_id"]
+    keeper = "projects/alpha/aaa-copy.md"  # same version and date: the first path holds the id
+    assert finding.path == src and finding.detail.endswith(keeper)
+    fix_and_check(root, embedder, "duplicate_id")
+    assert fresh(root, embedder).resolve(ids[0]).path == keeper  # what the report said
