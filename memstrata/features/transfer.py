@@ -64,7 +64,8 @@ class Transfer:
             path = Path(os.path.expanduser(str(target)))
             if path.is_dir():
                 raise InvalidInput(f"{path} is a folder; give a file name for the export")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.is_dir():
+                raise InvalidInput(f"{path.parent} is not a folder; make it first or export elsewhere")
             stream = open(path, "w", encoding="utf-8")
             own = True
         count = 0

@@ -264,7 +264,7 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
     def history(id: Ref):  # noqa: A002
         """The versions of an entry (version, date, summary), newest last."""
         def run():
-            return {"id": id, "versions": m.history(id)}
+            return {"id": m.resolve(id).id, "versions": m.history(id)}  # the full id, as every tool answers
 
         return engine.call(run)
 

@@ -118,4 +118,6 @@ def test_read_ends_with_a_newline_and_counts_speak_english(root, tmp_path):
     assert note.read_bytes().endswith(b"No newline at the end")  # the file itself is left as it was
     exported = run(root, "export", "--jsonl", str(tmp_path / "out.jsonl"))
     assert exported.returncode == 0 and "exported 1 entry " in exported.stdout + " "
+    nowhere = run(root, "export", "--jsonl", str(tmp_path / "no" / "such" / "out.jsonl"))
+    assert nowhere.returncode == 2 and "is not a folder" in nowhere.stderr and not (tmp_path / "no").exists()
 

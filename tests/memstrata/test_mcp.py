@@ -103,8 +103,9 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
         updated = _data(await session.call_tool("update", {"id": written["id"],
                                                            "body": "We moved alpha to MySQL last week."}))
         assert updated["action"] == "updated" and updated["version"] == 2
-        history = await session.call_tool("history", {"id": written["id"]})
+        history = await session.call_tool("history", {"id": written["id"][:6]})
         assert not history.is_error and "1" in history.content[0].text
+        assert _data(history)["id"] == written["id"]  # a prefix in, the full id out
         deleted = _data(await session.call_tool("delete", {"id": written["id"]}))
         assert deleted["id"] == written["id"]
         restored = _data(await session.call_tool("restore", {"entry_id": written["id"]}))  # the old name works
