@@ -24,12 +24,13 @@ def text_with_id(text: str, entry_id: str) -> str | None:
     """
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     rest = text[len(bom):]
+    nl = "\r\n" if rest.split("\n", 1)[0].endswith("\r") else "\n"  # a CRLF note's lines stay CRLF
     try:
         data, _ = codec.split_frontmatter(text)
     except CorruptEntry:
         return None
     if not data and not rest.startswith(codec.FRONTMATTER_DELIMITER):
-        return f"{bom}---\nid: {entry_id}\n---\n\n{rest}"
+        return f"{bom}---{nl}id: {entry_id}{nl}---{nl}{nl}{rest}"
     if valid_id(str(data.get("id", ""))):
         return None
     first_break = rest.find("\n")
@@ -45,7 +46,7 @@ def text_with_id(text: str, entry_id: str) -> str | None:
         if len(lines) != 1 or "invalid_id" in data:
             return None
         block = _ID_LINE.sub(lambda m: "invalid_id:" + m.group(0)[3:], block, count=1)
-    return f"{bom}{head}id: {entry_id}\n{block}{body}"
+    return f"{bom}{head}id: {entry_id}{nl}{block}{body}"
 
 
 def _block_end(text: str) -> int | None:

@@ -87,6 +87,8 @@ def split_frontmatter(text: str) -> tuple[dict, str]:
     body = text[close.end() + 1:]
     if body.startswith("\n"):
         body = body[1:]
+    elif body.startswith("\r\n"):  # the blank line after the block, in a CRLF file
+        body = body[2:]
     return _load_yaml(raw), body
 
 

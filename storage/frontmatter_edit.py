@@ -31,10 +31,11 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
     if layout is None:
         return full
     head, lines, tail_start = layout
+    nl = "\r\n" if head.endswith("\r\n") else "\n"
     old_fm, new_fm = codec.entry_to_frontmatter(before), codec.entry_to_frontmatter(entry)
     for key, value in new_fm.items():
         if old_fm.get(key, _MISSING) != value:
-            lines = _set_key(lines, key, value)
+            lines = _set_key(lines, key, value, nl)
     for key in old_fm:
         if key not in new_fm:
             lines = _drop_key(lines, key)
@@ -42,7 +43,7 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
         tail = old_text[tail_start:]
     else:
         closing = old_text[tail_start:].split("\n", 1)[0]
-        tail = f"{closing}\n\n{entry.body}"
+        tail = f"{closing}{nl}{nl}{entry.body}"
     text = head + "".join(lines) + tail
     after = _parsed(text, entry.path or old_path, entry.category)
     if after is None or after.body != entry.body or \
@@ -71,9 +72,10 @@ def _layout(text: str) -> tuple[str, list[str], int] | None:
     gets an empty block in front of its text. None when the block cannot be found."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     rest = text[len(bom):]
-    if not rest.startswith(codec.FRONTMATTER_DELIMITER + "\n"):
+    first = rest.split("\n", 1)[0] + "\n"
+    if first not in (codec.FRONTMATTER_DELIMITER + "\n", codec.FRONTMATTER_DELIMITER + "\r\n"):
         return None
-    start = len(bom) + len(codec.FRONTMATTER_DELIMITER) + 1
+    start = len(bom) + len(first)
     offset, lines = start, []
     for line in text[start:].splitlines(keepends=True):
         if line.rstrip() in (codec.FRONTMATTER_DELIMITER, "...") and line.endswith("\n"):
@@ -120,12 +122,12 @@ def _find(lines: list[str], key: str) -> int | None:
     return None
 
 
-def _set_key(lines: list[str], key: str, value) -> list[str]:
-    new = codec.dump_yaml({key: value}).splitlines(keepends=True)
+def _set_key(lines: list[str], key: str, value, nl: str) -> list[str]:
+    new = [line.rstrip("\n") + nl for line in codec.dump_yaml({key: value}).splitlines(keepends=True)]
     at = _find(lines, key)
     if at is None:
         if lines and not lines[-1].endswith("\n"):
-            lines = lines[:-1] + [lines[-1] + "\n"]
+            lines = lines[:-1] + [lines[-1] + nl]
         return lines + new
     return lines[:at] + new + lines[_extent(lines, at):]
 

@@ -57,3 +57,16 @@ def test_a_move_whose_new_name_would_change_the_title_falls_back_to_the_full_for
     moved = entry.copy(path="notes/archived/shop-2.md", status="archived")
     text = edited_text(NOTE, "notes/shop.md", moved)
     assert text == codec.render(moved)  # the title came from the old file name: written out
+
+
+def test_a_crlf_note_keeps_crlf_lines_when_it_gets_an_id_and_when_it_is_edited():
+    from memstrata.storage.adopt import text_with_id
+
+    for original in ("Line one.\r\nLine two.\r\n", "---\r\ntitle: Mine\r\n---\r\nLine one.\r\n"):
+        with_id = text_with_id(original, "c1de1d15b382")
+        assert "\n" not in with_id.replace("\r\n", "")  # no bare LF
+        entry = _parse(with_id)
+        assert entry.id == "c1de1d15b382" and entry.body.startswith("Line one.\r\n")
+        edited = edited_text(with_id, "notes/shop.md", entry.copy(access_count=4))
+        assert "\n" not in edited.replace("\r\n", "") and "access_count: 4\r\n" in edited
+        assert edited.endswith(entry.body) and _parse(edited).access_count == 4
