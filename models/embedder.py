@@ -199,13 +199,15 @@ class Embedder:
 
 
 def _load_sentence_transformer(model: str):
-    """Load a SentenceTransformer on CPU (bundled: from the package dir, offline)."""
-    if _is_bundled(model):
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        target = str(_bundled_dir())
-    else:
-        target = str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
+    """Load a SentenceTransformer on CPU, always offline: the bundled model from its package
+    folder, any other from a folder or the local Hugging Face cache (nothing is downloaded)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    local = _local_dir(model)
+    if local is None:
+        raise ModelUnavailable(f"model {model} is not on this machine and memstrata never downloads one: "
+                               "put its files in a folder and set embedding_model to that path")
+    target = str(local)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         import torch

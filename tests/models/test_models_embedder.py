@@ -188,3 +188,11 @@ def test_import_is_cheap():
         "print(json.dumps({'heavy': [m for m in heavy if m in sys.modules]}))\n"
     )
     assert _run(code) == {"heavy": []}
+
+
+def test_a_model_that_is_not_on_this_machine_is_never_downloaded(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ModelUnavailable, match="never downloads"):
+        get_embedder("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", "torch")
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
