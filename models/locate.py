@@ -74,6 +74,14 @@ def _local_dir(model: str) -> Optional[Path]:
     return None
 
 
+def is_available(model: str) -> bool:
+    """Whether this machine has the model's files (bundled, a folder, or the local Hugging Face cache)."""
+    try:
+        return _local_dir(model) is not None
+    except Exception:  # noqa: BLE001 - ModelUnavailable, a broken package: not usable here
+        return False
+
+
 def cache_root() -> Path:
     """Where ONNX exports live: $MEMSTRATA_CACHE/onnx, else ~/.cache/memstrata/onnx."""
     base = os.environ.get("MEMSTRATA_CACHE")

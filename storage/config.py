@@ -196,7 +196,11 @@ def load_settings(root: Path) -> Settings:
     settings = Settings()
     for key, value in data.items():
         if key in Settings.field_names():
-            settings = settings.with_value(key, value)
+            try:
+                settings = settings.with_value(key, value)
+            except InvalidInput as exc:  # a hand edit or an old pull: say how to get out
+                raise InvalidInput(f"config.md: {exc.message}; `mem config unset {key}` gives it its default "
+                                   "again") from None
     return settings
 
 

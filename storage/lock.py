@@ -70,10 +70,16 @@ def _acquire(fd: int, timeout: float) -> bool:
 def _open_lock_file(path: str) -> int:
     """Open (creating) the lock file: never through a symlink, never a FIFO or device (OSError)."""
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags, 0o600)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):  # a symlink (a pulled one), a socket, a folder
+            raise Locked(f"{LOCK_FILE} in the tree is not a lock file (a symlink or a special file): "
+                         "`mem doctor --fix` removes it (a link's target is never touched)") from None
+        raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OSError(errno.EINVAL, "the lock file is not a regular file", path)
+        raise Locked(f"{LOCK_FILE} in the tree is not a regular file: `mem doctor --fix` removes it")
     return fd
 
 

@@ -17,7 +17,8 @@ STARTER_CATEGORIES = {
     "meetings": "Meeting notes and their conclusions.",
     "long-term": "Knowledge meant to last: decisions, conventions, lessons.",
 }
-GITIGNORE = ".vectors/\n.trash/\n.cache/\n.lock\n*.lock\n*.sock\n.*.tmp\n"  # .full/ and .versions/ are memories: keep them in git
+# .full/ and .versions/ are memories: kept in git; .quarantine/ holds what the doctor set aside unread
+GITIGNORE = ".vectors/\n.trash/\n.cache/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n"
 
 
 def resolve_root(root: str | os.PathLike | None = None) -> Path:
@@ -64,6 +65,8 @@ def initialise(root: Path, settings: Settings | None = None) -> list[str]:
     if not (root / ".gitignore").exists():
         atomic_write_text(root / ".gitignore", GITIGNORE, root=root)
         made.append(".gitignore")
+    else:
+        ensure_gitignore(root)
     return made
 
 
@@ -93,6 +96,25 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
         candidate = f"{folder}/{base}-{n}.md"
         n += 1
     return candidate
+
+
+def ensure_gitignore(root: Path) -> bool:
+    """Add the lines of GITIGNORE a tree's .gitignore lacks (a tree made by an older version, a
+    peer's edit); the user's own lines stay. True when the file changed."""
+    from memstrata.storage.safe_io import read_regular_text
+
+    path = Path(root) / ".gitignore"
+    try:
+        text = read_regular_text(path, 1024 * 1024)
+    except (OSError, ValueError):
+        return False  # missing, a link, a special file, not UTF-8: left as it is
+    have = {line.strip() for line in text.splitlines()}
+    missing = [line for line in GITIGNORE.splitlines() if line not in have]
+    if not missing:
+        return False
+    atomic_write_text(path, text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(missing) + "\n",
+                      root=Path(root))
+    return True
 
 
 def top_level_spelling(root: Path, name: str) -> str:

@@ -54,6 +54,9 @@ def _say_synced(result: dict) -> None:
         typer.echo(f"  {item['kind']}: {item['message']} [{item['path']}]")
     for item in result.get("ignored", []):
         typer.echo(f"  ignored: {item['path']} is a {item['kind']} (never followed; remove it from the repository)")
+    for item in result.get("settings_held_back", []):
+        kept = "its default" if item["kept"] is None else repr(item["kept"])
+        typer.echo(f"  setting {item['setting']} from the remote not applied: {item['why']}; kept {kept}")
     if result.get("index"):
         typer.echo(f"  index: {result['index']['embedded']} embedded, {result['index']['updated']} updated, "
                    f"{result['index']['removed']} removed")

@@ -27,7 +27,7 @@ _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
 # Finding kinds, in the order they are reported.
 KINDS = (
-    "lock_held", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
+    "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
     "orphan_versions", "missing_sidecar", "catalog", "index_md", "vectors_missing", "vectors_unreadable",
     "model_mismatch", "vectors_rows", "permissions",
 )
@@ -121,6 +121,14 @@ def _scan(root: Path) -> _Scan:
 def check_lock(root: Path) -> list[Finding]:
     """The tree lock is an flock: it dies with its holder, so a held lock means a live writer."""
     import fcntl
+
+    try:
+        mode = os.lstat(root / LOCK_FILE).st_mode
+    except OSError:
+        return []
+    if not stat.S_ISREG(mode):  # a link (a peer can push one) or a special file: no writer can lock the tree
+        return [Finding("lock_file", f"{LOCK_FILE} is {'a symlink' if stat.S_ISLNK(mode) else 'not a regular file'}: "
+                        "every write is refused", path=LOCK_FILE, action="remove it (a link's target is untouched)")]
 
     path = root / LOCK_FILE
     if not path.exists():

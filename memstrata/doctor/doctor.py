@@ -14,6 +14,7 @@ wrong and is right now".
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's public names
@@ -97,6 +98,12 @@ class Doctor:
         tree.require_initialised(self.root)
         report = DoctorReport(root=str(self.root), fix=fix)
         report.findings.extend(check_lock(self.root))
+        for f in report.findings:
+            if f.kind == "lock_file" and fix:  # before the lock: it cannot be taken while this is there
+                os.unlink(self.root / f.path)  # unlink never follows a link
+                f.fixed, f.action = True, "removed"
+        if any(f.kind == "lock_file" and not f.fixed for f in report.findings):
+            return report  # the lock cannot be taken: the other checks wait for `--fix`
         with TreeLock(self.root, timeout=lock_timeout):
             report.findings = [f for f in report.findings if f.kind != "lock_held"]  # we got it: it was free
             first = self._checks(report)

@@ -10,6 +10,7 @@ from memstrata.errors import CorruptEntry, InvalidInput
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
 from memstrata.features.recall import Recall
 from memstrata.features.team_merge import resolve_all
+from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
 from memstrata.storage import codec, journal, trash, tree
 from memstrata.storage.atomic import atomic_write_text
@@ -56,7 +57,8 @@ class TeamSync:
         machine = git.machine()
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
-                  "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0}
+                  "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0,
+                  "settings_held_back": []}
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
@@ -103,6 +105,7 @@ class TeamSync:
         git = self.git
         result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
         ensure_attributes(self.root)
+        tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
         git.run("add", "-A")
         staged = git.staged()
         if not staged:
@@ -142,6 +145,8 @@ class TeamSync:
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
         result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
         result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
+        held = guard_pulled_config(git, self.root, head)  # a peer's config.md may not disarm this machine
+        result["settings_held_back"] += held
         self._trash_pulled_deletions(head, tracking, machine)
         self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged
         git.run("add", "-A")
@@ -150,8 +155,9 @@ class TeamSync:
                        f"({len(resolved)} paths resolved)\n\n{TRAILER_MACHINE}: {machine}\n")
             git.run("commit", "-q", "--no-verify", "-m", message)
         elif git.staged():
+            kept = f"kept this machine's {', '.join(h['setting'] for h in held)}; " if held else ""
             git.run("commit", "-q", "--no-verify", "-m",
-                    f"memstrata: INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
+                    f"memstrata: {kept}INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
         if head:  # what the merge itself wrote (a conflict's kept version) changes the index too
             result["_pulled"].update(p for _, p in git.changed(head, "HEAD"))
 

@@ -349,3 +349,20 @@ def test_the_file_read_shows_is_the_one_that_keeps_a_duplicated_id(tree, embedde
     assert finding.path == src and finding.detail.endswith(keeper)
     fix_and_check(root, embedder, "duplicate_id")
     assert fresh(root, embedder).resolve(ids[0]).path == keeper  # what the report said
+
+
+def test_a_symlink_at_the_lock_file_is_one_clear_error_and_the_doctor_removes_it(tree, embedder, tmp_path):
+    from memstrata.errors import Locked
+
+    root, ids = tree
+    outside = tmp_path / "outside-lock"
+    (root / ".lock").unlink(missing_ok=True)
+    (root / ".lock").symlink_to(outside)  # as a peer's commit checks it out
+    with pytest.raises(Locked, match="mem doctor --fix"):
+        fresh(root, embedder).write("The VPN needs a token.", title="VPN", category="ops")
+    report = fresh(root, embedder).doctor()
+    assert any(f.kind == "lock_file" and f.path == ".lock" for f in report.findings)
+    fixed = fresh(root, embedder).doctor(fix=True)
+    assert any(f.kind == "lock_file" and f.fixed for f in fixed.findings)
+    assert not outside.exists() and not (root / ".lock").is_symlink()
+    assert fresh(root, embedder).write("The VPN needs a token.", title="VPN", category="ops").action == "created"

@@ -1,0 +1,49 @@
+"""Which settings a config.md pulled from another machine may change here (pure: dicts in, verdicts out)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from memstrata.errors import InvalidInput
+from memstrata.storage.config import Settings
+
+UNSET = object()  # the key is not in this machine's config.md: its default applies
+
+
+def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) -> dict[str, tuple[object, str]]:
+    """Settings whose pulled value is not applied: key -> (this machine's value or UNSET, why).
+
+    `ours` / `pulled`: the keys config.md sets, before and after the pull. A pulled value is
+    held back when it is not valid here (so it would stop every command on this machine), when
+    it weakens the secret guard (a peer may not turn `refuse` into `warn` for everyone), or when
+    it names an embedding model this machine does not have. Every other change applies.
+    Converges: a value held back here is pushed back, and the other machine accepts it (it is
+    valid, stronger or available there), so two machines never trade a setting back and forth.
+    """
+    out: dict[str, tuple[object, str]] = {}
+    names = set(Settings.field_names())
+    default = Settings()
+    for key in sorted((set(ours) | set(pulled)) & names):
+        mine, theirs = ours.get(key, UNSET), pulled.get(key, UNSET)
+        if mine == theirs:
+            continue
+        value = getattr(default, key) if theirs is UNSET else theirs
+        try:
+            default.with_value(key, value)
+        except InvalidInput as exc:
+            out[key] = (mine, f"not valid here ({exc.message})")
+            continue
+        before = getattr(default, key) if mine is UNSET else mine
+        if key == "secrets" and str(before) == "refuse" and str(value) != "refuse":
+            out[key] = (mine, "a pulled change may not weaken the secret guard (set it on each machine)")
+        elif key == "embedding_model" and str(value) != str(before) and not model_available(str(value)):
+            out[key] = (mine, f"model {value} is not on this machine")
+    if not out:
+        merged = {k: v for k, v in pulled.items() if k in names}
+        try:
+            settings = default
+            for key, value in merged.items():
+                settings = settings.with_value(key, value)
+        except InvalidInput as exc:  # valid one by one, not together (the tier order)
+            for key in sorted(k for k in merged if ours.get(k, UNSET) != merged[k]):
+                out[key] = (ours.get(key, UNSET), f"not valid with the other settings ({exc.message})")
+    return out

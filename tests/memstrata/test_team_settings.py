@@ -1,0 +1,51 @@
+"""A peer's config.md through real git: what would disarm or break this machine is held back, the rest applies."""
+import subprocess
+
+import pytest
+
+from memstrata.errors import SecretDetected
+from memstrata.storage.config import changed_settings
+
+
+@pytest.fixture(autouse=True)
+def _no_service(monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+
+
+def _push_config(tmp_path, text: str) -> None:
+    """A hostile peer with plain git rewrites config.md's settings block and pushes."""
+    peer = tmp_path / "peer"
+    if not peer.exists():
+        subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    subprocess.run([*git, "pull", "-q", "--no-rebase"], check=True)
+    (peer / "config.md").write_text(f"---\n{text}---\nmemstrata settings\n")
+    subprocess.run([*git, "commit", "-q", "-am", "settings"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+
+
+def test_a_peer_cannot_disarm_the_secret_guard_or_break_the_tree(tmp_path, embedder):
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a = Memory(tmp_path / "a", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    _push_config(tmp_path, "secrets: warn\nmax_entry_bytes: 100000000\nembedding_model: /nonexistent/model\n"
+                           "hot_days: 5\n")
+    result = a.sync_remote()
+    held = {h["setting"]: h for h in result["settings_held_back"]}
+    assert set(held) == {"secrets", "max_entry_bytes", "embedding_model"}
+    assert "weaken the secret guard" in held["secrets"]["why"] and "not valid here" in held["max_entry_bytes"]["why"]
+    again = Memory(tmp_path / "a", embedder=embedder)
+    assert again.settings.secrets == "refuse" and again.settings.hot_days == 5  # the harmless change applies
+    with pytest.raises(SecretDetected):
+        again.write("aws key AKIAIOSFODNN7EXAMPLE", title="creds", category="ops")
+    assert again.recall("when does the backup run?").results  # still works: model and limits as before
+    # what this machine pushed back is what the remote holds now: nobody trades the setting back and forth
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(tmp_path / "look")], check=True)
+    remote = (tmp_path / "look" / "config.md").read_text()
+    assert "secrets: warn" not in remote and "100000000" not in remote and "hot_days: 5" in remote
+    assert changed_settings(tmp_path / "a") == {"hot_days": 5}
+    assert again.sync_remote()["settings_held_back"] == []

@@ -1,0 +1,28 @@
+"""What a config.md pulled from another machine may change here: pure verdicts."""
+from memstrata.scoring.pulled_settings import UNSET, held_back
+
+
+def _held(ours, pulled, available=lambda name: name == "bundled"):
+    return {k: v[0] for k, v in held_back(ours, pulled, available).items()}
+
+
+def test_valid_changes_apply_and_invalid_ones_keep_this_machines_value():
+    assert _held({}, {"hot_days": 5, "trash_retention_days": 60}) == {}
+    assert _held({"max_entry_bytes": 1000}, {"max_entry_bytes": 100_000_000}) == {"max_entry_bytes": 1000}
+    assert _held({}, {"hot_days": "soon"}) == {"hot_days": UNSET}
+
+
+def test_the_secret_guard_can_be_strengthened_by_a_peer_never_weakened():
+    assert _held({}, {"secrets": "warn"}) == {"secrets": UNSET}
+    assert _held({"secrets": "refuse"}, {"secrets": "warn"}) == {"secrets": "refuse"}
+    assert _held({"secrets": "warn"}, {}) == {}  # back to the default, refuse: applies
+    assert _held({"secrets": "warn"}, {"secrets": "refuse"}) == {}
+
+
+def test_a_model_this_machine_lacks_is_held_back():
+    assert _held({}, {"embedding_model": "/nonexistent/model"}) == {"embedding_model": UNSET}
+    assert _held({}, {"embedding_model": "/here"}, available=lambda name: True) == {}
+
+
+def test_values_valid_alone_but_not_together_keep_ours():
+    assert _held({"warm_days": 29}, {"warm_days": 3}) == {"warm_days": 29}  # hot_days 7 < warm_days 3 fails
