@@ -53,7 +53,10 @@ def now() -> datetime:
     """Current time as an aware UTC datetime; MEMSTRATA_NOW (ISO 8601) overrides it."""
     override = os.environ.get("MEMSTRATA_NOW")
     if override:
-        return parse_datetime(override)
+        moment = parse_datetime(override)
+        if not 1970 <= moment.year <= 9000:  # the rules add years (reviews, forgetting) to now
+            raise InvalidInput(f"MEMSTRATA_NOW must be a date between the years 1970 and 9000, not {override!r}")
+        return moment
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 

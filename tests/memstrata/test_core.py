@@ -140,6 +140,10 @@ def test_clock_override(mem, monkeypatch):
     monkeypatch.setenv("MEMSTRATA_NOW", "2030-05-06T07:08:09Z")
     r = mem.write("x", title="clocked", category="c")
     assert codec.format_datetime(mem.read(r.id, count_access=False).created) == "2030-05-06T07:08:09Z"
+    for far in ("9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"):  # the rules add years to now: refused whole
+        monkeypatch.setenv("MEMSTRATA_NOW", far)
+        with pytest.raises(InvalidInput, match="between the years 1970 and 9000"):
+            mem.maintain()
 
 
 def test_config_md_holds_only_what_was_set(mem):
