@@ -45,6 +45,9 @@ def quarantine(root: Path, rel: str, kind: str, reason: str, now) -> str:
         target_rel = f"{QUARANTINE_DIR}/{stamp}-{n}--{base}"
         n += 1
     os.replace(root / rel, root / target_rel)
+    moved = os.lstat(root / target_rel)
+    if stat.S_ISREG(moved.st_mode) and moved.st_nlink == 1 and moved.st_uid == os.getuid():
+        os.chmod(root / target_rel, 0o600)  # private like every file of the tree (never through a hard link)
     index = folder / QUARANTINE_INDEX
     current = read_regular_text(index) if index.exists() else _QUARANTINE_HEADER
 

@@ -57,6 +57,7 @@ def test_unparseable_file_goes_to_quarantine_and_nothing_else_breaks(tree, embed
     root, ids = tree
     bad = root / "projects" / "alpha" / "broken.md"
     bad.write_text("---\ntitle: [unclosed\nid: x\n---\nbody\n")
+    bad.chmod(0o644)  # as a pull or an editor leaves it
     binary = root / "ops" / "image.md"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
     original = bad.read_bytes()
@@ -68,6 +69,7 @@ def test_unparseable_file_goes_to_quarantine_and_nothing_else_breaks(tree, embed
     assert len(moved) == 2 and not bad.exists() and not binary.exists()
     kept = list((root / ".quarantine").glob("*broken.md"))
     assert kept and kept[0].read_bytes() == original  # never deleted, byte for byte
+    assert kept[0].stat().st_mode & 0o777 == 0o600  # private, like every file of the tree
     index = (root / ".quarantine" / "INDEX.md").read_text()
     assert "projects/alpha/broken.md" in index and "malformed YAML" in index and "ops/image.md" in index
 
