@@ -46,10 +46,12 @@ def correlation_from_similarity(sim: float, threshold: float) -> float:
 
 
 def current_tier(entry: Entry, now: datetime, settings: Settings) -> str:
-    """The tier an entry is in now: archive for archived entries, else by age."""
+    """The tier an entry is in now: archive for archived entries, else by age, but never archive for
+    an active one (only maintain archives, and it counts days in use: old by the calendar is cold)."""
     if entry.status == "archived":
         return "archive"
-    return tier_for(entry, now, settings)
+    tier = tier_for(entry, now, settings)
+    return "cold" if tier == "archive" else tier
 
 
 def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: Settings,

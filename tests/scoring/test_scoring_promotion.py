@@ -56,8 +56,10 @@ def test_keep_important_off_lets_high_through():
 
 
 def test_layers_restrict_source_tier():
-    cands = [(aged(40, "c"), 0.9), (aged(120, "a"), 0.9)]
+    cands = [(aged(40, "c"), 0.9), (aged(120, "a", status="archived", tier="archive"), 0.9), (aged(120, "old"), 0.9)]
     assert [p.entry_id for p in select(cands, NOW, S, 0.7, {"archive"}, 50, True)] == ["a"]
+    # old by the calendar but never archived by maintain (which counts days in use): cold, as maintain says
+    assert {p.entry_id: p.from_tier for p in select(cands, NOW, S, 0.7, COLD_LAYERS, 50, True)}["old"] == "cold"
 
 
 def test_max_count_keeps_most_similar():
