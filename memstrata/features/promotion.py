@@ -290,7 +290,8 @@ class Promotion:
         for source in (self.entries, shared) if hot else ():
             if source is None:
                 continue
-            hot = [e for e in source.hot_entries(now) if e.status == "active"]
+            # in the hot tier now (touched lately), whatever tier maintain last wrote into the file
+            hot = [e.copy(tier="hot") for e in source.hot_entries(now) if e.status == "active"]
             for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
                 if source is shared:
                     e.extra["_from_shared"] = True
