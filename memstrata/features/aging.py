@@ -68,20 +68,25 @@ class Aging:
                 new = entry.copy()
                 if context_correlation is not None:
                     new.context_correlation = weight_rules.clamp_correlation(context_correlation)
-                new.weight = round(weight_rules.compute_weight(new, now), 4)
+                counted = self.entries.seen(new)  # the reads still in the journal count too
+                if context_correlation is not None:  # the one given wins over the journal's last
+                    counted.context_correlation = new.context_correlation
+                new.weight = round(weight_rules.compute_weight(counted, now), 4)
                 if new.weight != entry.weight or new.context_correlation != entry.context_correlation:
                     self.save.save(new, previous=entry)
-                return self._weight_info(new, now, None, stored=True)
-        return self._weight_info(entry, now, context_correlation, stored=False)
+                return self._weight_info(counted, now, None, stored=True, stored_weight=new.weight)
+        return self._weight_info(self.entries.seen(entry), now, context_correlation, stored=False,
+                                 stored_weight=entry.weight)
 
-    def _weight_info(self, entry: Entry, now, correlation, stored: bool) -> dict:
+    def _weight_info(self, entry: Entry, now, correlation, stored: bool, stored_weight) -> dict:
+        """`entry` as reads show it (the journal's pending reads counted); `stored_weight` its file's."""
         days = weight_rules.weight_days(entry, now)
         corr = weight_rules.clamp_correlation(entry.context_correlation if correlation is None else correlation)
         value = weight_rules.compute_weight(entry, now, corr)
         return {
             "id": entry.id, "title": entry.title, "path": entry.path,
             "weight": round(value, 4),
-            "stored_weight": entry.weight,
+            "stored_weight": stored_weight,
             "updated": stored,
             "importance": entry.importance, "important": entry.important,
             "importance_label": weight_rules.importance_label(entry),

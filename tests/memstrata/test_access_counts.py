@@ -1,5 +1,5 @@
 """Access counts never too high: a fold killed with SIGKILL at random points, a journal file over
-64 MB, a pulled line dated in the future."""
+64 MB, a pulled line dated in the future, `mem weight`'s count."""
 import os
 import random
 import signal
@@ -108,3 +108,22 @@ def test_a_journal_line_dated_in_the_future_counts_as_now(tmp_path, embedder):
     report = m.maintain()
     assert m.resolve(r.id).last_access == now  # folded as now, never pinned in 9999
     assert report.days_in_use == 1  # no day in 9999 either
+
+
+def test_weight_counts_the_reads_still_in_the_journal(tmp_path, embedder):
+    m = Memory(tmp_path / "r", embedder=embedder)
+    m.init()
+    r = m.write("Lunch is at noon.", title="Lunch", category="misc")
+    before = m.weight(r.id)
+    for _ in range(3):
+        m.read(r.id)
+    info = m.weight(r.id)
+    assert info["access_count"] == 3 and info["weight"] > before["weight"] and info["last_access"] == NOW
+    assert info["stored_weight"] is None
+    stored = m.weight(r.id, update=True)
+    assert stored["weight"] == info["weight"] == m.resolve(r.id).weight
+    m.maintain()
+    assert m.weight(r.id)["access_count"] == 3  # folded: counted once
+    done = subprocess.run([PY, "-m", "memstrata.cli.app", "weight", r.id, "--json", "--root", str(m.root)],
+                          capture_output=True, text=True, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 0 and '"access_count": 3' in done.stdout
