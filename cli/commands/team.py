@@ -54,6 +54,8 @@ def _say_synced(result: dict) -> None:
         typer.echo(f"  {item['kind']}: {item['message']} [{item['path']}]")
     for item in result.get("ignored", []):
         typer.echo(f"  ignored: {item['path']} is a {item['kind']} (never followed; remove it from the repository)")
+    for line in result.get("warnings", []):
+        typer.echo(f"  warning: {line}")
     if result.get("index"):
         typer.echo(f"  index: {result['index']['embedded']} embedded, {result['index']['updated']} updated, "
                    f"{result['index']['removed']} removed")

@@ -1,5 +1,5 @@
 """Access counts never too high: a fold killed with SIGKILL at random points, a journal file over
-64 MB, a pulled line dated in the future, `mem weight`'s count."""
+64 MB, a pulled line dated in the future, a pulled `.access` symlink, `mem weight`'s count."""
 import os
 import random
 import signal
@@ -127,3 +127,32 @@ def test_weight_counts_the_reads_still_in_the_journal(tmp_path, embedder):
     done = subprocess.run([PY, "-m", "memstrata.cli.app", "weight", r.id, "--json", "--root", str(m.root)],
                           capture_output=True, text=True, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
     assert done.returncode == 0 and '"access_count": 3' in done.stdout
+
+
+def test_a_pulled_symlinked_access_folder_is_reported_at_every_sync_and_by_doctor(tmp_path, embedder):
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    b = Memory(tmp_path / "b", embedder=embedder)
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    r = b.write("The wifi password rotates monthly.", title="Wifi", category="ops")
+    b.sync_remote()
+    peer = tmp_path / "peer"  # a peer with plain git plants `.access -> elsewhere`
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    (peer / ".access").symlink_to(tmp_path)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "plant"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    first = b.sync_remote()
+    assert any("reads are not shared: .access is a symlink" in w for w in first["warnings"]), first
+    b.read(r.id)
+    for _ in range(2):  # every later sync says it again, while reads wait unshared
+        again = b.sync_remote()
+        assert again["accesses_shared"] == 0
+        assert [w for w in again["warnings"] if ".access" in w], again
+    done = subprocess.run([PY, "-m", "memstrata.cli.app", "sync", "--remote", "--root", str(b.root)],
+                          capture_output=True, text=True, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 0, done.stderr
+    assert [ln for ln in done.stdout.splitlines() if "warning: reads are not shared: .access is a symlink" in ln]
+    findings = [f for f in b.doctor().findings if f.path == ".access"]
+    assert findings and "reads are not shared" in findings[0].detail
+    assert b.read(r.id, count_access=False).access_count == 1  # still counted here
