@@ -395,17 +395,21 @@ def settle(root: Path, plan_path: Path, plan: dict, saved: set[str]) -> None:
     the lines of the entries in `saved` (their counts are in their files already), then the
     plan goes. Idempotent: a settle that stops is done again, alike, by the next fold."""
     pending = plan_path.parent
-    for name in plan["files"]:
-        path = pending / str(name)
-        if "/" in str(name) or not name.endswith((_TAKEN, _MOVING)) or not is_regular_file(path) or not saved:
+    for name in map(str, plan["files"]):
+        path = pending / name
+        if not saved or "/" in name or not name.endswith((_TAKEN, _MOVING)) or not is_regular_file(path):
             continue
         fd = _open(path)
         if fd is None:
             continue
-        kept = (line.encode("utf-8") + b"\n" for line in _stream(fd) if (_well_formed_line(line) or ("", "", ""))[1]
-                not in saved)
+        kept = (line.encode("utf-8") + b"\n" for line in _stream(fd) if _line_id(line) not in saved)
         atomic_write_chunks(path, kept, root=root)
     remove_plan(plan_path)
+
+
+def _line_id(line: str) -> str | None:
+    parts = _well_formed_line(line)
+    return parts[1] if parts is not None else None
 
 
 def remove_plan(path: Path | None) -> None:
