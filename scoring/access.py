@@ -1,6 +1,7 @@
 """What accesses (a read, a load, a review) do to an entry: dates, count, correlation, tier, weight."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,7 +27,10 @@ class Access:
 
 
 def folded(entry: Entry, access: Access, now, settings) -> Entry:
-    """`entry` as `mem maintain` writes it once its journaled accesses are folded in."""
+    """`entry` as `mem maintain` writes it once its journaled accesses are folded in (an access
+    dated after `now`, from a wrong clock or a planted line, counts as `now`)."""
+    if now is not None and access.last > now:
+        access = Access(now, access.count, access.correlation)
     after = access.seen(entry)
     if after.status == "active":
         after.tier = tiers.tier_for(after, now, settings)
@@ -43,3 +47,27 @@ def touched(entry: Entry, now, settings, correlation: float | None = None) -> En
         after.tier = tiers.tier_for(after, now, settings)
     after.weight = round(weight.compute_weight(after, now), 4)
     return after
+
+
+def text_hash(text: str) -> str:
+    """The sha256 of a file's text as a fold plan keeps it (storage.journal.file_hash of the file)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fold_record(before_text: str | None, after_text: str, after: Entry) -> dict:
+    """What a fold's plan keeps of one entry it is about to save (see `fold_saved`)."""
+    return {"old": text_hash(before_text) if before_text is not None else None, "new": text_hash(after_text),
+            "after": after.access_count}
+
+
+def fold_saved(record: dict, current_hash: str | None, current_count: int | None) -> bool:
+    """Whether a stopped fold had saved this entry (its journal lines are then in its file).
+
+    The file as the fold would write it: saved; as it was before: not; gone: nothing to count
+    (saved). Changed since by something else (an edit keeps the count; a review or a merge
+    only adds): saved when its count reached the fold's."""
+    if current_hash is None or current_hash == record.get("new"):
+        return True
+    if current_hash == record.get("old"):
+        return False
+    return current_count is not None and current_count >= int(record.get("after", 0))

@@ -57,13 +57,19 @@ def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None) -> 
 
     With `root`, refuse (InvalidInput) a target outside it (safe_io.check_write_target).
     """
+    atomic_write_chunks(path, (data,), root=root)
+
+
+def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None:
+    """`atomic_write_bytes` for data given piece by piece (a file too large to hold in memory)."""
     path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
     temp = path.parent / f".{path.name}.{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for data in chunks:
+                handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)

@@ -13,10 +13,18 @@ removes them. A torn last line (a crash mid-append) is skipped. A publish takes 
 file the same way (renamed to `*.<token>.moving`), appends its lines with a `# moved <token>`
 line to the tracked file in one write, then removes it: after a crash between the two, the
 marker says the lines are already in the tracked file, so none is lost or counted twice.
+
+A fold writes a plan (`fold-<token>.plan`: the taken files, and per entry its file's hash
+before and after and its count after) before it saves any entry; a fold killed half-way
+leaves it, and the next fold first drops from those taken files the lines of every entry the
+plan shows saved (`settle`), so no read is counted twice. Files are read line by line (no
+size limit: a large file is counted, never dropped); a line dated after now counts as now.
 """
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import re
 import secrets
@@ -28,19 +36,21 @@ from pathlib import Path
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import Access
-from memstrata.storage.atomic import fsync_dir
+from memstrata.storage.atomic import atomic_write_bytes, atomic_write_chunks, fsync_dir
 from memstrata.storage.entry import valid_id
-from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
+from memstrata.storage.safe_io import check_write_target, is_regular_file
 
 JOURNAL_DIR = ".access"  # tracked: the lines team sync published, every machine's file
 PENDING_DIR = ".cache/access"  # git-ignored: this copy's accesses not yet published or folded
 _SUFFIX = ".log"
 _TAKEN = ".taken"  # taken by a fold
 _MOVING = ".moving"  # taken by a publish
+_PLAN = ".plan"  # a fold's plan: what it was about to save
 _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
 
-MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # a journal file larger than this is not read (a planted one)
+MAX_LINE_BYTES = 4096  # a longer line is no journal line (a planted file is skipped line by line)
+_CHUNK = 1 << 20
 
 
 def machine_name(name: str | None = None) -> str:
@@ -126,21 +136,29 @@ def signature(root: Path) -> tuple:
     return tuple(out)
 
 
-def read(root: Path) -> dict[str, Access]:
-    """Every access not yet folded, per entry id (pending and tracked files, every machine's)."""
-    return _parse_files(_files(root))
+def clamp_time(when: datetime, now: datetime | None) -> datetime:
+    """An access time no later than `now` (None: as it is)."""
+    return when if now is None or when <= now else now
 
 
-def days(root: Path) -> set[date]:
-    """The UTC days of every access not yet folded (for the record of days in use)."""
+def read(root: Path, now: datetime | None = None) -> dict[str, Access]:
+    """Every access not yet folded, per entry id (pending and tracked files, every machine's);
+    times after `now` count as `now`."""
+    return _parse_files(_files(root), now)
+
+
+def days(root: Path, today: date | None = None) -> set[date]:
+    """The UTC days of every access not yet folded (for the record of days in use); none after `today`."""
     out: set[date] = set()
     for stamp, _, _ in _lines(_files(root)):
         if not stamp.endswith("Z"):
             continue
         try:
-            out.add(date.fromisoformat(stamp[:10]))
+            day = date.fromisoformat(stamp[:10])
         except ValueError:
             continue
+        if today is None or day <= today:
+            out.add(day)
     return out
 
 
@@ -160,11 +178,48 @@ def _files(root: Path) -> list[Path]:
     return pending + _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
 
 
-def _text(path: Path) -> str | None:
+def _open(path: Path) -> int | None:
+    """A read descriptor of a regular file (never through a symlink, never a FIFO), or None."""
     try:
-        return read_regular_bytes(path, MAX_JOURNAL_BYTES).decode("utf-8", "replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _stream(fd: int):
+    """The lines (without their newline) of an open file, read a chunk at a time; a line longer
+    than MAX_LINE_BYTES is skipped whole, so a file of any size costs little memory."""
+    rest, skipping = b"", False
+    try:
+        while True:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            parts = (rest + chunk).split(b"\n")
+            rest = parts.pop()
+            for part in parts:
+                if not skipping and len(part) <= MAX_LINE_BYTES:
+                    yield part.decode("utf-8", "replace")
+                skipping = False
+            if len(rest) > MAX_LINE_BYTES:
+                rest, skipping = b"", True
+    finally:
+        os.close(fd)
+    if rest and not skipping:
+        yield rest.decode("utf-8", "replace")  # a torn last line: _well_formed judges it
+
+
+def _file_lines(path: Path):
+    """The lines of a journal file (nothing when it is not a readable regular file)."""
+    fd = _open(path)
+    return _stream(fd) if fd is not None else iter(())
 
 
 def _token(path: Path) -> str:
@@ -181,26 +236,35 @@ def _lines(files: list[Path]):
     for path in [p for p in files if not p.name.endswith(_MOVING)] + moving:
         if path.name.endswith(_MOVING) and _token(path) in published:
             continue
-        text = _text(path)
-        if text is None:
-            continue
-        if moving:  # only a stopped publish leaves one: look for the markers then
-            published.update(_MARK.findall(text))
-        yield from _well_formed(text)
+        for line in _file_lines(path):
+            if moving and line.startswith("# moved "):  # only a stopped publish leaves one: markers count then
+                published.update(_MARK.findall(line))
+                continue
+            parts = _well_formed_line(line)
+            if parts is not None:
+                yield parts
 
 
-def _well_formed(text: str):
-    for line in text.split("\n"):
-        parts = line.split("\t")
-        if len(parts) == 3 and valid_id(parts[1]):
-            yield parts[0], parts[1], parts[2]
+def _well_formed_line(line: str) -> tuple[str, str, str] | None:
+    parts = line.split("\t")
+    if len(parts) == 3 and valid_id(parts[1]):
+        return parts[0], parts[1], parts[2]
+    return None
 
 
-def _parse_files(files: list[Path]) -> dict[str, Access]:
+def _well_formed(lines):
+    for line in lines:
+        parts = _well_formed_line(line)
+        if parts is not None:
+            yield parts
+
+
+def _parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Access]:
+    """Accesses per id; with `now`, a line dated later (a wrong clock, a planted line) counts as `now`."""
     out: dict[str, Access] = {}
     for stamp, entry_id, corr_text in _lines(files):
         try:
-            when = parse_datetime(stamp)
+            when = clamp_time(parse_datetime(stamp), now)
             corr = None if corr_text == "-" else float(corr_text)
         except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
             continue
@@ -234,7 +298,7 @@ def _take_file(path: Path, target: Path) -> Path | None:
         os.close(fd)
 
 
-def take(root: Path, machine: str | None = None) -> tuple[dict[str, Access], list[Path]]:
+def take(root: Path, machine: str | None = None, now: datetime | None = None) -> tuple[dict[str, Access], list[Path]]:
     """For a fold (caller holds the tree lock): move this copy's journal files aside and read them.
 
     This copy's files are the pending ones and the tracked `.access/<machine>.log` its syncs
@@ -258,7 +322,16 @@ def take(root: Path, machine: str | None = None) -> tuple[dict[str, Access], lis
         target = _take_file(path, into)
         if target is not None:
             taken.append(target)
-    return _parse_files(taken), taken
+    taken = [p for p in taken if _readable(p)]  # one that cannot be read now stays, for the next fold
+    return _parse_files(taken, now), taken
+
+
+def _readable(path: Path) -> bool:
+    fd = _open(path)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
 
 
 def release(taken: list[Path]) -> None:
@@ -268,6 +341,97 @@ def release(taken: list[Path]) -> None:
             os.unlink(path)
         except OSError:
             pass
+
+
+def file_hash(path: Path) -> str | None:
+    """The sha256 of a regular file's bytes (None: missing or not a regular file); for fold plans."""
+    fd = _open(path)
+    if fd is None:
+        return None
+    digest = hashlib.sha256()
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def write_plan(root: Path, taken: list[Path], entries: dict[str, dict]) -> Path | None:
+    """Before a fold saves an entry: record (atomically) the taken files and, per entry id, what
+    its file is before and after (`old`/`new` hashes, `after` count). None when nothing to save."""
+    pending = _real_folder(root, PENDING_DIR, create=True)
+    if pending is None or not entries:
+        return None
+    path = pending / f"fold-{os.getpid()}-{secrets.token_hex(6)}{_PLAN}"
+    body = {"files": [p.name for p in taken if p.parent == pending], "entries": entries}
+    atomic_write_bytes(path, json.dumps(body, sort_keys=True).encode("utf-8"), root=root)
+    return path
+
+
+def plans(root: Path) -> list[tuple[Path, dict]]:
+    """The plans stopped folds left: (file, {"files": [...], "entries": {id: record}}); a
+    plan that cannot be read (torn: never, it is written atomically) is skipped."""
+    out = []
+    for path in _names(_real_folder(root, PENDING_DIR, create=False), (_PLAN,)):
+        fd = _open(path)
+        if fd is None:
+            continue
+        try:
+            body = json.loads(b"".join(iter(lambda: os.read(fd, _CHUNK), b"")).decode("utf-8"))
+        except (OSError, ValueError):
+            continue
+        finally:
+            os.close(fd)
+        if isinstance(body, dict) and isinstance(body.get("files"), list) and isinstance(body.get("entries"), dict):
+            out.append((path, body))
+    return out
+
+
+def settle(root: Path, plan_path: Path, plan: dict, saved: set[str]) -> None:
+    """Finish a stopped fold's plan: each taken file it lists is rewritten (atomically) without
+    the lines of the entries in `saved` (their counts are in their files already), then the
+    plan goes. Idempotent: a settle that stops is done again, alike, by the next fold."""
+    pending = plan_path.parent
+    for name in map(str, plan["files"]):
+        path = pending / name
+        if not saved or "/" in name or not name.endswith((_TAKEN, _MOVING)) or not is_regular_file(path):
+            continue
+        fd = _open(path)
+        if fd is None:
+            continue
+        kept = (line.encode("utf-8") + b"\n" for line in _stream(fd) if _line_id(line) not in saved)
+        atomic_write_chunks(path, kept, root=root)
+    remove_plan(plan_path)
+
+
+def _line_id(line: str) -> str | None:
+    parts = _well_formed_line(line)
+    return parts[1] if parts is not None else None
+
+
+def remove_plan(path: Path | None) -> None:
+    if path is not None:
+        release([path])
+        fsync_dir(path.parent)
+
+
+def sharing_problem(root: Path) -> str | None:
+    """Why this machine's reads cannot be shared with the team (a one-line reason), or None:
+    `.access` (the tracked journal folder) is something other than a real folder, e.g. a
+    symlink a pulled commit planted, which is never followed."""
+    folder = Path(root) / JOURNAL_DIR
+    try:
+        mode = os.lstat(folder).st_mode
+    except OSError:
+        return None  # not made yet: the next publish makes it
+    if stat.S_ISDIR(mode):
+        return None
+    what = "a symlink" if stat.S_ISLNK(mode) else "not a folder"
+    return (f"reads are not shared: {JOURNAL_DIR} is {what} (never followed); they stay counted on this "
+            f"machine only until it is a real folder (git rm {JOURNAL_DIR}, then sync)")
 
 
 def publish(root: Path, machine: str) -> int:
@@ -283,7 +447,8 @@ def publish(root: Path, machine: str) -> int:
         return 0
     moving = _names(pending, (_MOVING,))  # left by a publish that stopped: are its lines in already?
     tracked = _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
-    published = {token for path in tracked for token in _MARK.findall(_text(path) or "")}
+    published = {token for path in tracked for line in _file_lines(path) if line.startswith("# moved ")
+                 for token in _MARK.findall(line)}
     for path in _names(pending, (_SUFFIX,)):
         target = _take_file(path, path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(6)}{_MOVING}"))
         if target is not None:
@@ -292,10 +457,12 @@ def publish(root: Path, machine: str) -> int:
         fsync_dir(pending)  # the renames reach the disk before the lines are appended elsewhere
     moved = 0
     for path in moving:
-        token, text = _token(path), _text(path)
-        if text is None:
+        token, fd = _token(path), _open(path)
+        if fd is None:
             continue  # unreadable now: stays pending
-        lines = [] if token in published else ["\t".join(parts) + "\n" for parts in _well_formed(text)]
+        lines = ["\t".join(parts) + "\n" for parts in _well_formed(_stream(fd))]
+        if token in published:
+            lines = []
         if lines:
             block = "".join(lines) + f"# moved {token}\n"
             if not _append_to(root, JOURNAL_DIR, f"{machine_name(machine)}{_SUFFIX}", block.encode("utf-8"),

@@ -57,6 +57,8 @@ def _say_synced(result: dict) -> None:
     for item in result.get("settings_held_back", []):
         kept = "its default" if item["kept"] is None else repr(item["kept"])
         typer.echo(f"  setting {item['setting']} from the remote not applied: {item['why']}; kept {kept}")
+    for line in result.get("warnings", []):
+        typer.echo(f"  warning: {line}")
     if result.get("index"):
         typer.echo(f"  index: {result['index']['embedded']} embedded, {result['index']['updated']} updated, "
                    f"{result['index']['removed']} removed")

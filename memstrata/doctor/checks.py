@@ -166,8 +166,9 @@ def check_symlinks(scan: _Scan) -> list[Finding]:
     out = []
     for rel, target in scan.symlinks_out:
         if rel in ENGINE_DIRS:  # deletes, versions or sidecars would land at its target: every such write is refused
-            out.append(Finding("symlink_outside", f"the engine folder {rel}/ is a symlink (to {target}); writes into it "
-                               "are refused until it is a real folder", path=rel,
+            effect = "reads are not shared with the team" if rel == ".access" else "writes into it are refused"
+            out.append(Finding("symlink_outside", f"the engine folder {rel}/ is a symlink (to {target}); {effect} "
+                               "until it is a real folder", path=rel,
                                action=f"move the link (not its target) to .quarantine/ and make {rel}/ a real folder"))
         else:
             out.append(Finding("symlink_outside", f"symlink leads outside the root (to {target}); the tree walk "

@@ -76,7 +76,7 @@ class TreeState:
 
         signature = journal.signature(self.root)
         if signature != self._accesses[0]:
-            self._accesses = (signature, journal.read(self.root) if signature else {})
+            self._accesses = (signature, journal.read(self.root, self.now()) if signature else {})
         return self._accesses[1]
 
     # -- lock and clock ----------------------------------------------------------------

@@ -28,10 +28,10 @@ from memstrata.features.compression import compressed_body
 from memstrata.features.maintain_report import MaintenanceReport, change_row, purge_row, reported_row
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
-from memstrata.scoring.access import folded, touched
+from memstrata.scoring.access import fold_record, fold_saved, folded, touched
 from memstrata.scoring.lifecycle import Action
 from memstrata.scoring.usage import entry_days
-from memstrata.storage import journal, sidecars, trash, tree, usage
+from memstrata.storage import codec, journal, sidecars, trash, tree, usage
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
 from memstrata.storage.safe_io import read_regular_bytes
@@ -68,20 +68,25 @@ class Aging:
                 new = entry.copy()
                 if context_correlation is not None:
                     new.context_correlation = weight_rules.clamp_correlation(context_correlation)
-                new.weight = round(weight_rules.compute_weight(new, now), 4)
+                counted = self.entries.seen(new)  # the reads still in the journal count too
+                if context_correlation is not None:  # the one given wins over the journal's last
+                    counted.context_correlation = new.context_correlation
+                new.weight = round(weight_rules.compute_weight(counted, now), 4)
                 if new.weight != entry.weight or new.context_correlation != entry.context_correlation:
                     self.save.save(new, previous=entry)
-                return self._weight_info(new, now, None, stored=True)
-        return self._weight_info(entry, now, context_correlation, stored=False)
+                return self._weight_info(counted, now, None, stored=True, stored_weight=new.weight)
+        return self._weight_info(self.entries.seen(entry), now, context_correlation, stored=False,
+                                 stored_weight=entry.weight)
 
-    def _weight_info(self, entry: Entry, now, correlation, stored: bool) -> dict:
+    def _weight_info(self, entry: Entry, now, correlation, stored: bool, stored_weight) -> dict:
+        """`entry` as reads show it (the journal's pending reads counted); `stored_weight` its file's."""
         days = weight_rules.weight_days(entry, now)
         corr = weight_rules.clamp_correlation(entry.context_correlation if correlation is None else correlation)
         value = weight_rules.compute_weight(entry, now, corr)
         return {
             "id": entry.id, "title": entry.title, "path": entry.path,
             "weight": round(value, 4),
-            "stored_weight": entry.weight,
+            "stored_weight": stored_weight,
             "updated": stored,
             "importance": entry.importance, "important": entry.important,
             "importance_label": weight_rules.importance_label(entry),
@@ -112,7 +117,7 @@ class Aging:
         now = self.state.now()
         settings = self.state.settings
         report = MaintenanceReport(now=now, dry_run=dry_run, retention_days=settings.trash_retention_days)
-        journal_days = journal.days(self.root)
+        journal_days = journal.days(self.root, now.date())
         report.accesses_folded = len(self.state.accesses()) if dry_run else self.fold_accesses()
         entries = self.entries.list()
         usable = []
@@ -177,21 +182,44 @@ class Aging:
         correlation, tier, weight) in batched saves, then remove the journal files taken (the
         pending `.cache/access/` ones and this machine's tracked `.access/<machine>.log`; other
         machines fold their own).
-        On a failure the taken files stay and the next run folds them."""
+        A plan of what it saves is written first (storage/journal.py): when a fold stops half-way
+        (a failure, a kill), the taken files stay and the next run folds them, less the lines of
+        the entries the plan shows saved, so no read is counted twice."""
         now, settings = self.state.now(), self.state.settings
         with self.state.lock():
-            accesses, taken = journal.take(self.root, self._machine())
-            changes = []
+            self._settle_stopped_folds()
+            accesses, taken = journal.take(self.root, self._machine(), now)
+            changes, records = [], {}
             for entry_id, access in accesses.items():
                 try:
                     current = self.entries.resolve(entry_id)
+                    before = (self.root / current.path).read_bytes().decode("utf-8", "replace")
                 except (MemstrataError, OSError):
                     continue  # deleted or unreadable since: its accesses no longer matter
-                changes.append((folded(current, access, now, settings), current))
+                new = folded(current, access, now, settings)
+                changes.append((new, current))
+                records[entry_id] = fold_record(before, codec.render(new), new)
+            plan = journal.write_plan(self.root, taken, records)
             for start in range(0, len(changes), FOLD_BATCH):
                 self.save.save_many(changes[start:start + FOLD_BATCH])
             journal.release(taken)
+            journal.remove_plan(plan)
         return len(changes)
+
+    def _settle_stopped_folds(self) -> None:
+        """Each plan a stopped fold left: drop from its taken files the lines of the entries it
+        had saved (caller holds the lock)."""
+        for path, plan in journal.plans(self.root):
+            saved = set()
+            for entry_id, record in plan["entries"].items():
+                try:
+                    current = self.entries.resolve(entry_id)
+                    digest, count = journal.file_hash(self.root / current.path), current.access_count
+                except (MemstrataError, OSError):
+                    digest, count = None, None
+                if isinstance(record, dict) and fold_saved(record, digest, count):
+                    saved.add(entry_id)
+            journal.settle(self.root, path, plan, saved)
 
     def _maintain_batch(self, batch: list[Entry], now, referrers: dict[str, set[str]],
                         report: MaintenanceReport) -> None:

@@ -58,7 +58,7 @@ class TeamSync:
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
                   "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0,
-                  "settings_held_back": []}
+                  "settings_held_back": [], "warnings": []}
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
@@ -88,6 +88,9 @@ class TeamSync:
         pulled = result.pop("_pulled", set())
         result["pulled"] = len(pulled)
         result["ignored"] = git.special_paths("HEAD", sorted(pulled)) if pulled else []
+        problem = journal.sharing_problem(self.root)  # a pulled `.access` symlink: said at every sync
+        if problem and problem not in result["warnings"]:
+            result["warnings"].append(problem)
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
         if index and any(is_entry_path(p) for p in pulled):
@@ -104,6 +107,9 @@ class TeamSync:
         `.access/<machine>.log`, so the other machines count them after they pull."""
         git = self.git
         result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
+        problem = journal.sharing_problem(self.root)
+        if problem and problem not in result["warnings"]:
+            result["warnings"].append(problem)
         ensure_attributes(self.root)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
         git.run("add", "-A")
@@ -135,7 +141,8 @@ class TeamSync:
             git.run("merge", "-q", "--ff-only", tracking)
             resolved = []
         else:
-            # no rename pairing: a deleted entry is not "renamed" to a similar new version file
+            # no rename pairing asked; resolve_all still judges each path by its own texts, as git's
+            # default strategy may pair a deleted entry with a similar new version file regardless
             done = git.run("merge", "-q", "--no-commit", "--no-ff", "--allow-unrelated-histories", "-Xno-renames",
                            tracking, check=False)
             if not git.ref_exists("MERGE_HEAD"):

@@ -18,12 +18,53 @@ _SNAPSHOT = re.compile(r"^\.versions/([^/]+)/v(\d+)\.md$")
 
 
 def resolve_all(git: Git, root: Path, ours_by: str) -> list[dict]:
-    """Resolve every unmerged path of the merge in progress; what was decided, one dict per path."""
-    return [_resolve(git, Path(root), path, stages, ours_by) for path, stages in sorted(git.unmerged().items())]
+    """Resolve every path of the merge in progress that git left unmerged, or that a rename
+    pairing of git's hid; what was decided, one dict per path.
+
+    Each path is judged by its own three texts in the commits (merge base, HEAD, MERGE_HEAD),
+    never by what git paired with it: git's merge pairs a deleted file with a similar new one
+    (`-Xno-renames` notwithstanding, in the default strategy of some versions), which would put
+    one entry's edit into another's version file and leave the edited entry deleted."""
+    root = Path(root)
+    base = git.out("merge-base", "HEAD", "MERGE_HEAD", check=False).splitlines()
+    base = base[0] if base else None
+    unmerged = git.unmerged()
+    hidden = _hidden_by_pairing(git, base, set(unmerged))
+    out = []
+    for path in sorted(set(unmerged) | hidden):
+        texts = _own_texts(git, base, path, unmerged.get(path, set()))
+        out.append(_resolve(git, root, path, texts, ours_by))
+    return out
 
 
-def _resolve(git: Git, root: Path, path: str, stages: set[int], ours_by: str) -> dict:
-    texts = {n: git.show(f":{n}:{path}") for n in sorted(stages)}
+def _hidden_by_pairing(git: Git, base: str | None, unmerged: set[str]) -> set[str]:
+    """Paths deleted on one side and changed on the other that git did not leave unmerged: only a
+    rename pairing does that (the change went to the paired file)."""
+    if base is None:
+        return set()
+    ours, theirs = dict(_swap(git.changed(base, "HEAD"))), dict(_swap(git.changed(base, "MERGE_HEAD")))
+    return {p for p in set(ours) & set(theirs) - unmerged if "D" in (ours[p], theirs[p]) and ours[p] != theirs[p]}
+
+
+def _swap(changes):
+    return ((path, status[:1]) for status, path in changes)
+
+
+def _own_texts(git: Git, base: str | None, path: str, stages: set[int]) -> dict:
+    """{1: base, 2: ours, 3: theirs} texts of `path` itself (a missing side left out). Ours and
+    theirs come from HEAD and MERGE_HEAD; the base from git's stage 1 (its merge base, virtual
+    for criss-cross histories) unless git paired the path with another, then from the merge base."""
+    texts = {2: git.show(f"HEAD:{path}"), 3: git.show(f"MERGE_HEAD:{path}")}
+    staged = {n: git.show(f":{n}:{path}") for n in sorted(stages)}
+    paired = any(staged.get(n) != texts[n] for n in (2, 3))
+    texts[1] = git.show(f"{base}:{path}") if (paired or not stages) and base else staged.get(1)
+    return {n: t for n, t in texts.items() if t is not None}
+
+
+def _resolve(git: Git, root: Path, path: str, texts: dict, ours_by: str) -> dict:
+    base, ours, theirs = texts.get(1), texts.get(2), texts.get(3)
+    if ours == base or theirs == base or ours == theirs:  # one side's change only (or the same)
+        return _one_side(git, root, path, theirs if ours == base else ours)
     name = PurePosixPath(path).name
     if name == INDEX_FILE:
         _write(git, root, path, texts.get(2) or texts.get(3) or "")
@@ -36,6 +77,16 @@ def _resolve(git: Git, root: Path, path: str, stages: set[int], ours_by: str) ->
         except MemstrataError:  # a side that cannot be parsed: keep both files as they are
             return _keep_both(git, root, path, texts, "unreadable side: both files kept")
     return _resolve_other(git, root, path, texts)
+
+
+def _one_side(git: Git, root: Path, path: str, text: str | None) -> dict:
+    """A path only one side changed (left unmerged because git paired it with another): that side's file."""
+    if text is None:
+        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+        (root / path).unlink(missing_ok=True)
+    else:
+        _write(git, root, path, text)
+    return {"path": path, "kind": "same", "message": "changed on one side only: that side's file"}
 
 
 def _parse(text: str | None, path: str):

@@ -199,3 +199,32 @@ def test_two_clones_with_one_machine_name_keep_both_sides_reads(tmp_path, embedd
     for m in (a, b):
         assert m.read(r.id, count_access=False).access_count == 4, m.root
         assert _status(m) == ""
+
+
+def test_an_edit_of_an_entry_deleted_beside_another_update_stays_with_its_entry(tmp_path, embedder):
+    """One machine deletes X and updates Y in one sync (Y's old text becomes .versions/Y/v1.md);
+    the other adds a tag to X and syncs first. X and Y are alike, so git's merge pairs X's delete
+    with Y's new version file (a "rename"). The edit wins over the delete: X comes back with the
+    tag on both machines, and Y's kept versions hold Y's texts only."""
+    a, b = _two_clones(tmp_path, embedder, "a", "b")
+    text = ("The staging database is refreshed every {} night at 23:00 from the production backup; the refresh "
+            "takes two hours and the staging site is down meanwhile, so nobody deploys to staging then.")
+    x = a.write(text.format("Sunday"), title="Staging refresh", category="ops", force=True)
+    y = a.write(text.format("Monday"), title="Staging refresh two", category="ops", force=True)
+    a.sync_remote()
+    b.sync_remote()
+    a.delete(x.id)
+    a.update(y.id, text.format("Monday") + " Since May it runs at 22:00.")
+    b.update(x.id, add_tags=["database"])
+    assert b.sync_remote()["pushed"]
+    result = a.sync_remote()
+    assert [(c["kind"], c["path"]) for c in result["conflicts"]] == [("kept_edit", x.path)], result["conflicts"]
+    b.sync_remote()
+    for m in (a, b):
+        kept = m.read(x.id, count_access=False)
+        assert "database" in kept.tags and "every Sunday night" in kept.body, m.root
+        assert x.id in {e.id for e in m.list()}, m.root
+        assert sorted(p.name for p in (m.root / ".versions" / y.id).iterdir()) == ["v1.md"], m.root
+        assert "every Monday night" in (m.root / ".versions" / y.id / "v1.md").read_text()
+        assert [h["version"] for h in m.history(y.id)] == [1, 2]
+        assert m.doctor().findings == [], m.root
