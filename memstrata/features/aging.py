@@ -228,7 +228,7 @@ class Aging:
                         continue
                     new, actions = self._prepare(current, current.copy(), actions, now)
                     if not actions:
-                        continue  # only a compression was due, and it would not have made the file smaller
+                        continue  # only a compression was due, and it would not have made the body smaller
                     if new.path != current.path and new.path in taken:
                         self._flush(pending, report)  # two entries wanted the same free path: write the first
                         taken.clear()
@@ -351,7 +351,7 @@ class Aging:
 
     def _prepare(self, current: Entry, new: Entry, actions: list[Action], now) -> tuple[Entry, list[Action]]:
         """`new` (based on `current`, the file on disk) after retier/compress/archive, and the
-        actions done (a compression that would not make the file smaller is skipped); sidecar
+        actions done (a compression that would not make the body smaller is skipped); sidecar
         written, entry not."""
         done = []
         for action in actions:
