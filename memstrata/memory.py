@@ -158,6 +158,11 @@ class Memory:
     def trash_purge(self, everything: bool = False):
         return self._entries.trash_purge(everything)
 
+    def trash_purge_report(self, everything: bool = False) -> dict:
+        """trash_purge (`purged`: the items), and why the rest stays: `left`, `unreported`,
+        `undated`, `waiting`, `purgeable_after` (when the first waiting one can go), `retention_days`."""
+        return self._entries.trash_purge_report(everything)
+
     # -- recall --------------------------------------------------------------------------
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",

@@ -226,6 +226,11 @@ def _content(text: str) -> tuple[list[str], list[str]]:
     return [units[i] for i in keep], [kinds[i] for i in keep]
 
 
+def units(text: str) -> list[str]:
+    """The units key_points chooses from, as it returns them (no model needed)."""
+    return [_clean(u) for u in _content(text)[0]]
+
+
 def _rank(units: list[str], kinds: list[str], embedder, k: int) -> list[int]:
     """Indices of k units chosen by centrality + MMR, in original order."""
     n = len(units)

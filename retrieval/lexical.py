@@ -51,6 +51,21 @@ monday tuesday wednesday thursday friday saturday sunday today yesterday tomorro
 """.split())
 
 
+# Chinese question words and sentence-final particles: like the English question words above,
+# they carry no topic, so a query's CJK runs are cut at them before its bigrams are formed
+# ("护照什么时候过期" asks for 护照 and 过期). Longest first, so 什么时候 goes whole.
+CJK_QUESTION_WORDS = ("什么时候", "为什么", "怎么样", "怎么办", "什么", "怎么", "怎样", "如何", "哪里", "哪儿",
+                      "哪个", "哪些", "哪天", "多少", "几时", "是不是", "有没有", "谁", "几", "吗", "呢", "吧")
+_CJK_QUESTION = re.compile("|".join(sorted(map(re.escape, CJK_QUESTION_WORDS), key=len, reverse=True)))
+
+
+def cjk_topic(query: str) -> str:
+    """A query with its CJK question words cut out (a space each: runs are split there, so no
+    bigram bridges one); the query itself when nothing of its CJK text would be left."""
+    cut = _CJK_QUESTION.sub(" ", query or "")
+    return cut if has_cjk(cut) else query
+
+
 def cjk_text(text: str) -> str:
     """The CJK runs of a text, space separated (what the CJK column indexes)."""
     return " ".join(_CJK_RUN.findall(text or ""))
@@ -411,4 +426,7 @@ def cjk_match_share(query_bigrams: set[str], text: str) -> float:
     """Share of a query's CJK bigrams that an entry's text holds (an absolute CJK text score)."""
     if not query_bigrams:
         return 0.0
-    return len(query_bigrams & cjk_bigrams(text)) / len(query_bigrams)
+    held = cjk_bigrams(text)
+    # a single character (a run of one, e.g. 开 once 什么时候 is cut from 站会什么时候开) is held
+    # when the text has it anywhere: it is never one of the text's bigrams
+    return sum(1 for g in query_bigrams if g in held or (len(g) == 1 and g in text)) / len(query_bigrams)

@@ -159,8 +159,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         text_scores = _text_side(stats, terms, mask, settings)
         if lexical.has_cjk(query):
             texts = index.texts(frame)
-            grams = lexical.cjk_bigrams(query)
-            for rid, _ in _fts(table, lexical.cjk_query(query), lexical.CJK_COLUMN, where, limit):
+            topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
+            grams = lexical.cjk_bigrams(topic)
+            for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where, limit):
                 if rid in frame.pos:
                     cjk_scores[frame.pos[rid]] = lexical.cjk_match_share(grams, texts[frame.pos[rid]])
     if mask is None:

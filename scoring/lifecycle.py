@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Iterable, Sequence
 
 from memstrata.scoring.tiers import (
@@ -137,6 +137,35 @@ def trash_purge_due(deleted_at: datetime | None, now: datetime, settings: Settin
     if deleted_at is None or reported_at is None:
         return False
     return days_between(max(deleted_at, reported_at), now) > settings.trash_retention_days
+
+
+def trash_purgeable_after(deleted_at: datetime | None, settings: Settings,
+                          reported_at: datetime | None) -> datetime | None:
+    """The moment after which trash_purge_due holds for an item (None: never as it stands,
+    because it has no trash date or was never reported)."""
+    if deleted_at is None or reported_at is None:
+        return None
+    return max(deleted_at, reported_at) + timedelta(days=settings.trash_retention_days)
+
+
+def trash_waiting(items: Iterable[tuple[datetime | None, datetime | None]], now: datetime,
+                  settings: Settings) -> dict:
+    """Why trash items (deleted_at, reported_at) are not purged at `now`: how many were never
+    reported, how many have no trash date, how many wait for trash_retention_days to pass, and
+    the moment after which the first of those becomes purgeable."""
+    unreported, undated, waiting, first = 0, 0, 0, None
+    for deleted_at, reported_at in items:
+        if trash_purge_due(deleted_at, now, settings, reported_at):
+            continue
+        after = trash_purgeable_after(deleted_at, settings, reported_at)
+        if reported_at is None:
+            unreported += 1
+        elif after is None:
+            undated += 1  # no trash date: only `--all` purges it
+        else:
+            waiting += 1
+            first = after if first is None or after < first else first
+    return {"unreported": unreported, "undated": undated, "waiting": waiting, "purgeable_after": first}
 
 
 def plan_with_cascade(entries: list[Entry], now, settings,

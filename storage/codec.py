@@ -312,6 +312,14 @@ def _checked_id(value, extra: dict) -> str:
     return ""
 
 
+IMPORTANCE_DIGITS = 4  # decimals an entry file keeps of its importance
+
+
+def stored_importance(value) -> float:
+    """An importance as an entry file stores it (rounded to IMPORTANCE_DIGITS decimals)."""
+    return round(float(value), IMPORTANCE_DIGITS)
+
+
 def entry_to_frontmatter(entry: Entry) -> dict:
     """The canonical frontmatter mapping of an entry (empty optional fields left out)."""
     data: dict = {
@@ -324,7 +332,7 @@ def entry_to_frontmatter(entry: Entry) -> dict:
         "updated": format_datetime(entry.updated),
         "version": entry.version,
         "tags": list(entry.tags),
-        "importance": round(float(entry.importance), 4),
+        "importance": stored_importance(entry.importance),
         "important": bool(entry.important),
         "related": list(entry.related),
         "expires": format_datetime(entry.expires),

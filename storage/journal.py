@@ -310,11 +310,8 @@ def take(root: Path, machine: str | None = None, now: datetime | None = None) ->
     pending = _real_folder(root, PENDING_DIR, create=True)
     if pending is None:
         return {}, []
-    own = f"{machine_name(machine)}{_SUFFIX}"
-    tracked = [p for p in _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
-               if p.name == own or (p.name.startswith(own + ".") and p.name.endswith(_TAKEN))]
     taken = []
-    for path in _names(pending, (_SUFFIX, _TAKEN, _MOVING)) + tracked:
+    for path in _own_files(root, pending, machine):
         if path.name.endswith((_TAKEN, _MOVING)):
             taken.append(path)  # left by a fold or a publish that did not finish: fold it now
             continue
@@ -332,6 +329,19 @@ def _readable(path: Path) -> bool:
         return False
     os.close(fd)
     return True
+
+
+def _own_files(root: Path, pending: Path | None, machine: str | None) -> list[Path]:
+    """The journal files a fold on this copy takes: the pending ones and this machine's tracked log."""
+    own = f"{machine_name(machine)}{_SUFFIX}"
+    tracked = [p for p in _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
+               if p.name == own or (p.name.startswith(own + ".") and p.name.endswith(_TAKEN))]
+    return _names(pending, (_SUFFIX, _TAKEN, _MOVING)) + tracked
+
+
+def to_fold(root: Path, machine: str | None = None) -> dict[str, Access]:
+    """What a fold on this copy would take (`take`'s accesses), read without moving anything."""
+    return _parse_files(_own_files(root, _real_folder(root, PENDING_DIR, create=False), machine))
 
 
 def release(taken: list[Path]) -> None:

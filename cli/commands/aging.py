@@ -66,9 +66,10 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
             typer.echo(f"warning: {error['path']}: {error['error']}", err=True)
         counts = ", ".join(f"{k} {v}" for k, v in data["counts"].items()) or "nothing"
         typer.echo(f"{verb}: {counts}" + (" (dry run: nothing written)" if dry_run else ""))
-        if data.get("accesses_folded"):
+        folds = data["accesses_to_fold"] if dry_run else data["accesses_folded"]
+        if folds:
             typer.echo(f"reads and loads {'to write' if dry_run else 'written'} into "
-                       f"{counted(data['accesses_folded'], 'entry', 'entries')} (from the access journal)")
+                       f"{counted(folds, 'entry', 'entries')} (from the access journal)")
 
     emit(as_json, data, human)
 

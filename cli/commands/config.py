@@ -28,7 +28,9 @@ def config_get(key: Annotated[str, typer.Argument(help="Setting name.")], root: 
     emit(as_json, {key: value}, str(value))
 
 
-@config_app.command("set")
+# A value may start with a minus (`hot_days -5`): it reaches the setting's own range check
+# instead of being taken for an unknown option.
+@config_app.command("set", context_settings={"ignore_unknown_options": True})
 def config_set(key: Annotated[str, typer.Argument(help="Setting name.")],
                value: Annotated[str, typer.Argument(help="New value.")],
                root: RootOpt = None, as_json: JsonOpt = False):

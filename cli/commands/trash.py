@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
+from memstrata.clock import format_datetime
 
 trash_app = typer.Typer(help="The trash: deleted and forgotten entries, restorable until purged.",
                         no_args_is_help=True)
@@ -42,5 +43,23 @@ def trash_purge(
 
     Example: mem trash purge
     """
-    items = [i.to_dict() for i in memory(root).trash_purge(everything)]
-    emit(as_json, {"purged": len(items), "entries": items}, f"purged {counted(len(items), 'entry', 'entries')}")
+    report = memory(root).trash_purge_report(everything)
+    items = [i.to_dict() for i in report["purged"]]
+    after = format_datetime(report["purgeable_after"])
+    data = {"purged": len(items), "entries": items, "left": report["left"], "unreported": report["unreported"],
+            "undated": report["undated"], "waiting": report["waiting"], "purgeable_after": after}
+    emit(as_json, data, f"purged {counted(len(items), 'entry', 'entries')}{_why_left(report, after)}")
+
+
+def _why_left(report: dict, after: str | None) -> str:
+    """"; 3 left: ..." on why the items still in the trash were not purged ("" when it is empty)."""
+    reasons = []
+    if report["waiting"]:
+        reasons.append(f"{report['waiting']} reported less than {counted(report['retention_days'], 'day')} ago "
+                       f"(trash_retention_days; the first purgeable after {after[:10]})")
+    if report["unreported"]:
+        reasons.append(f"{report['unreported']} not reported yet (`mem trash list` or `mem maintain` reports "
+                       f"them; purged {counted(report['retention_days'], 'day')} after that)")
+    if report["undated"]:
+        reasons.append(f"{report['undated']} without a trash date (only --all purges them)")
+    return f"; {report['left']} left: " + ", ".join(reasons) if reasons else ""

@@ -384,6 +384,16 @@ class Entries:
             return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything,
                                live_ids=set(self.state.catalog.ids()))
 
+    def trash_purge_report(self, everything: bool = False) -> dict:
+        """trash_purge, and why what is left was not purged (scoring.lifecycle.trash_waiting)."""
+        from memstrata.scoring.lifecycle import trash_waiting
+
+        purged = self.trash_purge(everything)
+        left = trash.list_trash(self.root)
+        waiting = trash_waiting([(i.trashed_at, i.reported_at) for i in left], self.state.now(), self.state.settings)
+        return {"purged": purged, "left": len(left), **waiting,
+                "retention_days": self.state.settings.trash_retention_days}
+
     # -- the tree's own files ------------------------------------------------------------
     def rebuild_indexes(self) -> dict:
         """Regenerate every INDEX.md from the entry files."""

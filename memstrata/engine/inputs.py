@@ -99,7 +99,7 @@ def clean_importance(value) -> tuple[float, bool]:
     (Hand-written files are read more leniently: codec.normalise_importance.)"""
     import math
 
-    from memstrata.storage.codec import IMPORTANCE_WORDS, normalise_importance
+    from memstrata.storage.codec import IMPORTANCE_WORDS, normalise_importance, stored_importance
 
     words = "/".join(IMPORTANCE_WORDS)
     if value is None or isinstance(value, bool):
@@ -117,4 +117,4 @@ def clean_importance(value) -> tuple[float, bool]:
         raise InvalidInput(f"importance must be a number from 0 to 1 or one of {words}, not {type(value).__name__}")
     if math.isnan(number) or not 0.0 <= float(number) <= 1.0:
         raise InvalidInput(f"importance must be from 0 to 1 (or one of {words}), not {value!r}")
-    return float(number), False
+    return stored_importance(number), False  # at the file's precision: 0.80000001 is 0.8, unchanged

@@ -24,7 +24,7 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
-from memstrata.features.compression import compressed_body
+from memstrata.features.compression import compressed_body, may_shrink, shrinks
 from memstrata.features.maintain_report import MaintenanceReport, change_row, purge_row, reported_row
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
@@ -118,7 +118,10 @@ class Aging:
         settings = self.state.settings
         report = MaintenanceReport(now=now, dry_run=dry_run, retention_days=settings.trash_retention_days)
         journal_days = journal.days(self.root, now.date())
-        report.accesses_folded = len(self.state.accesses()) if dry_run else self.fold_accesses()
+        if dry_run:  # what the fold would write, not claimed as written
+            report.accesses_to_fold = self.accesses_to_fold()
+        else:
+            report.accesses_folded = self.fold_accesses()
         entries = self.entries.list()
         usable = []
         for entry in entries:
@@ -137,7 +140,9 @@ class Aging:
         todo = [e for e in usable if e.id in planned or e.status == "expired"]
         if dry_run:
             for done, entry in enumerate(todo, 1):
-                report.changes.append(self._preview(entry, planned.get(entry.id) or lifecycle.stray_expired(entry)))
+                row = self._preview(entry, planned.get(entry.id) or lifecycle.stray_expired(entry))
+                if row is not None:
+                    report.changes.append(row)
                 if progress is not None:
                     progress(done, len(todo))
         else:
@@ -176,6 +181,12 @@ class Aging:
             return Git(self.root).machine()
         except OSError:  # no git installed: no team sync either, the host name it is
             return None
+
+    def accesses_to_fold(self) -> int:
+        """How many entries `fold_accesses` would write now (this copy's journal, live entries only)."""
+        self.state.catalog.refresh()
+        live = set(self.state.catalog.ids())
+        return sum(1 for entry_id in journal.to_fold(self.root, self._machine()) if entry_id in live)
 
     def fold_accesses(self) -> int:
         """Write the access journal into the entries' frontmatter (last_access, access_count,
@@ -243,7 +254,9 @@ class Aging:
                     if any(a.kind in ("expire", "forget") for a in actions):
                         report.changes.append(self._to_trash(current, actions))
                         continue
-                    new = self._prepare(current, current.copy(), actions, now)
+                    new, actions = self._prepare(current, current.copy(), actions, now)
+                    if not actions:
+                        continue  # only a compression was due, and it would not have made the body smaller
                     if new.path != current.path and new.path in taken:
                         self._flush(pending, report)  # two entries wanted the same free path: write the first
                         taken.clear()
@@ -280,7 +293,8 @@ class Aging:
                     original = sidecars.original_body(self.root, rel)
                 else:
                     continue
-                self._compressed(original, layer, current, rel)
+                if may_shrink(original, layer, current, rel, self.state.settings):
+                    self._compressed(original, layer, current, rel)
             except (MemstrataError, OSError):
                 continue
 
@@ -321,9 +335,14 @@ class Aging:
         return (current, actions) if actions else None
 
     def _preview(self, entry: Entry, actions: list[Action]) -> dict:
-        """The change row of a dry run (same shape as a real one; nothing computed or written)."""
+        """The change row of a dry run (same shape as a real one; nothing computed or written;
+        a compression that cannot make the entry smaller is left out, as the real run skips it)."""
         new = entry.copy()
+        done = []
         for action in actions:
+            if action.kind == "compress" and not self._may_shrink(entry, action.to_value):
+                continue
+            done.append(action)
             if action.kind == "retier":
                 new.tier = action.to_value
             elif action.kind == "compress":
@@ -334,7 +353,17 @@ class Aging:
             elif action.kind in ("expire", "forget"):
                 new.status = "expired" if action.kind == "expire" else entry.status
                 new.path = f"{trash.TRASH_DIR}/"
-        return change_row(entry, new, actions)
+        return change_row(entry, new, done) if done else None
+
+    def _may_shrink(self, entry: Entry, layer: str) -> bool:
+        """may_shrink for an entry as its file (or its full original) holds it; True when unreadable."""
+        try:
+            current = self.entries.resolve(entry.path)
+            rel = current.full_content_file if current.layer != "L0" else sidecars.relative_path(current.id)
+            original = current.body if current.layer == "L0" else sidecars.original_body(self.root, rel)
+        except (MemstrataError, OSError):
+            return True
+        return may_shrink(original, layer, current, rel, self.state.settings)
 
     def _to_trash(self, current: Entry, actions: list[Action]) -> dict:
         """Expire or forget: to the trash through the core's delete (audit row, restorable)."""
@@ -348,23 +377,28 @@ class Aging:
         new = current.copy(path=item.path)
         return change_row(current, new, actions, new_path=item.path)
 
-    def _prepare(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
-        """`new` (based on `current`, the file on disk) after retier/compress/archive; sidecar written, entry not."""
+    def _prepare(self, current: Entry, new: Entry, actions: list[Action], now) -> tuple[Entry, list[Action]]:
+        """`new` (based on `current`, the file on disk) after retier/compress/archive, and the
+        actions done (a compression that would not make the body smaller is skipped); sidecar
+        written, entry not."""
+        done = []
         for action in actions:
             if action.kind == "retier":
                 new.tier = action.to_value
             elif action.kind == "compress":
-                self._compress(current, new, action.to_value)
+                if not self._compress(current, new, action.to_value):
+                    continue
             elif action.kind == "archive":
                 new.status = "archived"
                 new.tier = "archive"
                 new.path = self._archived_path(current)
+            done.append(action)
         new.weight = round(weight_rules.compute_weight(new, now), 4)
-        return new
+        return new, done
 
     def apply(self, current: Entry, new: Entry, actions: list[Action], now) -> Entry:
         """Carry out lifecycle actions on one entry and save it (caller holds the lock)."""
-        new = self._prepare(current, new, actions, now)
+        new, _ = self._prepare(current, new, actions, now)
         self.save.save(new, previous=current)
         return new
 
@@ -374,22 +408,30 @@ class Aging:
         keep = entry.path if is_archived_path(entry.path or "") else None
         return tree.unique_entry_path(self.root, entry.category, entry.title, archived=True, keep=keep)
 
-    def _compress(self, current: Entry, new: Entry, layer: str) -> None:
-        """Set `new`'s body, layer, sidecar and summary for `layer`; the original goes to `.full/` first."""
+    def _compress(self, current: Entry, new: Entry, layer: str) -> bool:
+        """Set `new`'s body, layer, sidecar and summary for `layer`; the original goes to `.full/` first.
+        False, and `new` untouched, when the compressed body would not be smaller than the full
+        original (a one-sentence entry: its summary is itself plus the note on the full text)."""
         if current.layer == "L0":
-            original = current.body
-            rel = sidecars.write(self.root, current.id, read_regular_bytes(self.root / current.path))
+            original, rel = current.body, sidecars.relative_path(current.id)
         else:
             rel = current.full_content_file
             if not rel or not sidecars.exists(self.root, rel):
                 raise NotFound(f"{current.path} is compressed ({current.layer}) but its full content "
                                f"{rel or '(no full_content_file)'} is missing: not compressing it further")
             original = sidecars.original_body(self.root, rel)
+        if not may_shrink(original, layer, new, rel, self.state.settings):
+            return False
         body, summary = self._compressed(original, layer, new, rel)
-        new.body = body
-        new.layer = layer
-        new.full_content_file = rel
-        new.summary = summary if summary is not None else new.summary
+        if not shrinks(original, body):
+            return False
+        compressed = new.copy(body=body, layer=layer, full_content_file=rel,
+                              summary=summary if summary is not None else new.summary)
+        if current.layer == "L0":
+            sidecars.write(self.root, current.id, read_regular_bytes(self.root / current.path))
+        new.body, new.layer, new.full_content_file, new.summary = (
+            compressed.body, compressed.layer, compressed.full_content_file, compressed.summary)
+        return True
 
     # -- decompress -----------------------------------------------------------------------
     def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:

@@ -22,9 +22,8 @@ def compressed_body(original: str, layer: str, entry: Entry, rel: str, embedder,
     """
     from memstrata.models import summarize
 
-    note = (f"_[{layer}: {LAYER_LABELS.get(layer, 'compressed')}] Full text in `{rel}`: "
-            f"`mem decompress {entry.id} --show` prints it, `--restore` brings it back._")
-    tags = f"Tags: {', '.join(entry.tags)}" if entry.tags else ""
+    note = _note(layer, entry, rel)
+    tags = _tags(entry)
     summary = None
     if layer == "L1":
         points = summarize.key_points(original, embedder, max_points=max(1, settings.compress_key_points))
@@ -38,6 +37,43 @@ def compressed_body(original: str, layer: str, entry: Entry, rel: str, embedder,
         parts = [para, tags]
     parts = [p for p in parts if p and p.strip()]
     return "\n\n".join(parts + [note]) + "\n", summary
+
+
+def _note(layer: str, entry: Entry, rel: str) -> str:
+    return (f"_[{layer}: {LAYER_LABELS.get(layer, 'compressed')}] Full text in `{rel}`: "
+            f"`mem decompress {entry.id} --show` prints it, `--restore` brings it back._")
+
+
+def _tags(entry: Entry) -> str:
+    return f"Tags: {', '.join(entry.tags)}" if entry.tags else ""
+
+
+def smallest_body(original: str, layer: str, entry: Entry, rel: str, settings) -> int:
+    """A lower bound, in bytes, of compressed_body's body (no model needed): the layer's note,
+    the tags line and the shortest units the layer could choose."""
+    from memstrata.models.summarize import units
+
+    sizes = sorted(len(u.encode("utf-8")) for u in units(original))
+    keeps = {"L1": settings.compress_key_points, "L2": 1, "L3": 1}.get(layer, settings.summary_sentences)
+    k = min(len(sizes), max(1, keeps))
+    parts = [sum(sizes[:k]) + k - 1] if k else []
+    if layer != "L1" and _tags(entry):
+        parts.append(len(_tags(entry).encode("utf-8")))
+    parts.append(len(_note(layer, entry, rel).encode("utf-8")))
+    return sum(parts) + 2 * (len(parts) - 1) + 1
+
+
+def may_shrink(original: str, layer: str, entry: Entry, rel: str, settings) -> bool:
+    """Whether compressing to `layer` can make the entry's body smaller than its full original
+    (no model needed): a one-sentence entry never can (its summary is itself plus the note)."""
+    return smallest_body(original, layer, entry, rel, settings) < len((original or "").encode("utf-8"))
+
+
+def shrinks(original: str, compressed: str) -> bool:
+    """Whether a compressed body is smaller than the full original it stands for: a compression
+    that would make an entry larger than what it said is not done. (A deeper layer may keep more
+    than a shallower one: L4's paragraph is longer than L2's line, and both are smaller than the whole.)"""
+    return len(compressed.encode("utf-8")) < len(original.encode("utf-8"))
 
 
 def without_note(body: str) -> str:

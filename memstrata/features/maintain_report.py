@@ -20,6 +20,7 @@ class MaintenanceReport:
     purged: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
     accesses_folded: int = 0  # entries whose journaled accesses were written into their frontmatter
+    accesses_to_fold: int = 0  # a dry run's: entries whose journaled accesses a real run would write
     reported: list[dict] = field(default_factory=list)  # trash items shown for the first time
     days_in_use: int = 0  # days the tree is known to have been used on (what archive and forget count)
     retention_days: int = 30
@@ -56,7 +57,8 @@ class MaintenanceReport:
         return {"now": format_datetime(self.now), "dry_run": self.dry_run, "changed": self.changed,
                 "counts": self.counts(), "forgotten": self.forgotten(), "changes": list(self.changes),
                 "purged": list(self.purged), "reported": list(self.reported), "errors": list(self.errors),
-                "accesses_folded": self.accesses_folded, "days_in_use": self.days_in_use}
+                "accesses_folded": self.accesses_folded, "accesses_to_fold": self.accesses_to_fold,
+                "days_in_use": self.days_in_use}
 
 
 def change_row(before: Entry, after: Entry, actions: list[Action], new_path: str | None = None) -> dict:

@@ -151,7 +151,8 @@ class MaintainAnswer(_Open):
     reported: list[dict[str, Any]]
     purged: list[dict[str, Any]]
     errors: list[dict[str, Any]]
-    accesses_folded: int
+    accesses_folded: int = Field(description="Entries whose journaled reads were written (0 in a dry run).")
+    accesses_to_fold: int = Field(0, description="A dry run: entries whose journaled reads a real run would write.")
     days_in_use: int
 
 

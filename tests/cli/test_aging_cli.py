@@ -7,7 +7,14 @@ import sys
 import pytest
 
 BODY = ("We chose Postgres for alpha. Transactions matter most to us. MySQL lost because of replication. "
-        "Alice owns the schema. Backups run nightly. We revisit it if costs grow.\n")
+        "Alice owns the schema. Backups run nightly. We revisit it if costs grow. "
+        "The staging cluster in eu-west runs the same major version as production does. "
+        "Bob moves the billing data over in March, after the quarterly release has shipped. "
+        "The NAS keeps thirty days of nightly backups and a monthly copy goes off site. "
+        "Finance reviews the hosting costs every quarter against the budget agreed in January. "
+        "Read replicas are added only when the dashboard shows lag above two seconds.\n")
+# (long enough that its five key points and the note are smaller than it: a compression that
+# would make an entry larger is skipped)
 
 
 def run(root, *args, now="2026-01-01T09:00:00Z"):

@@ -49,6 +49,8 @@ def test_stdin_and_file_bodies(root, tmp_path):
     (("write", "x", "--category", "/abs"), 2),
     (("list", "--tier", "lukewarm"), 2),
     (("config", "set", "trash_retention_days", "soon"), 2),
+    (("config", "set", "hot_days", "-5"), 2),  # a negative value reaches the range check
+    (("config", "set", "hot_days", "--", "-5"), 2),
     (("delete", "nope"), 3),
     (("restore", "nope"), 3),  # not in the trash: not found
 ])
@@ -106,6 +108,20 @@ def test_an_update_that_changes_nothing_writes_nothing(root):
     assert "nothing to change" in run(root, "update", w["id"], "--tags", "db").stdout
     changed = json.loads(run(root, "update", w["id"], "--untag", "db", "--json").stdout)
     assert changed["action"] == "updated" and path.read_bytes() != before
+
+
+def test_an_importance_equal_at_the_stored_precision_is_unchanged(root):
+    w = json.loads(run(root, "write", "Replication lag is 2s.", "--title", "lag", "-c", "db", "-i", "0.8",
+                       "--json").stdout)
+    path = root / w["path"]
+    before = path.read_bytes()
+    done = run(root, "update", w["id"], "-i", "0.80000001", "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["action"] == "unchanged" and answer["version"] == w["version"]
+    assert path.read_bytes() == before
+    changed = json.loads(run(root, "update", w["id"], "-i", "0.80006", "--json").stdout)
+    assert changed["action"] == "updated" and "importance: 0.8001" in path.read_text()
 
 
 def test_read_ends_with_a_newline_and_counts_speak_english(root, tmp_path):

@@ -87,6 +87,8 @@ def _maintain_twice(mem) -> dict:
     assert real["errors"] == []
     assert [(c["id"], c["actions"]) for c in dry["changes"]] == [(c["id"], c["actions"]) for c in real["changes"]]
     assert [p["id"] for p in dry["purged"]] == [p["id"] for p in real["purged"]]
+    assert dry["accesses_folded"] == 0 and dry["accesses_to_fold"] == real["accesses_folded"]
+    assert real["accesses_to_fold"] == 0
     after = _snapshot(mem.root)
     again = mem.maintain().to_dict()
     assert again["changed"] == 0 and again["changes"] == [] and again["purged"] == []
@@ -137,10 +139,9 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch, use_daily):
     assert codec.split_frontmatter(sidecar_bytes.decode())[1] == EN_BODY
     assert "| warm |" in _index_row(root, "projects/alpha", a.id)
     assert mem.decompress(a.id, show=True)["body"] == EN_BODY
-    z = mem.resolve(zh.id)
-    assert z.layer == "L1" and any("\u4e00" <= ch <= "\u9fff" for ch in z.body)
-    assert mem.resolve(zh.id).body != ZH_BODY and mem.decompress(zh.id, show=True)["body"] == ZH_BODY
-    for entry_id in (a.id, zh.id):
+    z = mem.resolve(zh.id)  # its five key points and the note would be larger than its six sentences
+    assert (z.tier, z.layer, z.body, z.full_content_file) == ("warm", "L0", ZH_BODY, None)
+    for entry_id in (a.id,):
         body, _ = _restore_on_copy(mem, tmp_path, f"warm-{entry_id}", entry_id)
         assert body == original[entry_id]
 
@@ -152,6 +153,9 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch, use_daily):
     assert kinds[exp.id] == ["expire"]
     e = mem.resolve(a.id)
     assert (e.tier, e.layer) == ("cold", "L2") and "Tags: db, alpha" in e.body
+    z = mem.resolve(zh.id)  # one line and its tags are smaller than the whole: compressed now
+    assert z.layer == "L2" and len(z.body.encode()) < len(ZH_BODY.encode())
+    assert mem.decompress(zh.id, show=True)["body"] == ZH_BODY
     assert (root / e.full_content_file).read_bytes() == sidecar_bytes
     assert "| cold |" in _index_row(root, "projects/alpha", a.id)
     with pytest.raises(NotFound):
@@ -425,3 +429,24 @@ def test_archive_in_place_when_files_are_not_to_move(mem, monkeypatch, use_daily
     archived = mem.resolve(note.id)
     assert archived.status == "archived" and archived.tier == "archive" and archived.path == path
     assert mem.recall("where is the shed key?", min_relevance=0).results[0].id == note.id
+
+
+def test_compression_never_makes_an_entry_larger(mem, monkeypatch):
+    # a one-sentence entry's summary is the sentence itself plus the note on the full text:
+    # compressing it would only make the file larger, so maintain leaves its body whole
+    short = mem.write("Lunch is at noon on the terrace.", title="Lunch", category="projects")
+    long = mem.write(EN_BODY, title="DB", category="projects")
+    before = (mem.root / short.path).read_bytes()
+    _at(monkeypatch, "2026-01-20")
+    dry = {c["id"]: c["actions"] for c in mem.maintain(dry_run=True).changes}
+    real = {c["id"]: c["actions"] for c in mem.maintain().changes}
+    assert dry == real and "compress" in real[long.id] and "compress" not in real.get(short.id, [])
+    after = mem.resolve(short.id)
+    assert after.layer == "L0" and after.full_content_file is None and after.body == "Lunch is at noon on the terrace.\n"
+    assert after.body.encode() in before  # its text as written (the retier only adds frontmatter)
+    assert not sidecars.exists(mem.root, sidecars.relative_path(short.id))
+    assert mem.resolve(long.id).layer == "L1"
+    _at(monkeypatch, "2026-02-20")  # cold (L2): still one sentence, still whole
+    mem.maintain()
+    assert mem.resolve(short.id).layer == "L0" and mem.resolve(long.id).layer == "L2"
+    assert mem.maintain().changes == []  # a second run changes nothing

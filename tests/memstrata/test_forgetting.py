@@ -144,3 +144,23 @@ def test_purge_waits_until_an_item_was_reported(mem, monkeypatch, cli):
     _at(monkeypatch, "2026-03-13")
     assert [p["id"] for p in mem.maintain().to_dict()["purged"]] == [y.id]
     assert _trash_ids(mem) == set()
+
+
+def test_a_purge_that_purges_nothing_says_why(mem, monkeypatch, cli):
+    x = mem.write("Scratch x is about parking.", title="Scratch x", category="scratch")
+    y = mem.write("Scratch y is about lunch.", title="Scratch y", category="scratch")
+    mem.delete(x.id)
+    mem.trash_list()  # shown to the user now: purgeable 30 days from now
+    mem.delete(y.id)  # nobody has seen it in the trash
+    code, out = cli("trash", "purge")
+    assert code == 0 and out.count("\n") == 1
+    assert out.startswith("purged 0 entries; 2 left: 1 reported less than 30 days ago")
+    assert "the first purgeable after 2026-01-31" in out and "1 not reported yet" in out
+    code, out = cli("trash", "purge", "--json")
+    data = json.loads(out)
+    assert (data["purged"], data["left"], data["waiting"], data["unreported"]) == (0, 2, 1, 1)
+    assert data["purgeable_after"] == "2026-01-31T09:00:00Z"
+    _at(monkeypatch, "2026-02-01")
+    code, out = cli("trash", "purge")
+    assert out.startswith("purged 1 entry; 1 left: 1 not reported yet")
+    assert mem.trash_purge(everything=True) and cli("trash", "purge")[1] == "purged 0 entries\n"

@@ -57,7 +57,10 @@ def test_recall_cli_says_nothing_relevant_and_json_keeps_the_figures(work):
 def test_a_compressed_entry_reaches_the_agent_without_its_note_for_people(work, monkeypatch):
     long_text = ("We picked PostgreSQL 16 for the orders database because of logical replication. "
                  "MySQL lost on replication lag in the load test. Alice owns the schema work. "
-                 "Bob owns the data import. The migration is planned for the second week of December.")
+                 "Bob owns the data import. The migration is planned for the second week of December. "
+                 "The old cluster stays read-only for a month after the switch, then it is shut down. "
+                 "Every service moves its connection string in the same release, behind a feature flag. "
+                 "The load test is repeated on the new cluster before the switch is approved by the team.")
     written = work.write(long_text, title="Orders database decision", category="decisions",
                          created="2026-06-01T10:00:00Z")
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-12-01T10:00:00Z")

@@ -100,6 +100,8 @@ def test_mcp_session_write_recall_read_and_errors(tmp_path):
         assert listed["count"] == 1 and listed["entries"][0]["id"] == written["id"]
         dry = _data(await session.call_tool("maintain", {}))
         assert dry.get("dry_run") is True
+        # the read above is in the journal: a dry run says it would fold it, not that it did
+        assert dry["accesses_folded"] == 0 and dry["accesses_to_fold"] >= 1
         updated = _data(await session.call_tool("update", {"id": written["id"],
                                                            "body": "We moved alpha to MySQL last week."}))
         assert updated["action"] == "updated" and updated["version"] == 2

@@ -9,7 +9,12 @@ import pytest
 from memstrata import Memory
 
 DB = ("The alpha project stores its data in PostgreSQL 16, replicated to the analytics cluster with "
-      "logical replication. Failover is manual and documented in the runbook.")
+      "logical replication. Failover is manual and documented in the runbook. The primary runs in the "
+      "Frankfurt region on a dedicated host with local NVMe disks. Backups are taken every night and "
+      "restored into a scratch instance once a week to prove they work. Schema changes go through a "
+      "review with the data team before they are applied. The connection pool allows two hundred clients "
+      "at most, and the application keeps twenty of them open.")
+# (long enough that its archive summary is smaller than it: a shorter note is never compressed)
 NOTES = [
     ("Alpha database", DB, "projects/alpha"),
     ("Cat food", "Milo the cat only eats salmon-flavoured dry food, twice a day.", "home"),

@@ -175,3 +175,18 @@ def test_ranker_excess_features_grow_with_the_entrys_own_match_only():
     assert w["xptxt"] >= 0 and w["xntxt"] >= 0  # more text match never lowers an entry (bench/fit_ranking.py)
     assert ranker.question_share("Did you go? Yes, we went.") == 0.5
     assert ranker.question_share("What did you think?\"") == 1.0 and ranker.question_share("") == 0.0
+
+
+def test_chinese_question_words_are_no_topic(mem):
+    # 什么时候 asks, it names nothing: "护照什么时候过期" is about 护照 and 过期, which the note
+    # holds; an off-topic question sharing only 晚上 with a note still finds nothing
+    for title, body in [("护照", "我的护照明年三月过期，需要提前去出入境办理换发。"),
+                        ("深色模式", "用户喜欢在晚上使用深色模式，因为屏幕太亮会伤眼睛。"),
+                        ("站会", "每周二早上团队开站会，讨论本周的计划。"),
+                        ("备份", "服务器每天凌晨两点自动备份到对象存储。")]:
+        mem.write(body, title=title, category="zh")
+    assert [h.title for h in mem.recall("护照什么时候过期").results][:1] == ["护照"]
+    assert [h.title for h in mem.recall("服务器什么时候备份？").results][:1] == ["备份"]
+    assert [h.title for h in mem.recall("站会什么时候开").results][:1] == ["站会"]
+    for off_topic in ("晚上吃什么好", "明天天气怎么样", "谁赢了昨晚的比赛"):
+        assert mem.recall(off_topic).results == [], off_topic
