@@ -175,3 +175,16 @@ def test_ranker_excess_features_grow_with_the_entrys_own_match_only():
     assert w["xptxt"] >= 0 and w["xntxt"] >= 0  # more text match never lowers an entry (bench/fit_ranking.py)
     assert ranker.question_share("Did you go? Yes, we went.") == 0.5
     assert ranker.question_share("What did you think?\"") == 1.0 and ranker.question_share("") == 0.0
+
+
+def test_ranker_says_feature_is_whether_the_entry_says_when():
+    from memstrata.retrieval import dates
+    from memstrata.scoring import ranker
+
+    structure = (np.array([-1, 0, 1]), np.array([1, 2, -1]), np.zeros(3, dtype=np.int64))
+    bodies = ["We moved the billing database last Friday.", "We moved the billing database to MariaDB.",
+              "You may move it in March 2024."]
+    says = np.array([dates.states_time(b) for b in bodies], dtype=float)
+    x = ranker.features(np.array([0, 1, 2]), np.zeros(3), np.array([0.5, 0.5, 0.5]), np.zeros(3), np.zeros(3), None,
+                        None, structure, np.zeros(3), 2.0, 1.0, 0.35, says=says)
+    assert list(x[:, ranker.FEATURES.index("says")]) == [1.0, 0.0, 1.0]
