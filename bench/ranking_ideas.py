@@ -12,7 +12,7 @@ text ranks), bare, baremax (the query without stop words), adj, adjcap, adjprod,
 (adjacent entries' own match, raw / capped by the entry's own / times it / gated), qinter
 (interactions with the query's best cosine and text match), second, sentmean, namefirst,
 namepos, entxt, textsq; round three: excess..., asks, propn, firstp; round four: dates, datesx,
-atime (the entry says when x the query asks when), atype (time / number / name answer types),
+datese, atime (the entry says when x the query asks when), atype (time / number / name answer types),
 rdate (date nearness of the entry's resolved relative dates), head, headx (cosine of the kind a
 "what KIND ..." question asks for), qnorm (cosines over the query's best).
 """
@@ -197,13 +197,15 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
     if idea == "dirnbprod":  # the same, times the entry's own cosine (an unrelated note gains little)
         base = 2.0 * cos + text + 0.35 * ent
         out.update(nbp_prev=(cos * _at(base, prev))[cand], nbp_next=(cos * _at(base, nxt))[cand])
-    if idea in ("dates", "datesx", "atype", "atime"):
+    if idea in ("dates", "datesx", "datese", "atype", "atime"):
         # round four: does the entry say when, and does the query ask when (retrieval.dates)
         from memstrata.retrieval import dates, lexical
 
         bodies = [lexical.entry_part(conv["texts"][p], None) for p in cand]
         has = np.array([dates.states_time(b) for b in bodies], dtype=float)
         asks = float(dates.asks_time(q["query"]))
+        if idea == "datese":  # the entry says when, whatever the query asks
+            out.update(time_e=has)
         if idea in ("dates", "datesx", "atime"):
             out.update(time_q=has * asks)
             if idea == "dates":
