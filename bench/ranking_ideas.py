@@ -11,13 +11,21 @@ Ideas (see `extra`): kinds, kinds2, ctxgain (per-chunk-kind cosines), ranks, log
 text ranks), bare, baremax (the query without stop words), adj, adjcap, adjprod, nbgate, nbown
 (adjacent entries' own match, raw / capped by the entry's own / times it / gated), qinter
 (interactions with the query's best cosine and text match), second, sentmean, namefirst,
-namepos, entxt, textsq.
+namepos, entxt, textsq; round three: excess..., asks, propn, firstp; round four: dates, datesx,
+datese, atime (the entry says when x the query asks when), atype (time / number / name answer types),
+rdate (date nearness of the entry's resolved relative dates), head, headx (cosine of the kind a
+"what KIND ..." question asks for), qnorm (cosines over the query's best).
 """
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 from pathlib import Path
+
+# one BLAS thread: on a shared 2-core machine threaded BLAS made the pairwise fit 100x slower
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -189,9 +197,68 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
     if idea == "dirnbprod":  # the same, times the entry's own cosine (an unrelated note gains little)
         base = 2.0 * cos + text + 0.35 * ent
         out.update(nbp_prev=(cos * _at(base, prev))[cand], nbp_next=(cos * _at(base, nxt))[cand])
+    if idea in ("dates", "datesx", "datese", "atype", "atime"):
+        # round four: does the entry say when, and does the query ask when (retrieval.dates)
+        from memstrata.retrieval import dates, lexical
+
+        bodies = [lexical.entry_part(conv["texts"][p], None) for p in cand]
+        has = np.array([dates.states_time(b) for b in bodies], dtype=float)
+        asks = float(dates.asks_time(q["query"]))
+        if idea == "datese":  # the entry says when, whatever the query asks
+            out.update(time_e=has)
+        if idea in ("dates", "datesx", "atime"):
+            out.update(time_q=has * asks)
+            if idea == "dates":
+                out.update(time_e=has)
+            if idea == "atime":  # also: a query that does not ask when, entry that says when
+                out.update(time_nq=has * (1 - asks))
+        if idea == "atype":  # the answer's type: a time, a number, a name (capitalised, not in the query)
+            import re
+
+            ql = q["query"].lower()
+            qw = {w.lower() for w in lexical.words(q["query"])}
+            num_q = float(bool(re.search(r"\bhow (many|much|old|often)\b", ql)))
+            name_q = float(bool(re.match(r"\s*(who|where|which|what (?!do|does|did|is|are|was|were)\w+)\b", ql)))
+            num_e = np.array([bool(re.search(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|once|twice)\b",
+                                             b, re.I)) for b in bodies], dtype=float)
+            name_e = np.array([any(w[:1].isupper() and w.lower() not in qw and w.split("'")[0] != "I"
+                                   for x in re.split(r"(?<=[.!?])\s+", b) for w in lexical.words(x)[1:])
+                               for b in bodies], dtype=float)
+            out.update(time_q=has * asks, num_q=num_e * num_q, name_q=name_e * name_q)
+    if idea == "rdate":  # date nearness read also from the entry's resolved relative dates
+        from datetime import datetime, timezone
+
+        from memstrata.retrieval import dates, fusion, lexical
+        from memstrata.retrieval.search import named_dates
+
+        spans = named_dates(q["query"])
+        vals = np.zeros(len(cand))
+        if spans:
+            for j, p in enumerate(cand):
+                c = conv["created"][p]
+                if not c:
+                    continue
+                body = lexical.entry_part(conv["texts"][p], None)
+                ts = [datetime(d.year, d.month, d.day, tzinfo=timezone.utc).timestamp() + 43200
+                      for d, _ in dates.resolve(body, datetime.fromtimestamp(c, tz=timezone.utc))]
+                if ts:
+                    vals[j] = float(fusion.date_proximity(ts, spans, 86400.0).max())
+        out.update(rdate=vals)
+    if idea in ("head", "headx"):  # the kind the query asks for ("books") against the entry
+        h = q.get("head")
+        hv = np.zeros(len(cand)) if h is None else np.asarray(h, dtype=np.float64)[cand]
+        out.update(c_head=hv)
+        if idea == "headx":  # its gain over the query's own cosine
+            out.update(c_head_gain=np.maximum(hv - cos[cand], 0) * (h is not None))
+    if idea == "qnorm":  # the entry's cosines over the best of its query's candidates
+        c = cos[cand]
+        out.update(cos_rel=c / max(float(c.max()), 1e-6), whole_rel=q["x"][:, 13] / max(float(q["x"][:, 13].max()), 1e-6))
     if idea == "textsq":
         out.update(text2=np.minimum(text, 2)[cand] ** 2)
     return out
+
+
+_EXTRA: dict = {}
 
 
 def batch(cache: dict, names: list[str], ideas: list[str]):
@@ -208,7 +275,10 @@ def batch(cache: dict, names: list[str], ideas: list[str]):
                     if idea.startswith("-"):  # a shipped feature left out (its column zeroed)
                         cols[0][:, names.index(idea[1:])] = 0.0
                         continue
-                    e = extra(conv, q, idea)
+                    key = (conv_name, id(q), idea)
+                    if key not in _EXTRA:  # the same idea's columns again for each control run
+                        _EXTRA[key] = extra(conv, q, idea)
+                    e = _EXTRA[key]
                     cols.append(np.stack([e[f] for f in e], axis=1))
                 x[:c] = np.concatenate(cols, axis=1)
                 y[:c] = np.isin(q["cand"], q["evidence"])

@@ -101,7 +101,8 @@ def en_text(full_text: str, created: datetime | None, tags: list[str]) -> str:
     return "\n".join(parts)
 
 
-_STAMP_LINE = re.compile(r"\n\d{1,2} [A-Z][a-z]+ \d{4} [A-Z][a-z]+day\Z")
+# the date line, with the relative dates of the text resolved after it (retrieval.dates.words)
+_STAMP_LINE = re.compile(r"\n\d{1,2} [A-Z][a-z]+ \d{4} [A-Z][a-z]+day(?: (?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4})*\Z")
 
 
 def entry_part(column_text: str, tags: list | None) -> str:

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, fusion, lexical
+from memstrata.retrieval import ann, dates, fusion, lexical
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
 from memstrata.retrieval.table import VectorIndex, sql_str
 
@@ -303,10 +303,11 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
         for p, v in stats.coverage(cand.tolist(), terms).items():
             coverage[p] = v
     column = texts() if texts is not None else None
-    asks = None if not column else np.array(
-        [rk.question_share(lexical.entry_part(column[p], frame.cols["tags"][p])) for p in cand.tolist()])
+    bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
+    asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
+    says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
-                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks)
+                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
     if not rk.WEIGHTS:

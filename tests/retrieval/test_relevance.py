@@ -190,3 +190,16 @@ def test_chinese_question_words_are_no_topic(mem):
     assert [h.title for h in mem.recall("站会什么时候开").results][:1] == ["站会"]
     for off_topic in ("晚上吃什么好", "明天天气怎么样", "谁赢了昨晚的比赛"):
         assert mem.recall(off_topic).results == [], off_topic
+
+
+def test_ranker_says_feature_is_whether_the_entry_says_when():
+    from memstrata.retrieval import dates
+    from memstrata.scoring import ranker
+
+    structure = (np.array([-1, 0, 1]), np.array([1, 2, -1]), np.zeros(3, dtype=np.int64))
+    bodies = ["We moved the billing database last Friday.", "We moved the billing database to MariaDB.",
+              "You may move it in March 2024."]
+    says = np.array([dates.states_time(b) for b in bodies], dtype=float)
+    x = ranker.features(np.array([0, 1, 2]), np.zeros(3), np.array([0.5, 0.5, 0.5]), np.zeros(3), np.zeros(3), None,
+                        None, structure, np.zeros(3), 2.0, 1.0, 0.35, says=says)
+    assert list(x[:, ranker.FEATURES.index("says")]) == [1.0, 0.0, 1.0]
