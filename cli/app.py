@@ -156,7 +156,7 @@ def _click_errors() -> tuple:
 
 def _usage_line(exc) -> str:
     """Click's usage error as one line, naming the help of the command it was about."""
-    message = " ".join(exc.format_message().split())
+    message = " ".join(exc.format_message().split()).rstrip(".")
     ctx = getattr(exc, "ctx", None)
     if ctx is not None and getattr(exc, "exit_code", 1) == 2:
         message += f" (see `{ctx.command_path} --help`)"

@@ -68,7 +68,8 @@ def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
       its layer and only gets a "retier" to the hotter tier).
     - tier archive and status active: "archive".
     - archived (or being archived now), untouched for forget_after_days days in use, not
-      important and not referenced (by `referenced_ids` or by any other entry's `related`):
+      important, not referenced and `archive_moves_files` (off for an adopted folder: its notes
+      stay where they are, archived) (by `referenced_ids` or by any other entry's `related`):
       "forget", replacing retier/compress (the trash keeps the file as it is).
 
     Idempotent: applying the actions (fields only, no new touch dates) and planning again at
@@ -107,6 +108,7 @@ def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set
         target = "cold"  # old by the calendar, but the tree was hardly used since: stays in place
     forgetting = (
         target == "archive"
+        and settings.archive_moves_files  # an adopted note is never moved, to the trash neither: it stays archived
         and idle >= settings.forget_after_days
         and entry.id not in referenced
     )

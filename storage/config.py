@@ -75,7 +75,7 @@ class Settings:
     index_cleanup_minutes: int = 10       # old table versions older than this are deleted at compaction
     # Aging (mem maintain): what compression keeps in the tree; the original stays in .full/.
     compress_bodies: bool = True      # maintain compresses warm/cold/archived bodies (`mem init --adopt`: off, notes keep their text)
-    archive_moves_files: bool = True  # maintain moves archived entries to {category}/archived/ (`mem init --adopt`: off, notes stay where they are)
+    archive_moves_files: bool = True  # maintain moves archived entries to {category}/archived/ and forgets them to the trash (`mem init --adopt`: off, notes stay where they are)
     compress_key_points: int = 5      # warm (L1): at most this many key points
     summary_sentences: int = 3        # archive (L4): sentences in the paragraph summary
 

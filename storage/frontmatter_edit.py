@@ -42,10 +42,14 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
     if entry.body == before.body:
         tail = old_text[tail_start:]
     else:
-        closing = old_text[tail_start:].split("\n", 1)[0]
+        closing = old_text[tail_start:].split("\n", 1)[0].rstrip("\r")
         tail = f"{closing}{nl}{nl}{entry.body}"
     text = head + "".join(lines) + tail
     after = _parsed(text, entry.path or old_path, entry.category)
+    if after is not None and after.title != entry.title:  # the title came from the old file name: say it
+        lines = _set_key(lines, "title", entry.title, nl)
+        text = head + "".join(lines) + tail
+        after = _parsed(text, entry.path or old_path, entry.category)
     if after is None or after.body != entry.body or \
             codec.entry_to_frontmatter(after) != new_fm:
         return full

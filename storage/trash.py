@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec
+from memstrata.storage import codec, frontmatter_edit
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
 from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import slugify
@@ -66,7 +66,11 @@ def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported
     trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
     if reported:
         trashed.extra["reported_at"] = format_datetime(now)
-    text = codec.render(trashed)  # refuses (InvalidInput) before anything moves
+    try:  # a hand-made note keeps its own lines in the trash too (and when it comes back)
+        original = read_regular_text(root / entry.path)
+    except (OSError, UnicodeDecodeError):
+        original = None
+    text = frontmatter_edit.edited_text(original, entry.path, trashed)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
     atomic_move(root / entry.path, root / target_rel, root=root)
     atomic_write_text(root / target_rel, text, root=root)
@@ -128,9 +132,10 @@ def mark_reported(root: Path, items: list[TrashItem], now: datetime) -> list[Tra
         if item.reported_at is None:
             try:
                 path = check_write_target(root, Path(root) / item.path)
-                entry = codec.parse(read_regular_text(path), path=item.path)
+                text = read_regular_text(path)
+                entry = codec.parse(text, path=item.path)
                 entry.extra["reported_at"] = format_datetime(now)
-                atomic_write_text(path, codec.render(entry), root=root)
+                atomic_write_text(path, frontmatter_edit.edited_text(text, item.path, entry), root=root)
                 item = TrashItem(**{**item.__dict__, "reported_at": now})
             except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
                 pass

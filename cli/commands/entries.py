@@ -55,7 +55,7 @@ def init(
         typer.echo(f"warning: the adopted notes are not indexed yet ({result['index']['error']}); run `mem sync`",
                    err=True)
     for note in result.get("skipped", []):
-        typer.echo(f"warning: not adopted: {note}", err=True)
+        typer.echo(f"warning: {note}", err=True)
     emit(as_json, result, f"memory tree ready at {result['root']}"
          + (f" (created: {', '.join(result['created'])}{adopted})" if result["created"] else " (already there)"))
 

@@ -55,8 +55,13 @@ def _say_synced(result: dict) -> None:
     for item in result.get("ignored", []):
         typer.echo(f"  ignored: {item['path']} is a {item['kind']} (never followed; remove it from the repository)")
     for item in result.get("settings_held_back", []):
-        kept = "its default" if item["kept"] is None else repr(item["kept"])
-        typer.echo(f"  setting {item['setting']} from the remote not applied: {item['why']}; kept {kept}")
+        kept = "" if item["setting"] == "config.md" else "; kept " + (
+            "its default" if item["kept"] is None else str(item["kept"]))
+        typer.echo(f"  setting {item['setting']} from the remote not applied: {item['why']}{kept}")
+    for item in result.get("settings_pulled", []):
+        before = "its default" if item["from"] is None else item["from"]
+        after = "its default" if item["to"] is None else item["to"]
+        typer.echo(f"  setting {item['setting']} changed by the remote: {before} -> {after}")
     for line in result.get("warnings", []):
         typer.echo(f"  warning: {line}")
     if result.get("index"):

@@ -62,7 +62,7 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                 if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
                     blocking.append(rel)
             elif low.endswith(".md") and not is_entry_path(rel):
-                skipped.append(f"{rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
+                skipped.append(f"not adopted: {rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
     return blocking, skipped
 
 
@@ -362,7 +362,8 @@ class Entries:
                                tier="hot" if entry.status != "active" else entry.tier)
             keep = origin if not (self.root / origin).exists() else None
             entry.path = keep or tree.unique_entry_path(self.root, category, entry.title)
-            self.save.save(entry, previous=None)
+            # the trash file moves back and keeps its own lines (a hand-made note stays as written)
+            self.save.save(entry, previous=entry.copy(path=item.path))
             (self.root / item.path).unlink(missing_ok=True)
             trash.audit(self.root, now, "restore", entry.id, entry.title, entry.path, "restored")
         return entry
@@ -480,14 +481,15 @@ class Entries:
     def _not_adopted(self) -> list[str]:
         """The notes of a folder being adopted that did not become entries, and why."""
         catalog = self.state.catalog
-        out = [f"{rel} (unreadable: {error}; fix it, then `mem sync`)" for rel, error in sorted(catalog.errors().items())]
+        out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
+               for rel, error in sorted(catalog.errors().items())]
         paths: dict[str, list[str]] = {}
         for entry in catalog.entries():
             paths.setdefault(entry.id, []).append(entry.path)
         for entry_id, same in sorted(paths.items()):
             for rel in sorted(same)[1:]:
-                out.append(f"{rel} (its id {entry_id} is also {sorted(same)[0]}'s; give it another id or remove "
-                           "the id line, then `mem sync`)")
+                out.append(f"{rel} has the id of {sorted(same)[0]} ({entry_id}): `mem doctor --fix` gives it a "
+                           f"fresh id; until then `mem read {entry_id}` shows one of the two")
         return out
 
     def index_warnings(self) -> list[str]:

@@ -58,7 +58,7 @@ class TeamSync:
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
                   "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0,
-                  "settings_held_back": [], "warnings": []}
+                  "settings_held_back": [], "settings_pulled": [], "warnings": []}
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
@@ -113,6 +113,11 @@ class TeamSync:
         ensure_attributes(self.root)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
         git.run("add", "-A")
+        # what .gitignore keeps out but a peer force-added (a `.lock`, a `.cache/` file) leaves the
+        # index: the file stays on disk, the next commit removes it from the team's tree
+        tracked_ignored = [p for p in git.out("ls-files", "-ci", "--exclude-standard", "-z").split("\0") if p]
+        if tracked_ignored:
+            git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", *tracked_ignored)
         staged = git.staged()
         if not staged:
             return
@@ -152,8 +157,9 @@ class TeamSync:
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
         result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
         result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
-        held = guard_pulled_config(git, self.root, head)  # a peer's config.md may not disarm this machine
+        held, applied = guard_pulled_config(git, self.root, head)  # a peer's config.md may not disarm this machine
         result["settings_held_back"] += held
+        result["settings_pulled"] = result.get("settings_pulled", []) + applied
         self._trash_pulled_deletions(head, tracking, machine)
         self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged
         git.run("add", "-A")

@@ -6,30 +6,36 @@ from pathlib import Path
 from memstrata.features.gitrepo import Git
 from memstrata.scoring.pulled_settings import UNSET, held_back
 from memstrata.storage import codec
-from memstrata.storage.config import CONFIG_FILE, changed_settings, config_prose, render_config
+from memstrata.storage.config import CONFIG_FILE, Settings, changed_settings, config_prose, render_config
 from memstrata.storage.atomic import atomic_write_text
 
 
-def guard_pulled_config(git: Git, root: Path, before: str | None) -> list[dict]:
+def guard_pulled_config(git: Git, root: Path, before: str | None) -> tuple[list[dict], list[dict]]:
     """Hold back what a pull brought into config.md that must not apply here (scoring.pulled_settings);
-    config.md is rewritten with this machine's values for those keys. Returns one row per key."""
+    config.md is rewritten with this machine's values for those keys. Returns (one row per key held
+    back, one row per setting the pull changed here), so the user hears of both."""
     from memstrata.models.locate import is_available
 
     ours_text = git.show(f"{before}:{CONFIG_FILE}") if before is not None else None
     if ours_text is None:
-        return []
+        return [], []
     try:
         ours = dict(codec.split_frontmatter(ours_text)[0])
     except Exception:  # noqa: BLE001 - our own file unreadable at HEAD: nothing to compare with
-        return []
+        return [], []
     try:
         pulled = changed_settings(root)
     except Exception:  # noqa: BLE001 - the pulled file cannot be read at all: ours comes back whole
         atomic_write_text(Path(root) / CONFIG_FILE, ours_text, root=root)
-        return [{"setting": "config.md", "kept": "this machine's file", "why": "the pulled config.md cannot be read"}]
+        return [{"setting": "config.md", "kept": None, "why": "the pulled config.md cannot be read: this machine's "
+                 "file is kept"}], []
     verdicts = held_back(ours, pulled, is_available)
+    known = set(Settings.field_names())
+    changed = [{"setting": key, "from": ours.get(key), "to": pulled.get(key)}
+               for key in sorted((set(ours) | set(pulled)) & known)
+               if ours.get(key) != pulled.get(key) and key not in verdicts]
     if not verdicts:
-        return []
+        return [], changed
     for key, (mine, _) in verdicts.items():
         if mine is UNSET:
             pulled.pop(key, None)
@@ -37,4 +43,4 @@ def guard_pulled_config(git: Git, root: Path, before: str | None) -> list[dict]:
             pulled[key] = mine
     atomic_write_text(Path(root) / CONFIG_FILE, render_config(pulled, config_prose(root)), root=root)
     return [{"setting": key, "kept": None if mine is UNSET else mine, "why": why}
-            for key, (mine, why) in verdicts.items()]
+            for key, (mine, why) in verdicts.items()], changed

@@ -119,6 +119,16 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     own = garden.split("---\n")[1].splitlines()
     assert [line for line in aged.split("---\n")[1].splitlines() if line in own] == own
     assert "created: 2026-01-05\n" in aged and "tier: " in aged and "layer:" not in aged
+    # to the trash and back: still the note's own lines, its body byte for byte
+    m = Memory(folder, embedder=embedder)
+    gid = ids["projects/garden.md"]
+    m.delete(gid)
+    in_trash = next((folder / ".trash").glob(f"{gid}--*.md")).read_text(encoding="utf-8")
+    assert [line for line in in_trash.split("---\n")[1].splitlines() if line in own] == own
+    m.restore(gid)
+    back = (folder / "projects" / "garden.md").read_text(encoding="utf-8")
+    assert [line for line in back.split("---\n")[1].splitlines() if line in own] == own
+    assert "trashed_at" not in back and "layer:" not in back and back.endswith(bodies["projects/garden.md"])
 
 
 def test_a_hand_made_entry_gets_an_id_and_can_be_deleted_and_restored(tmp_path, clock, embedder):
@@ -263,7 +273,7 @@ def test_adopt_names_every_note_it_could_not_take_and_keeps_the_vaults_own_daily
     out, err = capsys.readouterr()
     assert "2 notes adopted (1 given an id)" in out
     assert "not adopted: notes/c.md (unreadable: malformed YAML" in err
-    assert "not adopted: notes/b.md (its id aaaaaaaaaaaa is also notes/a.md's" in err
+    assert "warning: notes/b.md has the id of notes/a.md (aaaaaaaaaaaa): `mem doctor --fix`" in err
     assert not (folder / "daily").exists()  # no lowercase twin of the vault's Daily/
     m = Memory(folder, embedder=embedder)
     result = m.daily("Fixed the login bug")

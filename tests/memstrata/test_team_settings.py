@@ -49,3 +49,30 @@ def test_a_peer_cannot_disarm_the_secret_guard_or_break_the_tree(tmp_path, embed
     assert "secrets: warn" not in remote and "100000000" not in remote and "hot_days: 5" in remote
     assert changed_settings(tmp_path / "a") == {"hot_days": 5}
     assert again.sync_remote()["settings_held_back"] == []
+
+
+def test_a_pushed_lock_symlink_is_fixed_once_and_leaves_the_teams_tree(tmp_path, embedder):
+    from memstrata import Memory
+    from memstrata.errors import Locked
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a = Memory(tmp_path / "a", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    (peer / ".lock").symlink_to("/etc/passwd")
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    subprocess.run([*git, "add", "-f", ".lock"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "lock"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    a.sync_remote()
+    with pytest.raises(Locked, match="doctor --fix"):
+        Memory(tmp_path / "a", embedder=embedder).write("x y z", title="T", category="ops")
+    Memory(tmp_path / "a", embedder=embedder).doctor(fix=True)
+    Memory(tmp_path / "a", embedder=embedder).sync_remote()
+    listed = subprocess.run(["git", "-C", str(tmp_path / "r.git"), "ls-tree", "-r", "--name-only", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert ".lock" not in listed and "ops/backups.md" in listed
+    assert Memory(tmp_path / "a", embedder=embedder).write("x y z", title="T", category="ops").action == "created"

@@ -185,3 +185,18 @@ def test_trash_purge_waits_for_a_report_and_counts_retention_from_it():
     assert not trash_purge_due(long_ago, NOW, S, None), "never reported: never purged"
     assert not trash_purge_due(long_ago, NOW, S, NOW - timedelta(days=30)), "reported 30 days ago: not yet"
     assert trash_purge_due(long_ago, NOW, S, NOW - timedelta(days=31))
+
+
+def test_notes_that_stay_in_place_are_archived_never_forgotten():
+    from dataclasses import replace
+
+    from memstrata.scoring.lifecycle import plan
+    from memstrata.storage.config import Settings
+    from memstrata.storage.entry import Entry
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime(2028, 1, 1, tzinfo=timezone.utc)
+    old = Entry(id="aaaaaaaaaaaa", title="t", updated=now - timedelta(days=400), path="n/t.md")
+    moving = {a.kind for a in plan([old], now, Settings())}
+    kept = {a.kind for a in plan([old], now, replace(Settings(), archive_moves_files=False))}
+    assert "forget" in moving and "forget" not in kept and "archive" in kept

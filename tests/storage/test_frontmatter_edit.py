@@ -52,11 +52,12 @@ def test_a_file_that_cannot_be_edited_in_place_is_rendered_in_full(old):
     assert edited_text(old, "notes/shop.md", entry) == codec.render(entry)
 
 
-def test_a_move_whose_new_name_would_change_the_title_falls_back_to_the_full_form():
+def test_a_move_whose_new_name_would_change_the_title_says_the_title():
     entry = _parse(NOTE)
     moved = entry.copy(path="notes/archived/shop-2.md", status="archived")
     text = edited_text(NOTE, "notes/shop.md", moved)
-    assert text == codec.render(moved)  # the title came from the old file name: written out
+    assert text == NOTE.replace("status: todo", "status: archived").replace(
+        "aliases: [groceries]\n", "aliases: [groceries]\ntitle: shop\n")  # from the old file name: written out
 
 
 def test_a_crlf_note_keeps_crlf_lines_when_it_gets_an_id_and_when_it_is_edited():
@@ -70,3 +71,19 @@ def test_a_crlf_note_keeps_crlf_lines_when_it_gets_an_id_and_when_it_is_edited()
         edited = edited_text(with_id, "notes/shop.md", entry.copy(access_count=4))
         assert "\n" not in edited.replace("\r\n", "") and "access_count: 4\r\n" in edited
         assert edited.endswith(entry.body) and _parse(edited).access_count == 4
+
+
+def test_a_crlf_note_whose_body_changes_keeps_a_clean_closing_line_and_crlf_next_time():
+    note = "---\r\nid: c1de1d15b382\r\nstatus: todo\r\n---\r\nOld body.\r\n"
+    entry = _parse(note)
+    once = edited_text(note, "notes/shop.md", entry.copy(body="New body.\r\n"))
+    assert once == "---\r\nid: c1de1d15b382\r\nstatus: todo\r\n---\r\n\r\nNew body.\r\n"
+    twice = edited_text(once, "notes/shop.md", _parse(once).copy(body="Newer.\r\n", access_count=1))
+    assert "\n" not in twice.replace("\r\n", "") and "status: todo\r\n" in twice and twice.endswith("Newer.\r\n")
+
+
+def test_a_note_moved_where_its_file_name_no_longer_gives_its_title_gets_one_title_line():
+    entry = _parse(NOTE)
+    trashed = entry.copy(path=".trash/c1de1d15b382--shop.md")
+    text = edited_text(NOTE, "notes/shop.md", trashed)
+    assert text == NOTE.replace("aliases: [groceries]\n", "aliases: [groceries]\ntitle: shop\n")
