@@ -12,6 +12,18 @@ def _no_service(monkeypatch):
     monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
 
 
+def _one_clone(tmp_path, embedder):
+    """A bare remote and one clone holding one synced entry."""
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a = Memory(tmp_path / "a", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    return a
+
+
 def _push_config(tmp_path, text: str) -> None:
     """A hostile peer with plain git rewrites config.md's settings block and pushes."""
     peer = tmp_path / "peer"
@@ -27,11 +39,7 @@ def _push_config(tmp_path, text: str) -> None:
 def test_a_peer_cannot_disarm_the_secret_guard_or_break_the_tree(tmp_path, embedder):
     from memstrata import Memory
 
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a = Memory(tmp_path / "a", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="laptop")
-    a.write("The backup runs at midnight.", title="Backups", category="ops")
-    a.sync_remote()
+    a = _one_clone(tmp_path, embedder)
     _push_config(tmp_path, "secrets: warn\nmax_entry_bytes: 100000000\nembedding_model: /nonexistent/model\n"
                            "hot_days: 5\n")
     result = a.sync_remote()
@@ -55,11 +63,7 @@ def test_a_pushed_lock_symlink_is_fixed_once_and_leaves_the_teams_tree(tmp_path,
     from memstrata import Memory
     from memstrata.errors import Locked
 
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a = Memory(tmp_path / "a", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="laptop")
-    a.write("The backup runs at midnight.", title="Backups", category="ops")
-    a.sync_remote()
+    a = _one_clone(tmp_path, embedder)
     peer = tmp_path / "peer"
     subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
     (peer / ".lock").symlink_to("/etc/passwd")
