@@ -354,9 +354,7 @@ def _open(path) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            conn.executescript("DROP TABLE IF EXISTS entries;")
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            _migrate(conn)
         conn.execute("SELECT count(*) FROM entries").fetchone()
     except BaseException:
         conn.close()
@@ -367,6 +365,24 @@ def _open(path) -> sqlite3.Connection:
         except OSError:
             pass
     return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Make the current schema in one write transaction: two processes opening a new catalog at
+    once must not drop the table the other just made ("no such table: entries")."""
+    conn.execute("BEGIN IMMEDIATE")  # the second waits here, then sees the schema made
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            conn.execute("DROP TABLE IF EXISTS entries")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _row(rel: str, entry: Entry, st) -> tuple:
