@@ -483,13 +483,14 @@ class Entries:
         catalog = self.state.catalog
         out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
                for rel, error in sorted(catalog.errors().items())]
-        paths: dict[str, list[str]] = {}
+        holders: dict[str, list[Entry]] = {}
         for entry in catalog.entries():
-            paths.setdefault(entry.id, []).append(entry.path)
-        for entry_id, same in sorted(paths.items()):
-            for rel in sorted(same)[1:]:
-                out.append(f"{rel} has the id of {sorted(same)[0]} ({entry_id}): `mem doctor --fix` gives it a "
-                           f"fresh id; until then `mem read {entry_id}` shows one of the two")
+            holders.setdefault(entry.id, []).append(entry)
+        for entry_id, same in sorted(holders.items()):
+            keeper, *others = sorted(same, key=holder_rank)  # the one `mem read` shows and the doctor keeps
+            for other in others:
+                out.append(f"{other.path} has the id of {keeper.path} ({entry_id}): `mem doctor --fix` gives it a "
+                           f"fresh id; until then `mem read {entry_id}` shows {keeper.path}")
         return out
 
     def index_warnings(self) -> list[str]:

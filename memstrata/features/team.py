@@ -88,9 +88,7 @@ class TeamSync:
         pulled = result.pop("_pulled", set())
         result["pulled"] = len(pulled)
         result["ignored"] = git.special_paths("HEAD", sorted(pulled)) if pulled else []
-        problem = journal.sharing_problem(self.root)  # a pulled `.access` symlink: said at every sync
-        if problem and problem not in result["warnings"]:
-            result["warnings"].append(problem)
+        self._note_sharing_problem(result)  # also one the pull just brought in
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
         if index and any(is_entry_path(p) for p in pulled):
@@ -100,6 +98,12 @@ class TeamSync:
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
 
+    def _note_sharing_problem(self, result: dict) -> None:
+        """A `.access` that is not a real folder (a pulled symlink) is said at every sync, once."""
+        problem = journal.sharing_problem(self.root)
+        if problem and problem not in result["warnings"]:
+            result["warnings"].append(problem)
+
     def _commit_local(self, machine: str, result: dict) -> None:
         """Commit whatever changed in the tree, with a message that says what (caller holds the lock).
 
@@ -107,9 +111,7 @@ class TeamSync:
         `.access/<machine>.log`, so the other machines count them after they pull."""
         git = self.git
         result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
-        problem = journal.sharing_problem(self.root)
-        if problem and problem not in result["warnings"]:
-            result["warnings"].append(problem)
+        self._note_sharing_problem(result)
         ensure_attributes(self.root)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
         git.run("add", "-A")
@@ -159,7 +161,7 @@ class TeamSync:
         result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
         held, applied = guard_pulled_config(git, self.root, head)  # a peer's config.md may not disarm this machine
         result["settings_held_back"] += held
-        result["settings_pulled"] = result.get("settings_pulled", []) + applied
+        result["settings_pulled"] += applied
         self._trash_pulled_deletions(head, tracking, machine)
         self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged
         git.run("add", "-A")
