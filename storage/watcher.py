@@ -38,7 +38,9 @@ class TreeWatcher:
         self._log: list[tuple[int, str]] = []  # (generation, relative path) of each file event
         self._walk_needed_at = 0  # latest generation whose change only a walk can describe
         self._log_complete_after = 0  # the log names every file change after this generation
-        self._lock = threading.Lock()
+        # Re-entrant: close() may run from a finalizer on a thread that is inside generation().
+        self._lock = threading.RLock()
+        self._fd = -1
         self._dirs: dict[int, str] = {}
         self._max = max_watches
         try:
@@ -77,6 +79,8 @@ class TreeWatcher:
         if not self.ok:
             return None
         with self._lock:
+            if self._fd < 0:
+                return None  # closed meanwhile: its number may belong to another file now
             try:
                 while True:
                     try:
@@ -139,8 +143,14 @@ class TreeWatcher:
                         return
 
     def close(self) -> None:
+        """Release the inotify fd, once: the owner's close() and its finalizer both call this, and
+        a second os.close of the same number would close whatever file another thread opened under
+        it since (a warm service's call then lost its stdout or socket: 'Bad file descriptor')."""
         self.ok = False
-        try:
-            os.close(self._fd)
-        except (OSError, AttributeError):
-            pass
+        with self._lock:
+            fd, self._fd = self._fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -323,8 +323,7 @@ class Service:
                 if root is None:  # the client checks this too: no tree is ever opened for a plain folder
                     _reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
                     return
-                self._run(conn, message, fds, root)
-                fds = []
+                self._run(conn, message, fds, root)  # takes the fds (clears the list)
             else:
                 _reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
         except Exception as exc:  # noqa: BLE001 - one bad call never takes the service down
@@ -349,6 +348,7 @@ class Service:
         if serial is not None:
             serial.acquire()
         streams = _open_streams(fds, message)
+        fds.clear()  # the streams own them now: never closed a second time by _handle
         previous_cwd = None
         try:
             if private:
