@@ -390,8 +390,11 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
         sock.settimeout(None)  # the command may take as long as it takes (an import, a sync)
         last = lines.next()
         if last is None or last.get("t") != "exit":
-            sys.stderr.write("mem: error: the memory service stopped while running the command "
-                             "(it is restarted on the next call)\n")
+            # A stop waits for the calls in flight, so only a crash or a kill gets here.
+            log = rundir.log_path(folder or rundir.candidate())
+            sys.stderr.write(f"mem: error: the memory service stopped while running the command (it crashed "
+                             f"or was killed; see {log}); a write may have been applied: check with `mem list` "
+                             "before repeating it\n")
             return 1
         return int(last.get("code", 1))
     except KeyboardInterrupt:
