@@ -77,6 +77,9 @@ def __getattr__(name):
 
 
 _COMMAND = None
+# Set by the warm service: (exception, command) -> a note for the one-line error, after logging
+# the traceback (a process of its own shows no traceback, and none is kept; the service keeps one).
+on_internal_error = None
 
 
 def _click_command():
@@ -137,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             message = f"{exc.strerror or exc}" + (f": {exc.filename}" if getattr(exc, "filename", None) else "")
         else:
             message = f"internal error: {type(exc).__name__}: {exc}"
+        if on_internal_error is not None:  # the warm service: the traceback goes to its log
+            message += on_internal_error(exc, client.command_of(args))
         _report(message, {"error": "internal", "message": message}, wants_json)
         return 1
 

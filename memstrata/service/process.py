@@ -12,14 +12,49 @@ from memstrata.service import client, rundir
 from memstrata.service.threads import install_process_hooks
 
 
-def _log(message: str) -> None:
+def _log(message: str, exc: BaseException | None = None) -> None:
+    """A line in service.log (the service's stderr), with the traceback of `exc` when given.
+
+    Never the caller's environment or argv: a traceback names code lines and the exception only.
+    """
     stream = getattr(sys, "__stderr__", None)
-    if stream is not None:
+    if stream is None:
+        return
+    text = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + message + "\n"
+    if exc is not None:
+        import traceback
+
+        text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    with _LOG_LOCK:  # lines of concurrent calls never interleave
         try:
-            stream.write(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + message + "\n")
+            stream.write(text)
             stream.flush()
         except (OSError, ValueError):
             pass
+
+
+_LOG_LOCK = threading.Lock()
+
+
+_FOLDER: list[str] = []  # the runtime folder this process serves, once known
+
+
+def log_path() -> str:
+    """The service.log of the runtime folder this process serves."""
+    return rundir.log_path(_FOLDER[0] if _FOLDER else rundir.candidate())
+
+
+def _note_previous_end(folder: str) -> None:
+    """Say in the log when the previous service ended without its 'stopping' line (killed, crashed):
+    its pid file is still there and names a process that is gone."""
+    try:
+        with open(rundir.pid_path(folder), encoding="utf-8") as f:
+            pid = int(json.loads(f.read(4096)).get("pid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return
+    if pid > 0 and pid != os.getpid() and not _pid_alive(pid):
+        _log(f"the previous service (pid {pid}) ended without stopping (killed or crashed; "
+             "a crash of the interpreter leaves its traceback above)")
 
 
 # --------------------------------------------------------------------------- process facts
@@ -104,6 +139,14 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
         client.request({"op": "open", "root": str(root)}, folder=folder)
         _log(f"the service already runs (asked it to open {root})")
         return 0
+    _FOLDER[:] = [folder]
+    _note_previous_end(folder)
+    try:
+        import faulthandler
+
+        faulthandler.enable(file=sys.__stderr__)  # a fatal crash (a signal in native code) leaves its stacks here
+    except (OSError, ValueError, AttributeError):
+        pass
     install_process_hooks()
     service.bind()
     _log(f"serving on {service.sock_path} (pid {os.getpid()}), opening {root}; idle stop: "

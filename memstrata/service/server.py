@@ -9,9 +9,9 @@ with its vector index, cached frame, catalog and watcher), and runs every forwar
   as per-thread sys.stdin/stdout/stderr;
 - cwd and umask: the thread unshares its filesystem context (Linux unshare(CLONE_FS)), so
   relative paths mean what they mean to the caller; without unshare, calls run one at a time;
-- environment: os.environ is a per-thread overlay in this process: MEMSTRATA_* (MEMSTRATA_NOW
-  for the clock, MEMSTRATA_HOME for the root ...) and the variables that shape output are the
-  caller's (see client.FORWARDED_ENV).
+- environment: os.environ is a per-thread overlay in this process holding the caller's whole
+  environment, and the programs a call starts get it too (threads.py). Calls that reach the
+  network, credentials or an identity never come here (client.runs_in_caller; docs/service.md).
 
 So results are identical with and without the service by construction.
 
@@ -46,6 +46,7 @@ from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
 # The process entry points, imported from here by cli/commands/service.py and __main__.py.
 from memstrata.service.process import (  # noqa: F401
     _log,
+    log_path,
     _main,
     _peak_rss_mb,
     _pid_alive,
@@ -71,6 +72,12 @@ _READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
 
 
 # --------------------------------------------------------------------------- running one call
+
+
+def log_internal_error(exc: BaseException, command: str | None) -> str:
+    """Log a call's internal error with its traceback; the note that names the log for its one-line error."""
+    _log(f"internal error in `mem {command or ''}`: {type(exc).__name__}: {exc}", exc)
+    return f" (traceback in {log_path()})"
 
 
 class Service:
@@ -199,7 +206,7 @@ class Service:
             self._code_changed()  # record the mtimes of everything loaded so far
             _log(f"warm in {time.perf_counter() - t0:.2f}s")
         except Exception as exc:  # noqa: BLE001
-            _log(f"warm-up failed: {type(exc).__name__}: {exc}")
+            _log(f"warm-up failed: {type(exc).__name__}: {exc}", exc)
         finally:
             self.warm.set()
 
@@ -229,6 +236,7 @@ class Service:
 
             getattr(app_module, "app", None)  # build the typer app and register every command
             install_memory_factory()
+            app_module.on_internal_error = log_internal_error
             self.main = app_module.main
         return self.main
 
@@ -327,7 +335,7 @@ class Service:
             else:
                 _reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
         except Exception as exc:  # noqa: BLE001 - one bad call never takes the service down
-            _log(f"request failed: {type(exc).__name__}: {exc}")
+            _log(f"request failed: {type(exc).__name__}: {exc}", exc)
         finally:
             for fd in fds:
                 try:
@@ -369,8 +377,9 @@ class Service:
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             except BaseException as exc:  # noqa: BLE001 - as a crashed process would: one line, exit 1
+                note = log_internal_error(exc, client.command_of(list(message.get("argv") or [])))
                 try:
-                    sys.stderr.write(f"mem: error: internal error: {type(exc).__name__}: {exc}\n")
+                    sys.stderr.write(f"mem: error: internal error: {type(exc).__name__}: {exc}{note}\n")
                 except Exception:  # noqa: BLE001
                     pass
                 code = 1

@@ -117,7 +117,7 @@ class Upkeep:
                      f"{'pushed' if result['pushed'] else 'nothing to push'}")
         except Exception as exc:  # noqa: BLE001 - a failed round is reported and tried again next time
             error = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            _log(f"team sync of {root} failed: {error}")
+            _log(f"team sync of {root} failed: {error}", None if hasattr(exc, "message") else exc)
         finally:
             POOL.checkin_all()
         with self._lock:
@@ -156,7 +156,7 @@ def maintain_index(root: str) -> dict | None:
             _log(f"index upkeep of {root}: " + "; ".join(done["actions"]))
         return done
     except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation; calls still work without it
-        _log(f"index upkeep of {root} failed: {type(exc).__name__}: {exc}")
+        _log(f"index upkeep of {root} failed: {type(exc).__name__}: {exc}", exc)
         return None
     finally:
         POOL.checkin_all()
