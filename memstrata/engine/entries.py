@@ -15,9 +15,9 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
-from memstrata.storage import adopt, indexes, journal, trash, tree
+from memstrata.storage import adopt, indexes, journal, layout, trash, tree
 from memstrata.storage.catalog import is_entry_path, read_entry_file
-from memstrata.storage.config import require_known, set_setting, unset_setting
+from memstrata.storage.config import Settings, require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, holder_rank, new_id
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
@@ -80,46 +80,60 @@ class Entries:
         self.root = state.root
 
     # -- init and config ----------------------------------------------------------------
-    def init(self, adopt: bool = False) -> dict:
+    def init(self, adopt: bool = False, indexes_wanted: bool = False) -> dict:
         """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
         A folder that already holds Markdown notes (a vault, a docs folder) becomes a tree only
-        with `adopt`: its notes become entries, each given a stable `id:` line and nothing else.
+        with `adopt`: its notes become entries, each given one `mem-id:` line and nothing else, and
+        the engine's own files go into one hidden `.memstrata/` folder (storage/layout.py; docs/vault.md).
+        Its settings are written first, so an adopt that was killed resumes with the vault's rules
+        when run again. Category INDEX.md files in a vault only with `indexes_wanted`.
         """
         if self.root.exists() and not self.root.is_dir():
             raise InvalidInput(f"{self.root} exists and is not a folder")
         fresh = not tree.is_initialised(self.root) and self.root.exists()
         notes = _markdown_notes(self.root) if fresh else 0
-        blocking, skipped = _not_adoptable(self.root) if fresh else ([], [])
-        if blocking:  # files the tree would overwrite (config.md, INDEX.md): never, say so instead
-            raise InvalidInput(f"{self.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
-                               f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) first")
         if notes and not adopt:
             raise InvalidInput(f"{self.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
-                               f"Markdown notes; `mem init --adopt` makes them memories (each gets an id line, "
-                               f"nothing else in them changes), or choose an empty folder")
-        with TreeLock(self.root) if self.root.exists() else _NoLock():
-            made = tree.initialise(self.root)
-        adopted = self.give_ids() if notes else 0
-        if notes:
-            skipped += self._not_adopted()
-        if notes:
-            # a vault's notes are the user's own writing: aging retiers them but never cuts their text
+                               f"Markdown notes; `mem init --adopt` makes them memories (each gets a `mem-id:` "
+                               f"line, nothing else in them changes), or choose an empty folder")
+        if fresh and adopt:
+            blocking = _not_adoptable(self.root)[0] if indexes_wanted else []
+            if blocking:  # INDEX.md files --indexes would overwrite: never, say so instead
+                raise InvalidInput(f"{self.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
+                                   f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) "
+                                   "first, or adopt without --indexes")
+            # a vault's notes are the user's own writing: aging retiers them but never cuts or moves them
+            rules = Settings(compress_bodies=False, archive_moves_files=False, category_indexes=indexes_wanted)
+            made = tree.initialise(self.root, rules, adopted=True)
+        else:
+            with TreeLock(self.root) if self.root.exists() else _NoLock():
+                made = tree.initialise(self.root)
+        self.state.use_settings(None)
+        self.state.replace_catalog(None)  # the layout may have changed: the catalog opens where it now lives
+        if layout.is_adopted(self.root):
             with self.state.lock():
-                set_setting(self.root, "compress_bodies", False)
-                set_setting(self.root, "archive_moves_files", False)
+                tree.ensure_gitignore(self.root)
+            adopted = self.give_ids()
+            skipped = _not_adoptable(self.root)[1] + self._not_adopted()
+            with self.state.lock():
+                self.save.write_indexes(None)
+            entries = sum(1 for e in self.state.catalog.entries() if e.id)
+            return {"root": str(self.root), "created": made, "adopted": adopted, "entries": entries,
+                    "skipped": skipped}
         with self.state.lock():
             now = self.state.now()
-            for category, description in tree.STARTER_CATEGORIES.items():
-                if tree.top_level_spelling(self.root, category) != category:
-                    continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
-                if not (self.root / category / indexes.INDEX_FILE).exists():
-                    indexes.set_description(self.root, category, description, self.state.catalog, now)
-                    made.append(f"{category}/{indexes.INDEX_FILE}")
+            self.state.catalog.refresh()
+            if not self.state.catalog.count():  # starter folders only for a new, empty tree
+                for category, description in tree.STARTER_CATEGORIES.items():
+                    if tree.top_level_spelling(self.root, category) != category:
+                        continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
+                    if not (self.root / category / indexes.INDEX_FILE).exists():
+                        indexes.set_description(self.root, category, description, self.state.catalog, now)
+                        made.append(f"{category}/{indexes.INDEX_FILE}")
             self.save.write_indexes(None)
         self.state.use_settings(None)
-        entries = len({e.id for e in self.state.catalog.entries()}) if notes else 0  # a duplicate id counts once
-        return {"root": str(self.root), "created": made, "adopted": adopted, "entries": entries, "skipped": skipped}
+        return {"root": str(self.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()

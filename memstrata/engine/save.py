@@ -8,7 +8,7 @@ from memstrata.engine.index import IndexStep
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput
 from memstrata.results import WriteResult
-from memstrata.storage import codec, frontmatter_edit, indexes, tree
+from memstrata.storage import codec, frontmatter_edit, indexes, layout, tree
 from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import inside_root
@@ -95,6 +95,9 @@ class SavePath:
         the new entry, never two copies.
         """
         files: list[tuple[Entry, str | None, bytes | None]] = []
+        key = layout.id_key(self.state.root)
+        for entry, _ in changes:
+            entry.id_key = key  # `mem-id:` in an adopted vault, whatever the entry was built from
         try:
             categories = self._write_files(changes, files)
             self._record_catalog(changes)

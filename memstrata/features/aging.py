@@ -287,7 +287,7 @@ class Aging:
                 if layer is None:
                     continue
                 if current.layer == "L0":
-                    original, rel = current.body, sidecars.relative_path(current.id)
+                    original, rel = current.body, sidecars.relative_path(current.id, self.root)
                 elif sidecars.exists(self.root, current.full_content_file):
                     rel = current.full_content_file
                     original = sidecars.original_body(self.root, rel)
@@ -359,7 +359,7 @@ class Aging:
         """may_shrink for an entry as its file (or its full original) holds it; True when unreadable."""
         try:
             current = self.entries.resolve(entry.path)
-            rel = current.full_content_file if current.layer != "L0" else sidecars.relative_path(current.id)
+            rel = current.full_content_file if current.layer != "L0" else sidecars.relative_path(current.id, self.root)
             original = current.body if current.layer == "L0" else sidecars.original_body(self.root, rel)
         except (MemstrataError, OSError):
             return True
@@ -413,7 +413,7 @@ class Aging:
         False, and `new` untouched, when the compressed body would not be smaller than the full
         original (a one-sentence entry: its summary is itself plus the note on the full text)."""
         if current.layer == "L0":
-            original, rel = current.body, sidecars.relative_path(current.id)
+            original, rel = current.body, sidecars.relative_path(current.id, self.root)
         else:
             rel = current.full_content_file
             if not rel or not sidecars.exists(self.root, rel):
