@@ -163,15 +163,14 @@ class Entries:
         if not ref:
             raise InvalidInput("give an entry id or a path relative to the root")
         tree.require_initialised(self.root)
+        if ref.startswith("path:"):  # how recall names a hand-made file `mem sync` has not given an id yet
+            ref = ref[len("path:"):]
         if "/" in ref or ref.endswith(".md"):
             path = inside_root(self.root, ref)
             rel = path.relative_to(self.root).as_posix()
             if not is_entry_path(rel) or not is_regular_file(path):
                 raise NotFound(f"no entry at {ref}")
-            entry = read_entry_file(self.root, rel)
-            if not entry.id and self.give_ids():  # a hand-made file: it gets its id now
-                entry = read_entry_file(self.root, rel)
-            return entry
+            return read_entry_file(self.root, rel)  # a read never writes: an id comes by sync, maintain or a write
         if not valid_id(ref):
             raise InvalidInput(f"{ref!r} is not an entry id")
         for attempt in range(2):
@@ -219,16 +218,27 @@ class Entries:
         return folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None,
-             tags=None) -> list[Entry]:
-        """Entries (metadata only, no bodies) filtered by category subtree, tier, status and tags."""
+             tags=None, as_stored: bool = False) -> list[Entry]:
+        """Entries (metadata only, no bodies) filtered by category subtree, tier, status and tags.
+
+        Each shows the tier `mem maintain` gives it now (scoring.lifecycle.tier_now, the one rule);
+        `as_stored`: the tier its file holds (what maintain plans from)."""
         tree.require_initialised(self.root)
         scope = validate_category(category) if category else None
-        self.state.catalog.refresh()
-        if self.state.catalog.unidentified():
-            self.give_ids()
+        self.state.catalog.refresh()  # a hand-made file is listed without an id: reads never write
         wanted_tags = set(clean_tags(tags))
+        listed = self.state.catalog.entries(scope)
+        if self.state.accesses():
+            listed = [self.seen(e) for e in listed]
+        if not as_stored:
+            from memstrata.scoring.lifecycle import tier_now
+
+            now, settings = self.state.now(), self.state.settings
+            days = self.use_days(listed, now)
+            for entry in listed:
+                entry.tier = tier_now(entry, now, settings, days)
         out = []
-        for entry in self.state.catalog.entries(scope):
+        for entry in listed:
             if tier and entry.tier != tier:
                 continue
             if status and entry.status != status:
@@ -236,7 +246,15 @@ class Entries:
             if wanted_tags and not wanted_tags.issubset(entry.tags):
                 continue
             out.append(entry)
-        return [self.seen(e) for e in out] if self.state.accesses() else out
+        return out
+
+    def use_days(self, entries: list[Entry], now) -> tuple:
+        """The days the tree was in use (recorded, journaled and the entries' own dates): what the
+        archive tier counts (scoring.usage), the same for `mem list` and `mem maintain`."""
+        from memstrata.scoring.usage import entry_days
+        from memstrata.storage import usage
+
+        return tuple(sorted(usage.read(self.root) | journal.days(self.root, now.date()) | entry_days(entries)))
 
     def hot_entries(self, now) -> list[Entry]:
         """Entries in the hot tier at `now` (the catalog narrows the search to the important
