@@ -68,6 +68,7 @@ class _Scan:
     temp_files: list = field(default_factory=list)       # (rel, age seconds)
     symlinks_out: list = field(default_factory=list)     # (rel, target)
     trash_ids: set = field(default_factory=set)
+    bad_names: list = field(default_factory=list)      # names not UTF-8 or holding a newline (shown escaped)
 
     @property
     def ids(self) -> set[str]:
@@ -76,7 +77,7 @@ class _Scan:
 
 def _scan(root: Path) -> _Scan:
     scan = _Scan(root=root)
-    for rel, st in sorted(iter_entry_files(root)):
+    for rel, st in sorted(iter_entry_files(root, bad_names=scan.bad_names)):
         scan.stats[rel] = (st.st_size, st.st_mtime_ns)
         try:
             scan.entries.append(read_entry_file(root, rel))
@@ -182,6 +183,13 @@ def check_symlinks(scan: _Scan) -> list[Finding]:
                                "skips it and no entry is read or written through it", path=rel,
                                action="move the link (not its target) to .quarantine/"))
     return out
+
+
+def check_bad_names(scan: _Scan) -> list[Finding]:
+    """Files and folders whose names no entry can have (not UTF-8, a newline): skipped, one by one."""
+    return [Finding("bad_name", "a name that is not UTF-8 or holds a line break: never read as an entry "
+                    "(every other file is); rename it to make it one", path=rel, fixable=False, action="none")
+            for rel in sorted(scan.bad_names)]
 
 
 def check_unparseable(scan: _Scan) -> list[Finding]:

@@ -473,7 +473,9 @@ class Entries:
                 "categories": dict(sorted(per_category.items())), "trash": len(trashed),
                 "unreadable": sorted(self.state.catalog.errors()), "recent": recent, "warnings": warnings + [
                     f"{folder}/ cannot be opened (permissions); its entries are listed as last seen" for folder in
-                    self.state.catalog.skipped_folders]}
+                    self.state.catalog.skipped_folders] + [
+                    f"{name}: not read (a name that is not UTF-8 or holds a line break; rename it)" for name in
+                    self.state.catalog.bad_names]}
 
     # -- helpers the other parts use ----------------------------------------------------
     def exists(self, entry_id: str) -> bool:
