@@ -16,6 +16,7 @@ from memstrata.retrieval import chunking, lexical, stats_cache
 
 # Frame is imported from here too (stats_cache.py); META_COLUMNS are what the frame holds of each entry.
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache
+from memstrata.storage import layout
 from memstrata.storage.entry import Entry
 from memstrata.storage.sidecars import with_full_body
 from memstrata.storage.versions import with_kept_versions
@@ -101,7 +102,7 @@ class VectorIndex(FrameCache):
     def __init__(self, root: Path, settings):
         self.root = Path(root)
         self.settings = settings
-        self.dir = self.root / VECTORS_DIR
+        self.dir = layout.path(self.root, VECTORS_DIR)
         self._db = None
         self._table = None
         self._frame: Frame | None = None

@@ -31,9 +31,7 @@ def folded(entry: Entry, access: Access, now, settings) -> Entry:
     dated after `now`, from a wrong clock or a planted line, counts as `now`)."""
     if now is not None and access.last > now:
         access = Access(now, access.count, access.correlation)
-    after = access.seen(entry)
-    if after.status == "active":
-        after.tier = tiers.tier_for(after, now, settings)
+    after = access.seen(entry)  # the tier is left to `mem maintain`'s plan (scoring.lifecycle.tier_now): one rule
     after.weight = round(weight.compute_weight(after, now), 4)
     return after
 

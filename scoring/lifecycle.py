@@ -88,6 +88,27 @@ def plan(entries: Iterable[Entry], now: datetime, settings: Settings,
     return actions
 
 
+def tier_now(entry: Entry, now: datetime, settings: Settings, use_days: Sequence[date] | None = None) -> str:
+    """The tier an entry is in at `now`: what `mem list` shows and what `mem maintain` writes (one rule).
+
+    Expired entries and entries past their `expires` keep their stored tier (maintain expires
+    them, never retiers); important active ones are hot; archived ones archive; the others by
+    age in calendar days (scoring.tiers.tier_for), except that the archive tier also needs more
+    than cold_days days *in use* (`use_days`; None counts every calendar day), else cold.
+    """
+    if entry.status == "expired" or (entry.expires is not None and entry.expires <= now):
+        return entry.tier
+    if entry.important:
+        return "hot" if entry.status == "active" else entry.tier
+    if entry.status == "archived":
+        return "archive"
+    target = tier_for(entry, now, settings)
+    if target == "archive" and entry.status == "active" and use_days is not None \
+            and idle_days_in_use(entry, now, use_days) <= settings.cold_days:
+        return "cold"  # old by the calendar, but the tree was hardly used since: stays in place
+    return target
+
+
 def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set[str],
                 use_days: Sequence[date] | None) -> list[Action]:
     if entry.status == "expired":
@@ -103,9 +124,7 @@ def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set
 
     days = days_since_touched(entry, now)
     idle = days if use_days is None else idle_days_in_use(entry, now, use_days)
-    target = "archive" if entry.status == "archived" else tier_for(entry, now, settings)
-    if target == "archive" and entry.status == "active" and idle <= settings.cold_days:
-        target = "cold"  # old by the calendar, but the tree was hardly used since: stays in place
+    target = tier_now(entry, now, settings, use_days)
     forgetting = (
         target == "archive"
         and settings.archive_moves_files  # an adopted note is never moved, to the trash neither: it stays archived

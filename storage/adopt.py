@@ -1,4 +1,5 @@
-"""Giving a hand-made entry file its stable id with the smallest edit: one `id:` line, nothing else changed."""
+"""Giving a hand-made entry file its stable id with the smallest edit: one id line (`id:`, or
+`mem-id:` in an adopted vault: storage/layout.py), nothing else changed."""
 from __future__ import annotations
 
 import os
@@ -6,16 +7,13 @@ import re
 from pathlib import Path
 
 from memstrata.errors import CorruptEntry
-from memstrata.storage import codec
+from memstrata.storage import codec, layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.entry import valid_id
 from memstrata.storage.safe_io import read_regular_bytes
 
-_ID_LINE = re.compile(r"^id:[^\n]*$", re.M)
-
-
-def text_with_id(text: str, entry_id: str) -> str | None:
-    """`text` with `id: entry_id` added, every other byte of the file kept; None when the file
+def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
+    """`text` with `{key}: entry_id` added, every other byte of the file kept; None when the file
     already has a valid id or cannot take one by a one-line edit (the doctor reports it).
 
     Without frontmatter, a block holding only the id goes first (body unchanged: the codec
@@ -30,8 +28,8 @@ def text_with_id(text: str, entry_id: str) -> str | None:
     except CorruptEntry:
         return None
     if not data and not rest.startswith(codec.FRONTMATTER_DELIMITER):
-        return f"{bom}---{nl}id: {entry_id}{nl}---{nl}{nl}{rest}"
-    if valid_id(str(data.get("id", ""))):
+        return f"{bom}---{nl}{key}: {entry_id}{nl}---{nl}{nl}{rest}"
+    if valid_id(str(data.get(key, ""))):
         return None
     first_break = rest.find("\n")
     if first_break < 0:
@@ -41,12 +39,13 @@ def text_with_id(text: str, entry_id: str) -> str | None:
     if end is None:
         return None
     block, body = block_and_body[:end], block_and_body[end:]
-    if "id" in data:
-        lines = _ID_LINE.findall(block)
-        if len(lines) != 1 or "invalid_id" in data:
+    if key in data:
+        id_line = re.compile(rf"^{re.escape(key)}:[^\n]*$", re.M)
+        lines = id_line.findall(block)
+        if len(lines) != 1 or f"invalid_{key}" in data:
             return None
-        block = _ID_LINE.sub(lambda m: "invalid_id:" + m.group(0)[3:], block, count=1)
-    return f"{bom}{head}id: {entry_id}{nl}{block}{body}"
+        block = id_line.sub(lambda m: f"invalid_{key}:" + m.group(0)[len(key) + 1:], block, count=1)
+    return f"{bom}{head}{key}: {entry_id}{nl}{block}{body}"
 
 
 def _block_end(text: str) -> int | None:
@@ -69,7 +68,7 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    new = text_with_id(text, entry_id)
+    new = text_with_id(text, entry_id, layout.id_key(root))
     if new is None:
         return False
     mode = os.stat(path).st_mode & 0o777

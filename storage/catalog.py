@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec
+from memstrata.storage import codec, layout
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import RESERVED_FILE_NAMES, category_of
@@ -47,7 +47,22 @@ class RefreshReport:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def iter_entry_files(root: Path, skipped: list | None = None):
+def _unencodable(name: str) -> bool:
+    """A name that is not valid UTF-8 on disk (os gives it with surrogates): never an entry."""
+    try:
+        name.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def printable_name(rel: str) -> str:
+    """A relative path as one line a report can show (undecodable bytes as \\xNN, newlines escaped)."""
+    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if _unencodable(rel) else rel
+    return text.replace("\n", "\\n").replace("\r", "\\r")
+
+
+def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | None = None):
     """Yield (relative path, os.stat_result) of every entry file in the tree.
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
@@ -66,6 +81,11 @@ def iter_entry_files(root: Path, skipped: list | None = None):
                 for item in items:
                     name = item.name
                     if name.startswith("."):
+                        continue
+                    if _unencodable(name) or "\n" in name or "\r" in name:
+                        # one file a teammate named badly never stops the tree: reported, skipped
+                        if bad_names is not None and (name.endswith(".md") or item.is_dir(follow_symlinks=False)):
+                            bad_names.append(printable_name(item.path[cut:].replace(os.sep, "/")))
                         continue
                     if item.is_dir(follow_symlinks=False):
                         stack.append(item.path)
@@ -96,7 +116,7 @@ def is_entry_path(rel: str) -> bool:
     parts = rel.split("/")
     name = parts[-1]
     return (len(parts) > 1 and name.endswith(".md") and not any(p.startswith(".") or p in ("", "..") for p in parts)
-            and name.lower() not in SKIPPED_FILES)
+            and name.lower() not in SKIPPED_FILES and "\n" not in rel and "\r" not in rel and not _unencodable(rel))
 
 
 def entry_file_stat(root: Path, rel: str):
@@ -133,7 +153,7 @@ def read_entry_file(root: Path, rel: str) -> Entry:
         raise CorruptEntry(f"{rel} is not UTF-8 text") from None
     stem = Path(rel).stem
     try:
-        return codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem)
+        return codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem, id_key=layout.id_key(root))
     except InvalidInput as exc:  # a value the codec refuses (e.g. importance: urgent): this file only
         raise CorruptEntry(exc.message) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. created: -62135596801
@@ -151,7 +171,9 @@ class Catalog:
         self._walked_at = None
         self._parsed: dict[str, tuple[str, Entry]] = {}
         self.skipped_folders: list[str] = []  # folders the last walk could not open (permissions)
-        self.db_path = check_write_target(self.root, self.root / CACHE_DIR / CATALOG_FILE)  # no symlinked .cache/
+        self.bad_names: list[str] = []  # names the last walk skipped: not UTF-8, or holding a newline
+        self.id_key = layout.id_key(self.root)
+        self.db_path = check_write_target(self.root, layout.path(self.root, f"{CACHE_DIR}/{CATALOG_FILE}"))
         # Why this catalog lives in memory for this process (None: on disk). It is derived data:
         # a damaged file is rebuilt, and a disk that takes no writes still lets reads work.
         self.note: str | None = None
@@ -217,7 +239,8 @@ class Catalog:
             known = {row[0]: (row[1], row[2]) for row in self._conn.execute("SELECT path, size, mtime_ns FROM entries")}
             seen = set()
             skipped: list[str] = []
-            for rel, st in iter_entry_files(self.root, skipped):
+            bad: list[str] = []
+            for rel, st in iter_entry_files(self.root, skipped, bad):
                 seen.add(rel)
                 if known.get(rel) != (st.st_size, st.st_mtime_ns):
                     updates.append(self._read_row(rel, st, report))
@@ -225,6 +248,7 @@ class Catalog:
             report.removed = [p for p in known if p not in seen
                               and not any(p.startswith(folder + "/") for folder in skipped)]
             self.skipped_folders = skipped
+            self.bad_names = bad
         if updates or report.removed:
             def store():
                 with self._conn:
@@ -298,7 +322,7 @@ class Catalog:
         if cached is None or cached[0] != meta:
             if len(self._parsed) >= PARSED_MAX:
                 self._parsed.clear()  # bounded: a long-lived service must not hold a huge tree twice
-            cached = (meta, _entry_from_row(row))
+            cached = (meta, _entry_from_row(row, self.id_key))
             self._parsed[path] = cached
         return cached[1].copy()
 
@@ -399,6 +423,6 @@ def _meta_json(entry: Entry) -> str:
     return json.dumps(codec.entry_to_frontmatter(entry), ensure_ascii=False, default=str)
 
 
-def _entry_from_row(row) -> Entry:
+def _entry_from_row(row, id_key: str = "id") -> Entry:
     path, category, meta = row
-    return codec.entry_from_frontmatter(json.loads(meta), "", category=category, path=path)
+    return codec.entry_from_frontmatter(json.loads(meta), "", category=category, path=path, id_key=id_key)

@@ -234,14 +234,19 @@ def _choice(value, allowed: tuple[str, ...], default):
 
 
 def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: str | None = None,
-                           fallback_title: str = "") -> Entry:
-    """Build an Entry from a frontmatter mapping of either vocabulary; unknown keys go to extra."""
+                           fallback_title: str = "", id_key: str = "id") -> Entry:
+    """Build an Entry from a frontmatter mapping of either vocabulary; unknown keys go to extra.
+
+    `id_key`: the key that holds the engine's id (storage/layout.py); with `mem-id`, a note's
+    own `id:` is one of its extra keys, never read as the engine's nor changed."""
     fields: dict = {}
     extra: dict = {}
     for key, value in data.items():
         key_text = str(key)
-        canonical = ALIASES.get(key_text, key_text)
-        if canonical in CANONICAL_KEYS:
+        canonical = "id" if key_text == id_key else ALIASES.get(key_text, key_text)
+        if canonical == "id" and key_text != id_key:
+            extra[key_text] = value
+        elif canonical in CANONICAL_KEYS:
             if canonical in fields and key_text != canonical:
                 continue  # canonical spelling wins over an alias
             fields[canonical] = value
@@ -294,6 +299,7 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
         agent=str(fields["agent"]) if fields.get("agent") not in (None, "") else None,
         extra=extra,
         history=history or [],
+        id_key=id_key,
     )
 
 
@@ -323,7 +329,7 @@ def stored_importance(value) -> float:
 def entry_to_frontmatter(entry: Entry) -> dict:
     """The canonical frontmatter mapping of an entry (empty optional fields left out)."""
     data: dict = {
-        "id": entry.id,
+        entry.id_key: entry.id,
         "title": entry.title,
         "status": entry.status,
         "tier": entry.tier,
@@ -351,7 +357,7 @@ def entry_to_frontmatter(entry: Entry) -> dict:
         HISTORY_KEY: [{"version": int(h.get("version", 1)), "date": str(h.get("date") or ""),
                        "summary": " ".join(str(h.get("summary") or "").split())} for h in entry.history],
     }
-    keep_even_if_empty = {"id", "title", "status", "tier", "layer", "created", "updated", "version",
+    keep_even_if_empty = {entry.id_key, "title", "status", "tier", "layer", "created", "updated", "version",
                           "tags", "importance", "important", "access_count"}
     data = {k: v for k, v in data.items() if k in keep_even_if_empty or v not in (None, [], "")}
     if entry.review_status is None:
@@ -436,15 +442,18 @@ def render(entry: Entry) -> str:
     return f"{FRONTMATTER_DELIMITER}\n{header}{FRONTMATTER_DELIMITER}\n\n{entry.body}"
 
 
-def parse(text: str, *, category: str = "", path: str | None = None, fallback_title: str = "") -> Entry:
-    """Parse a Markdown file's text into an Entry (CorruptEntry if it cannot be read)."""
+def parse(text: str, *, category: str = "", path: str | None = None, fallback_title: str = "",
+          id_key: str = "id") -> Entry:
+    """Parse a Markdown file's text into an Entry (CorruptEntry if it cannot be read); `id_key` as
+    for entry_from_frontmatter."""
     if "\x00" in text:
         raise CorruptEntry("file contains NUL bytes (binary?)")
     data, body = split_frontmatter(text)
     legacy: list[dict] = []
     if HISTORY_KEY not in data:
         body, legacy = legacy_history(body, data.get("version"))
-    entry = entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title)
+    entry = entry_from_frontmatter(data, body, category=category, path=path, fallback_title=fallback_title,
+                                   id_key=id_key)
     if legacy:
         entry.history = legacy
     return entry

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from memstrata.errors import InvalidInput
+from memstrata.storage import layout
 from memstrata.storage.safe_io import read_regular_text
 
 CONFIG_FILE = "config.md"
@@ -76,6 +77,7 @@ class Settings:
     # Aging (mem maintain): what compression keeps in the tree; the original stays in .full/.
     compress_bodies: bool = True      # maintain compresses warm/cold/archived bodies (`mem init --adopt`: off, notes keep their text)
     archive_moves_files: bool = True  # maintain moves archived entries to {category}/archived/ and forgets them to the trash (`mem init --adopt`: off, notes stay where they are)
+    category_indexes: bool = True     # an INDEX.md in each category folder (an adopted vault: off unless `mem init --adopt --indexes`)
     compress_key_points: int = 5      # warm (L1): at most this many key points
     summary_sentences: int = 3        # archive (L4): sentences in the paragraph summary
 
@@ -186,7 +188,7 @@ def load_settings(root: Path) -> Settings:
     """Read config.md (missing file or keys give the defaults; bad values are an error)."""
     from memstrata.storage.codec import split_frontmatter
 
-    path = Path(root) / CONFIG_FILE
+    path = layout.path(root, CONFIG_FILE)
     if not path.exists():
         return Settings()
     try:
@@ -209,7 +211,7 @@ def read_config_text(root: Path) -> str:
 
     OSError otherwise (safe_io.NotRegularFile for a FIFO, socket or device: never opened).
     """
-    return read_regular_text(Path(root) / CONFIG_FILE, CONFIG_MAX_BYTES, follow_symlinks=True)
+    return read_regular_text(layout.path(root, CONFIG_FILE), CONFIG_MAX_BYTES, follow_symlinks=True)
 
 
 def render_config(changed: dict, prose: str = CONFIG_PROSE) -> str:
@@ -222,7 +224,7 @@ def changed_settings(root: Path) -> dict:
     """The settings config.md sets explicitly (unknown keys are kept, for newer versions)."""
     from memstrata.storage.codec import split_frontmatter
 
-    path = Path(root) / CONFIG_FILE
+    path = layout.path(root, CONFIG_FILE)
     if not path.exists():
         return {}
     try:
@@ -239,7 +241,7 @@ def set_setting(root: Path, key: str, raw) -> Settings:
     updated = load_settings(root).with_value(key, raw)
     changed = changed_settings(root)
     changed[key] = getattr(updated, key)
-    atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)), root=root)
+    atomic_write_text(layout.path(root, CONFIG_FILE), render_config(changed, config_prose(root)), root=root)
     return updated
 
 
@@ -250,14 +252,14 @@ def unset_setting(root: Path, key: str) -> Settings:
     require_known(key)
     changed = changed_settings(root)
     changed.pop(key, None)
-    atomic_write_text(Path(root) / CONFIG_FILE, render_config(changed, config_prose(root)), root=root)
+    atomic_write_text(layout.path(root, CONFIG_FILE), render_config(changed, config_prose(root)), root=root)
     return load_settings(root)
 
 
 def config_prose(root: Path) -> str:
     from memstrata.storage.codec import split_frontmatter
 
-    path = Path(root) / CONFIG_FILE
+    path = layout.path(root, CONFIG_FILE)
     if not path.exists():
         return CONFIG_PROSE
     try:

@@ -78,6 +78,9 @@ class Entry:
     # The version history (frontmatter `history:`; before 0.2 a section at the end of the file), one dict per version
     # ({"version": int, "date": "YYYY-MM-DD", "summary": str}); kept out of `body`.
     history: list[dict] = field(default_factory=list)
+    # The frontmatter key that holds `id` in this entry's tree (storage/layout.py): `mem-id` in an
+    # adopted vault, whose own `id:` then stays in `extra`, the user's. Not written as a field.
+    id_key: str = "id"
 
     def copy(self, **changes) -> "Entry":
         """A new Entry with some fields changed (lists and dicts copied, never shared)."""

@@ -24,7 +24,7 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
     full = codec.render(entry)
     if not old_text or not old_path:
         return full
-    before = _parsed(old_text, old_path, entry.category)
+    before = _parsed(old_text, old_path, entry.category, entry.id_key)
     if before is None or _renders_to(before, old_text):
         return full
     layout = _layout(old_text)
@@ -45,20 +45,20 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
         closing = old_text[tail_start:].split("\n", 1)[0].rstrip("\r")
         tail = f"{closing}{nl}{nl}{entry.body}"
     text = head + "".join(lines) + tail
-    after = _parsed(text, entry.path or old_path, entry.category)
+    after = _parsed(text, entry.path or old_path, entry.category, entry.id_key)
     if after is not None and after.title != entry.title:  # the title came from the old file name: say it
         lines = _set_key(lines, "title", entry.title, nl)
         text = head + "".join(lines) + tail
-        after = _parsed(text, entry.path or old_path, entry.category)
+        after = _parsed(text, entry.path or old_path, entry.category, entry.id_key)
     if after is None or after.body != entry.body or \
             codec.entry_to_frontmatter(after) != new_fm:
         return full
     return text
 
 
-def _parsed(text: str, rel: str, category: str) -> Entry | None:
+def _parsed(text: str, rel: str, category: str, id_key: str = "id") -> Entry | None:
     try:
-        return codec.parse(text, category=category, path=rel, fallback_title=PurePosixPath(rel).stem)
+        return codec.parse(text, category=category, path=rel, fallback_title=PurePosixPath(rel).stem, id_key=id_key)
     except Exception:  # noqa: BLE001 - anything unreadable is simply rendered anew
         return None
 

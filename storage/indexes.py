@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memstrata.clock import format_datetime, parse_datetime
+from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.codec import split_frontmatter
 from memstrata.storage.entry import Entry
@@ -103,7 +104,26 @@ def render_category_index(category: str, description: str, entries: list[Entry],
     return "\n".join(lines)
 
 
-def render_root_index(rows: list[tuple[str, str, int, int, datetime | None]], now: datetime) -> str:
+def root_index_rel(root: Path) -> str:
+    """Where the root index lives: INDEX.md, or `.memstrata/INDEX.md` in an adopted vault."""
+    return layout.at(root, INDEX_FILE)
+
+
+def writes_category_indexes(root: Path) -> bool:
+    """Whether the tree keeps an INDEX.md in each category folder: always in a tree made by `mem
+    init`; in an adopted vault only when asked (`mem init --adopt --indexes`: setting category_indexes)."""
+    if not layout.is_adopted(root):
+        return True
+    from memstrata.storage.config import load_settings
+
+    try:
+        return bool(load_settings(root).category_indexes)
+    except Exception:  # noqa: BLE001 - an unreadable config.md: write nothing among the user's notes
+        return False
+
+
+def render_root_index(rows: list[tuple[str, str, int, int, datetime | None]], now: datetime,
+                      link_prefix: str = "", with_category_index: bool = True) -> str:
     total = sum(r[2] for r in rows)
     lines = [
         "---",
@@ -119,7 +139,8 @@ def render_root_index(rows: list[tuple[str, str, int, int, datetime | None]], no
         "| --- | --- | --- | --- | --- |",
     ]
     for category, description, own, subtree, updated in rows:
-        lines.append(f"| [{_cell(category)}](<{category}/{INDEX_FILE}>) | {_cell(description)} | {own} | {subtree} | {_day(updated)} |")
+        target = f"{link_prefix}{category}/{INDEX_FILE if with_category_index else ''}"
+        lines.append(f"| [{_cell(category)}](<{target}>) | {_cell(description)} | {own} | {subtree} | {_day(updated)} |")
     lines.append("")
     return "\n".join(lines)
 
@@ -134,29 +155,37 @@ def _subcategories(category: str, known: list[str]) -> list[str]:
     return sorted(c for c in known if c.startswith(category + "/") and "/" not in c[len(category) + 1:])
 
 
-def _root_rows(root: Path, known: list[str], summary: dict) -> list[tuple]:
+def _root_rows(root: Path, known: list[str], summary: dict, per_category: bool = True) -> list[tuple]:
     """(category, description, own entries, entries with subcategories, last update) per category."""
     rows = []
     for category in known:
         own, updated = summary.get(category, (0, None))
         subtree = sum(n for c, (n, _) in summary.items() if c == category or c.startswith(category + "/"))
-        rows.append((category, read_description(root, category), own,
+        rows.append((category, read_description(root, category) if per_category else "", own,
                      subtree, parse_datetime(updated) if updated else None))
     return rows
 
 
 def render_all(root: Path, entries: list[Entry], now: datetime) -> dict[str, str]:
     """Every INDEX.md the tree should have (relative path -> text), from the entries' metadata."""
-    known = all_categories(entries, root)
+    per_category = writes_category_indexes(root)
+    known = all_categories(entries, root) if per_category else with_ancestors({e.category for e in entries})
     by_category: dict[str, list[Entry]] = {}
     for e in entries:
         by_category.setdefault(e.category, []).append(e)
     out = {f"{c}/{INDEX_FILE}": render_category_index(c, read_description(root, c), by_category.get(c, []),
-                                                      _subcategories(c, known), now) for c in known}
+                                                      _subcategories(c, known), now)
+           for c in (known if per_category else [])}
     summary = {c: (len(v), format_datetime(max((e.updated for e in v if e.updated), default=None)))
                for c, v in by_category.items()}
-    out[INDEX_FILE] = render_root_index(_root_rows(root, known, summary), now)
+    out[root_index_rel(root)] = _render_root(root, known, summary, now, per_category)
     return out
+
+
+def _render_root(root: Path, known: list[str], summary: dict, now: datetime, per_category: bool) -> str:
+    rel = root_index_rel(root)
+    prefix = "../" * rel.count("/")  # `.memstrata/INDEX.md` links up to the vault's folders
+    return render_root_index(_root_rows(root, known, summary, per_category), now, prefix, per_category)
 
 
 _LISTED = ("id", "title", "status", "tier", "updated", "path", "category")
@@ -176,14 +205,18 @@ def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | No
     """
     root = Path(root)
     summary = catalog.category_summary()
-    known = with_ancestors(set(summary) | categories_with_index(root) | set(c for c in categories or [] if c))
-    targets = known if categories is None else with_ancestors(c for c in categories if c)
+    per_category = writes_category_indexes(root)
+    if per_category:
+        known = with_ancestors(set(summary) | categories_with_index(root) | set(c for c in categories or [] if c))
+        targets = known if categories is None else with_ancestors(c for c in categories if c)
+    else:  # an adopted vault's folders get no INDEX.md: a user's own INDEX.md files stay theirs
+        known, targets = with_ancestors(c for c, (n, _) in summary.items() if n), []
     for category in targets:
         text = render_category_index(category, read_description(root, category), catalog.entries_exact(category),
                                      _subcategories(category, known), now)
         _write_if_changed(root, root / category / INDEX_FILE, text)
-    root_text = render_root_index(_root_rows(root, known, summary), now)
-    root_path = root / INDEX_FILE
+    root_text = _render_root(root, known, summary, now, per_category)
+    root_path = root / root_index_rel(root)
     if _without_stamp(_current_text(root_path)) != _without_stamp(root_text):
         atomic_write_text(root_path, root_text, root=root)
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import Access
+from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_bytes, atomic_write_chunks, fsync_dir
 from memstrata.storage.entry import valid_id
 from memstrata.storage.safe_io import check_write_target, is_regular_file
@@ -60,7 +61,7 @@ def machine_name(name: str | None = None) -> str:
 
 def _real_folder(root: Path, rel: str, create: bool) -> Path | None:
     """`root/rel` when each of its parts is a real folder (never a symlink), made if `create`."""
-    folder = Path(root)
+    folder, rel = Path(root), layout.at(root, rel)
     for part in Path(rel).parts:
         folder = folder / part
         if create and not os.path.lexists(folder):
@@ -94,6 +95,7 @@ def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> bo
 def _append_to(root: Path, rel: str, name: str, data: bytes, sync: bool = False) -> bool:
     """One O_APPEND write of `data` to `root/rel/name` under a shared flock; False on any failure."""
     try:
+        rel = layout.at(root, rel)
         path = check_write_target(root, Path(root) / rel / name)
         if _real_folder(root, rel, create=True) is None:
             return False
@@ -432,7 +434,7 @@ def sharing_problem(root: Path) -> str | None:
     """Why this machine's reads cannot be shared with the team (a one-line reason), or None:
     `.access` (the tracked journal folder) is something other than a real folder, e.g. a
     symlink a pulled commit planted, which is never followed."""
-    folder = Path(root) / JOURNAL_DIR
+    folder = layout.path(root, JOURNAL_DIR)
     try:
         mode = os.lstat(folder).st_mode
     except OSError:

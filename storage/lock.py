@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from memstrata.errors import Locked
+from memstrata.storage import layout
 
 LOCK_FILE = ".lock"
 
@@ -94,7 +95,7 @@ class TreeLock:
     _guard = threading.Lock()
 
     def __init__(self, root: Path, timeout: float | None = None):
-        self.path = str(Path(root) / LOCK_FILE)
+        self.path = str(layout.path(root, LOCK_FILE))
         self.timeout = default_timeout() if timeout is None else timeout
         self._key = f"{self.path}:{threading.get_ident()}"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from memstrata.errors import InvalidInput
 
 # The engine's own folders under the root; one of them being a symlink would lead writes elsewhere.
-ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors", ".quarantine", ".access")
+ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors", ".quarantine", ".access", ".memstrata")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -79,9 +79,14 @@ def check_write_target(root, path) -> Path:
     """
     path = Path(path)
     try:
-        first = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).parts[0]
+        parts = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).parts
+        first = parts[0]
     except (ValueError, IndexError):  # another drive (Windows) or the root itself
         raise InvalidInput(f"refusing to write {path}: it is not inside the memory root") from None
+    if first == ".memstrata" and len(parts) > 2 and os.path.islink(os.path.join(root, first, parts[1])):
+        first = f"{first}/{parts[1]}"  # an adopted tree's engine folders are one level down
+        raise InvalidInput(f"refusing to write {path}: {first}/ in the memory root is a symlink"
+                           " (run `mem doctor --fix` to set it aside)")
     if first == os.pardir:
         raise InvalidInput(f"refusing to write {path}: it is not inside the memory root")
     if first in ENGINE_DIRS and os.path.islink(os.path.join(root, first)):

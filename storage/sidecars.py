@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_bytes
 from memstrata.storage.codec import body_of
 from memstrata.storage.entry import Entry, require_id
@@ -23,9 +24,11 @@ FULL_DIR = ".full"
 SUPERSEDED_DIR = "superseded"
 
 
-def relative_path(entry_id: str) -> str:
-    """Where an entry's sidecar lives, relative to the root: `.full/{id}.md`."""
-    return f"{FULL_DIR}/{require_id(entry_id, 'entry id (for a .full/ sidecar)')}.md"
+def relative_path(entry_id: str, root=None) -> str:
+    """Where an entry's sidecar lives, relative to the root: `.full/{id}.md` (in an adopted
+    tree `.memstrata/full/{id}.md`: storage/layout.py)."""
+    folder = layout.at(root, FULL_DIR) if root is not None else FULL_DIR
+    return f"{folder}/{require_id(entry_id, 'entry id (for a .full/ sidecar)')}.md"
 
 
 def _resolve(root: Path, rel: str) -> Path:
@@ -33,7 +36,9 @@ def _resolve(root: Path, rel: str) -> Path:
     root = Path(root)
     text = str(rel or "")
     parts = Path(text).parts
-    if not text or Path(text).is_absolute() or not parts or parts[0] != FULL_DIR or ".." in parts:
+    home = Path(layout.at(root, FULL_DIR)).parts
+    if not text or Path(text).is_absolute() or tuple(parts[:len(home)]) != home or len(parts) <= len(home) \
+            or ".." in parts:
         raise InvalidInput(f"full_content_file {text!r} must be a path under {FULL_DIR}/ in the memory root")
     path = root / text
     real_root = Path(os.path.realpath(root))
@@ -45,7 +50,7 @@ def _resolve(root: Path, rel: str) -> Path:
 
 def write(root: Path, entry_id: str, original: bytes) -> str:
     """Atomically store `original` (the whole L0 file) as the entry's sidecar; returns its relative path."""
-    rel = relative_path(entry_id)
+    rel = relative_path(entry_id, root)
     atomic_write_bytes(_resolve(root, rel), bytes(original), root=root)
     return rel
 
@@ -134,16 +139,16 @@ def supersede(root: Path, rel: str, stamp: str) -> str | None:
     if not is_regular_file(path):
         return None
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stamp)
-    target_rel = f"{FULL_DIR}/{SUPERSEDED_DIR}/{path.stem}--{safe}.md"
+    target_rel = f"{layout.at(root, FULL_DIR)}/{SUPERSEDED_DIR}/{path.stem}--{safe}.md"
     atomic_write_bytes(Path(root) / target_rel, read_regular_bytes(path), root=root)
     return target_rel
 
 
 def remove_superseded(root: Path, entry_id: str) -> int:
     """Delete the superseded copies of an entry's originals (after a purge); returns how many."""
-    folder = Path(root) / FULL_DIR / SUPERSEDED_DIR
+    folder = layout.path(root, FULL_DIR) / SUPERSEDED_DIR
     prefix = require_id(entry_id) + "--"
-    if not folder.is_dir() or folder.is_symlink() or os.path.islink(Path(root) / FULL_DIR):
+    if not folder.is_dir() or folder.is_symlink() or os.path.islink(layout.path(root, FULL_DIR)):
         return 0
     removed = 0
     for item in folder.iterdir():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memstrata.clock import format_datetime, parse_datetime
 from memstrata.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec, frontmatter_edit
+from memstrata.storage import codec, frontmatter_edit, layout
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
 from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import slugify
@@ -44,7 +44,7 @@ def _cell(text) -> str:
 
 def audit(root: Path, when: datetime, action: str, entry_id: str, title: str, origin: str, reason: str) -> None:
     """Append one row to .trash/INDEX.md (rewritten atomically; callers hold the tree lock)."""
-    path = check_write_target(root, Path(root) / TRASH_DIR / AUDIT_FILE)
+    path = check_write_target(root, layout.path(root, TRASH_DIR) / AUDIT_FILE)
     ensure_dir(path.parent)
     current = read_regular_text(path) if path.exists() else _AUDIT_HEADER
     row = (f"| {format_datetime(when)} | {action} | {_cell(entry_id)} | {_cell(title)} | {_cell(origin)} "
@@ -83,7 +83,7 @@ def _free_trash_name(root: Path, entry: Entry) -> str:
     The id must pass entry.require_id: a file name is never built from an invalid one.
     """
     prefix = require_id(entry.id) if entry.id else ""
-    base = f"{TRASH_DIR}/{prefix}--{slugify(entry.title)}"
+    base = f"{layout.at(root, TRASH_DIR)}/{prefix}--{slugify(entry.title)}"
     candidate, n = f"{base}.md", 2
     while os.path.lexists(root / candidate):
         candidate, n = f"{base}-{n}.md", n + 1
@@ -91,16 +91,16 @@ def _free_trash_name(root: Path, entry: Entry) -> str:
 
 
 def list_trash(root: Path) -> list[TrashItem]:
-    folder = Path(root) / TRASH_DIR
+    folder = layout.path(root, TRASH_DIR)
     items = []
     if not folder.is_dir() or folder.is_symlink():
         return items
     for path in sorted(folder.glob("*.md")):
         if path.name == AUDIT_FILE or not is_regular_file(path):
             continue
-        rel = f"{TRASH_DIR}/{path.name}"
+        rel = f"{layout.at(root, TRASH_DIR)}/{path.name}"
         try:
-            entry = codec.parse(read_regular_text(path), path=rel)
+            entry = codec.parse(read_regular_text(path), path=rel, id_key=layout.id_key(root))
         except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
             continue  # an unreadable trash file does not hide the others (mem doctor reports it)
         items.append(TrashItem(
@@ -133,7 +133,7 @@ def mark_reported(root: Path, items: list[TrashItem], now: datetime) -> list[Tra
             try:
                 path = check_write_target(root, Path(root) / item.path)
                 text = read_regular_text(path)
-                entry = codec.parse(text, path=item.path)
+                entry = codec.parse(text, path=item.path, id_key=layout.id_key(root))
                 entry.extra["reported_at"] = format_datetime(now)
                 atomic_write_text(path, frontmatter_edit.edited_text(text, item.path, entry), root=root)
                 item = TrashItem(**{**item.__dict__, "reported_at": now})
@@ -150,7 +150,7 @@ def _id_from_name(name: str) -> str:
 
 
 def _origin_from_audit(root: Path, entry_id: str) -> str:
-    path = Path(root) / TRASH_DIR / AUDIT_FILE
+    path = layout.path(root, TRASH_DIR) / AUDIT_FILE
     if not is_regular_file(path):
         return ""
     origin = ""
@@ -168,7 +168,7 @@ def find(root: Path, ref: str) -> TrashItem:
     items = list_trash(root)
     matches = [i for i in items if i.id == ref] if ref else []
     if not matches and ref:
-        matches = [i for i in items if ref in (i.path, i.path[len(TRASH_DIR) + 1:], i.trashed_from)]
+        matches = [i for i in items if ref in (i.path, i.path[len(layout.at(root, TRASH_DIR)) + 1:], i.trashed_from)]
     if not matches and len(ref) >= 4:  # a unique id prefix, as every other command takes
         ids = {i.id for i in items if i.id and i.id.startswith(ref)}
         if len(ids) > 1:
@@ -182,7 +182,7 @@ def find(root: Path, ref: str) -> TrashItem:
 def take_out(root: Path, item: TrashItem) -> Entry:
     """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
     text = read_regular_text(Path(root) / item.path)
-    entry = codec.parse(text, path=item.path)
+    entry = codec.parse(text, path=item.path, id_key=layout.id_key(root))
     for key in BOOKKEEPING:
         entry.extra.pop(key, None)
     return entry
@@ -214,20 +214,20 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
             check_write_target(root, Path(root) / item.path).unlink(missing_ok=True)
             purged.append(item)
             if item.id and item.id not in live_ids and not any(i.id == item.id for i in list_trash(root)):
-                if sidecar and _own_sidecar(sidecar, item.id):  # never another entry's original
+                if sidecar and _own_sidecar(sidecar, item.id, root):  # never another entry's original
                     sidecars.remove(root, sidecar)
                 sidecars.remove_superseded(root, item.id)
                 versions.remove_all(root, item.id)
     return purged
 
 
-def _own_sidecar(sidecar: str, entry_id: str) -> bool:
+def _own_sidecar(sidecar: str, entry_id: str, root) -> bool:
     """A sidecar the engine made for this entry (`.full/{id}.md`); an imported or copied entry
     may name another entry's sidecar, which a purge must leave alone."""
     from memstrata.storage import sidecars
 
     try:
-        return sidecar == sidecars.relative_path(entry_id)
+        return sidecar == sidecars.relative_path(entry_id, root)
     except InvalidInput:
         return False
 

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from memstrata.errors import InvalidInput, NotFound
+from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.config import CONFIG_FILE, Settings, render_config
 from memstrata.storage.safe_io import read_regular_text
@@ -32,7 +33,7 @@ def is_initialised(root: Path) -> bool:
     """A folder is a memory tree only when it says so: its config.md, a regular file, names memstrata
     (`mem init` writes it). Any other folder is never read as a tree nor written into."""
     try:
-        text = read_regular_text(Path(root) / CONFIG_FILE, limit=1024 * 1024, follow_symlinks=True)
+        text = read_regular_text(layout.path(root, CONFIG_FILE), limit=1024 * 1024, follow_symlinks=True)
     except (OSError, UnicodeDecodeError):
         return False
     return TREE_MARK in text.lower()
@@ -49,16 +50,32 @@ def require_initialised(root: Path) -> None:
                        f"run `mem init --root {root}` to make it one")
 
 
-def initialise(root: Path, settings: Settings | None = None) -> list[str]:
-    """Create the root (0700), config.md, .gitignore and starter categories; returns what was made."""
+def initialise(root: Path, settings: Settings | None = None, adopted: bool = False) -> list[str]:
+    """Create the root (0700), config.md and .gitignore; returns what was made.
+
+    `adopted` (a vault): the settings go first, into `.memstrata/config.md` (storage/layout.py),
+    so a killed adopt resumes with the vault's rules; nothing is written beside the user's notes."""
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{root} exists and is not a folder")
     made = []
     if not root.exists():
         made.append(str(root))
-    ensure_dir(root)
-    os.chmod(root, 0o700)
+        ensure_dir(root)
+        os.chmod(root, 0o700)
+    elif not adopted:
+        os.chmod(root, 0o700)
+    if adopted and not is_initialised(root):
+        home = root / layout.ENGINE_HOME
+        ensure_dir(home)
+        os.chmod(home, 0o700)
+        if not (home / ".gitignore").exists():
+            atomic_write_text(home / ".gitignore", layout.ADOPTED_GITIGNORE, root=root)
+        atomic_write_text(home / CONFIG_FILE, render_config(_non_defaults(settings)), root=root)
+        made.append(f"{layout.ENGINE_HOME}/{CONFIG_FILE}")
+        return made
+    if layout.is_adopted(root):
+        return made
     if not (root / CONFIG_FILE).exists():
         atomic_write_text(root / CONFIG_FILE, render_config(_non_defaults(settings)), root=root)
         made.append(CONFIG_FILE)
@@ -103,13 +120,18 @@ def ensure_gitignore(root: Path) -> bool:
     peer's edit); the user's own lines stay. True when the file changed."""
     from memstrata.storage.safe_io import read_regular_text
 
-    path = Path(root) / ".gitignore"
+    adopted = layout.is_adopted(root)
+    path = Path(root) / (f"{layout.ENGINE_HOME}/.gitignore" if adopted else ".gitignore")
     try:
         text = read_regular_text(path, 1024 * 1024)
+    except FileNotFoundError:
+        if not adopted:
+            return False
+        text = ""  # the vault's own root .gitignore is never touched; the engine's folder has its own
     except (OSError, ValueError):
         return False  # missing, a link, a special file, not UTF-8: left as it is
     have = {line.strip() for line in text.splitlines()}
-    missing = [line for line in GITIGNORE.splitlines() if line not in have]
+    missing = [line for line in (layout.ADOPTED_GITIGNORE if adopted else GITIGNORE).splitlines() if line not in have]
     if not missing:
         return False
     atomic_write_text(path, text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(missing) + "\n",

@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 
 from memstrata.errors import MemstrataError
+from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.journal import JOURNAL_DIR, machine_name
 from memstrata.storage.safe_io import check_write_target, is_regular_file, read_regular_bytes
@@ -22,7 +23,7 @@ MAX_BYTES = 4 * 1024 * 1024  # some 360,000 days; a larger file is not read (a p
 
 
 def _folder_files(root: Path) -> list[Path]:
-    folder = Path(root) / JOURNAL_DIR
+    folder = layout.path(root, JOURNAL_DIR)
     try:
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
             return []  # a symlinked `.access` is never followed
@@ -63,7 +64,7 @@ def record(root: Path, days: set[date]) -> bool:
     if not new:
         return False
     try:
-        folder = Path(root) / JOURNAL_DIR
+        folder = layout.path(root, JOURNAL_DIR)
         path = check_write_target(root, folder / f"{machine_name()}{SUFFIX}")
         folder.mkdir(mode=0o700, exist_ok=True)
         mine = _parse(path) if is_regular_file(path) else set()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memstrata.clock import format_datetime
 from memstrata.errors import CorruptEntry, NotFound
-from memstrata.storage import codec
+from memstrata.storage import codec, layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import category_of
@@ -34,7 +34,7 @@ _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
 
 
 def _folder(root: Path, entry_id: str) -> Path:
-    return Path(root) / VERSIONS_DIR / require_id(entry_id)
+    return layout.path(root, VERSIONS_DIR) / require_id(entry_id)
 
 
 def snapshot_path(root: Path, entry_id: str, version: int) -> Path:
@@ -66,7 +66,7 @@ def save_snapshot(root: Path, entry_id: str, version: int, text: str) -> bool:
 
 def ids_with_snapshots(root: Path) -> set[str]:
     """The ids that have kept versions under .versions/ (an import must not take one over)."""
-    folder = Path(root) / VERSIONS_DIR
+    folder = layout.path(root, VERSIONS_DIR)
     try:
         return {p.name for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and valid_id(p.name)}
     except OSError:
@@ -114,7 +114,7 @@ def with_kept_versions(root: Path, entry: Entry) -> Entry:
         if number == entry.version:
             continue
         try:
-            old = codec.parse(read_regular_text(kept[number]))
+            old = codec.parse(read_regular_text(kept[number]), id_key=layout.id_key(root))
         except (CorruptEntry, OSError, UnicodeDecodeError, ValueError):
             continue
         heading = f"{EARLIER_VERSION}{number} ({day(old.updated or old.created) or 'undated'})"
@@ -137,7 +137,8 @@ def snapshot_entry(root: Path, entry_id: str, version: int, rel_path: str | None
     """A kept version parsed as an Entry (its `version` field is the snapshot's number)."""
     text = read_snapshot(root, entry_id, version)
     try:
-        entry = codec.parse(text, category=category_of(rel_path) if rel_path else "", path=rel_path)
+        entry = codec.parse(text, category=category_of(rel_path) if rel_path else "", path=rel_path,
+                            id_key=layout.id_key(root))
     except CorruptEntry as exc:
         raise CorruptEntry(f"version {version} of {entry_id} cannot be read: {exc.message}") from None
     entry.version = int(version)

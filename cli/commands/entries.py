@@ -22,10 +22,12 @@ def register(app: typer.Typer) -> None:
 def init(
     root: RootOpt = None, as_json: JsonOpt = False,
     adopt: Annotated[bool, typer.Option("--adopt", help="Make the Markdown notes already in the folder "
-                                                       "memories: each gets an `id:` line, nothing else changes; "
-                                                       "aging never compresses or moves them (compress_bodies and "
-                                                       "archive_moves_files: false).")]
+                                                       "memories: each gets a `mem-id:` line, nothing else changes; "
+                                                       "the engine's files go into .memstrata/; aging never "
+                                                       "compresses or moves them (docs/vault.md).")]
     = False,
+    indexes: Annotated[bool, typer.Option("--indexes", help="With --adopt: also keep an INDEX.md in each "
+                                                           "folder of the vault.")] = False,
     clone: Annotated[Optional[str], typer.Option("--clone", help="Make the tree from this git remote "
                                                                "(docs/team.md).")] = None,
     machine: Annotated[Optional[str], typer.Option("--machine", help="With --clone: this machine's name in "
@@ -48,7 +50,7 @@ def init(
         return clone_tree(root, clone, machine, index_from, as_json)
     from memstrata.cli.commands.recall import _progress
 
-    result = memory(root).init(adopt=adopt, progress=_progress("embedding", as_json))
+    result = memory(root).init(adopt=adopt, progress=_progress("embedding", as_json), indexes=indexes)
     adopted = (f"; {counted(result['entries'], 'note')} adopted ({result['adopted']} given an id)"
                if result.get("entries") else "")
     if "error" in result.get("index", {}):

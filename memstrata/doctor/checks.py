@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memstrata.errors import CorruptEntry
 from memstrata.storage.atomic import is_temp_file
+from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, read_entry_file
 from memstrata.storage.entry import Entry, holder_rank
 from memstrata.storage.lock import LOCK_FILE
@@ -67,6 +68,7 @@ class _Scan:
     temp_files: list = field(default_factory=list)       # (rel, age seconds)
     symlinks_out: list = field(default_factory=list)     # (rel, target)
     trash_ids: set = field(default_factory=set)
+    bad_names: list = field(default_factory=list)      # names not UTF-8 or holding a newline (shown escaped)
 
     @property
     def ids(self) -> set[str]:
@@ -75,7 +77,7 @@ class _Scan:
 
 def _scan(root: Path) -> _Scan:
     scan = _Scan(root=root)
-    for rel, st in sorted(iter_entry_files(root)):
+    for rel, st in sorted(iter_entry_files(root, bad_names=scan.bad_names)):
         scan.stats[rel] = (st.st_size, st.st_mtime_ns)
         try:
             scan.entries.append(read_entry_file(root, rel))
@@ -87,19 +89,24 @@ def _scan(root: Path) -> _Scan:
             scan.errors[rel] = exc.strerror or str(exc)
     real_root = os.path.realpath(root)
     now = time.time()
+    derived = {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}
+    engine_dirs = {layout.at(root, d) for d in ENGINE_DIRS}
+    adopted = layout.is_adopted(root)
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs[:] = [d for d in dirs if d not in VCS_DIRS]
-        rel_folder = os.path.relpath(folder, root)
-        top = rel_folder.split(os.sep)[0]
-        if top in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR):  # derived stores; what is already set aside
+        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
+        if rel_folder in derived:  # derived stores; what is already set aside
             dirs[:] = []
             continue
+        if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
+            dirs[:] = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
+            files = [f for f in files if not f.startswith(".")]
         for name in list(dirs) + files:
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             if os.path.islink(path):
                 target = os.path.realpath(path)
-                if rel in ENGINE_DIRS or (target != real_root and not target.startswith(real_root + os.sep)):
+                if rel in engine_dirs or (target != real_root and not target.startswith(real_root + os.sep)):
                     scan.symlinks_out.append((rel, os.readlink(path)))
                 continue
             if name in files and is_temp_file(name):
@@ -107,7 +114,7 @@ def _scan(root: Path) -> _Scan:
                     scan.temp_files.append((rel, now - os.lstat(path).st_mtime))
                 except FileNotFoundError:
                     pass
-    trash = root / TRASH_DIR
+    trash = layout.path(root, TRASH_DIR)
     if trash.is_dir() and not trash.is_symlink():
         for path in trash.glob("*.md"):
             if path.name != "INDEX.md":
@@ -122,15 +129,16 @@ def check_lock(root: Path) -> list[Finding]:
     """The tree lock is an flock: it dies with its holder, so a held lock means a live writer."""
     import fcntl
 
+    lock_rel = layout.at(root, LOCK_FILE)
     try:
-        mode = os.lstat(root / LOCK_FILE).st_mode
+        mode = os.lstat(root / lock_rel).st_mode
     except OSError:
         return []
     if not stat.S_ISREG(mode):  # a link (a peer can push one) or a special file: no writer can lock the tree
         return [Finding("lock_file", f"{LOCK_FILE} is {'a symlink' if stat.S_ISLNK(mode) else 'not a regular file'}: "
-                        "every write is refused", path=LOCK_FILE, action="remove it (a link's target is untouched)")]
+                        "every write is refused", path=lock_rel, action="remove it (a link's target is untouched)")]
 
-    path = root / LOCK_FILE
+    path = root / lock_rel
     if not path.exists():
         return []
     fd = os.open(path, os.O_RDONLY)
@@ -143,7 +151,7 @@ def check_lock(root: Path) -> list[Finding]:
             holder = lock_holder(path)
             who = f"process {holder}" if holder else "another process"
             return [Finding("lock_held", f"the tree lock is held by {who} (a live writer; it is released "
-                            "when that process ends)", path=LOCK_FILE, fixable=False)]
+                            "when that process ends)", path=lock_rel, fixable=False)]
     finally:
         os.close(fd)
 
@@ -165,7 +173,7 @@ def lock_holder(path: Path) -> int | None:
 def check_symlinks(scan: _Scan) -> list[Finding]:
     out = []
     for rel, target in scan.symlinks_out:
-        if rel in ENGINE_DIRS:  # deletes, versions or sidecars would land at its target: every such write is refused
+        if rel in {layout.at(scan.root, d) for d in ENGINE_DIRS}:  # deletes, versions or sidecars would land at its target: every such write is refused
             effect = "reads are not shared with the team" if rel == ".access" else "writes into it are refused"
             out.append(Finding("symlink_outside", f"the engine folder {rel}/ is a symlink (to {target}); {effect} "
                                "until it is a real folder", path=rel,
@@ -175,6 +183,13 @@ def check_symlinks(scan: _Scan) -> list[Finding]:
                                "skips it and no entry is read or written through it", path=rel,
                                action="move the link (not its target) to .quarantine/"))
     return out
+
+
+def check_bad_names(scan: _Scan) -> list[Finding]:
+    """Files and folders whose names no entry can have (not UTF-8, a newline): skipped, one by one."""
+    return [Finding("bad_name", "a name that is not UTF-8 or holds a line break: never read as an entry "
+                    "(every other file is); rename it to make it one", path=rel, fixable=False, action="none")
+            for rel in sorted(scan.bad_names)]
 
 
 def check_unparseable(scan: _Scan) -> list[Finding]:
@@ -269,19 +284,20 @@ def check_orphans(scan: _Scan) -> list[Finding]:
     """Sidecars and version folders whose id has no entry in the tree nor in the trash."""
     known = scan.ids | scan.trash_ids
     out = []
-    full = scan.root / FULL_DIR
+    full_rel, versions_rel = layout.at(scan.root, FULL_DIR), layout.at(scan.root, VERSIONS_DIR)
+    full = scan.root / full_rel
     if full.is_dir():
         for path in sorted(full.glob("*.md")):
             if path.stem not in known:
                 out.append(Finding("orphan_sidecar", f"sidecar of id {path.stem}, which is neither in the tree "
-                                   "nor in the trash", path=f"{FULL_DIR}/{path.name}", id=path.stem,
+                                   "nor in the trash", path=f"{full_rel}/{path.name}", id=path.stem,
                                    action="move to .quarantine/"))
-    versions = scan.root / VERSIONS_DIR
+    versions = scan.root / versions_rel
     if versions.is_dir():
         for path in sorted(versions.iterdir()):
             if path.is_dir() and not path.is_symlink() and path.name not in known:
                 out.append(Finding("orphan_versions", f"old versions of id {path.name}, which is neither in the "
-                                   "tree nor in the trash", path=f"{VERSIONS_DIR}/{path.name}", id=path.name,
+                                   "tree nor in the trash", path=f"{versions_rel}/{path.name}", id=path.name,
                                    action="move to .quarantine/"))
     return out
 
@@ -324,8 +340,10 @@ def mode_problems(root: Path) -> list[tuple[str, os.stat_result]]:
     protected by the root's 0700 and not checked file by file.
     """
     out = []
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = [d for d in dirs if d not in VCS_DIRS and not (folder == str(root) and d in DERIVED_DIRS)]
+    base = _private_base(root)
+    derived = {layout.at(root, d).rsplit("/", 1)[-1] for d in DERIVED_DIRS}
+    for folder, dirs, files in os.walk(base, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in VCS_DIRS and not (folder == str(base) and d in derived)]
         for name in dirs + files:
             path = os.path.join(folder, name)
             try:
@@ -337,15 +355,25 @@ def mode_problems(root: Path) -> list[tuple[str, os.stat_result]]:
     return out
 
 
+def _private_base(root: Path) -> Path:
+    """What the engine keeps private (0700/0600): the tree, or in an adopted vault only its
+    `.memstrata/` folder (the vault's own modes are the user's: never reported nor changed)."""
+    home = layout.engine_home_rel(root)
+    return Path(root) / home if home else Path(root)
+
+
 def check_permissions(root: Path) -> list[Finding]:
     out = []
+    base = _private_base(root)
     try:
-        root_st = os.stat(root)
+        root_st = os.stat(base)
     except OSError:
         return out
     if _loose_mode(root_st.st_mode):
-        out.append(Finding("permissions", f"the root is {oct(stat.S_IMODE(root_st.st_mode))}, not 0700: "
-                           "other users can read your memories", path=".", action="chmod 0700"))
+        rel = os.path.relpath(base, root).replace(os.sep, "/")
+        out.append(Finding("permissions", f"the {'root' if rel == '.' else rel + '/ folder'} is "
+                           f"{oct(stat.S_IMODE(root_st.st_mode))}, not 0700: "
+                           "other users can read your memories", path=rel, action="chmod 0700"))
     loose, refused = [], []
     for rel, st in mode_problems(root):
         if not chmod_safe(st, root_st.st_uid):

@@ -7,6 +7,7 @@ from pathlib import Path
 from memstrata.doctor.checks import VECTORS_DIR, Finding, _content_hash, _Scan
 from memstrata.retrieval.table import indexed_form
 from memstrata.storage import indexes
+from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE
 from memstrata.storage.entry import Entry
 from memstrata.storage.safe_io import read_regular_text
@@ -14,7 +15,7 @@ from memstrata.storage.safe_io import read_regular_text
 
 def _catalog_rows(root: Path) -> dict[str, tuple]:
     """path -> (id, size, mtime_ns) from the catalog (DatabaseError if it is damaged)."""
-    db = root / CACHE_DIR / CATALOG_FILE
+    db = layout.path(root, f"{CACHE_DIR}/{CATALOG_FILE}")
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         ok = conn.execute("PRAGMA quick_check").fetchone()
@@ -26,14 +27,14 @@ def _catalog_rows(root: Path) -> dict[str, tuple]:
 
 
 def check_catalog(scan: _Scan) -> list[Finding]:
-    db = scan.root / CACHE_DIR / CATALOG_FILE
+    db = layout.path(scan.root, f"{CACHE_DIR}/{CATALOG_FILE}")
     if not db.exists():
         return []  # built on first use
     try:
         rows = _catalog_rows(scan.root)
     except sqlite3.Error as exc:
         return [Finding("catalog", f"the catalog cannot be read ({exc}); it is derived and can be rebuilt",
-                        path=f"{CACHE_DIR}/{CATALOG_FILE}", action="rebuild from the files")]
+                        path=layout.at(scan.root, f"{CACHE_DIR}/{CATALOG_FILE}"), action="rebuild from the files")]
     parsed = {e.path: e.id for e in scan.entries}
     wrong = []
     for rel, (size, mtime) in scan.stats.items():
@@ -42,7 +43,7 @@ def check_catalog(scan: _Scan) -> list[Finding]:
             wrong.append(rel)  # same size and mtime, other id: a refresh would not see it
     if wrong:
         return [Finding("catalog", f"{len(wrong)} catalog rows disagree with their files (e.g. {wrong[0]})",
-                        path=f"{CACHE_DIR}/{CATALOG_FILE}", action="rebuild from the files")]
+                        path=layout.at(scan.root, f"{CACHE_DIR}/{CATALOG_FILE}"), action="rebuild from the files")]
     return []
 
 
@@ -73,7 +74,7 @@ def check_indexes(scan: _Scan, now) -> list[Finding]:
         except (OSError, UnicodeDecodeError) as exc:
             out.append(Finding("index_md", f"unreadable ({exc})", path=rel, action="regenerate from the files"))
             continue
-        if rel == indexes.INDEX_FILE:
+        if rel == indexes.root_index_rel(scan.root):
             same = indexes.without_stamp(have) == indexes.without_stamp(want)
         else:
             same = have == want
@@ -149,7 +150,7 @@ def check_vectors(scan: _Scan, settings) -> list[Finding]:
         index, frame, error = vector_state(scan.root, settings)
     except ImportError:
         return []
-    rel = VECTORS_DIR
+    rel = layout.at(scan.root, VECTORS_DIR)
     if error:
         return [Finding("vectors_unreadable", f"the vector table cannot be read ({error}); it is derived",
                         path=rel, action="rebuild from the files (re-embeds everything)")]

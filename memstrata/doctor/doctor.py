@@ -30,6 +30,7 @@ from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's 
     _scan,
     check_duplicates,
     check_lock,
+    check_bad_names,
     check_missing_sidecars,
     check_orphans,
     check_permissions,
@@ -136,6 +137,7 @@ class Doctor:
         findings: list[Finding] = []
         findings += check_symlinks(scan)
         findings += check_unparseable(scan)
+        findings += check_bad_names(scan)
         findings += check_duplicates(scan)
         findings += check_temp_files(scan)
         findings += check_orphans(scan)

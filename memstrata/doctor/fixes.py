@@ -11,6 +11,7 @@ from memstrata.doctor.checks import (
     QUARANTINE_DIR,
     VECTORS_DIR,
     Finding,
+    _private_base,
     _scan,
     chmod_safe,
     mode_problems,
@@ -19,6 +20,7 @@ from memstrata.doctor.derived import _catalog_rows, check_vectors
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
+from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE, read_entry_file
 from memstrata.storage.entry import new_id
@@ -34,15 +36,16 @@ _QUARANTINE_HEADER = (
 
 def quarantine(root: Path, rel: str, kind: str, reason: str, now) -> str:
     """Move a file, folder or symlink into .quarantine/ (never delete) and note it; returns its new path."""
-    folder = check_write_target(root, root / QUARANTINE_DIR / QUARANTINE_INDEX).parent  # never a symlinked one
+    folder = check_write_target(root, layout.path(root, QUARANTINE_DIR) / QUARANTINE_INDEX).parent  # never a symlinked one
     ensure_dir(folder)
     os.chmod(folder, 0o700)
     stamp = (format_datetime(now) or "now").replace(":", "").replace("-", "")
     base = rel.strip("/").replace("/", "__")
-    target_rel = f"{QUARANTINE_DIR}/{stamp}--{base}"
+    home = layout.at(root, QUARANTINE_DIR)
+    target_rel = f"{home}/{stamp}--{base}"
     n = 2
     while os.path.lexists(root / target_rel):
-        target_rel = f"{QUARANTINE_DIR}/{stamp}-{n}--{base}"
+        target_rel = f"{home}/{stamp}-{n}--{base}"
         n += 1
     os.replace(root / rel, root / target_rel)
     moved = os.lstat(root / target_rel)
@@ -81,7 +84,7 @@ class Repairs:
                     if os.path.lexists(self.root / f.path):
                         where = quarantine(self.root, f.path, f.kind, f.detail, now)
                         f.action = f"moved to {where}"
-                        if f.kind == "symlink_outside" and f.path in ENGINE_DIRS:
+                        if f.kind == "symlink_outside" and f.path in {layout.at(self.root, d) for d in ENGINE_DIRS}:
                             ensure_dir(self.root / f.path)  # a real, empty engine folder (0700) instead
                             f.action += f"; {f.path}/ is a real folder again"
                 elif f.kind == "temp_file":
@@ -113,7 +116,7 @@ class Repairs:
         from memstrata.storage.catalog import Catalog
 
         self.state.replace_catalog(None)
-        db = self.root / CACHE_DIR / CATALOG_FILE
+        db = layout.path(self.root, f"{CACHE_DIR}/{CATALOG_FILE}")
         try:
             _catalog_rows(self.root) if db.exists() else None
         except sqlite3.Error:
@@ -133,7 +136,7 @@ class Repairs:
             if any(f.kind == "vectors_unreadable" for f in state):
                 import shutil
 
-                shutil.rmtree(self.root / VECTORS_DIR, ignore_errors=True)  # derived: rebuilt from the files
+                shutil.rmtree(layout.path(self.root, VECTORS_DIR), ignore_errors=True)  # derived: rebuilt from the files
                 self.state.forget_vector_index()
             self.recall.reindex()
             return
@@ -145,8 +148,9 @@ class Repairs:
 def _tighten(root: Path) -> None:
     """chmod what check_permissions may fix: folders 0700, files 0600 (owner bits kept, owner read and
     write added). Never a hard-linked file or one another user owns (chmod_safe)."""
-    os.chmod(root, 0o700)
-    owner = os.stat(root).st_uid
+    base = _private_base(root)
+    os.chmod(base, 0o700)
+    owner = os.stat(base).st_uid
     for rel, st in mode_problems(root):
         if not chmod_safe(st, owner):
             continue

@@ -15,9 +15,9 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
-from memstrata.storage import adopt, indexes, journal, trash, tree
+from memstrata.storage import adopt, indexes, journal, layout, trash, tree
 from memstrata.storage.catalog import is_entry_path, read_entry_file
-from memstrata.storage.config import require_known, set_setting, unset_setting
+from memstrata.storage.config import Settings, require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, holder_rank, new_id
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
@@ -80,46 +80,60 @@ class Entries:
         self.root = state.root
 
     # -- init and config ----------------------------------------------------------------
-    def init(self, adopt: bool = False) -> dict:
+    def init(self, adopt: bool = False, indexes_wanted: bool = False) -> dict:
         """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
         A folder that already holds Markdown notes (a vault, a docs folder) becomes a tree only
-        with `adopt`: its notes become entries, each given a stable `id:` line and nothing else.
+        with `adopt`: its notes become entries, each given one `mem-id:` line and nothing else, and
+        the engine's own files go into one hidden `.memstrata/` folder (storage/layout.py; docs/vault.md).
+        Its settings are written first, so an adopt that was killed resumes with the vault's rules
+        when run again. Category INDEX.md files in a vault only with `indexes_wanted`.
         """
         if self.root.exists() and not self.root.is_dir():
             raise InvalidInput(f"{self.root} exists and is not a folder")
         fresh = not tree.is_initialised(self.root) and self.root.exists()
         notes = _markdown_notes(self.root) if fresh else 0
-        blocking, skipped = _not_adoptable(self.root) if fresh else ([], [])
-        if blocking:  # files the tree would overwrite (config.md, INDEX.md): never, say so instead
-            raise InvalidInput(f"{self.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
-                               f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) first")
         if notes and not adopt:
             raise InvalidInput(f"{self.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
-                               f"Markdown notes; `mem init --adopt` makes them memories (each gets an id line, "
-                               f"nothing else in them changes), or choose an empty folder")
-        with TreeLock(self.root) if self.root.exists() else _NoLock():
-            made = tree.initialise(self.root)
-        adopted = self.give_ids() if notes else 0
-        if notes:
-            skipped += self._not_adopted()
-        if notes:
-            # a vault's notes are the user's own writing: aging retiers them but never cuts their text
+                               f"Markdown notes; `mem init --adopt` makes them memories (each gets a `mem-id:` "
+                               f"line, nothing else in them changes), or choose an empty folder")
+        if fresh and adopt:
+            blocking = _not_adoptable(self.root)[0] if indexes_wanted else []
+            if blocking:  # INDEX.md files --indexes would overwrite: never, say so instead
+                raise InvalidInput(f"{self.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
+                                   f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) "
+                                   "first, or adopt without --indexes")
+            # a vault's notes are the user's own writing: aging retiers them but never cuts or moves them
+            rules = Settings(compress_bodies=False, archive_moves_files=False, category_indexes=indexes_wanted)
+            made = tree.initialise(self.root, rules, adopted=True)
+        else:
+            with TreeLock(self.root) if self.root.exists() else _NoLock():
+                made = tree.initialise(self.root)
+        self.state.use_settings(None)
+        self.state.replace_catalog(None)  # the layout may have changed: the catalog opens where it now lives
+        if layout.is_adopted(self.root):
             with self.state.lock():
-                set_setting(self.root, "compress_bodies", False)
-                set_setting(self.root, "archive_moves_files", False)
+                tree.ensure_gitignore(self.root)
+            adopted = self.give_ids()
+            skipped = _not_adoptable(self.root)[1] + self._not_adopted()
+            with self.state.lock():
+                self.save.write_indexes(None)
+            entries = sum(1 for e in self.state.catalog.entries() if e.id)
+            return {"root": str(self.root), "created": made, "adopted": adopted, "entries": entries,
+                    "skipped": skipped}
         with self.state.lock():
             now = self.state.now()
-            for category, description in tree.STARTER_CATEGORIES.items():
-                if tree.top_level_spelling(self.root, category) != category:
-                    continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
-                if not (self.root / category / indexes.INDEX_FILE).exists():
-                    indexes.set_description(self.root, category, description, self.state.catalog, now)
-                    made.append(f"{category}/{indexes.INDEX_FILE}")
+            self.state.catalog.refresh()
+            if not self.state.catalog.count():  # starter folders only for a new, empty tree
+                for category, description in tree.STARTER_CATEGORIES.items():
+                    if tree.top_level_spelling(self.root, category) != category:
+                        continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
+                    if not (self.root / category / indexes.INDEX_FILE).exists():
+                        indexes.set_description(self.root, category, description, self.state.catalog, now)
+                        made.append(f"{category}/{indexes.INDEX_FILE}")
             self.save.write_indexes(None)
         self.state.use_settings(None)
-        entries = len({e.id for e in self.state.catalog.entries()}) if notes else 0  # a duplicate id counts once
-        return {"root": str(self.root), "created": made, "adopted": adopted, "entries": entries, "skipped": skipped}
+        return {"root": str(self.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()
@@ -149,15 +163,14 @@ class Entries:
         if not ref:
             raise InvalidInput("give an entry id or a path relative to the root")
         tree.require_initialised(self.root)
+        if ref.startswith("path:"):  # how recall names a hand-made file `mem sync` has not given an id yet
+            ref = ref[len("path:"):]
         if "/" in ref or ref.endswith(".md"):
             path = inside_root(self.root, ref)
             rel = path.relative_to(self.root).as_posix()
             if not is_entry_path(rel) or not is_regular_file(path):
                 raise NotFound(f"no entry at {ref}")
-            entry = read_entry_file(self.root, rel)
-            if not entry.id and self.give_ids():  # a hand-made file: it gets its id now
-                entry = read_entry_file(self.root, rel)
-            return entry
+            return read_entry_file(self.root, rel)  # a read never writes: an id comes by sync, maintain or a write
         if not valid_id(ref):
             raise InvalidInput(f"{ref!r} is not an entry id")
         for attempt in range(2):
@@ -205,16 +218,27 @@ class Entries:
         return folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None,
-             tags=None) -> list[Entry]:
-        """Entries (metadata only, no bodies) filtered by category subtree, tier, status and tags."""
+             tags=None, as_stored: bool = False) -> list[Entry]:
+        """Entries (metadata only, no bodies) filtered by category subtree, tier, status and tags.
+
+        Each shows the tier `mem maintain` gives it now (scoring.lifecycle.tier_now, the one rule);
+        `as_stored`: the tier its file holds (what maintain plans from)."""
         tree.require_initialised(self.root)
         scope = validate_category(category) if category else None
-        self.state.catalog.refresh()
-        if self.state.catalog.unidentified():
-            self.give_ids()
+        self.state.catalog.refresh()  # a hand-made file is listed without an id: reads never write
         wanted_tags = set(clean_tags(tags))
+        listed = self.state.catalog.entries(scope)
+        if self.state.accesses():
+            listed = [self.seen(e) for e in listed]
+        if not as_stored:
+            from memstrata.scoring.lifecycle import tier_now
+
+            now, settings = self.state.now(), self.state.settings
+            days = self.use_days(listed, now)
+            for entry in listed:
+                entry.tier = tier_now(entry, now, settings, days)
         out = []
-        for entry in self.state.catalog.entries(scope):
+        for entry in listed:
             if tier and entry.tier != tier:
                 continue
             if status and entry.status != status:
@@ -222,7 +246,15 @@ class Entries:
             if wanted_tags and not wanted_tags.issubset(entry.tags):
                 continue
             out.append(entry)
-        return [self.seen(e) for e in out] if self.state.accesses() else out
+        return out
+
+    def use_days(self, entries: list[Entry], now) -> tuple:
+        """The days the tree was in use (recorded, journaled and the entries' own dates): what the
+        archive tier counts (scoring.usage), the same for `mem list` and `mem maintain`."""
+        from memstrata.scoring.usage import entry_days
+        from memstrata.storage import usage
+
+        return tuple(sorted(usage.read(self.root) | journal.days(self.root, now.date()) | entry_days(entries)))
 
     def hot_entries(self, now) -> list[Entry]:
         """Entries in the hot tier at `now` (the catalog narrows the search to the important
@@ -441,7 +473,9 @@ class Entries:
                 "categories": dict(sorted(per_category.items())), "trash": len(trashed),
                 "unreadable": sorted(self.state.catalog.errors()), "recent": recent, "warnings": warnings + [
                     f"{folder}/ cannot be opened (permissions); its entries are listed as last seen" for folder in
-                    self.state.catalog.skipped_folders]}
+                    self.state.catalog.skipped_folders] + [
+                    f"{name}: not read (a name that is not UTF-8 or holds a line break; rename it)" for name in
+                    self.state.catalog.bad_names]}
 
     # -- helpers the other parts use ----------------------------------------------------
     def exists(self, entry_id: str) -> bool:

@@ -8,9 +8,9 @@ from memstrata.engine.index import IndexStep
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput
 from memstrata.results import WriteResult
-from memstrata.storage import codec, frontmatter_edit, indexes, tree
+from memstrata.storage import codec, frontmatter_edit, indexes, layout, tree
 from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.paths import inside_root
 from memstrata.storage.safe_io import read_regular_bytes
 
@@ -78,6 +78,9 @@ class SavePath:
         None for a plain update (a version is kept when title or body changed).
         """
         undo: list[Callable[[], None]] = []
+        if not current.id:  # a hand-made file without an id yet: this write gives it one (for versions too)
+            fresh = new_id()
+            current, changed = current.copy(id=fresh), changed.copy(id=fresh)
         for step in self.update_steps:
             step(current, changed, note, undo)
         self.save_many([(changed, current)], undo=undo)
@@ -95,6 +98,11 @@ class SavePath:
         the new entry, never two copies.
         """
         files: list[tuple[Entry, str | None, bytes | None]] = []
+        key = layout.id_key(self.state.root)
+        for entry, _ in changes:
+            entry.id_key = key  # `mem-id:` in an adopted vault, whatever the entry was built from
+            if not entry.id:  # a hand-made file the user writes to: a write gives it its id
+                entry.id = new_id()
         try:
             categories = self._write_files(changes, files)
             self._record_catalog(changes)

@@ -30,8 +30,7 @@ from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
 from memstrata.scoring.access import fold_record, fold_saved, folded, touched
 from memstrata.scoring.lifecycle import Action
-from memstrata.scoring.usage import entry_days
-from memstrata.storage import codec, journal, sidecars, trash, tree, usage
+from memstrata.storage import codec, journal, layout, sidecars, trash, tree, usage
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
 from memstrata.storage.safe_io import read_regular_bytes
@@ -122,14 +121,16 @@ class Aging:
             report.accesses_to_fold = self.accesses_to_fold()
         else:
             report.accesses_folded = self.fold_accesses()
-        entries = self.entries.list()
+        if not dry_run:
+            self.entries.give_ids()  # hand-made files get their id (maintain, sync and writes do; reads never)
+        entries = self.entries.list(as_stored=True)
         usable = []
         for entry in entries:
             if not entry.id:
                 report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
             else:
                 usable.append(entry)
-        days = usage.read(self.root) | journal_days | entry_days(entries)
+        days = set(self.entries.use_days(entries, now)) | journal_days
         if not dry_run:
             with self.state.lock():
                 usage.record(self.root, days)
@@ -287,7 +288,7 @@ class Aging:
                 if layer is None:
                     continue
                 if current.layer == "L0":
-                    original, rel = current.body, sidecars.relative_path(current.id)
+                    original, rel = current.body, sidecars.relative_path(current.id, self.root)
                 elif sidecars.exists(self.root, current.full_content_file):
                     rel = current.full_content_file
                     original = sidecars.original_body(self.root, rel)
@@ -352,14 +353,14 @@ class Aging:
                 new.path = self._archived_path(entry)
             elif action.kind in ("expire", "forget"):
                 new.status = "expired" if action.kind == "expire" else entry.status
-                new.path = f"{trash.TRASH_DIR}/"
+                new.path = f"{layout.at(self.root, trash.TRASH_DIR)}/"
         return change_row(entry, new, done) if done else None
 
     def _may_shrink(self, entry: Entry, layer: str) -> bool:
         """may_shrink for an entry as its file (or its full original) holds it; True when unreadable."""
         try:
             current = self.entries.resolve(entry.path)
-            rel = current.full_content_file if current.layer != "L0" else sidecars.relative_path(current.id)
+            rel = current.full_content_file if current.layer != "L0" else sidecars.relative_path(current.id, self.root)
             original = current.body if current.layer == "L0" else sidecars.original_body(self.root, rel)
         except (MemstrataError, OSError):
             return True
@@ -413,7 +414,7 @@ class Aging:
         False, and `new` untouched, when the compressed body would not be smaller than the full
         original (a one-sentence entry: its summary is itself plus the note on the full text)."""
         if current.layer == "L0":
-            original, rel = current.body, sidecars.relative_path(current.id)
+            original, rel = current.body, sidecars.relative_path(current.id, self.root)
         else:
             rel = current.full_content_file
             if not rel or not sidecars.exists(self.root, rel):

@@ -62,6 +62,7 @@ class Recall:
         from memstrata.retrieval import ann, sync
 
         embedder = self.state.model()
+        self.entries.give_ids()  # files added by hand get their id here (never on a read)
         with self.state.lock():
             index = self.state.vector_index()
             index.refresh()
@@ -77,6 +78,7 @@ class Recall:
             self.state.index_in_step = ((generation, embedder.name) if generation is not None and not result["errors"]
                                         else None)
             ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
+            self.entries.save.write_indexes(None)  # hand edits (new, renamed, deleted notes) reach INDEX.md too
         result["model"] = embedder.name
         if todo.model_changed:
             result["message"] = f"embedding model changed from {previous} to {embedder.name}: re-embedded everything"
@@ -151,9 +153,6 @@ class Recall:
         todo = sync.plan(index, name, dim, paths)
         if todo.empty and not todo.model_changed:
             return "in step"
-        if any(not e.id for e in todo.embed) and self.entries.give_ids():
-            # a file added by hand: its stable id first, so the hit carries the id `mem read` takes
-            todo = sync.plan(index, name, dim, paths)
         settings = self.state.settings
         if todo.model_changed and len(todo.embed) > settings.recall_sync_max:
             notes.append(f"the index was built with another model; run `mem sync` to re-embed ({len(todo.embed)} entries)")

@@ -199,7 +199,7 @@ class Transfer:
             for entry, full, _ in batch:
                 if full is not None and entry.full_content_file:
                     # the original goes to this entry's own sidecar, never to a path the record names
-                    entry.full_content_file = sidecars.relative_path(entry.id)
+                    entry.full_content_file = sidecars.relative_path(entry.id, self.root)
                     if sidecars.exists(self.root, entry.full_content_file):
                         raise InvalidInput(f"{entry.full_content_file} exists already: not overwritten")
                     write_sidecar(self.root, entry.full_content_file, full)

@@ -111,10 +111,11 @@ def entry_from_record(record: dict, now) -> Entry:
     body = clean_body(body, end_line=False)
     frontmatter = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
     category = record.get("category") or ""
-    entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"))
+    key = "mem-id" if "mem-id" in frontmatter else "id"  # exported from an adopted vault (storage/layout.py)
+    entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"), id_key=key)
     entry.title = clean_title(entry.title or None, body)
     entry.tags = clean_tags(entry.tags)
-    raw_id = record.get("id")
+    raw_id = record.get(key)
     if raw_id not in (None, "") and not valid_id(str(raw_id)):
         raise InvalidInput(f"id {raw_id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
     if entry.created is None:

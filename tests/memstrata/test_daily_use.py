@@ -94,7 +94,7 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     assert (folder / ".obsidian" / "app.json").read_text() == '{"theme": "dark"}'
     assert (folder / "journal" / "2026" / "photo.jpg").read_bytes() == before["journal/2026/photo.jpg"]
     garden = (folder / "projects" / "garden.md").read_text(encoding="utf-8")
-    assert garden.startswith("---\nid: ") and "aliases: [veg patch]\n" in garden  # its own lines as they were
+    assert garden.startswith("---\nmem-id: ") and "aliases: [veg patch]\n" in garden  # its own lines as they were
     m = Memory(folder, embedder=embedder)
     ids = {e.path: e.id for e in m.list()}
     assert len(ids) == 4 and all(ids.values())
@@ -123,7 +123,7 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     m = Memory(folder, embedder=embedder)
     gid = ids["projects/garden.md"]
     m.delete(gid)
-    in_trash = next((folder / ".trash").glob(f"{gid}--*.md")).read_text(encoding="utf-8")
+    in_trash = next((folder / ".memstrata" / "trash").glob(f"{gid}--*.md")).read_text(encoding="utf-8")
     assert [line for line in in_trash.split("---\n")[1].splitlines() if line in own] == own
     m.restore(gid)
     back = (folder / "projects" / "garden.md").read_text(encoding="utf-8")
@@ -271,9 +271,10 @@ def test_adopt_names_every_note_it_could_not_take_and_keeps_the_vaults_own_daily
     (folder / "Daily" / "2026-11-30.md").write_text("Went hiking.\n", encoding="utf-8")
     assert _mem("init", "--adopt", "--root", str(folder)) == 0
     out, err = capsys.readouterr()
-    assert "2 notes adopted (1 given an id)" in out
+    assert "3 notes adopted (3 given an id)" in out  # a user's own `id:` is theirs: duplicates stop nothing
     assert "not adopted: notes/c.md (unreadable: malformed YAML" in err
-    assert "warning: notes/b.md has the id of notes/a.md (aaaaaaaaaaaa): `mem doctor --fix`" in err
+    assert "has the id of" not in err
+    assert (folder / "notes" / "b.md").read_text(encoding="utf-8").endswith("id: aaaaaaaaaaaa\n---\nTwo.\n")
     assert not (folder / "daily").exists()  # no lowercase twin of the vault's Daily/
     m = Memory(folder, embedder=embedder)
     result = m.daily("Fixed the login bug")
