@@ -8,7 +8,7 @@ work tree), chosen for different kinds of notes:
 
 - til:     jbranchaud/til, a personal "today I learned" vault: short notes (0.3-2 KB) in topic folders
            (git, python, tmux, mac);
-- rustbook: rust-lang/book, a project's docs folder: long chapters (2-60 KB) with deep headings;
+- rustbook: rust-lang/book, a project's docs folder: long chapters (2-60 KB) with deep headings, in its src/ folder;
 - vuezh:   vuejs-translations/docs-zh-cn, Chinese docs in nested folders (guide/essentials/...),
            frontmatter on some pages.
 
@@ -26,7 +26,7 @@ MIRRORS = Path("/work/.mirror")
 CORPORA = {
     # name: (mirror folder, path prefix in the repo, folders kept (None: all), prefix stripped)
     "til": ("jbranchaud+til", "", ("git/", "python/", "tmux/", "mac/"), ""),
-    "rustbook": ("rust-lang+book", "src/", None, "src/"),
+    "rustbook": ("rust-lang+book", "src/", None, ""),  # kept in src/: adopt takes notes in folders
     "vuezh": ("vuejs-translations+docs-zh-cn", "src/", ("src/about/", "src/api/", "src/guide/", "src/glossary/",
                                                         "src/tutorial/"), "src/"),
 }
