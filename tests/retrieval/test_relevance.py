@@ -249,3 +249,48 @@ def test_cjk_bm25_statistics():
     assert got[0][1] == pytest.approx(1.0) and got[1][1] == pytest.approx(got[3][1]) and got[1][1] < 0.2
     assert lexical.cjk_topic("松鸦属于什么科目？") == "松鸦属于 科目？"
     assert lexical.cjk_bigrams(lexical.cjk_topic("王江泾镇在哪里")) == {"王江", "江泾", "泾镇"}
+
+
+def test_a_smaller_k_only_cuts_the_same_list_shorter(mem):
+    # the cut-off is decided on a fixed depth, then the list is cut to k: -k 3 never says
+    # "nothing relevant" where -k 10 answers, and never keeps hits -k 10 drops (relative floor)
+    notes = [("Refund policy", "If you are not satisfied with a purchase, you can ask for your money back within "
+                               "30 days of the payment. Refunds go to the original payment method."),
+             ("Commercial license", "A commercial license is required when you use the app for work at a company. "
+                                    "The license costs 50 dollars per user per year, billed annually."),
+             ("Credits", "Thanks to the many community members who translated the interface and reported bugs."),
+             ("Sync", "Sync keeps your notes up to date on all your devices, with end-to-end encryption."),
+             ("Hotkeys", "Ctrl+P opens the command palette, Ctrl+O the quick switcher."),
+             ("Links", "Link to other notes in your vault with double square brackets."),
+             ("Plugins", "Community plugins are written by other users; restricted mode turns them off."),
+             ("Lunch", "The team lunch is on Thursdays at the Italian place near the station."),
+             ("Offsite", "The quarterly offsite is in Porto this year, in the second week of June."),
+             ("Invoices", "Invoices are sent on the first day of the month and can be downloaded as PDF."),
+             ("Taxes", "Prices shown include VAT for customers in the European Union."),
+             ("Trial", "The free trial lasts 14 days and needs no payment card.")]
+    for title, body in notes:
+        mem.write(body, title=title, category="docs")
+    for query in ("can I get my money back after buying a license", "how much does a license cost?",
+                  "thanks!", "when is the offsite"):
+        for cut in (None, 0.3):
+            full = [h.id for h in mem.recall(query, k=10, min_relevance=cut).results]
+            for k in (1, 3, 5):
+                assert [h.id for h in mem.recall(query, k=k, min_relevance=cut).results] == full[:k], (query, k, cut)
+    assert _titles(mem.recall("can I get my money back after buying a license", k=1)) == ["Refund policy"]
+
+
+def test_the_cut_off_is_decided_on_a_fixed_depth_then_cut_to_k():
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        rel = rng.random(int(rng.integers(0, 25))) ** rng.choice([1, 4])  # often one clear answer, a weak tail
+        cut, relative = float(rng.choice([0.0, 0.02, 0.2])), float(rng.choice([0.0, 0.1, 0.5]))
+        depth = relevance.CUT_DEPTH
+        deep = relevance.keep(list(rel[:depth]), cut, relative)
+        for k in (1, 2, 3, 5, 10, 20):
+            # what recall does for k: ask for max(k, CUT_DEPTH) hits, decide, cut to k
+            got = relevance.keep(list(rel[:max(k, depth)]), cut, relative, k)
+            assert got[:len(deep)] == deep[:k]  # the same list, cut shorter (a k past the depth adds below)
+            assert all(p >= depth for p in got[len(deep):])
+    # a strong answer at rank 8 sets the floor for -k 3 as it does for -k 10
+    rel = [0.05, 0.04, 0.03, 0.02, 0.02, 0.02, 0.02, 0.9]
+    assert relevance.keep(rel, 0.02, 0.1, k=3) == [7] and relevance.keep(rel, 0.02, 0.1, k=10) == [7]
