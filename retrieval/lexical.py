@@ -55,7 +55,8 @@ monday tuesday wednesday thursday friday saturday sunday today yesterday tomorro
 # they carry no topic, so a query's CJK runs are cut at them before its bigrams are formed
 # ("护照什么时候过期" asks for 护照 and 过期). Longest first, so 什么时候 goes whole.
 CJK_QUESTION_WORDS = ("什么时候", "为什么", "怎么样", "怎么办", "什么", "怎么", "怎样", "如何", "哪里", "哪儿",
-                      "哪个", "哪些", "哪天", "多少", "几时", "是不是", "有没有", "谁", "几", "吗", "呢", "吧")
+                      "哪个", "哪些", "哪天", "多少", "几时", "是不是", "有没有", "谁", "几", "吗", "呢", "吧",
+                      "在哪里", "在哪儿", "在哪", "哪一", "哪位", "哪", "何时", "为何", "何处", "是否", "请问")
 _CJK_QUESTION = re.compile("|".join(sorted(map(re.escape, CJK_QUESTION_WORDS), key=len, reverse=True)))
 
 
@@ -423,11 +424,58 @@ def cjk_bigrams(text: str) -> set[str]:
     return out
 
 
-def cjk_match_share(query_bigrams: set[str], text: str) -> float:
-    """Share of a query's CJK bigrams that an entry's text holds (an absolute CJK text score)."""
-    if not query_bigrams:
-        return 0.0
-    held = cjk_bigrams(text)
-    # a single character (a run of one, e.g. 开 once 什么时候 is cut from 站会什么时候开) is held
-    # when the text has it anywhere: it is never one of the text's bigrams
-    return sum(1 for g in query_bigrams if g in held or (len(g) == 1 and g in text)) / len(query_bigrams)
+# BM25 of the CJK side (Robertson's k1, b: the English pair is fitted to chat turns)
+CJK_K1, CJK_B = 1.2, 0.75
+
+
+class CjkStats:
+    """BM25 over the character bigrams of the entries' CJK runs (a run of one character is its
+    own term): what each query bigram is worth is its idf, so a rare name (松鸦) outweighs a
+    common word (属于) as it does in BM25, for a query of any length. Built from the column
+    texts once per table version; a term's document frequency is counted when first asked."""
+
+    def __init__(self, texts: list[str]):
+        self.runs: dict[int, str] = {}
+        lengths = []
+        for p, text in enumerate(texts):
+            runs = _CJK_RUN.findall(text or "")
+            if runs:
+                self.runs[p] = " ".join(runs)
+                lengths.append(sum(max(1, len(r) - 1) for r in runs))
+        self.length = dict(zip(self.runs, lengths))
+        self.n = len(lengths)  # entries with CJK text: idf among them, not among English notes
+        self.avg_length = sum(lengths) / len(lengths) if lengths else 1.0
+        self._df: dict[str, int] = {}
+
+    def df(self, gram: str) -> int:
+        got = self._df.get(gram)
+        if got is None:
+            got = self._df[gram] = sum(1 for t in self.runs.values() if gram in t)
+        return got
+
+    def idf(self, gram: str) -> float:
+        df = self.df(gram)
+        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+
+    def scores(self, grams: set[str], positions) -> dict[int, tuple[float, float]]:
+        """Per position: (BM25 over the BM25 of an average-length entry holding each query
+        bigram once, share of the query's idf weight the entry holds); entries holding none left out."""
+        idf = {g: self.idf(g) for g in grams}
+        total = sum(idf.values())
+        out: dict[int, tuple[float, float]] = {}
+        if total <= 0:
+            return out
+        for p in positions:
+            text = self.runs.get(p)
+            if not text:
+                continue
+            norm = CJK_K1 * (1.0 - CJK_B + CJK_B * self.length[p] / max(self.avg_length, 1e-9))
+            score = held = 0.0
+            for g, w in idf.items():
+                f = text.count(g)
+                if f:
+                    score += w * f * (CJK_K1 + 1.0) / (f + norm)
+                    held += w
+            if held:
+                out[p] = (score / total, held / total)
+        return out
