@@ -10,6 +10,7 @@ from memstrata.errors import CorruptEntry, InvalidInput
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
 from memstrata.features.recall import Recall
 from memstrata.features.team_merge import resolve_all
+from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
 from memstrata.storage import codec, journal, trash, tree
@@ -58,14 +59,16 @@ class TeamSync:
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
                   "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0,
-                  "settings_held_back": [], "settings_pulled": [], "warnings": []}
+                  "settings_held_back": [], "settings_pulled": [], "warnings": [], "recovered": []}
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
+                self._recover(machine, result)
                 self._commit_local(machine, result)
             git.run("fetch", "-q", remote)
             tracking = f"refs/remotes/{remote}/{branch}"
             with self.state.lock():
+                self._recover(machine, result)
                 self._commit_local(machine, result)
                 if git.ref_exists(tracking):
                     self._merge(tracking, machine, result)
@@ -97,6 +100,18 @@ class TeamSync:
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
+
+    def _recover(self, machine: str, result: dict) -> None:
+        """A sync killed half-way (caller holds the lock): its git locks removed, its merge, rebase or
+        conflicted index undone (team_recover), so this sync merges again with the team rules."""
+        locks = clear_stale_locks(self.git)
+        done = recover(self.git, self.root, machine)
+        if locks or done:
+            found = (done or {}).get("interrupted", [])
+            result["recovered"].append({"locks": locks, **(done or {})})
+            what = ", ".join(found + [f"stale {lock}" for lock in locks])
+            result["warnings"].append(f"an interrupted sync was undone ({what}) and the merge done again"
+                                      + (f"; the tree as found is kept at {done['saved'][:12]}" if done else ""))
 
     def _note_sharing_problem(self, result: dict) -> None:
         """A `.access` that is not a real folder (a pulled symlink) is said at every sync, once."""
