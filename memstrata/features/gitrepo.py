@@ -22,7 +22,7 @@ class GitError(MemstrataError):
 # What this clone's $GIT_DIR/info/attributes ends with. Every attribute that changes the bytes
 # git writes or how it merges is unset for every path: the files stay as memstrata wrote them
 # (UTF-8, its own line ends), and every path both sides changed is left to the team merge rules.
-PROTECT_LINES = (GITATTRIBUTES_LINE,)
+PROTECT_LINES = (GITATTRIBUTES_LINE, "* -text -eol -working-tree-encoding -filter -ident -merge")
 
 # git modes of tree items memstrata never follows (safe_io refuses them on every read).
 SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}

@@ -228,3 +228,38 @@ def test_an_edit_of_an_entry_deleted_beside_another_update_stays_with_its_entry(
         assert "every Monday night" in (m.root / ".versions" / y.id / "v1.md").read_text()
         assert [h["version"] for h in m.history(y.id)] == [1, 2]
         assert m.doctor().findings == [], m.root
+
+
+def test_a_pushed_gitattributes_never_changes_the_bytes_of_the_tree(tmp_path, embedder):
+    """A peer pushes `*.md working-tree-encoding=UTF-16LE-BOM eol=crlf ident filter=x`: pulled entries stay
+    the UTF-8 files that were committed, recall finds them, and later syncs still work."""
+    from memstrata import Memory
+
+    a, _ = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    (peer / "notes").mkdir()
+    note = ("---\nid: 0123456789ab\ntitle: Key rotation\ncategory: notes\n---\n\n"
+            "The signing keys of $Id$ rotate every ninety days.\n").encode()
+    (peer / "notes" / "rotation.md").write_bytes(note)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "note"], check=True)
+    with open(peer / ".gitattributes", "a") as f:
+        f.write("*.md working-tree-encoding=UTF-16LE-BOM eol=crlf ident filter=x\n* text eol=crlf\n")
+    subprocess.run([*git, "add", ".gitattributes"], check=True)
+    subprocess.run([*git, "commit", "-qm", "attributes"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    a.sync_remote()
+    assert (tmp_path / "a" / "notes" / "rotation.md").read_bytes() == note
+    assert b"\r\n" not in (tmp_path / "a" / "INDEX.md").read_bytes()
+    found = a.recall("how often do the signing keys rotate?", k=1, min_relevance=0)
+    assert found.results and found.results[0].id == "0123456789ab"
+    a.write("The VPN certificate expires in March.", title="VPN", category="ops")
+    assert a.sync_remote()["pushed"]  # used to fail: git add failed: failed to encode 'INDEX.md'
+    b = Memory(tmp_path / "b", embedder=embedder)
+    b.sync_remote()
+    assert (tmp_path / "b" / "notes" / "rotation.md").read_bytes() == note
+    assert a.doctor().findings == [] and b.doctor().findings == []
