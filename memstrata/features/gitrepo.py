@@ -151,6 +151,33 @@ class Git:
         with open(path, "a", encoding="utf-8") as out:
             out.write(("" if not text or text.endswith("\n") else "\n") + "\n".join(PROTECT_LINES) + "\n")
 
+    def unwritable(self, paths) -> list[str]:
+        """Of `paths` (relative), those this file system cannot hold: a name longer than NAME_MAX
+        bytes, or a whole path longer than PATH_MAX."""
+        try:
+            name_max, path_max = os.pathconf(self.root, "PC_NAME_MAX"), os.pathconf(self.root, "PC_PATH_MAX")
+        except (OSError, ValueError):
+            name_max, path_max = 255, 4096
+        base = len(os.fsencode(str(self.root.resolve()))) + 1
+        return [p for p in paths if base + len(os.fsencode(p)) >= path_max
+                or any(len(os.fsencode(part)) > name_max for part in p.split("/"))]
+
+    def skip_paths(self, paths) -> None:
+        """Leave `paths` out of the working tree (sparse checkout, this clone only): git keeps them
+        in the index and in every commit, never writes them here, and `add -A` never deletes them."""
+        if not paths:
+            return
+        path = Path(self.out("rev-parse", "--git-path", "info/sparse-checkout"))
+        path = path if path.is_absolute() else self.root / path
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "/*\n"
+        have = set(text.splitlines())
+        new = [f"!/{_escape_pattern(p)}" for p in paths]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text + ("" if text.endswith("\n") else "\n") + "".join(f"{n}\n" for n in new if n not in have))
+        self.run("config", "core.sparseCheckout", "true")
+        self.run("config", "core.sparseCheckoutCone", "false")
+
     def staged(self) -> list[tuple[str, str]]:
         text = self.run("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
         parts = [p for p in text.split("\0") if p]
@@ -171,6 +198,11 @@ class Git:
         text = self.out("log", "-1", f"--format=%(trailers:key={TRAILER_MACHINE},valueonly,separator=%x2C)",
                         rev, "--", path, check=False)
         return text.strip() or "another machine"
+
+
+def _escape_pattern(path: str) -> str:
+    """A path as a literal sparse-checkout (gitignore) pattern."""
+    return "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
 
 
 def ensure_attributes(root) -> bool:
