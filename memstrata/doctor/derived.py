@@ -173,4 +173,11 @@ def check_vectors(scan: _Scan, settings) -> list[Finding]:
     if parts:
         out.append(Finding("vectors_rows", "index rows differ from the files: " + "; ".join(parts), path=rel,
                            action="re-sync (mem sync)" if not diff["duplicated"] else "rebuild (mem reindex)"))
+    from memstrata.retrieval.trusted import mismatched_rows
+
+    planted = mismatched_rows(index)  # a row whose text is not the text its hash was made from
+    if planted:
+        out.append(Finding("vectors_rows", f"{len(planted)} index rows hold a text that is not their file's "
+                           f"({', '.join(planted[:3])}{'...' if len(planted) > 3 else ''})", path=rel,
+                           action="drop them and embed their files again"))
     return out

@@ -140,6 +140,10 @@ class Repairs:
                 self.state.forget_vector_index()
             self.recall.reindex()
             return
+        from memstrata.retrieval.trusted import mismatched_rows
+
+        index = self.state.vector_index()
+        index.delete(mismatched_rows(index))  # planted rows: their files are embedded again just below
         self.recall.sync()
         if check_vectors(_scan(self.root), self.state.settings):
             self.recall.reindex()

@@ -19,6 +19,11 @@ class GitError(MemstrataError):
     kind = "git"
 
 
+# What this clone's $GIT_DIR/info/attributes ends with. Every attribute that changes the bytes
+# git writes or how it merges is unset for every path: the files stay as memstrata wrote them
+# (UTF-8, its own line ends), and every path both sides changed is left to the team merge rules.
+PROTECT_LINES = (GITATTRIBUTES_LINE, "* -text -eol -working-tree-encoding -filter -ident -merge")
+
 # git modes of tree items memstrata never follows (safe_io refuses them on every read).
 SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
 
@@ -29,8 +34,8 @@ class Git:
     def __init__(self, root):
         self.root = Path(root)
 
-    def run(self, *args, check: bool = True, cwd=None) -> subprocess.CompletedProcess:
-        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_MERGE_AUTOEDIT="no")
+    def run(self, *args, check: bool = True, cwd=None, env: dict | None = None) -> subprocess.CompletedProcess:
+        env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_MERGE_AUTOEDIT="no", **(env or {}))
         try:
             done = subprocess.run(["git", *self._identity(args), *args], cwd=str(cwd or self.root), env=env,
                                   capture_output=True, text=True, umask=0o077)
@@ -41,8 +46,19 @@ class Git:
             raise GitError(f"git {args[0]} failed: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
         return done
 
-    def out(self, *args, check: bool = True) -> str:
-        return self.run(*args, check=check).stdout.strip()
+    def out(self, *args, check: bool = True, env: dict | None = None) -> str:
+        return self.run(*args, check=check, env=env).stdout.strip()
+
+    def run_bytes(self, *args) -> bytes:
+        """A command's output as bytes (a blob's exact content)."""
+        done = subprocess.run(["git", *args], cwd=str(self.root), capture_output=True)
+        if done.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {done.stderr.decode('utf-8', 'replace').strip()[-200:]}")
+        return done.stdout
+
+    def git_dir(self) -> Path:
+        path = Path(self.out("rev-parse", "--absolute-git-dir"))
+        return path
 
     def _identity(self, args) -> list[str]:
         """A commit needs an author: the user's own, else memstrata@machine."""
@@ -122,16 +138,45 @@ class Git:
         return out
 
     def protect_merges(self) -> None:
-        """`*.md -merge` in $GIT_DIR/info/attributes, which outranks every .gitattributes: a peer's
-        `*.md merge=union` can never make git merge two texts of one entry."""
+        """PROTECT_LINES in $GIT_DIR/info/attributes, which outranks every .gitattributes: a peer's
+        `*.md merge=union` can never make git merge two texts of one entry, and no pushed attribute
+        (working-tree-encoding, eol, text, filter, ident) changes the bytes git writes into the tree."""
         path = Path(self.out("rev-parse", "--git-path", "info/attributes"))
         path = path if path.is_absolute() else self.root / path
         text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-        if text.splitlines()[-1:] == [GITATTRIBUTES_LINE]:
-            return  # last line: nothing after it can override it
+        lines = text.splitlines()
+        if lines[-len(PROTECT_LINES):] == list(PROTECT_LINES):
+            return  # last lines: nothing after them can override them
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as out:
-            out.write(("" if not text or text.endswith("\n") else "\n") + GITATTRIBUTES_LINE + "\n")
+            out.write(("" if not text or text.endswith("\n") else "\n") + "\n".join(PROTECT_LINES) + "\n")
+
+    def unwritable(self, paths) -> list[str]:
+        """Of `paths` (relative), those this file system cannot hold: a name longer than NAME_MAX
+        bytes, or a whole path longer than PATH_MAX."""
+        try:
+            name_max, path_max = os.pathconf(self.root, "PC_NAME_MAX"), os.pathconf(self.root, "PC_PATH_MAX")
+        except (OSError, ValueError):
+            name_max, path_max = 255, 4096
+        base = len(os.fsencode(str(self.root.resolve()))) + 1
+        return [p for p in paths if base + len(os.fsencode(p)) >= path_max
+                or any(len(os.fsencode(part)) > name_max for part in p.split("/"))]
+
+    def skip_paths(self, paths) -> None:
+        """Leave `paths` out of the working tree (sparse checkout, this clone only): git keeps them
+        in the index and in every commit, never writes them here, and `add -A` never deletes them."""
+        if not paths:
+            return
+        path = Path(self.out("rev-parse", "--git-path", "info/sparse-checkout"))
+        path = path if path.is_absolute() else self.root / path
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "/*\n"
+        have = set(text.splitlines())
+        new = [f"!/{_escape_pattern(p)}" for p in paths]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text + ("" if text.endswith("\n") else "\n") + "".join(f"{n}\n" for n in new if n not in have))
+        self.run("config", "core.sparseCheckout", "true")
+        self.run("config", "core.sparseCheckoutCone", "false")
 
     def staged(self) -> list[tuple[str, str]]:
         text = self.run("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
@@ -153,6 +198,11 @@ class Git:
         text = self.out("log", "-1", f"--format=%(trailers:key={TRAILER_MACHINE},valueonly,separator=%x2C)",
                         rev, "--", path, check=False)
         return text.strip() or "another machine"
+
+
+def _escape_pattern(path: str) -> str:
+    """A path as a literal sparse-checkout (gitignore) pattern."""
+    return "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
 
 
 def ensure_attributes(root) -> bool:

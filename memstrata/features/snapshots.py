@@ -9,10 +9,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, NotFound
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.features.gitrepo import Git
 from memstrata.features.recall import Recall
+from memstrata.retrieval import trusted
 from memstrata.retrieval.table import SCHEMA_VERSION, TABLE_NAME
+from memstrata.storage.catalog import iter_entry_files, read_entry_file
 
 SNAPSHOT_TABLE = "snapshot"  # one row: commit, model, dim, schema, rows, made_at, machine
 
@@ -124,7 +126,28 @@ class IndexSnapshots:
             raise NotFound(f"no index snapshot at {uri}") from exc
         if not rows:
             raise NotFound(f"no index snapshot at {uri}")
-        return json.loads(rows[0])
+        try:
+            info = json.loads(rows[0])
+        except (TypeError, ValueError):
+            info = None
+        if not isinstance(info, dict):
+            raise InvalidInput(f"the index snapshot at {uri} has no readable metadata (not a JSON object)")
+        for key in ("dim", "schema", "rows"):
+            if key in info and (isinstance(info[key], bool) or not isinstance(info[key], int)):
+                raise InvalidInput(f"the index snapshot at {uri} has a {key} that is not a number")
+        if not isinstance(info.get("commit", ""), str) or not isinstance(info.get("model", ""), str):
+            raise InvalidInput(f"the index snapshot at {uri} has a commit or model that is not a text")
+        return info
+
+    def _entries(self) -> list:
+        """Every readable entry file of the tree (an unreadable one is the sync's to report)."""
+        out = []
+        for rel, _ in iter_entry_files(self.root):
+            try:
+                out.append(read_entry_file(self.root, rel))
+            except (CorruptEntry, OSError):
+                continue
+        return out
 
     def pull(self, uri: str) -> dict:
         """Download a snapshot as this tree's index, then embed only what differs from it.
@@ -141,10 +164,15 @@ class IndexSnapshots:
         if int(info.get("schema", 0)) != SCHEMA_VERSION:
             raise InvalidInput(f"the snapshot's table schema is v{info.get('schema')}; this build reads "
                                f"v{SCHEMA_VERSION}")
-        data = self._connect(uri).open_table(TABLE_NAME).to_arrow()
+        try:
+            raw = self._connect(uri).open_table(TABLE_NAME).to_arrow()
+        except (FileNotFoundError, ValueError, OSError) as exc:
+            raise NotFound(f"the index snapshot at {uri} has no chunk table ({type(exc).__name__})") from None
+        data = trusted.check_table(raw, embedder.dim)  # before anything here is replaced
         downloaded = time.monotonic() - started
         with self.state.lock():
             index = self.state.vector_index()
+            data, dropped, gone = trusted.rows_matching_files(index, data, embedder, self._entries())
             index.adopt(data, embedder)
             self.state.index_in_step = None
         git = Git(self.root)
@@ -154,7 +182,8 @@ class IndexSnapshots:
                              | {line[3:] for line in git.out("status", "--porcelain").splitlines()})
         synced = self.recall.sync()
         return {"uri": uri, "commit": info.get("commit"), "model": info.get("model"), "rows": data.num_rows,
+                "rows_not_matching_files": len(dropped),
                 "changed_since_snapshot": None if changed is None else len(changed),
                 "embedded": synced.get("embedded", 0), "updated": synced.get("updated", 0),
-                "removed": synced.get("removed", 0), "download_seconds": round(downloaded, 2),
+                "removed": synced.get("removed", 0) + len(gone), "download_seconds": round(downloaded, 2),
                 "seconds": round(time.monotonic() - started, 2)}

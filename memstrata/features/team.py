@@ -1,6 +1,7 @@
 """TeamSync: a tree shared through a git remote - commit, pull with the team merge rules, push, catch up the index."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from memstrata.errors import CorruptEntry, InvalidInput
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
 from memstrata.features.recall import Recall
 from memstrata.features.team_merge import resolve_all
+from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
 from memstrata.storage import codec, journal, trash, tree
@@ -17,6 +19,7 @@ from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path
 from memstrata.storage.paths import category_of
 
+_UNABLE = re.compile(r"^error: unable to create file (.+?): ", re.MULTILINE)
 MAX_ATTEMPTS = 8  # pull/push rounds when the remote keeps moving meanwhile
 
 
@@ -36,7 +39,7 @@ class TeamSync:
         root = Path(self.root)
         if root.exists() and any(root.iterdir()):
             raise InvalidInput(f"{root} exists and is not empty; --clone needs a new folder")
-        root.parent.mkdir(parents=True, exist_ok=True)
+        root.parent.mkdir(parents=True, exist_ok=True)  # the network limits: their defaults (no config.md yet)
         self.git.run("clone", "-q", url, str(root), cwd=root.parent)
         root.chmod(0o700)
         if machine:
@@ -58,14 +61,16 @@ class TeamSync:
         branch = git.branch()
         result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
                   "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0,
-                  "settings_held_back": [], "settings_pulled": [], "warnings": []}
+                  "settings_held_back": [], "settings_pulled": [], "warnings": [], "recovered": [], "skipped": []}
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():
+                self._recover(machine, result)
                 self._commit_local(machine, result)
             git.run("fetch", "-q", remote)
             tracking = f"refs/remotes/{remote}/{branch}"
             with self.state.lock():
+                self._recover(machine, result)
                 self._commit_local(machine, result)
                 if git.ref_exists(tracking):
                     self._merge(tracking, machine, result)
@@ -97,6 +102,18 @@ class TeamSync:
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
+
+    def _recover(self, machine: str, result: dict) -> None:
+        """A sync killed half-way (caller holds the lock): its git locks removed, its merge, rebase or
+        conflicted index undone (team_recover), so this sync merges again with the team rules."""
+        locks = clear_stale_locks(self.git)
+        done = recover(self.git, self.root, machine)
+        if locks or done:
+            found = (done or {}).get("interrupted", [])
+            result["recovered"].append({"locks": locks, **(done or {})})
+            what = ", ".join(found + [f"stale {lock}" for lock in locks])
+            result["warnings"].append(f"an interrupted sync was undone ({what}) and the merge done again"
+                                      + (f"; the tree as found is kept at {done['saved'][:12]}" if done else ""))
 
     def _note_sharing_problem(self, result: dict) -> None:
         """A `.access` that is not a real folder (a pulled symlink) is said at every sync, once."""
@@ -144,17 +161,28 @@ class TeamSync:
         head = git.head()
         if head is not None and git.is_ancestor(tracking, "HEAD"):
             return
-        if head is None or git.is_ancestor("HEAD", tracking):
-            git.run("merge", "-q", "--ff-only", tracking)
-            resolved = []
-        else:
-            # no rename pairing asked; resolve_all still judges each path by its own texts, as git's
-            # default strategy may pair a deleted entry with a similar new version file regardless
-            done = git.run("merge", "-q", "--no-commit", "--no-ff", "--allow-unrelated-histories", "-Xno-renames",
-                           tracking, check=False)
-            if not git.ref_exists("MERGE_HEAD"):
+        incoming = [p for _, p in git.changed(head, tracking)] if head else [p for _, p in git.changed(None, tracking)]
+        self._skip(git.unwritable(incoming), "name too long for this file system", result)
+        for retry in (False, True):
+            if head is None or git.is_ancestor("HEAD", tracking):
+                done = git.run("merge", "-q", "--ff-only", tracking, check=False)
+                started = done.returncode == 0
+                resolved = []
+            else:
+                # no rename pairing asked; resolve_all still judges each path by its own texts, as git's
+                # default strategy may pair a deleted entry with a similar new version file regardless
+                done = git.run("merge", "-q", "--no-commit", "--no-ff", "--allow-unrelated-histories",
+                               "-Xno-renames", tracking, check=False)
+                started = git.ref_exists("MERGE_HEAD")
+            if started:
+                break
+            refused = _UNABLE.findall(done.stderr or "")
+            if retry or not refused:
                 lines = (done.stderr or done.stdout).strip().splitlines()
                 raise GitError(f"git merge did not start: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
+            git.run("reset", "-q", "--hard", "HEAD")  # local changes were committed just before, under this lock
+            self._skip(refused, "this file system refuses the name", result)
+        if git.ref_exists("MERGE_HEAD"):
             resolved = resolve_all(git, self.root, machine)
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
         result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
@@ -175,6 +203,16 @@ class TeamSync:
                     f"memstrata: {kept}INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
         if head:  # what the merge itself wrote (a conflict's kept version) changes the index too
             result["_pulled"].update(p for _, p in git.changed(head, "HEAD"))
+
+    def _skip(self, paths: list[str], why: str, result: dict) -> None:
+        """Paths of the remote this clone cannot write: left out of its working tree (still in git,
+        pushed on unchanged), reported; one bad name never stops the sync."""
+        if not paths:
+            return
+        self.git.skip_paths(paths)
+        for path in paths:
+            result["skipped"].append({"path": path, "why": why})
+            result["warnings"].append(f"{path[:80]}{'...' if len(path) > 80 else ''}: {why}; left out of this tree")
 
     def _trash_pulled_deletions(self, head: str | None, tracking: str, machine: str) -> None:
         """An entry another machine deleted goes to this machine's trash too (restorable, and

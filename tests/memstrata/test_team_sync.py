@@ -228,3 +228,78 @@ def test_an_edit_of_an_entry_deleted_beside_another_update_stays_with_its_entry(
         assert "every Monday night" in (m.root / ".versions" / y.id / "v1.md").read_text()
         assert [h["version"] for h in m.history(y.id)] == [1, 2]
         assert m.doctor().findings == [], m.root
+
+
+def test_a_pushed_gitattributes_never_changes_the_bytes_of_the_tree(tmp_path, embedder):
+    """A peer pushes `*.md working-tree-encoding=UTF-16LE-BOM eol=crlf ident filter=x`: pulled entries stay
+    the UTF-8 files that were committed, recall finds them, and later syncs still work."""
+    from memstrata import Memory
+
+    a, _ = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    (peer / "notes").mkdir()
+    note = ("---\nid: 0123456789ab\ntitle: Key rotation\ncategory: notes\n---\n\n"
+            "The signing keys of $Id$ rotate every ninety days.\n").encode()
+    (peer / "notes" / "rotation.md").write_bytes(note)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "note"], check=True)
+    with open(peer / ".gitattributes", "a") as f:
+        f.write("*.md working-tree-encoding=UTF-16LE-BOM eol=crlf ident filter=x\n* text eol=crlf\n")
+    subprocess.run([*git, "add", ".gitattributes"], check=True)
+    subprocess.run([*git, "commit", "-qm", "attributes"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    a.sync_remote()
+    assert (tmp_path / "a" / "notes" / "rotation.md").read_bytes() == note
+    assert b"\r\n" not in (tmp_path / "a" / "INDEX.md").read_bytes()
+    found = a.recall("how often do the signing keys rotate?", k=1, min_relevance=0)
+    assert found.results and found.results[0].id == "0123456789ab"
+    a.write("The VPN certificate expires in March.", title="VPN", category="ops")
+    assert a.sync_remote()["pushed"]  # used to fail: git add failed: failed to encode 'INDEX.md'
+    b = Memory(tmp_path / "b", embedder=embedder)
+    b.sync_remote()
+    assert (tmp_path / "b" / "notes" / "rotation.md").read_bytes() == note
+    assert a.doctor().findings == [] and b.doctor().findings == []
+
+
+def test_a_committed_name_too_long_for_the_file_system_never_stops_the_sync(tmp_path, embedder):
+    """A peer commits a 300-byte file name (git plumbing): the sync reports it, leaves it out of this tree,
+    and still pulls and pushes everything else."""
+    from memstrata import Memory
+
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a.write("The backup runs at midnight.", title="Backups", category="ops")
+    a.sync_remote()
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    long = "notes/" + "n" * 300 + ".md"
+    blob = subprocess.run([*git, "hash-object", "-w", "--stdin"], input="---\nid: 0123456789ab\n---\nhi\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([*git, "update-index", "--add", "--cacheinfo", f"100644,{blob},{long}"], check=True)
+    (peer / "notes" / "fine.md").parent.mkdir(exist_ok=True)
+    (peer / "notes" / "fine.md").write_text("---\nid: 0123456789cd\ntitle: Fine\n---\n\nThe lift is out of order.\n")
+    subprocess.run([*git, "add", "notes/fine.md"], check=True)
+    subprocess.run([*git, "commit", "-qm", "long name"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    local = a.write("The VPN certificate expires in March.", title="VPN", category="ops")  # a local commit to push
+    result = a.sync_remote()
+    assert result["pushed"] and [s["path"] for s in result["skipped"]] == [long]
+    assert any("left out of this tree" in w for w in result["warnings"])
+    assert a.read("0123456789cd", count_access=False).body.strip() == "The lift is out of order."
+    a.update(local.id, "The VPN certificate expires in April.")
+    assert a.sync_remote()["pushed"]  # every later sync works too
+    b.sync_remote()
+    assert b.read(local.id, count_access=False).body.strip() == "The VPN certificate expires in April."
+    tree = subprocess.run(["git", "-C", str(tmp_path / "r.git"), "ls-tree", "-r", "--name-only", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.split("\n")
+    assert long in tree  # nobody deleted the peer's file from the team's history
+    done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root",
+                           str(tmp_path / "a")], capture_output=True, text=True, env={**__import__("os").environ,
+                                                                                      "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 0, done.stderr
+    del Memory
+
