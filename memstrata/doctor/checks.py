@@ -29,7 +29,7 @@ _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 KINDS = (
     "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
     "orphan_versions", "missing_sidecar", "catalog", "index_md", "vectors_missing", "vectors_unreadable",
-    "model_mismatch", "vectors_rows", "permissions",
+    "model_mismatch", "vectors_rows", "permissions", "secret",
 )
 
 
@@ -71,6 +71,17 @@ class _Scan:
     @property
     def ids(self) -> set[str]:
         return {e.id for e in self.entries if e.id}
+
+    @property
+    def flagged(self) -> dict:
+        """rel -> why, for entries holding a credential (as the index would see them): never indexed."""
+        if "_flagged" not in self.__dict__:
+            from memstrata.retrieval.sync import flag
+            from memstrata.retrieval.table import indexed_form
+
+            self.__dict__["_flagged"] = {e.path: why for e in self.entries
+                                         if (why := flag(indexed_form(self.root, e))) is not None}
+        return self.__dict__["_flagged"]
 
 
 def _scan(root: Path) -> _Scan:
@@ -175,6 +186,13 @@ def check_symlinks(scan: _Scan) -> list[Finding]:
                                "skips it and no entry is read or written through it", path=rel,
                                action="move the link (not its target) to .quarantine/"))
     return out
+
+
+def check_secrets(scan: _Scan) -> list[Finding]:
+    """A credential in a file the engine did not check (hand-made, adopted, pulled): named, never shown."""
+    return [Finding("secret", why, path=rel, fixable=False,
+                    action="take the credential out of the file (or delete the entry), then `mem sync`")
+            for rel, why in sorted(scan.flagged.items())]
 
 
 def check_unparseable(scan: _Scan) -> list[Finding]:
