@@ -31,7 +31,10 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
         n = sum(1 for t in terms if t in low)
         if n > best_n:
             best, best_n = s, n
-    return best
+    # never show a credential: a file the guard never saw (hand-made, pulled) or saw in warn mode
+    from memstrata.storage.secrets import redact
+
+    return redact(best[:4 * SNIPPET_CHARS])
 
 
 @dataclass

@@ -23,6 +23,7 @@ class SyncPlan:
     metadata: list = field(default_factory=list)   # entries whose file changed but not their text
     remove: list = field(default_factory=list)     # row ids whose files are gone
     errors: dict = field(default_factory=dict)     # unreadable files
+    flagged: dict = field(default_factory=dict)    # files holding a credential: not indexed (storage.secrets)
     model_changed: bool = False
     missing: bool = False
 
@@ -32,7 +33,20 @@ class SyncPlan:
 
     def summary(self) -> dict:
         return {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
-                "errors": dict(self.errors), "model_changed": self.model_changed}
+                "errors": dict(self.errors), "flagged": dict(self.flagged), "model_changed": self.model_changed}
+
+
+def flag(entry) -> str | None:
+    """Why a file the engine did not check (hand-made, adopted, pulled) must not enter the index: the
+    credentials the guard finds in its whole record (never the text), or None."""
+    from memstrata.storage.secrets import scan_entry
+
+    found = scan_entry(entry)
+    if not found:
+        return None
+    return ("possible credential (" + "; ".join(f.describe() for f in found[:3])
+            + (f"; {len(found) - 3} more" if len(found) > 3 else "")
+            + "): not indexed or shown until it is taken out of the file")
 
 
 def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | None = None,
@@ -64,6 +78,9 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             entry = indexed_form(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
+            continue
+        if (why := flag(entry)) is not None:
+            out.flagged[rel] = why
             continue
         rid = row_id(entry)
         if rid in seen_ids:
@@ -101,6 +118,9 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
             entry = indexed_form(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
+            continue
+        if (why := flag(entry)) is not None:
+            out.flagged[rel] = why
             continue
         rid = row_id(entry)
         indexed_at = frame.cols["path"][frame.pos[rid]] if rid in frame.pos else None

@@ -5,11 +5,26 @@ every text field of an entry before it reaches the tree, the index or a log. A f
 names the kind of credential and where it starts (field, 1-based line and column); it
 never carries the matched text, so nothing downstream can echo the secret.
 
-Why a rule table and not a library: the maintained detectors on PyPI (Yelp's
-``detect-secrets``, last release 2024) are built around scanning files in a repository,
-keep global plugin settings, report lines but not columns, and pull in ``requests``; the
-provider formats worth catching are a few dozen well-documented prefixes, which a table
-covers in ~200 lines with exact positions and no runtime network or new dependency.
+Why a rule table and not a library (checked again for issue 27): the maintained detector on
+PyPI, Yelp's ``detect-secrets`` (1.5.0, May 2024; needs ``requests``), has no rule for
+Shopify, DigitalOcean, Docker Hub, Mailgun or age keys, nor for passwords on a command line,
+netrc or pgpass lines; its hex-entropy plugin flags every git SHA and digest in a note; it
+keeps global plugin settings and reports lines, not columns. The provider formats worth
+catching are a few dozen documented prefixes, which a table covers with exact positions,
+no dependency and no network.
+
+What the rules read: the text in NFKC with zero-width characters removed, so a key split by
+U+200B or written in full-width letters (``ＡＫＩＡ...``) is found; positions point into
+the text as given. Each rule names lower-case strings one of which any match holds
+(``hints``); a text holding none is not searched by that rule, which keeps a 1 MB body, or
+one 10 MB word, to a few fast scans.
+
+Added for issue 27: Slack ``xapp-``, Shopify ``shpat_``, DigitalOcean ``dop_v1_``, Docker
+``dckr_pat_``, Mailgun ``key-<hex>``, ``AGE-SECRET-KEY-1``, ``curl -u user:pass``,
+``mysql -pPASS``, "the password is Tr0ub4dor&3", netrc (``login u password p``) and pgpass
+(``host:port:db:user:pw``) lines, a token of 20+ letters and digits, or 32+ hex, right
+after a credential word (``api key <hex>``, ``token: <lower+digits>``), and any literal
+password in a URL (``postgresql://app:pw@db``).
 
 Where a finding points: at the start of the credential expression, i.e. the token itself
 for provider keys and JWTs, the keyword for ``password=...`` style assignments and for
@@ -46,13 +61,15 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Callable, Mapping
 
 from memstrata.errors import InvalidInput, SecretDetected
 
-__all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES"]
+__all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
+           "scan_entry", "redact"]
 
 MODES = ("refuse", "warn")
 
@@ -79,6 +96,9 @@ class Rule:
     kind: str
     pattern: re.Pattern
     validate: Callable[[re.Match], bool] | None = None
+    # lower-case strings one of which every match holds: a text holding none is not searched
+    # (a `in` test is a fast scan; forty regular expressions over 1 MB are not)
+    hints: tuple[str, ...] = ()
 
 
 # --- validators -------------------------------------------------------------------------
@@ -171,8 +191,33 @@ def _assignment_ok(m: re.Match) -> bool:
 
 
 def _userinfo_ok(m: re.Match) -> bool:
+    """A URL's password: any literal counts, short ones too (`postgresql://app:pw@db`)."""
     pw = m.group("pw")
-    return not _is_placeholder(pw)
+    low = pw.lower()
+    if len(set(low)) == 1 or low in _PLACEHOLDER_WORDS or pw[0] in "<{[($%*":
+        return False
+    return not any(h in low for h in _PLACEHOLDER_HINTS)
+
+
+def _password_ok(m: re.Match) -> bool:
+    """A password given on a command line or in prose: a literal that is not only words."""
+    v = m.group("v").rstrip(".,;:)]}>!?'\"")
+    return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
+
+
+def _pgpass_ok(m: re.Match) -> bool:
+    v = m.group("v")
+    return len(v) >= 6 and not v.isdigit() and not _is_placeholder(v)
+
+
+def _context_token_ok(m: re.Match) -> bool:
+    """A token right after a credential word: pure hex of 32+, or lower case and digits mixed."""
+    v = m.group("v")
+    if _is_placeholder(v):
+        return False
+    if _HEX.fullmatch(v):
+        return len(v) >= 32
+    return _has_letter_and_digit(v) and sum(c.isdigit() for c in v) >= 3 and _entropy(v) >= 3.5
 
 
 def _bearer_ok(m: re.Match) -> bool:
@@ -193,6 +238,7 @@ def _high_entropy_ok(m: re.Match) -> bool:
         return False
     if _HEX.fullmatch(core.replace("-", "")):  # git SHAs, digests, UUIDs
         return False
+    core = core[:4096]  # a run of megabytes (one long "word") is judged by its start: the same answer, in time
     c = _classes(core)
     if not {"lower", "upper", "digit"} <= c:
         return False
@@ -229,7 +275,28 @@ _ASSIGNMENT = (
 
 
 def _r(id_: str, kind: str, pattern: str, validate=None, flags: int = 0) -> Rule:
-    return Rule(id_, kind, re.compile(pattern, flags), validate)
+    return Rule(id_, kind, re.compile(pattern, flags), validate, _HINTS.get(id_, ()))
+
+
+_CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin",
+                     "密码", "口令", "密钥", "秘钥", "令牌")
+_HINTS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",), "aws_access_key": ("akia", "asia", "abia", "acca", "a3t"),
+    "aws_secret_key": ("aws",), "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-", "gldt-", "glptt-", "glrt-"), "slack_webhook": ("hooks.slack.com",),
+    "slack_token": ("xox", "xapp-"), "shopify_token": ("shpat_", "shpca_", "shppa_", "shpss_"),
+    "digitalocean_token": ("_v1_",), "docker_token": ("dckr_",), "mailgun_key": ("key-",),
+    "age_secret_key": ("age-secret-key-1",), "discord_webhook": ("/api/webhooks/",),
+    "stripe_key": ("_live_", "_test_"), "stripe_webhook_secret": ("whsec_",), "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",), "google_api_key": ("aiza",), "google_oauth_secret": ("gocspx-",),
+    "twilio_api_key": ("sk",), "twilio_auth_token": ("twilio",), "sendgrid_key": ("sg.",),
+    "npm_token": ("npm_",), "pypi_token": ("pypi-ag",), "huggingface_token": ("hf_",),
+    "telegram_bot_token": (":aa",), "azure_storage_key": ("accountkey=", "sharedaccesskey="), "jwt": ("eyj",),
+    "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
+    "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
+    "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
+    "assignment": _CREDENTIAL_WORDS,
+}
 
 
 RULES: tuple[Rule, ...] = (
@@ -247,7 +314,12 @@ RULES: tuple[Rule, ...] = (
     _r("gitlab_token", "GitLab token", _B + r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}"),
     _r("slack_webhook", "Slack webhook URL",
        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,}"),
-    _r("slack_token", "Slack token", _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}"),
+    _r("slack_token", "Slack token", _B + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}"),
+    _r("shopify_token", "Shopify token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
+    _r("digitalocean_token", "DigitalOcean token", _B + r"do[por]_v1_[a-f0-9]{64}" + _E),
+    _r("docker_token", "Docker Hub token", _B + r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}"),
+    _r("mailgun_key", "Mailgun API key", _B + r"key-[0-9a-f]{32}" + _E),
+    _r("age_secret_key", "age secret key", _B + r"AGE-SECRET-KEY-1[02-9ac-hj-np-z]{58}" + _E, flags=re.IGNORECASE),
     _r("discord_webhook", "Discord webhook URL",
        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}"),
     _r("stripe_key", "Stripe key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
@@ -285,6 +357,26 @@ RULES: tuple[Rule, ...] = (
        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+"
        r"(?P<v>[A-Za-z0-9+/]{8,}={0,2})",
        _group_ok("v", lambda v: not _is_placeholder(v))),
+    _r("cli_user_password", "password on a command line",
+       r"(?<![A-Za-z0-9_\-])(?:-u|--user|--basic-auth)[ =]?[\"']?[^\s:\"'@/]{1,64}:(?P<v>[^\s\"'@]{4,128})"
+       r"(?=[\"'\s]|$)", _password_ok),
+    _r("cli_mysql_password", "password on a command line",
+       r"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]{0,200}?"
+       r"[ \t]-p(?P<v>[^\s\"']{4,128})", _password_ok),
+    _r("netrc", "netrc password",
+       r"(?<![A-Za-z0-9_\-])(?:machine[ \t]+\S+[ \t]+)?login[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S{4,128})",
+       # a lower-case word after it is prose ("login page password reset"), as for assignments
+       _group_ok("v", lambda v: not _is_placeholder(v) and not re.fullmatch(r"[a-z]+[.,;:]?", v))),
+    _r("pgpass", "pgpass line",
+       r"(?m)^[ \t]*[A-Za-z0-9_.\-\[\]*]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:(?P<v>[^\s]{1,128})[ \t]*$", _pgpass_ok),
+    _r("prose_password", "password in prose",
+       r"(?<![A-Za-z0-9_\-])(?i:pass(?:word|wd|phrase)|pwd|secret|token|api[ _\-]?key|credentials?|pin)"
+       r"[ \t]+(?i:is|was|=|remains|becomes)[ \t]+[\"'`]?(?P<v>[^\s\"'`]{6,128})", _password_ok),
+    _r("context_token", "key after a credential word",
+       r"(?<![A-Za-z0-9_\-])(?i:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|auth(?:[ _\-]?key)?|"
+       r"password|passwd|credentials?)"
+       r"[ \t]*(?:(?i:is|was)[ \t]+|[:=：][ \t]*)?[\"'`]?(?P<v>[A-Za-z0-9]{20,128})(?![A-Za-z0-9_\-])",
+       _context_token_ok),
     _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_ok),
     _r("high_entropy", "high-entropy token",
        r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",
@@ -316,7 +408,12 @@ def _spans(text: str) -> list[tuple[int, int, Rule]]:
     starts: list[int] = []
     accepted: list[tuple[int, int, Rule]] = []
     exempt: list[tuple[int, int]] | None = None
+    low = text.lower()
+    present: dict[str, bool] = {}
     for rule in RULES:
+        if rule.hints and not any(present[h] if h in present else present.setdefault(h, h in low)
+                                  for h in rule.hints):
+            continue
         for m in rule.pattern.finditer(text):
             if rule.validate is not None and not rule.validate(m):
                 continue
@@ -339,19 +436,80 @@ def _spans(text: str) -> list[tuple[int, int, Rule]]:
 REDACTED = "[redacted]"
 
 
+# Characters that render as nothing: a key split by them must still be found.
+_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e\u034f")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+class _Normal:
+    """`text` in NFKC with zero-width characters removed (full-width ``ＡＫＩＡ`` is ``AKIA``),
+    and the way back from a position in it to a position in `text`."""
+
+    def __init__(self, text: str):
+        self.starts: list[int] = []   # positions in the normal text where the offset changes
+        self.origin: list[int] = []   # the matching positions in `text`
+        if text.isascii():
+            self.text = text
+            return
+        parts, last, pos = [], 0, 0
+        for m in _NON_ASCII.finditer(text):
+            a, b = m.span()
+            parts.append(text[last:a])
+            pos += a - last
+            run = m.group(0)
+            if unicodedata.is_normalized("NFKC", run) and not _ZERO_WIDTH.intersection(run):
+                parts.append(run)
+                pos += b - a
+            else:
+                for i, ch in enumerate(run, a):
+                    n = "" if ch in _ZERO_WIDTH else unicodedata.normalize("NFKC", ch)
+                    self.starts.append(pos)
+                    self.origin.append(i)
+                    parts.append(n)
+                    pos += len(n)
+                self.starts.append(pos)
+                self.origin.append(b)
+            last = b
+        parts.append(text[last:])
+        self.text = "".join(parts)
+
+    def back(self, pos: int) -> int:
+        i = bisect.bisect_right(self.starts, pos) - 1
+        if i < 0:
+            return pos
+        out = self.origin[i] + (pos - self.starts[i])
+        return min(out, self.origin[i + 1]) if i + 1 < len(self.origin) else out
+
+
+def normalise(text: str) -> str:
+    """What the rules read: NFKC, zero-width characters removed."""
+    return _Normal(text).text
+
+
+def _original_spans(text: str) -> list[tuple[int, int, Rule]]:
+    norm = _Normal(text)
+    spans = _spans(norm.text)
+    if norm.text is text:
+        return spans
+    return [(norm.back(s), max(norm.back(s) + 1, norm.back(e)), r) for s, e, r in spans]
+
+
 def scan(text: str, field: str = "body") -> list[Finding]:
-    """Every credential-looking span in `text`, in reading order.
+    """Every credential-looking span in `text`, in reading order (read in NFKC with zero-width
+    characters removed; positions point into `text` as given).
 
     If the field's own name contains a matched credential (a caller labelling a tag by its
     value, say), that part of the name is replaced by "[redacted]" in the findings."""
     if not text:
         return []
-    spans = _spans(text)
+    spans = _original_spans(text)
     for start, end, _rule in spans:
         if text[start:end] in field:
             field = field.replace(text[start:end], REDACTED)
-    line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     out = []
+    if not spans:
+        return out
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
     for start, _end, rule in spans:
         li = bisect.bisect_right(line_starts, start) - 1
         out.append(Finding(rule.kind, li + 1, start - line_starts[li] + 1, field))
@@ -371,6 +529,69 @@ def scan_fields(fields: Mapping[str, object]) -> list[Finding]:
         else:
             out.extend(scan(value if isinstance(value, str) else str(value), str(name)))
     return out
+
+
+# Markers that ride in Entry.extra but are never stored as such: an import's line number, the
+# index's "already in indexed form" flag. An import's full text and kept versions also ride
+# there (they are stored, as the sidecar and .versions/ files) and are scanned by their names.
+_MARKERS = ("__where__", "__indexed__")
+
+
+def _flat(value) -> str:
+    """A frontmatter value as one text (nested lists and maps included)."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}: {_flat(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return " ".join(_flat(v) for v in value)
+    return str(value)
+
+
+def record_fields(entry) -> dict:
+    """Every text an entry would store, by field name: the whole record, the one rule of what the
+    guard reads (a write, an import, a file the engine did not write).
+
+    Title, body, category, path (the file name and INDEX.md come from it and the title), id,
+    tags, related, summary, agent, retention, full_content_file, each history line, every
+    other frontmatter key and value (``__``-prefixed keys included), an import's full text
+    (the sidecar to be) and its kept versions. A key/value field is scanned as ``key: value``
+    so a key named like a credential (``password``) counts as the assignment it is."""
+    fields: dict = {"id": entry.id or None, "title": entry.title, "body": entry.body,
+                    "category": entry.category or None, "path": entry.path,
+                    "tags": list(entry.tags), "related": list(entry.related),
+                    "summary": entry.summary, "agent": entry.agent,
+                    "full_content_file": entry.full_content_file,
+                    "retention": None if entry.retention is None else f"retention: {entry.retention}",
+                    "history": [_flat(h) for h in entry.history] or None}
+    for key, value in entry.extra.items():
+        key = str(key)
+        if key in _MARKERS:
+            continue
+        if key == "__full_content__":
+            fields["full_content"] = None if value is None else str(value)
+        elif key == "__versions__" and isinstance(value, dict):
+            for number, text in value.items():
+                fields[f"kept version {number}"] = str(text)
+        else:
+            fields[key if key not in fields else f"frontmatter {key}"] = f"{key}: {_flat(value)}"
+    return fields
+
+
+def scan_entry(entry) -> list[Finding]:
+    """Every credential-looking span anywhere in the record of `entry` (see record_fields)."""
+    return scan_fields(record_fields(entry))
+
+
+def redact(text: str) -> str:
+    """`text` with every credential-looking span replaced by "[redacted]" (for what is shown:
+    snippets of files the guard never saw, or saw in warn mode)."""
+    if not text:
+        return text
+    out, last = [], 0
+    for start, end, _rule in _original_spans(text):
+        out.append(text[last:start])
+        out.append(REDACTED)
+        last = end
+    return "".join(out) + text[last:] if out else text
 
 
 def check(fields: Mapping[str, object], mode: str = "refuse") -> list[Finding]:

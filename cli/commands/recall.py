@@ -163,6 +163,9 @@ def sync(
     emit(as_json, result, f"synced: {result['embedded']} embedded, {result['updated']} updated, "
                           f"{result['removed']} removed ({result['model']})"
                           + (f"; {len(result['errors'])} unreadable" if result["errors"] else ""))
+    if not as_json:
+        for path, why in sorted(result.get("flagged", {}).items()):
+            sys.stderr.write(f"mem: warning: {path}: {why}\n")
 
 
 def reindex(root: RootOpt = None, as_json: JsonOpt = False):

@@ -67,6 +67,8 @@ def _say_synced(result: dict) -> None:
     if result.get("index"):
         typer.echo(f"  index: {result['index']['embedded']} embedded, {result['index']['updated']} updated, "
                    f"{result['index']['removed']} removed")
+        for path, why in sorted(result["index"].get("flagged", {}).items()):
+            typer.echo(f"  warning: {path}: {why}", err=True)
 
 
 def clone(root: str | None, url: str, machine: str | None, index_from: str | None, as_json: bool) -> None:

@@ -30,7 +30,7 @@ _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 KINDS = (
     "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
     "orphan_versions", "missing_sidecar", "catalog", "index_md", "vectors_missing", "vectors_unreadable",
-    "model_mismatch", "vectors_rows", "permissions",
+    "model_mismatch", "vectors_rows", "permissions", "secret",
 )
 
 
@@ -73,6 +73,17 @@ class _Scan:
     @property
     def ids(self) -> set[str]:
         return {e.id for e in self.entries if e.id}
+
+    @property
+    def flagged(self) -> dict:
+        """rel -> why, for entries holding a credential (as the index would see them): never indexed."""
+        if "_flagged" not in self.__dict__:
+            from memstrata.retrieval.sync import flag
+            from memstrata.retrieval.table import indexed_form
+
+            self.__dict__["_flagged"] = {e.path: why for e in self.entries
+                                         if (why := flag(indexed_form(self.root, e))) is not None}
+        return self.__dict__["_flagged"]
 
 
 def _scan(root: Path) -> _Scan:
@@ -190,6 +201,13 @@ def check_bad_names(scan: _Scan) -> list[Finding]:
     return [Finding("bad_name", "a name that is not UTF-8 or holds a line break: never read as an entry "
                     "(every other file is); rename it to make it one", path=rel, fixable=False, action="none")
             for rel in sorted(scan.bad_names)]
+
+
+def check_secrets(scan: _Scan) -> list[Finding]:
+    """A credential in a file the engine did not check (hand-made, adopted, pulled): named, never shown."""
+    return [Finding("secret", why, path=rel, fixable=False,
+                    action="take the credential out of the file (or delete the entry), then `mem sync`")
+            for rel, why in sorted(scan.flagged.items())]
 
 
 def check_unparseable(scan: _Scan) -> list[Finding]:

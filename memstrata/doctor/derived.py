@@ -167,7 +167,8 @@ def check_vectors(scan: _Scan, settings) -> list[Finding]:
                            f"{want_model}", path=f"{rel}/meta.json", action="re-embed everything"))
         return out
     cols = frame.cols if frame is not None else {"id": [], "hash": [], "path": []}
-    indexed = [indexed_form(scan.root, e) for e in scan.entries]  # compressed entries: as the index sees them
+    # compressed entries: as the index sees them; one holding a credential is never indexed
+    indexed = [indexed_form(scan.root, e) for e in scan.entries if e.path not in scan.flagged]
     diff = compare_rows(indexed, list(cols["id"]), list(cols["hash"]), list(cols["path"]))
     parts = [f"{len(v)} {k} ({', '.join(v[:3])}{'...' if len(v) > 3 else ''})" for k, v in diff.items() if v]
     if parts:

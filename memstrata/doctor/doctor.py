@@ -36,6 +36,7 @@ from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's 
     check_permissions,
     check_symlinks,
     check_temp_files,
+    check_secrets,
     check_unparseable,
     duplicate_plan,
     lock_holder,
@@ -138,6 +139,7 @@ class Doctor:
         findings += check_symlinks(scan)
         findings += check_unparseable(scan)
         findings += check_bad_names(scan)
+        findings += check_secrets(scan)
         findings += check_duplicates(scan)
         findings += check_temp_files(scan)
         findings += check_orphans(scan)

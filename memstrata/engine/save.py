@@ -49,14 +49,11 @@ class SavePath:
         return [f"possible secret: {f.describe()}" for f in secrets.check(fields, mode)]
 
     def check_entry(self, entry: Entry) -> list[str]:
-        """The secret guard over everything an entry would store: title, body, category, tags,
-        related ids and every extra frontmatter value."""
-        fields: dict = {"title": entry.title, "body": entry.body, "tags": list(entry.tags),
-                        "related": list(entry.related), "category": entry.category or None}
-        for key, value in entry.extra.items():
-            if not str(key).startswith("__"):
-                fields[str(key)] = f"{key}: {_flat(value)}"
-        return self.check_fields(fields)
+        """The secret guard over everything an entry would store (storage.secrets.record_fields:
+        every field, every frontmatter key and value, path, an import's full text and versions)."""
+        from memstrata.storage.secrets import record_fields
+
+        return self.check_fields(record_fields(entry))
 
     def prepare(self) -> None:
         """Slow set-up a write needs (loading the model), done before the tree lock is taken."""
@@ -176,12 +173,3 @@ def _file_text(entry: Entry, old_path: str | None, old_bytes: bytes | None) -> s
     except UnicodeDecodeError:
         return codec.render(entry)
     return frontmatter_edit.edited_text(old_text, old_path, entry)
-
-
-def _flat(value) -> str:
-    """A frontmatter value as one text for the secret guard (nested lists and maps included)."""
-    if isinstance(value, dict):
-        return " ".join(f"{k}: {_flat(v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple, set)):
-        return " ".join(_flat(v) for v in value)
-    return str(value)

@@ -41,12 +41,17 @@ class Recall:
     def reindex_entries(self, ids: list[str]) -> int:
         """Index these entries again now (what they are indexed with changed beside their files:
         kept versions that came in with a pull). Returns how many were indexed."""
+        from memstrata.retrieval.sync import flag
+        from memstrata.retrieval.table import indexed_form
+
         entries = []
         for entry_id in ids:
             try:
-                entries.append(self.entries.resolve(entry_id))
+                entry = self.entries.resolve(entry_id)
             except (MemstrataError, OSError):
                 continue  # gone, or not an id: the next sync sees the tree as it is
+            if flag(indexed_form(self.root, entry)) is None:  # a pulled version may hold a credential
+                entries.append(entry)
         if entries:
             with self.state.lock():
                 self.state.vector_index().upsert(entries, self.state.model)
@@ -90,12 +95,14 @@ class Recall:
         """Rebuild the index from the tree (every entry re-embedded)."""
         from memstrata.errors import CorruptEntry
         from memstrata.retrieval import ann
+        from memstrata.retrieval.sync import flag
+        from memstrata.retrieval.table import indexed_form
         from memstrata.storage.catalog import iter_entry_files, read_entry_file
 
         embedder = self.state.model()
         with self.state.lock():
             index = self.state.vector_index()
-            entries, errors, seen = [], {}, set()
+            entries, errors, flagged, seen = [], {}, {}, set()
             for rel, _ in sorted(iter_entry_files(self.root)):
                 try:
                     e = read_entry_file(self.root, rel)
@@ -104,6 +111,9 @@ class Recall:
                     continue
                 if e.id and e.id in seen:
                     errors[rel] = f"duplicate id {e.id}: indexed once"
+                    continue
+                if (why := flag(indexed_form(self.root, e))) is not None:
+                    flagged[rel] = why
                     continue
                 seen.add(e.id)
                 entries.append(e)
@@ -116,7 +126,7 @@ class Recall:
                 done += len(part)
             index.maybe_optimize(force=True)
             ann.maintain(index)
-        return {"embedded": len(entries), "errors": errors, "model": embedder.name}
+        return {"embedded": len(entries), "errors": errors, "flagged": flagged, "model": embedder.name}
 
     def _cheap_sync(self, index, embedder, notes: list[str]) -> str:
         """Before answering: apply small changes to the index. 'ok', 'missing', 'stale' or 'model'.

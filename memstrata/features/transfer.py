@@ -21,6 +21,7 @@ from memstrata.features.transfer_formats import (
     write_sidecar,
 )
 from memstrata.storage import sidecars, trash, versions
+from memstrata.storage.secrets import redact
 from memstrata.storage.entry import Entry, new_id
 
 IMPORT_BATCH = 256            # entries saved (and embedded) per batch by the bulk import
@@ -160,22 +161,21 @@ class Transfer:
                      | versions.ids_with_snapshots(self.root))
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
-                full = entry.extra.pop("__full_content__", None)
-                kept = entry.extra.pop("__versions__", None) or {}
                 try:
                     if entry.id and entry.id in taken:
                         report.skipped += 1
                     else:
                         entry.id = entry.id or new_id()
-                        report.warnings.extend(f"{entry.title}: {w}" for w in self.save.check_entry(entry))
-                        report.warnings.extend(f"{entry.title}: {w}" for w in self.save.check_fields(
-                            {f"kept version {n}": text for n, text in kept.items()}))
+                        # the whole record: full text (the sidecar to be) and kept versions included
+                        report.warnings.extend(f"{redact(entry.title)}: {w}" for w in self.save.check_entry(entry))
+                        full = entry.extra.pop("__full_content__", None)
+                        kept = entry.extra.pop("__versions__", None) or {}
                         self._place_imported(entry, {e.path for e, _, _ in batch})
                         entry.extra["__versions__"] = kept
                         batch.append((entry, full, where))
                         taken.add(entry.id)
                 except MemstrataError as exc:
-                    report.error(where if where is not None else (entry.path or entry.title), exc.message)
+                    report.error(where if where is not None else redact(entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH or (batch and done == total):
                     self._save_batch(batch, report, progress, done, total)
                     batch = []

@@ -372,3 +372,67 @@ def test_locomo_conversations_have_no_findings():
                             hits.append(f"{path.name} {turn.get('dia_id')}: {f.describe()}")
     assert scanned > 1000
     assert hits == []
+
+
+# -- issue 27, item 4: the misses of the second attack, and what must stay quiet ---------------
+AGE = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+MISSES = [
+    ("slack app token", "Slack token", "xa" + "pp-1-A" + rnd(UPPER + DIGITS, 10) + "-" + rnd(DIGITS, 13) + "-" + rnd(HEX, 64)),
+    ("shopify", "Shopify token", "shp" + "at_" + rnd(HEX, 32)),
+    ("digitalocean", "DigitalOcean token", "do" + "p_v1_" + rnd(HEX, 64)),
+    ("docker", "Docker Hub token", "dck" + "r_pat_" + rnd(ALNUM + "-_", 27)),
+    ("mailgun", "Mailgun API key", "ke" + "y-" + rnd(HEX, 32)),
+    ("age", "age secret key", "AGE-SEC" + "RET-KEY-1" + "".join(_rng.choice(AGE) for _ in range(58)).upper()),
+    ("curl -u", "password on a command line", "curl -u admin:" + "S3cr3t" + "Passw0rd https://api.example.com"),
+    ("mysql -p", "password on a command line", "mysql -u root -p" + "S3cr3t" + "Passw0rd shop"),
+    ("prose", "password in prose", "the password is " + "Tr0ub4" + "dor&3"),
+    ("netrc", "netrc password", "machine api.example.com login bob password " + rnd(ALNUM, 12)),
+    ("pgpass", "pgpass line", "db.example.com:5432:app:app:" + rnd(ALNUM, 12)),
+    ("api key hex", "key after a credential word", "api key " + rnd(HEX, 32)),
+    ("token lowercase digits", "key after a credential word", "token: " + rnd(LOWER + DIGITS, 32)),
+    ("short url password", "connection string with password", "postgresql://app:" + "pw@db"),
+]
+
+
+@pytest.mark.parametrize("name,kind,text", MISSES, ids=[m[0] for m in MISSES])
+def test_second_attack_misses_are_found(name, kind, text):
+    assert [f.kind for f in scan(f"note:\n{text}\n")] == [kind]
+
+
+def test_keys_split_by_zero_width_or_full_width_characters_are_found():
+    key = "AK" + "IA" + rnd(UPPER + DIGITS, 16)
+    split = key[:4] + "\u200b" + key[4:10] + "\u2060" + key[10:]
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in key)  # ＡＫＩＡ...
+    for text, column in ((split, 9), (wide, 9), ("\ufeff" + key, 10)):
+        found = scan(f"héllo\nthe key {text} ok")
+        assert [(f.kind, f.line, f.column) for f in found] == [("AWS access key", 2, column)]
+    from memstrata.storage.secrets import redact
+
+    assert redact(f"the key {split} ok") == "the key [redacted] ok"
+    assert redact(f"the key {wide} ok") == "the key [redacted] ok"
+
+
+ORDINARY = [
+    "fixed in commit " + rnd(HEX, 40), "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "Reset your password via the portal.", "the password is stored in 1Password",
+    "password policy: 12 characters minimum", "api key rotation is monthly", "token bucket rate limiter",
+    "postgresql://db.internal:5432/app", 'curl -u "$USER:$TOKEN" https://api.example.com', "mysql -p shop",
+    "the token is refreshed every hour", "sort -u file:line", "The password is correct-horse-battery",
+    "git log -u HEAD:src/main.py", "meeting at 10:30:00:room:b", "login with your SSO password",
+    "token refresh landed in commit " + rnd(HEX, 40), "sha256 " + rnd(HEX, 64),
+    "access key rotation schedule is quarterly", "the api key is in the vault", "md5 " + rnd(HEX, 32),
+    "ssh -p 2222 host", "the password was changed yesterday", "image sha256:" + rnd(HEX, 64),
+    "build id " + rnd(LOWER + DIGITS, 24), "the secret is patience", "Ｔｈｅ full-width note is fine",
+    "zero\u200bwidth joiners in prose", "machine learning login page password reset flow",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_notes_stay_quiet(text):
+    assert scan(text) == []
+
+
+def test_a_megabyte_body_and_a_ten_megabyte_word_are_scanned():
+    big = scan("widgets" * 1_500_000)  # one 10 MB word: every rule stays linear
+    assert big == []
+    assert [f.kind for f in scan("note " * 200_000 + "ke" + "y-" + rnd(HEX, 32))] == ["Mailgun API key"]
