@@ -73,4 +73,10 @@ def main(n: int = 10000, changed: int = 100) -> dict:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10000)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("entries", nargs="?", type=int, default=10000, help="entries in the tree (default 10000)")
+    ap.add_argument("--changed", type=int, default=100, help="entries changed or added after the snapshot")
+    args = ap.parse_args()
+    main(args.entries, changed=args.changed)

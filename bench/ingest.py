@@ -1,5 +1,4 @@
-"""Ingestion through the CLI: `mem import` of LoCoMo turns and of ~500-character passages, and
-whether the passages are still found (a known-item recall test).
+"""Ingestion speed through the CLI (`mem import` of LoCoMo turns and ~500-character passages) and known-item recall.
 
 Usage:
   python bench/ingest.py                       # everything below, about 4-6 min on 2 quiet cores

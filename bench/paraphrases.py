@@ -47,3 +47,12 @@ PAIRS = [
     ("We chose Grafana for dashboards because the team already knew it.", "which monitoring charts tool did we pick?"),
     ("Parents visit for Christmas every other year, next time in 2026.", "when are my mum and dad coming for the holidays?"),
 ]
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " Prints them as JSON lines.").parse_args()
+    for note, query in PAIRS:
+        print(json.dumps({"note": note, "query": query}, ensure_ascii=False))

@@ -1,4 +1,4 @@
-"""Performance of memstrata end to end, against the targets of issue 8, as one Markdown table.
+"""Performance of memstrata end to end, against its targets, as one Markdown table.
 
 Usage:
   python bench/perf.py                      # 1,000 and 10,000 entries (about 15-30 min)

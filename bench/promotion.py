@@ -1,5 +1,6 @@
-"""Calibrate the promotion threshold on LoCoMo: a question is the context, its evidence turns
-are the entries that should come back. Prints precision/recall/F1 of promotion per threshold.
+"""Calibrate the promotion threshold on LoCoMo: precision, recall and F1 of promotion per threshold.
+
+A question is the context; its evidence turns are the entries that should come back.
 
     python bench/promotion.py            # all five conversations in ../shared/bench/locomo
 
@@ -36,7 +37,10 @@ def entry_similarities(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarr
     return embedder.embed(chunk_texts, batch_size=64), np.array(owners)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     from memstrata.models.embedder import get_embedder
 
     embedder = get_embedder("bundled")

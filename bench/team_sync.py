@@ -30,4 +30,10 @@ def main(steps: int = 120, seed: int = 7) -> dict:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 120)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("steps", nargs="?", type=int, default=120, help="random steps of the scenario (default 120)")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    main(args.steps, seed=args.seed)

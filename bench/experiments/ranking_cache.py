@@ -1,11 +1,11 @@
 """A cache of every LoCoMo question's candidate signals, to measure ranking ideas offline.
 
-    python bench/ranking_cache.py --reuse DIR --out FILE.npz
+    python bench/experiments/ranking_cache.py --reuse DIR --out FILE.npz
 
 For each question it keeps what the real pipeline gives (the fused top 100, the ranker's
 features, the labels) plus, for every entry of the tree, the cosine of each chunk kind's best
 chunk (entry, sentence, context, window) for the dense query and for the query without its
-stop words, and the tree's structure; bench/ranking_ideas.py reads it. Also each entry's best
+stop words, and the tree's structure; bench/experiments/ranking_ideas.py reads it. Also each entry's best
 chunk cosine for the kind a query asks for ("What books has Tim read?" -> "books"; `head`,
 nan when the query names no kind). With --resolve-dates the full-text side reads each entry
 with its relative dates resolved (retrieval.dates.words after the date line), as an index
@@ -21,7 +21,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: locomo, fit_ranking
 
 import numpy as np  # noqa: E402
 

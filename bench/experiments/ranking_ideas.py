@@ -1,7 +1,7 @@
-"""Measure ranking ideas offline, by leave-one-conversation-out, on bench/ranking_cache.py's cache.
+"""Measure ranking ideas offline, by leave-one-conversation-out, on bench/experiments/ranking_cache.py's cache.
 
-    python bench/ranking_ideas.py FILE.pkl [IDEA[+IDEA...] ...]   # e.g. "" rand1 adjcap adjcap+rand1
-    python bench/ranking_ideas.py FILE.pkl "" --fit softmax      # another way to fit (FITS, trees2/3)
+    python bench/experiments/ranking_ideas.py FILE.pkl [IDEA[+IDEA...] ...]   # e.g. "" rand1 adjcap adjcap+rand1
+    python bench/experiments/ranking_ideas.py FILE.pkl "" --fit softmax      # another way to fit (FITS, trees2/3)
 
 Each idea is a set of extra candidate features added to scoring.ranker.FEATURES; the ranker is
 fitted as bench/fit_ranking.py fits it (pairwise logistic, monotone in the text match,
@@ -27,7 +27,7 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: locomo, fit_ranking
 
 import numpy as np  # noqa: E402
 
