@@ -19,8 +19,10 @@ Protocol (one request per connection, Unix stream socket `{runtime}/mem.sock`):
                       before starting (the caller then runs the call itself).
 
 Results are identical with and without the service by construction: the service runs the
-same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and environment (the
-MEMSTRATA_* variables and the few that shape output, see FORWARDED_ENV).
+same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and whole environment (for that
+call only, and for the programs it starts). Calls that reach the network, credentials or an
+identity (runs_in_caller) never go to the service: libraries such as LanceDB's object store read
+the process environment natively and cache clients per process, so they run here, as the caller.
 
 If the connection dies before "started", nothing ran: the client falls back to running the
 call in-process. If it dies after, the client says so (exit 1), like a crashed process.
@@ -42,10 +44,6 @@ BYPASS = frozenset({"serve", "mcp"})
 # Commands not worth starting a service for (they read the catalog only); every other command
 # loads the model or opens the vector table, and a call of one starts the service on demand.
 LIGHT = frozenset({"init", "list", "config", "stats", "index", "trash", "history", "serve", "mcp"})
-# Environment that shapes results or output, besides every MEMSTRATA_* variable.
-FORWARDED_ENV = ("HOME", "TZ", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM",
-                 "CLICOLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "LANG", "LC_ALL",
-                 "LC_CTYPE", "PYTHONIOENCODING")
 CONNECT_TIMEOUT = 5.0
 
 
@@ -132,12 +130,29 @@ def service_mode(root: str) -> str:
     return "auto"
 
 
-def _forwarded_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k.startswith("MEMSTRATA_")}
-    for key in FORWARDED_ENV:
-        if key in os.environ:
-            env[key] = os.environ[key]
-    return env
+def runs_in_caller(argv: list[str]) -> bool:
+    """Whether a call reaches the network, credentials or an identity (a git remote, object
+    storage): `mem sync --remote [NAME] [--watch S]`, `mem init --clone URL`, `mem index push|pull URI`.
+    Such a call always runs in the caller's process, with the caller's environment and config
+    files (AWS_*, GIT_*, SSH_*, proxies, HOME ...), never in the shared service (docs/service.md)."""
+    command = command_of(argv)
+    words, skip = [], False
+    for arg in argv:
+        if arg == "--":
+            break
+        if skip:
+            skip = False
+        elif arg in GLOBAL_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    if command == "sync":
+        return len(words) > 1 or any(a in ("--remote", "--watch") or a.startswith("--watch=") for a in argv)
+    if command == "init":
+        return any(a in ("--clone", "--index-from") or a.startswith(("--clone=", "--index-from=")) for a in argv)
+    if command == "index":
+        return len(words) > 1 and words[1] in ("push", "pull")
+    return False
 
 
 def _terminal_size():
@@ -368,8 +383,10 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
     except OSError:
         sock.close()
         return None
+    hook = command_of(argv) == "autoload" and "--hook" in argv
     message = {"op": "run", "v": PROTOCOL, "code": code_home(), "root": root, "argv": argv, "cwd": cwd, "umask": umask,
-               "env": _forwarded_env(),
+               "hook": hook,
+               "env": dict(os.environ),
                "enc": {"stdin": getattr(sys.stdin, "encoding", None) or "utf-8",
                        "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
                        "stderr_errors": getattr(sys.stderr, "errors", None) or "backslashreplace"},
@@ -454,7 +471,7 @@ def run(argv: list[str]) -> int | None:
     never load the model at the same time); later calls go through the service.
     """
     command = command_of(argv)
-    if command in BYPASS or not argv:
+    if command in BYPASS or not argv or runs_in_caller(argv):
         return None
     if not (_utf8(sys.stdout) and _utf8(sys.stderr)):
         return None  # the service's streams are UTF-8; keep other encodings exact in-process
