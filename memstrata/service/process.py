@@ -182,8 +182,11 @@ def status() -> dict | None:
     return client.request({"op": "status"})
 
 
-def stop(timeout: float = 30.0) -> dict | None:
-    """Ask the user's service to stop and wait until it has; None if none was running."""
+def stop(timeout: float = 660.0, root: str | None = None) -> dict | None:
+    """Ask the user's service to stop and wait until it has (it first finishes the calls in flight);
+    with `root`, to close that tree only (once its calls are done). None if no service was running."""
+    if root is not None:
+        return client.request({"op": "close", "root": root}, timeout=timeout)
     info = client.request({"op": "stop"})
     if info is None:
         return None

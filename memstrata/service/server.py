@@ -69,6 +69,8 @@ from memstrata.service.threads import (
 # Calls after which the index may need upkeep (anything that can write), checked
 # upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
 _READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
+# How long a stop waits for the calls in flight (an import, a long recall) before the process exits.
+STOP_WAIT = float(os.environ.get("MEMSTRATA_SERVICE_STOP_WAIT", 600))
 
 
 # --------------------------------------------------------------------------- running one call
@@ -92,7 +94,8 @@ class Service:
         self.wait_pid = wait_pid
         self.started = time.time()
         self.last_activity = time.monotonic()
-        self.active = 0
+        self.active = 0    # connections being handled (calls and control requests)
+        self.running = 0   # calls (op run) being handled
         self.requests = 0
         self.warm = threading.Event()
         self.stopping = threading.Event()
@@ -214,11 +217,28 @@ class Service:
         """Open a tree now (model, table, frame) and bring its index up to date."""
         _local.memories = {}
         try:
-            for problem in POOL.checkout(root, call=False).warm_up():
+            memory = POOL.checkout(root, call=False)
+            for problem in memory.warm_up():
                 _log(problem)
+            memory.state.catalog  # noqa: B018 - opened now, so the status counts the tree's entries
         finally:
             POOL.checkin_all()
         maintain_index(root)
+
+    def close_root(self, root: str) -> dict:
+        """Close one tree once its calls in flight have finished (up to STOP_WAIT s); other trees' calls
+        go on. A call of it arriving later opens it again."""
+        deadline = time.monotonic() + STOP_WAIT
+        while POOL.is_open(root):
+            if POOL.close(root) is not None:
+                self.upkeep.forget(root)
+                _log(f"closed {root} (asked to)")
+                return {"root": root, "was_open": True}
+            if time.monotonic() > deadline:
+                _log(f"did not close {root}: its calls still run after {STOP_WAIT:.0f}s")
+                return {"root": root, "was_open": True, "busy": True}
+            time.sleep(0.05)
+        return {"root": root, "was_open": False}
 
     def root_idle_seconds(self, root: str) -> float | None:
         """How long a tree stays open without calls (None: until the service stops)."""
@@ -255,9 +275,25 @@ class Service:
             with self._state:
                 self.active += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-        deadline = time.monotonic() + 30
-        while (self.active or self.upkeep.syncing()) and time.monotonic() < deadline:  # calls, a team sync
+        self._drain()
+
+    def _drain(self) -> None:
+        """Once no new call is accepted: wait for the calls in flight and a team sync round, up to
+        STOP_WAIT seconds, and say in the log how it ended."""
+        with self._state:
+            running = self.running
+        if running or self.upkeep.syncing():
+            _log(f"waiting for {running} call(s) in flight" + (" and a team sync" if self.upkeep.syncing() else ""))
+        deadline = time.monotonic() + STOP_WAIT
+        while (self.active or self.upkeep.syncing()) and time.monotonic() < deadline:
             time.sleep(0.05)
+        with self._state:
+            left = self.running
+        if left or self.upkeep.syncing():
+            _log(f"exiting with {left} call(s) still running after {STOP_WAIT:.0f}s (their callers are told "
+                 "the service stopped)")
+        else:
+            _log("stopped: no call in flight")
 
     def _watchdog(self) -> None:
         while not self.stopping.is_set():
@@ -302,6 +338,10 @@ class Service:
             elif op == "stop":
                 _reply(conn, {"t": "stopping", "pid": os.getpid()})
                 threading.Thread(target=self.shutdown, args=("asked to stop",), daemon=True).start()
+            elif op == "close":
+                root = _tree_of(message)
+                _reply(conn, {"t": "closed", "pid": os.getpid(), **self.close_root(root)} if root else
+                       {"t": "refused", "message": "not an initialised memory tree"})
             elif op == "ping":
                 _reply(conn, {"t": "pong", "pid": os.getpid()})
             elif op == "open":
@@ -323,6 +363,11 @@ class Service:
                     # code. The caller runs the call itself; the next heavy call starts a fresh service.
                     _reply(conn, {"t": "outdated"})
                     threading.Thread(target=self.shutdown, args=("code changed on disk",), daemon=True).start()
+                    return
+                if message.get("hook") and not self.warm.is_set():
+                    # A prompt hook never waits for the warm-up (seconds): it answers nothing now,
+                    # as on a cold start (docs/hooks.md); the next prompt gets the full answer.
+                    _reply(conn, {"t": "exit", "code": 0, "cold": True})
                     return
                 if len(fds) != 3:
                     _reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
@@ -350,6 +395,15 @@ class Service:
                 self.active -= 1
 
     def _run(self, conn, message: dict, fds: list[int], root: str) -> None:
+        with self._state:
+            self.running += 1
+        try:
+            self._run_call(conn, message, fds, root)
+        finally:
+            with self._state:
+                self.running -= 1
+
+    def _run_call(self, conn, message: dict, fds: list[int], root: str) -> None:
         main = self._load_cli()
         private = _private_fs()
         serial = None if private else _serial
