@@ -50,7 +50,7 @@ def serve(
 
     from memstrata.errors import InvalidInput, NotFound
     from memstrata.service import rundir
-    from memstrata.service import server as service
+    from memstrata.service import control as service
 
     if sum((detach, status, stop)) > 1:
         raise InvalidInput("give at most one of --detach, --status, --stop")
