@@ -21,11 +21,11 @@ def stop_service_and_remove(folder: str) -> None:
     import time
 
     from memstrata.service import client
-    from memstrata.service.process import _pid_alive
+    from memstrata.service.process import pid_alive
 
     info = client.request({"op": "stop"}, timeout=5, folder=folder)
     deadline = time.monotonic() + 30
-    while info and info.get("pid") and _pid_alive(info["pid"]) and time.monotonic() < deadline:
+    while info and info.get("pid") and pid_alive(info["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -16,7 +16,8 @@ def serve(
     detach: Annotated[bool, typer.Option("--detach", help="Start in the background (or have the running service open "
                                                           "the tree) and return once it answers.")] = False,
     status: Annotated[bool, typer.Option("--status", help="Say whether your service runs: the trees it holds, its memory.")] = False,
-    stop: Annotated[bool, typer.Option("--stop", help="Stop your service, for every tree (waits for calls in flight).")] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop your service, for every tree; with --root, close that "
+                                                      "tree only (both wait for the calls in flight).")] = False,
     idle_minutes: Annotated[Optional[float], typer.Option(
         "--idle-minutes", help="Stop after this long without calls, closing trees as soon (default: each tree closes "
                                "after its service_idle_minutes and the service stops once none is open; 0 = never).",
@@ -34,7 +35,8 @@ def serve(
     `service: off` (or MEMSTRATA_SERVICE=off) keeps a tree's calls in-process. The socket is
     mem.sock in your private runtime folder ($MEMSTRATA_RUNTIME_DIR, else
     $XDG_RUNTIME_DIR/memstrata, else /tmp/memstrata-UID), for you only. Results are the same
-    with or without it. --status and --stop are about the whole service, whatever the --root.
+    with or without it. --status is about the whole service; --stop too, unless --root names the
+    one tree to close.
 
     Examples:
 
@@ -42,12 +44,13 @@ def serve(
       mem serve --detach
       mem serve --status --json
       mem serve --stop
+      mem serve --stop --root ~/work-memory
     """
     from memstrata.storage import tree
 
     from memstrata.errors import InvalidInput, NotFound
     from memstrata.service import rundir
-    from memstrata.service import server as service
+    from memstrata.service import control as service
 
     if sum((detach, status, stop)) > 1:
         raise InvalidInput("give at most one of --detach, --status, --stop")
@@ -62,6 +65,16 @@ def serve(
                 **({"busy_pid": busy} if busy else {}),
                 **({k: v for k, v in info.items() if k != "t"} if info else {})}
         emit(as_json, data, lambda: _say_status(info, folder, data.get("problem"), busy))
+        return
+    if stop and root is not None:  # one tree: the service goes on serving the others
+        resolved = str(tree.resolve_root(root))
+        info = service.stop(root=resolved)
+        closed = bool(info and info.get("was_open") and not info.get("busy"))
+        emit(as_json, {"closed": closed, "root": resolved, "running": info is not None,
+                       "pid": (info or {}).get("pid"), **({"busy": True} if info and info.get("busy") else {})},
+             (f"closed {resolved} in the memory service (pid {info['pid']})" if closed else
+              f"{resolved} still has calls running in the memory service" if info and info.get("busy") else
+              f"{resolved} was not open in the memory service") if info else "no memory service running")
         return
     if stop:
         info = service.stop()

@@ -1,2 +1,3 @@
-"""The warm local service: its stdlib client (client.py), server (server.py), pool of warm trees
-(pool.py) and per-call thread state (threads.py). Nothing is imported here, so the client stays light."""
+"""The warm local service: its stdlib client (client.py, connection.py), server (server.py), entry
+points (control.py), process log and facts (process.py), pool of warm trees (pool.py) and per-call
+thread state (threads.py). Nothing is imported here, so the client stays light."""

@@ -19,22 +19,31 @@ Protocol (one request per connection, Unix stream socket `{runtime}/mem.sock`):
                       before starting (the caller then runs the call itself).
 
 Results are identical with and without the service by construction: the service runs the
-same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and environment (the
-MEMSTRATA_* variables and the few that shape output, see FORWARDED_ENV).
+same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and whole environment (for that
+call only, and for the programs it starts). Calls that reach the network, credentials or an
+identity (runs_in_caller) never go to the service: libraries such as LanceDB's object store read
+the process environment natively and cache clients per process, so they run here, as the caller.
 
 If the connection dies before "started", nothing ran: the client falls back to running the
 call in-process. If it dies after, the client says so (exit 1), like a crashed process.
 """
 from __future__ import annotations
 
-import json
 import os
-import socket
 import stat
-import struct
 import sys
 
 from memstrata.service import rundir
+from memstrata.service.connection import (  # noqa: F401 - the client's names for its callers and tests
+    CONNECT_TIMEOUT,
+    _Lines,
+    connect,
+    peer_uid,
+    remove_stale_socket,
+    request,
+    send_message,
+    untrusted_reason,
+)
 
 PROTOCOL = 2
 # Commands that never go through the service (the service itself, long-lived stdio servers).
@@ -42,11 +51,6 @@ BYPASS = frozenset({"serve", "mcp"})
 # Commands not worth starting a service for (they read the catalog only); every other command
 # loads the model or opens the vector table, and a call of one starts the service on demand.
 LIGHT = frozenset({"init", "list", "config", "stats", "index", "trash", "history", "serve", "mcp"})
-# Environment that shapes results or output, besides every MEMSTRATA_* variable.
-FORWARDED_ENV = ("HOME", "TZ", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM",
-                 "CLICOLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "LANG", "LC_ALL",
-                 "LC_CTYPE", "PYTHONIOENCODING")
-CONNECT_TIMEOUT = 5.0
 
 
 GLOBAL_FLAGS = ("--json",)
@@ -132,12 +136,29 @@ def service_mode(root: str) -> str:
     return "auto"
 
 
-def _forwarded_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k.startswith("MEMSTRATA_")}
-    for key in FORWARDED_ENV:
-        if key in os.environ:
-            env[key] = os.environ[key]
-    return env
+def runs_in_caller(argv: list[str]) -> bool:
+    """Whether a call reaches the network, credentials or an identity (a git remote, object
+    storage): `mem sync --remote [NAME] [--watch S]`, `mem init --clone URL`, `mem index push|pull URI`.
+    Such a call always runs in the caller's process, with the caller's environment and config
+    files (AWS_*, GIT_*, SSH_*, proxies, HOME ...), never in the shared service (docs/service.md)."""
+    command = command_of(argv)
+    words, skip = [], False
+    for arg in argv:
+        if arg == "--":
+            break
+        if skip:
+            skip = False
+        elif arg in GLOBAL_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    if command == "sync":
+        return len(words) > 1 or any(a in ("--remote", "--watch") or a.startswith("--watch=") for a in argv)
+    if command == "init":
+        return any(a in ("--clone", "--index-from") or a.startswith(("--clone=", "--index-from=")) for a in argv)
+    if command == "index":
+        return len(words) > 1 and words[1] in ("push", "pull")
+    return False
 
 
 def _terminal_size():
@@ -169,180 +190,6 @@ def _utf8(stream) -> bool:
     return enc == "utf8"
 
 
-def untrusted_reason(my_uid: int, *, dir_uid: int | None, socket_uid: int | None, socket_is_socket: bool,
-                     peer_uid: int | None) -> str | None:
-    """Why a service socket must not be given this caller's argv, environment and descriptors
-    (None: it may). The runtime folder and the socket file must be the caller's, the file a socket,
-    and the process at the other end (SO_PEERCRED; None where the platform cannot tell) the same user."""
-    if dir_uid != my_uid:
-        return f"the service's runtime folder is owned by uid {dir_uid}, not {my_uid}"
-    if not socket_is_socket:
-        return "the service path is not a socket"
-    if socket_uid != my_uid:
-        return f"the service socket is owned by uid {socket_uid}, not {my_uid}"
-    if peer_uid is not None and peer_uid != my_uid:
-        return f"the service process runs as uid {peer_uid}, not {my_uid}"
-    return None
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end of a connected AF_UNIX socket (None if unknown)."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is not None:
-        try:
-            raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-            return struct.unpack("3i", raw)[1]  # struct ucred: pid, uid, gid
-        except OSError:
-            return None
-    return None
-
-
-def _socket_owner(path: str) -> tuple[bool, int | None]:
-    """(is a socket, owner uid) of the service path, without following a symlink."""
-    st = os.lstat(path)  # FileNotFoundError passes through
-    return stat.S_ISSOCK(st.st_mode), st.st_uid
-
-
-def _folder(folder: str | None) -> str | None:
-    """The runtime folder to use (checked, never created here), or None when it is unusable."""
-    if folder is None:
-        folder, reason = rundir.ensure(create=False)
-    else:
-        reason = rundir.check(folder)
-    return None if reason else folder
-
-
-def connect(folder: str | None = None, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None:
-    """A connection to the user's live service, or None (no socket, stale socket, not ours).
-
-    Nothing is sent before the socket is known to be the caller's: the runtime folder private
-    (0700, ours, no symlink), the socket file owned by the caller, and the peer process of the
-    same uid (untrusted_reason).
-    """
-    folder = _folder(folder)
-    if folder is None:
-        return None
-    path = rundir.socket_path(folder)
-    if len(path.encode()) > 107:
-        return None  # AF_UNIX path limit: no service possible here
-    my_uid = os.getuid()
-    try:
-        is_socket, socket_uid = _socket_owner(path)
-        dir_uid = os.lstat(folder).st_uid
-    except OSError:
-        return None
-    if untrusted_reason(my_uid, dir_uid=dir_uid, socket_uid=socket_uid, socket_is_socket=is_socket,
-                        peer_uid=None):
-        return None  # run in-process; never touch a path that is not our socket
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        sock.connect(path)
-    except FileNotFoundError:
-        sock.close()
-        return None
-    except (ConnectionRefusedError, socket.timeout):
-        sock.close()
-        remove_stale_socket(folder)
-        return None
-    except OSError:
-        sock.close()
-        return None
-    if untrusted_reason(my_uid, dir_uid=dir_uid, socket_uid=socket_uid, socket_is_socket=True,
-                        peer_uid=peer_uid(sock)):
-        sock.close()
-        return None
-    return sock
-
-
-def remove_stale_socket(folder: str | None = None) -> bool:
-    """Unlink the socket if no live service holds the service lock (a crash left it).
-
-    Only a socket owned by the caller is ever removed: a regular file (or anything else) at
-    the socket's path is left alone.
-    """
-    import fcntl
-
-    folder = _folder(folder)
-    if folder is None:
-        return False
-    path = rundir.socket_path(folder)
-    try:
-        is_socket, owner = _socket_owner(path)
-    except OSError:
-        return False
-    if not is_socket or owner != os.getuid():
-        return False
-    try:
-        fd = os.open(rundir.lock_path(folder), os.O_RDWR | os.O_NOFOLLOW)
-    except OSError:
-        fd = None
-    try:
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return False  # a service is alive (starting up or busy): leave its socket alone
-        try:
-            if _socket_owner(path)[0]:
-                os.unlink(path)
-                return True
-            return False
-        except OSError:
-            return False
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def send_message(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
-    data = json.dumps(message).encode()
-    packet = struct.pack("!I", len(data)) + data
-    if fds:
-        sent = socket.send_fds(sock, [packet], fds)
-        if sent < len(packet):
-            sock.sendall(packet[sent:])
-    else:
-        sock.sendall(packet)
-
-
-class _Lines:
-    """Reads newline-delimited JSON messages from a socket."""
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.buf = b""
-
-    def next(self) -> dict | None:
-        while b"\n" not in self.buf:
-            try:
-                chunk = self.sock.recv(65536)
-            except (ConnectionResetError, socket.timeout, OSError):
-                return None
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        try:
-            return json.loads(line)
-        except ValueError:
-            return None
-
-
-def request(message: dict, timeout: float = 10.0, folder: str | None = None) -> dict | None:
-    """A control request (status, stop, open, ping) to the user's service: its one-line answer, or None."""
-    sock = connect(folder, timeout)
-    if sock is None:
-        return None
-    try:
-        send_message(sock, message)
-        return _Lines(sock).next()
-    except OSError:
-        return None
-    finally:
-        sock.close()
-
-
 def code_home() -> str:
     """Where this process's memstrata code lives: a service answers only the clients of its own
     install (another checkout or venv may be another version with other rules and formats)."""
@@ -368,8 +215,10 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
     except OSError:
         sock.close()
         return None
+    hook = command_of(argv) == "autoload" and "--hook" in argv
     message = {"op": "run", "v": PROTOCOL, "code": code_home(), "root": root, "argv": argv, "cwd": cwd, "umask": umask,
-               "env": _forwarded_env(),
+               "hook": hook,
+               "env": dict(os.environ),
                "enc": {"stdin": getattr(sys.stdin, "encoding", None) or "utf-8",
                        "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
                        "stderr_errors": getattr(sys.stderr, "errors", None) or "backslashreplace"},
@@ -454,7 +303,7 @@ def run(argv: list[str]) -> int | None:
     never load the model at the same time); later calls go through the service.
     """
     command = command_of(argv)
-    if command in BYPASS or not argv:
+    if command in BYPASS or not argv or runs_in_caller(argv):
         return None
     if not (_utf8(sys.stdout) and _utf8(sys.stderr)):
         return None  # the service's streams are UTF-8; keep other encodings exact in-process

@@ -24,8 +24,8 @@ the next client removes the stale socket and starts a new one). A tree is closed
 --idle-minutes without calls when given), on `mem serve --stop`, on SIGTERM/SIGINT, or when
 its socket is removed or replaced. Background upkeep per tree is in upkeep.py.
 
-The process around it (entry points, `python -m memstrata.service`) is in process.py; its
-names are importable from here too.
+The entry points around it (run, start detached, status, stop, `python -m memstrata.service`)
+are in control.py; the process's log and facts in process.py.
 """
 from __future__ import annotations
 
@@ -43,41 +43,15 @@ from memstrata.service.pool import POOL, install_memory_factory
 from memstrata.service.upkeep import Upkeep, maintain_index
 from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
 
-# The process entry points, imported from here by cli/commands/service.py and __main__.py.
-from memstrata.service.process import (  # noqa: F401
-    _log,
-    log_path,
-    _main,
-    _peak_rss_mb,
-    _pid_alive,
-    _rss_mb,
-    run_service,
-    silent_pid,
-    start_detached,
-    status,
-    stop,
-)
-from memstrata.service.threads import (
-    _close_streams,
-    _env_overlay,
-    _local,
-    _open_streams,
-    _private_fs,
-    _serial,
-)
+from memstrata.service.calls import log_internal_error, run_call
+from memstrata.service.process import log, peak_rss_mb, pid_alive, rss_mb
+from memstrata.service.threads import _local
 
-# Calls after which the index may need upkeep (anything that can write), checked
-# upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
-_READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
+# How long a stop waits for the calls in flight (an import, a long recall) before the process exits.
+STOP_WAIT = float(os.environ.get("MEMSTRATA_SERVICE_STOP_WAIT", 600))
 
 
 # --------------------------------------------------------------------------- running one call
-
-
-def log_internal_error(exc: BaseException, command: str | None) -> str:
-    """Log a call's internal error with its traceback; the note that names the log for its one-line error."""
-    _log(f"internal error in `mem {command or ''}`: {type(exc).__name__}: {exc}", exc)
-    return f" (traceback in {log_path()})"
 
 
 class Service:
@@ -92,7 +66,8 @@ class Service:
         self.wait_pid = wait_pid
         self.started = time.time()
         self.last_activity = time.monotonic()
-        self.active = 0
+        self.active = 0    # connections being handled (calls and control requests)
+        self.running = 0   # calls (op run) being handled
         self.requests = 0
         self.warm = threading.Event()
         self.stopping = threading.Event()
@@ -169,7 +144,7 @@ class Service:
         if self.stopping.is_set():
             return
         self.stopping.set()
-        _log(f"stopping ({reason})")
+        log(f"stopping ({reason})")
         if self._socket_is_ours():
             try:
                 self.sock_path.unlink()
@@ -197,16 +172,16 @@ class Service:
         try:
             if self.wait_pid:
                 deadline = time.monotonic() + 120
-                while time.monotonic() < deadline and _pid_alive(self.wait_pid) and not self.stopping.is_set():
+                while time.monotonic() < deadline and pid_alive(self.wait_pid) and not self.stopping.is_set():
                     time.sleep(0.05)
             t0 = time.perf_counter()
             self._load_cli()
             if self.first_root is not None:
                 self.open_root(self.first_root)
             self._code_changed()  # record the mtimes of everything loaded so far
-            _log(f"warm in {time.perf_counter() - t0:.2f}s")
+            log(f"warm in {time.perf_counter() - t0:.2f}s")
         except Exception as exc:  # noqa: BLE001
-            _log(f"warm-up failed: {type(exc).__name__}: {exc}", exc)
+            log(f"warm-up failed: {type(exc).__name__}: {exc}", exc)
         finally:
             self.warm.set()
 
@@ -214,11 +189,28 @@ class Service:
         """Open a tree now (model, table, frame) and bring its index up to date."""
         _local.memories = {}
         try:
-            for problem in POOL.checkout(root, call=False).warm_up():
-                _log(problem)
+            memory = POOL.checkout(root, call=False)
+            for problem in memory.warm_up():
+                log(problem)
+            memory.state.catalog  # noqa: B018 - opened now, so the status counts the tree's entries
         finally:
             POOL.checkin_all()
         maintain_index(root)
+
+    def close_root(self, root: str) -> dict:
+        """Close one tree once its calls in flight have finished (up to STOP_WAIT s); other trees' calls
+        go on. A call of it arriving later opens it again."""
+        deadline = time.monotonic() + STOP_WAIT
+        while POOL.is_open(root):
+            if POOL.close(root) is not None:
+                self.upkeep.forget(root)
+                log(f"closed {root} (asked to)")
+                return {"root": root, "was_open": True}
+            if time.monotonic() > deadline:
+                log(f"did not close {root}: its calls still run after {STOP_WAIT:.0f}s")
+                return {"root": root, "was_open": True, "busy": True}
+            time.sleep(0.05)
+        return {"root": root, "was_open": False}
 
     def root_idle_seconds(self, root: str) -> float | None:
         """How long a tree stays open without calls (None: until the service stops)."""
@@ -255,9 +247,25 @@ class Service:
             with self._state:
                 self.active += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-        deadline = time.monotonic() + 30
-        while (self.active or self.upkeep.syncing()) and time.monotonic() < deadline:  # calls, a team sync
+        self._drain()
+
+    def _drain(self) -> None:
+        """Once no new call is accepted: wait for the calls in flight and a team sync round, up to
+        STOP_WAIT seconds, and say in the log how it ended."""
+        with self._state:
+            running = self.running
+        if running or self.upkeep.syncing():
+            log(f"waiting for {running} call(s) in flight" + (" and a team sync" if self.upkeep.syncing() else ""))
+        deadline = time.monotonic() + STOP_WAIT
+        while (self.active or self.upkeep.syncing()) and time.monotonic() < deadline:
             time.sleep(0.05)
+        with self._state:
+            left = self.running
+        if left or self.upkeep.syncing():
+            log(f"exiting with {left} call(s) still running after {STOP_WAIT:.0f}s (their callers are told "
+                 "the service stopped)")
+        else:
+            log("stopped: no call in flight")
 
     def _watchdog(self) -> None:
         while not self.stopping.is_set():
@@ -274,7 +282,7 @@ class Service:
             self.upkeep.start_due_syncs()
             for root in POOL.close_idle(self.root_idle_seconds):
                 self.upkeep.forget(root)
-                _log(f"closed {root} (idle)")
+                log(f"closed {root} (idle)")
             with self._state:
                 quiet = self.active == 0
                 since = time.monotonic() - self.last_activity
@@ -302,6 +310,10 @@ class Service:
             elif op == "stop":
                 _reply(conn, {"t": "stopping", "pid": os.getpid()})
                 threading.Thread(target=self.shutdown, args=("asked to stop",), daemon=True).start()
+            elif op == "close":
+                root = _tree_of(message)
+                _reply(conn, {"t": "closed", "pid": os.getpid(), **self.close_root(root)} if root else
+                       {"t": "refused", "message": "not an initialised memory tree"})
             elif op == "ping":
                 _reply(conn, {"t": "pong", "pid": os.getpid()})
             elif op == "open":
@@ -324,6 +336,11 @@ class Service:
                     _reply(conn, {"t": "outdated"})
                     threading.Thread(target=self.shutdown, args=("code changed on disk",), daemon=True).start()
                     return
+                if message.get("hook") and not self.warm.is_set():
+                    # A prompt hook never waits for the warm-up (seconds): it answers nothing now,
+                    # as on a cold start (docs/hooks.md); the next prompt gets the full answer.
+                    _reply(conn, {"t": "exit", "code": 0, "cold": True})
+                    return
                 if len(fds) != 3:
                     _reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
                     return
@@ -335,7 +352,7 @@ class Service:
             else:
                 _reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
         except Exception as exc:  # noqa: BLE001 - one bad call never takes the service down
-            _log(f"request failed: {type(exc).__name__}: {exc}", exc)
+            log(f"request failed: {type(exc).__name__}: {exc}", exc)
         finally:
             for fd in fds:
                 try:
@@ -350,58 +367,13 @@ class Service:
                 self.active -= 1
 
     def _run(self, conn, message: dict, fds: list[int], root: str) -> None:
-        main = self._load_cli()
-        private = _private_fs()
-        serial = None if private else _serial
-        if serial is not None:
-            serial.acquire()
-        streams = _open_streams(fds, message)
-        fds.clear()  # the streams own them now: never closed a second time by _handle
-        previous_cwd = None
+        with self._state:
+            self.running += 1
         try:
-            if private:
-                os.chdir(message["cwd"])
-                os.umask(int(message.get("umask", 0o022)))
-            else:
-                previous_cwd = os.getcwd()
-                os.chdir(message["cwd"])
-            _local.stdin, _local.stdout, _local.stderr = streams
-            _local.env = _env_overlay(message)
-            _local.memories = {}
-            with self._state:
-                self.requests += 1
-                self.last_activity = time.monotonic()  # only calls count as activity, not --status
-            _reply(conn, {"t": "started"})
-            try:
-                code = main(list(message.get("argv") or []))
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except BaseException as exc:  # noqa: BLE001 - as a crashed process would: one line, exit 1
-                note = log_internal_error(exc, client.command_of(list(message.get("argv") or [])))
-                try:
-                    sys.stderr.write(f"mem: error: internal error: {type(exc).__name__}: {exc}{note}\n")
-                except Exception:  # noqa: BLE001
-                    pass
-                code = 1
-            _local.stdin = _local.stdout = _local.stderr = None
-            _close_streams(streams)  # before the reply: the caller exits holding the only copies
-            _reply(conn, {"t": "exit", "code": int(code or 0)})
+            run_call(self, conn, message, fds, root)
         finally:
-            POOL.checkin_all()
-            _local.stdin = _local.stdout = _local.stderr = None
-            _local.env = None
-            _close_streams(streams)
             with self._state:
-                self.last_activity = time.monotonic()
-            if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
-                self.upkeep.after_write(root)
-            if previous_cwd is not None:
-                try:
-                    os.chdir(previous_cwd)
-                except OSError:
-                    pass
-            if serial is not None:
-                serial.release()
+                self.running -= 1
 
     def _code_changed(self) -> bool:
         """True when a loaded memstrata module's source file changed since it was loaded."""
@@ -431,5 +403,5 @@ class Service:
                 "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
                 "active": max(0, self.active - 1), "warm": self.warm.is_set(),
                 "idle_minutes": None if self.idle_seconds is None else self.idle_seconds / 60,
-                "rss_mb": _rss_mb(), "peak_rss_mb": _peak_rss_mb(), "roots": roots, "code": client.code_home(),
+                "rss_mb": rss_mb(), "peak_rss_mb": peak_rss_mb(), "roots": roots, "code": client.code_home(),
                 "pooled_memories": POOL.size(), "per_thread_cwd": service_threads.per_thread_cwd()}

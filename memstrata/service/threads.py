@@ -7,7 +7,6 @@ import sys
 import threading
 from collections.abc import MutableMapping
 
-from memstrata.service import client
 
 _local = threading.local()
 
@@ -181,7 +180,24 @@ def install_process_hooks() -> None:
     sys.stdin = _ThreadStream("stdin", sys.stdin)
     if not isinstance(os.environ, _ThreadEnviron):
         os.environ = _ThreadEnviron(os.environ)
+    _children_get_the_callers_env()
     _installed = True
+
+
+def _children_get_the_callers_env() -> None:
+    """A program a call starts (git, an editor) gets the caller's environment, as it would from
+    a `mem` process of its own: without env=, subprocess passes the C environment of this
+    process, which is the service's."""
+    import subprocess
+
+    original = subprocess.Popen.__init__
+
+    def __init__(self, *args, env=None, **kwargs):
+        if env is None and getattr(_local, "env", None) is not None:
+            env = dict(os.environ.items())
+        original(self, *args, env=env, **kwargs)
+
+    subprocess.Popen.__init__ = __init__
 
 
 def _open_streams(fds: list[int], message: dict):
@@ -211,11 +227,12 @@ def _close_streams(streams) -> None:
 
 
 def _env_overlay(message: dict) -> dict:
-    """The caller's values of the forwarded variables; None marks one the caller does not have."""
-    sent = dict(message.get("env") or {})
+    """The caller's whole environment for its call: every variable of the service's own that the
+    caller does not have is unset for the call (None)."""
+    sent = {str(k): str(v) for k, v in dict(message.get("env") or {}).items()}
     real = os.environ._real if isinstance(os.environ, _ThreadEnviron) else os.environ
-    keys = set(sent) | set(client.FORWARDED_ENV) | {k for k in real if k.startswith("MEMSTRATA_")}
-    overlay = {k: sent.get(k) for k in keys}
+    overlay: dict = {k: None for k in real}
+    overlay.update(sent)
     term = message.get("term")
     if term and overlay.get("COLUMNS") is None:
         overlay["COLUMNS"] = str(term[0])

@@ -6,7 +6,7 @@ import threading
 import time
 
 from memstrata.service.pool import POOL
-from memstrata.service.process import _log
+from memstrata.service.process import log
 from memstrata.service.threads import _local
 
 MAINTAIN_DELAY = 2.0   # seconds after a call that may have written, with no call running
@@ -113,11 +113,11 @@ class Upkeep:
         try:
             result = POOL.checkout(root, touch=False).sync_remote("origin")
             if result.get("committed") or result.get("pulled") or result.get("pushed"):
-                _log(f"team sync of {root}: committed {len(result['committed'])}, pulled {result['pulled']}, "
+                log(f"team sync of {root}: committed {len(result['committed'])}, pulled {result['pulled']}, "
                      f"{'pushed' if result['pushed'] else 'nothing to push'}")
         except Exception as exc:  # noqa: BLE001 - a failed round is reported and tried again next time
             error = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            _log(f"team sync of {root} failed: {error}", None if hasattr(exc, "message") else exc)
+            log(f"team sync of {root} failed: {error}", None if hasattr(exc, "message") else exc)
         finally:
             POOL.checkin_all()
         with self._lock:
@@ -153,10 +153,10 @@ def maintain_index(root: str) -> dict | None:
         m = POOL.checkout(root, touch=False)
         done = ann.maintain(m.state.vector_index())
         if done.get("actions"):
-            _log(f"index upkeep of {root}: " + "; ".join(done["actions"]))
+            log(f"index upkeep of {root}: " + "; ".join(done["actions"]))
         return done
     except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation; calls still work without it
-        _log(f"index upkeep of {root} failed: {type(exc).__name__}: {exc}", exc)
+        log(f"index upkeep of {root} failed: {type(exc).__name__}: {exc}", exc)
         return None
     finally:
         POOL.checkin_all()

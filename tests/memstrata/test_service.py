@@ -223,8 +223,8 @@ def test_crashed_service_is_replaced(tree):
     stop(tree)
     info = start(tree)
     os.kill(info["pid"], signal.SIGKILL)
-    from memstrata.service.server import _pid_alive
-    wait_for(lambda: not _pid_alive(info["pid"]), timeout=10)
+    from memstrata.service.process import pid_alive
+    wait_for(lambda: not pid_alive(info["pid"]), timeout=10)
     time.sleep(0.3)
     assert SOCK.exists()  # left behind by the crash
     expected = mem(tree, "recall", "billing", "--json", service="off").stdout

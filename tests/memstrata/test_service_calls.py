@@ -102,3 +102,70 @@ def test_an_internal_error_is_logged_with_its_traceback_and_the_line_names_the_l
     assert "Traceback (most recent call last)" in log and "FileExistsError" in log
     assert "internal error in `mem sync`" in log
     assert secret not in log
+
+
+def _calls_in_flight():
+    return (status() or {}).get("active", 0)
+
+
+def test_a_stop_never_drops_a_call_in_flight(trees):
+    a, b = trees
+    info = start(a)
+    assert mem(b, "recall", "database", "--json").returncode == 0  # b open too
+    # A call of tree a in flight: a write that reads its body from the caller's stdin, held open.
+    slow = popen(a, "write", "-", "--title", "Slow write", "--category", "notes", "--json")
+    assert wait_for(lambda: _calls_in_flight() >= 1, timeout=60)
+
+    closed = mem(b, "serve", "--stop", "--root", str(b), "--json", service="off")
+    assert closed.returncode == 0 and json.loads(closed.stdout)["closed"] is True
+    roots = {r["root"] for r in status()["roots"]}
+    assert str(b.resolve()) not in roots and str(a.resolve()) in roots  # tree b only
+
+    stopper = threading.Thread(target=lambda: mem(a, "serve", "--stop", service="off", timeout=120))
+    stopper.start()
+    assert wait_for(lambda: not (Path(RUN) / rundir.SOCKET_NAME).exists(), timeout=30)  # accepts no new call
+    time.sleep(0.5)
+    assert stopper.is_alive() and os.path.exists(f"/proc/{info['pid']}")  # waits for the call in flight
+    out, err = slow.communicate("The body came late, after the stop.\n", timeout=120)
+    stopper.join(timeout=120)
+    assert slow.returncode == 0, err
+    written = json.loads(out)["id"]
+    assert not stopper.is_alive() and status() is None
+    read = mem(a, "read", written, "--json", "--no-touch", service="off")
+    assert json.loads(read.stdout)["body"].startswith("The body came late")
+    log = LOG.read_text()
+    assert "waiting for 1 call(s) in flight" in log and "stopped: no call in flight" in log
+
+
+def test_a_hook_never_waits_for_a_warm_up(trees):
+    a, _ = trees
+    stop_all()
+    blocker = subprocess.Popen(["sleep", "120"])  # the service warms up once this process is gone
+    service = subprocess.Popen([PY, "-m", "memstrata.service", "--root", str(a), "--wait-pid", str(blocker.pid)],
+                               env=_env(a, "auto", {}), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: status(), timeout=60)
+        t0 = time.monotonic()
+        hook = mem(a, "autoload", "--hook", stdin=json.dumps({"prompt": "which database?", "session_id": "h"}),
+                   timeout=60)
+        assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == ""
+        assert time.monotonic() - t0 < 30  # it would wait for the 120 s blocker if it waited for the warm-up
+        assert status()["warm"] is False
+        blocker.kill()
+        assert wait_for(lambda: (status() or {}).get("warm"), timeout=180)
+        full = mem(a, "autoload", "--hook", stdin=json.dumps({"prompt": "which database?", "session_id": "h"}))
+        assert full.returncode == 0 and "Postgres" in full.stdout
+    finally:
+        blocker.kill()
+        stop_all()
+        service.wait(timeout=60)
+
+
+def test_status_counts_the_entries_of_an_open_tree(trees):
+    a, _ = trees
+    start(a)
+    info = status()
+    entry = next(r for r in info["roots"] if r["root"] == str(a.resolve()))
+    assert entry["entries"] == json.loads(mem(a, "list", "--json", service="off").stdout)["count"] >= 1
+    text = mem(a, "serve", "--status", service="off").stdout
+    assert "? entries" not in text and f"{entry['entries']} entr" in text

@@ -1,0 +1,78 @@
+"""One forwarded call in a worker thread of the service: the caller's streams, cwd, umask and environment around `main(argv)`; its internal errors logged."""
+from __future__ import annotations
+
+import os
+import sys
+
+from memstrata.service import client
+from memstrata.service.pool import POOL
+from memstrata.service.process import log, log_path
+from memstrata.service.threads import _close_streams, _env_overlay, _local, _open_streams, _private_fs, _serial
+from memstrata.service.wire import _reply
+
+# Calls after which the index may need upkeep (anything that can write), checked
+# upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
+_READ_ONLY = client.LIGHT | {"recall", "read", "autoload", None}
+
+
+def log_internal_error(exc: BaseException, command: str | None) -> str:
+    """Log a call's internal error with its traceback; the note that names the log for its one-line error."""
+    log(f"internal error in `mem {command or ''}`: {type(exc).__name__}: {exc}", exc)
+    return f" (traceback in {log_path()})"
+
+
+def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
+    """Run one forwarded call here, in this worker thread, as its caller: its streams (the fds, taken
+    over: the list is emptied), cwd, umask and environment around `main(argv)`; reply started/exit."""
+    main = service._load_cli()
+    private = _private_fs()
+    serial = None if private else _serial
+    if serial is not None:
+        serial.acquire()
+    streams = _open_streams(fds, message)
+    fds.clear()  # the streams own them now: never closed a second time by _handle
+    previous_cwd = None
+    try:
+        if private:
+            os.chdir(message["cwd"])
+            os.umask(int(message.get("umask", 0o022)))
+        else:
+            previous_cwd = os.getcwd()
+            os.chdir(message["cwd"])
+        _local.stdin, _local.stdout, _local.stderr = streams
+        _local.env = _env_overlay(message)
+        _local.memories = {}
+        with service._state:
+            service.requests += 1
+            service.last_activity = time.monotonic()  # only calls count as activity, not --status
+        _reply(conn, {"t": "started"})
+        try:
+            code = main(list(message.get("argv") or []))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException as exc:  # noqa: BLE001 - as a crashed process would: one line, exit 1
+            note = log_internal_error(exc, client.command_of(list(message.get("argv") or [])))
+            try:
+                sys.stderr.write(f"mem: error: internal error: {type(exc).__name__}: {exc}{note}\n")
+            except Exception:  # noqa: BLE001
+                pass
+            code = 1
+        _local.stdin = _local.stdout = _local.stderr = None
+        _close_streams(streams)  # before the reply: the caller exits holding the only copies
+        _reply(conn, {"t": "exit", "code": int(code or 0)})
+    finally:
+        POOL.checkin_all()
+        _local.stdin = _local.stdout = _local.stderr = None
+        _local.env = None
+        _close_streams(streams)
+        with service._state:
+            service.last_activity = time.monotonic()
+        if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
+            service.upkeep.after_write(root)
+        if previous_cwd is not None:
+            try:
+                os.chdir(previous_cwd)
+            except OSError:
+                pass
+        if serial is not None:
+            serial.release()
