@@ -215,7 +215,23 @@ class Entries:
         """`entry` with the accesses the journal holds for it counted, its tier and weight as
         `mem maintain` will write them (what reads and lists show)."""
         access = self.state.accesses().get(entry.id) if entry.id else None
-        return folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
+        entry = folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
+        return self.due_tiers([entry])[0]
+
+    def due_tiers(self, entries: list[Entry], all_entries: list[Entry] | None = None) -> list[Entry]:
+        """`entries` with the tier `mem maintain` gives them now (scoring.lifecycle.tier_now: one rule).
+        The days in use are counted (over `all_entries`, else the catalog's) only when an entry is old
+        enough by the calendar for the archive tier, the one they decide."""
+        from memstrata.scoring.lifecycle import tier_now
+
+        now, settings = self.state.now(), self.state.settings
+        calendar = [tier_now(e, now, settings, None) for e in entries]
+        days = None
+        if any(t == "archive" and e.status == "active" for t, e in zip(calendar, entries)):
+            days = self.use_days(all_entries if all_entries is not None else self.state.catalog.entries(), now)
+        for entry, tier in zip(entries, calendar):
+            entry.tier = tier if days is None else tier_now(entry, now, settings, days)
+        return entries
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None,
              tags=None, as_stored: bool = False) -> list[Entry]:
@@ -229,14 +245,10 @@ class Entries:
         wanted_tags = set(clean_tags(tags))
         listed = self.state.catalog.entries(scope)
         if self.state.accesses():
-            listed = [self.seen(e) for e in listed]
+            now, settings, accesses = self.state.now(), self.state.settings, self.state.accesses()
+            listed = [folded(e, accesses[e.id], now, settings) if e.id in accesses else e for e in listed]
         if not as_stored:
-            from memstrata.scoring.lifecycle import tier_now
-
-            now, settings = self.state.now(), self.state.settings
-            days = self.use_days(listed, now)
-            for entry in listed:
-                entry.tier = tier_now(entry, now, settings, days)
+            self.due_tiers(listed, listed if scope is None else None)
         out = []
         for entry in listed:
             if tier and entry.tier != tier:
