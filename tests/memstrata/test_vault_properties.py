@@ -39,7 +39,7 @@ def _user_lines(text: str) -> tuple[list[str], str]:
     return lines, body
 
 
-@settings(max_examples=4, deadline=None, derandomize=True,
+@settings(max_examples=3, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(vault=notes, steps=ops)
 def test_a_vault_stays_the_users_whatever_happens(vault, steps, embedder, monkeypatch):
