@@ -96,8 +96,8 @@ def list_trash(root: Path) -> list[TrashItem]:
     if not folder.is_dir() or folder.is_symlink():
         return items
     for path in sorted(folder.glob("*.md")):
-        if path.name == AUDIT_FILE or not is_regular_file(path):
-            continue
+        if path.name == AUDIT_FILE or "--" not in path.name or not is_regular_file(path):
+            continue  # only names the engine gives ({id}--{slug}.md): a note an editor put there is not ours
         rel = f"{layout.at(root, TRASH_DIR)}/{path.name}"
         try:
             entry = codec.parse(read_regular_text(path), path=rel, id_key=layout.id_key(root))

@@ -184,7 +184,8 @@ def lock_holder(path: Path) -> int | None:
 def check_symlinks(scan: _Scan) -> list[Finding]:
     out = []
     for rel, target in scan.symlinks_out:
-        if rel in {layout.at(scan.root, d) for d in ENGINE_DIRS}:  # deletes, versions or sidecars would land at its target: every such write is refused
+        # deletes, versions or sidecars would land at its target: every such write is refused
+        if rel in {layout.at(scan.root, d) for d in ENGINE_DIRS}:
             effect = "reads are not shared with the team" if rel == ".access" else "writes into it are refused"
             out.append(Finding("symlink_outside", f"the engine folder {rel}/ is a symlink (to {target}); {effect} "
                                "until it is a real folder", path=rel,

@@ -12,58 +12,18 @@ from memstrata.engine.inputs import (
 )
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.errors import InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
-from memstrata.storage import adopt, indexes, journal, layout, trash, tree
+from memstrata.storage import indexes, journal, trash, tree
 from memstrata.storage.catalog import is_entry_path, read_entry_file
-from memstrata.storage.config import Settings, require_known, set_setting, unset_setting
+from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, holder_rank, new_id
-from memstrata.storage.lock import TreeLock
 from memstrata.storage.paths import category_of, inside_root, validate_category
-from memstrata.storage.safe_io import is_regular_file, read_regular_bytes
+from memstrata.storage.safe_io import is_regular_file
 
 
 MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
-_NOTES_COUNTED = 1000  # a folder's Markdown notes are counted up to this many
-
-
-def _markdown_notes(root) -> int:
-    """How many entry-like Markdown files a folder holds (0 for an empty or new folder)."""
-    from memstrata.storage.catalog import iter_entry_files
-
-    count = 0
-    for _ in iter_entry_files(root):
-        count += 1
-        if count >= _NOTES_COUNTED:
-            break
-    return count
-
-
-def _not_adoptable(root) -> tuple[list[str], list[str]]:
-    """(files `mem init` would overwrite, Markdown notes that cannot become entries and why) of a
-    folder that is not a tree yet: its own config.md or INDEX.md files; notes at the top level
-    (entries live in category folders) and notes with a reserved name."""
-    import os
-
-    from memstrata.storage.catalog import is_entry_path
-
-    blocking, skipped = [], []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-            low = name.lower()
-            if low == "index.md" or (rel.lower() == "config.md"):
-                try:  # a regular file only: a FIFO or a link named INDEX.md is never opened
-                    head = read_regular_bytes(os.path.join(folder, name), 1024 * 1024)[:200].decode("utf-8", "replace")
-                except OSError:
-                    head = ""
-                if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
-                    blocking.append(rel)
-            elif low.endswith(".md") and not is_entry_path(rel):
-                skipped.append(f"not adopted: {rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
-    return blocking, skipped
 
 
 def split_warning(category: str, count: int, limit: int) -> str:
@@ -81,59 +41,16 @@ class Entries:
 
     # -- init and config ----------------------------------------------------------------
     def init(self, adopt: bool = False, indexes_wanted: bool = False) -> dict:
-        """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
+        """Create the tree, or adopt a folder of notes (memstrata/engine/adoption.py)."""
+        from memstrata.engine import adoption
 
-        A folder that already holds Markdown notes (a vault, a docs folder) becomes a tree only
-        with `adopt`: its notes become entries, each given one `mem-id:` line and nothing else, and
-        the engine's own files go into one hidden `.memstrata/` folder (storage/layout.py; docs/vault.md).
-        Its settings are written first, so an adopt that was killed resumes with the vault's rules
-        when run again. Category INDEX.md files in a vault only with `indexes_wanted`.
-        """
-        if self.root.exists() and not self.root.is_dir():
-            raise InvalidInput(f"{self.root} exists and is not a folder")
-        fresh = not tree.is_initialised(self.root) and self.root.exists()
-        notes = _markdown_notes(self.root) if fresh else 0
-        if notes and not adopt:
-            raise InvalidInput(f"{self.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
-                               f"Markdown notes; `mem init --adopt` makes them memories (each gets a `mem-id:` "
-                               f"line, nothing else in them changes), or choose an empty folder")
-        if fresh and adopt:
-            blocking = _not_adoptable(self.root)[0] if indexes_wanted else []
-            if blocking:  # INDEX.md files --indexes would overwrite: never, say so instead
-                raise InvalidInput(f"{self.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
-                                   f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) "
-                                   "first, or adopt without --indexes")
-            # a vault's notes are the user's own writing: aging retiers them but never cuts or moves them
-            rules = Settings(compress_bodies=False, archive_moves_files=False, category_indexes=indexes_wanted)
-            made = tree.initialise(self.root, rules, adopted=True)
-        else:
-            with TreeLock(self.root) if self.root.exists() else _NoLock():
-                made = tree.initialise(self.root)
-        self.state.use_settings(None)
-        self.state.replace_catalog(None)  # the layout may have changed: the catalog opens where it now lives
-        if layout.is_adopted(self.root):
-            with self.state.lock():
-                tree.ensure_gitignore(self.root)
-            adopted = self.give_ids()
-            skipped = _not_adoptable(self.root)[1] + self._not_adopted()
-            with self.state.lock():
-                self.save.write_indexes(None)
-            entries = sum(1 for e in self.state.catalog.entries() if e.id)
-            return {"root": str(self.root), "created": made, "adopted": adopted, "entries": entries,
-                    "skipped": skipped}
-        with self.state.lock():
-            now = self.state.now()
-            self.state.catalog.refresh()
-            if not self.state.catalog.count():  # starter folders only for a new, empty tree
-                for category, description in tree.STARTER_CATEGORIES.items():
-                    if tree.top_level_spelling(self.root, category) != category:
-                        continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
-                    if not (self.root / category / indexes.INDEX_FILE).exists():
-                        indexes.set_description(self.root, category, description, self.state.catalog, now)
-                        made.append(f"{category}/{indexes.INDEX_FILE}")
-            self.save.write_indexes(None)
-        self.state.use_settings(None)
-        return {"root": str(self.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
+        return adoption.init(self, adopt, indexes_wanted)
+
+    def give_ids(self) -> int:
+        """Give every entry file without a usable id a stable one (memstrata/engine/adoption.py)."""
+        from memstrata.engine import adoption
+
+        return adoption.give_ids(self)
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()
@@ -215,7 +132,23 @@ class Entries:
         """`entry` with the accesses the journal holds for it counted, its tier and weight as
         `mem maintain` will write them (what reads and lists show)."""
         access = self.state.accesses().get(entry.id) if entry.id else None
-        return folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
+        entry = folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
+        return self.due_tiers([entry])[0]
+
+    def due_tiers(self, entries: list[Entry], all_entries: list[Entry] | None = None) -> list[Entry]:
+        """`entries` with the tier `mem maintain` gives them now (scoring.lifecycle.tier_now: one rule).
+        The days in use are counted (over `all_entries`, else the catalog's) only when an entry is old
+        enough by the calendar for the archive tier, the one they decide."""
+        from memstrata.scoring.lifecycle import tier_now
+
+        now, settings = self.state.now(), self.state.settings
+        calendar = [tier_now(e, now, settings, None) for e in entries]
+        days = None
+        if any(t == "archive" and e.status == "active" for t, e in zip(calendar, entries)):
+            days = self.use_days(all_entries if all_entries is not None else self.state.catalog.entries(), now)
+        for entry, tier in zip(entries, calendar):
+            entry.tier = tier if days is None else tier_now(entry, now, settings, days)
+        return entries
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None,
              tags=None, as_stored: bool = False) -> list[Entry]:
@@ -229,14 +162,10 @@ class Entries:
         wanted_tags = set(clean_tags(tags))
         listed = self.state.catalog.entries(scope)
         if self.state.accesses():
-            listed = [self.seen(e) for e in listed]
+            now, settings, accesses = self.state.now(), self.state.settings, self.state.accesses()
+            listed = [folded(e, accesses[e.id], now, settings) if e.id in accesses else e for e in listed]
         if not as_stored:
-            from memstrata.scoring.lifecycle import tier_now
-
-            now, settings = self.state.now(), self.state.settings
-            days = self.use_days(listed, now)
-            for entry in listed:
-                entry.tier = tier_now(entry, now, settings, days)
+            self.due_tiers(listed, listed if scope is None else None)
         out = []
         for entry in listed:
             if tier and entry.tier != tier:
@@ -489,44 +418,6 @@ class Entries:
         """NotFound unless the root is an initialised tree: nothing is ever written elsewhere."""
         tree.require_initialised(self.root)
 
-    def give_ids(self) -> int:
-        """Give every entry file without a usable id a stable one, written once into the file (one
-        `id:` line; nothing else in it changes). Returns how many files got one."""
-        catalog = self.state.catalog
-        given, categories = 0, []
-        with self.state.lock():
-            catalog.refresh()
-            for rel in catalog.unidentified():
-                fresh = new_id()
-                try:
-                    if not adopt.give_id(self.root, rel, fresh):
-                        continue
-                    entry = read_entry_file(self.root, rel)
-                except (MemstrataError, OSError):
-                    continue  # left for the doctor to report
-                if entry.id == fresh:
-                    catalog.record(entry)
-                    categories.append(entry.category)
-                    given += 1
-            if categories:
-                self.save.write_indexes(list(dict.fromkeys(categories)))
-        return given
-
-    def _not_adopted(self) -> list[str]:
-        """The notes of a folder being adopted that did not become entries, and why."""
-        catalog = self.state.catalog
-        out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
-               for rel, error in sorted(catalog.errors().items())]
-        holders: dict[str, list[Entry]] = {}
-        for entry in catalog.entries():
-            holders.setdefault(entry.id, []).append(entry)
-        for entry_id, same in sorted(holders.items()):
-            keeper, *others = sorted(same, key=holder_rank)  # the one `mem read` shows and the doctor keeps
-            for other in others:
-                out.append(f"{other.path} has the id of {keeper.path} ({entry_id}): `mem doctor --fix` gives it a "
-                           f"fresh id; until then `mem read {entry_id}` shows {keeper.path}")
-        return out
-
     def index_warnings(self) -> list[str]:
         """The save path's note when the (derived) vector index could not follow the last save."""
         return [self.save.index.last_error] if self.save.index.last_error else []
@@ -535,14 +426,6 @@ class Entries:
         count = self.state.catalog.category_counts().get(category, 0)
         limit = self.state.settings.split_threshold
         return [split_warning(category, count, limit)] if count > limit else []
-
-
-class _NoLock:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
 
 
 _CONTENT_FIELDS = ("body", "title", "tags", "importance", "important", "related", "expires", "category", "agent")

@@ -76,8 +76,7 @@ class SavePath:
         """
         undo: list[Callable[[], None]] = []
         if not current.id:  # a hand-made file without an id yet: this write gives it one (for versions too)
-            fresh = new_id()
-            current, changed = current.copy(id=fresh), changed.copy(id=fresh)
+            current.id = changed.id = new_id()  # in place: the caller answers with this id
         for step in self.update_steps:
             step(current, changed, note, undo)
         self.save_many([(changed, current)], undo=undo)

@@ -24,7 +24,7 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
-from memstrata.features.compression import compressed_body, may_shrink, shrinks
+from memstrata.features.compression import compressed_body, may_shrink, shrinks, surely_shrinks
 from memstrata.features.maintain_report import MaintenanceReport, change_row, purge_row, reported_row
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
@@ -109,7 +109,8 @@ class Aging:
         kept up to date here), so a tree nobody opened keeps its entries. Trash items not
         reported before are listed (`reported`) and marked; items reported and past
         trash_retention_days are purged. Idempotent: a second run at the same moment changes
-        nothing. With dry_run nothing is written (no model is loaded either).
+        nothing. With dry_run nothing is written (the model is loaded only for a compression whose
+        size only its choice tells: the dry run reports exactly what the real run does).
         `progress(done, total)` is called after each entry.
         """
         tree.require_initialised(self.root)
@@ -146,6 +147,7 @@ class Aging:
                     report.changes.append(row)
                 if progress is not None:
                     progress(done, len(todo))
+            self._summaries.clear()
         else:
             for start in range(0, len(todo), MAINTAIN_BATCH):
                 self._maintain_batch(todo[start:start + MAINTAIN_BATCH], now, referrers, report)
@@ -364,7 +366,14 @@ class Aging:
             original = current.body if current.layer == "L0" else sidecars.original_body(self.root, rel)
         except (MemstrataError, OSError):
             return True
-        return may_shrink(original, layer, current, rel, self.state.settings)
+        if not may_shrink(original, layer, current, rel, self.state.settings):
+            return False
+        if surely_shrinks(original, layer, current, rel, self.state.settings):
+            return True
+        try:  # a borderline entry: only the model's choice tells, as in the real run (which then skips it)
+            return shrinks(original, self._compressed(original, layer, current, rel)[0])
+        except (MemstrataError, OSError):
+            return True
 
     def _to_trash(self, current: Entry, actions: list[Action]) -> dict:
         """Expire or forget: to the trash through the core's delete (audit row, restorable)."""

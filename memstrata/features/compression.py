@@ -63,6 +63,26 @@ def smallest_body(original: str, layer: str, entry: Entry, rel: str, settings) -
     return sum(parts) + 2 * (len(parts) - 1) + 1
 
 
+def largest_body(original: str, layer: str, entry: Entry, rel: str, settings) -> int:
+    """An upper bound, in bytes, of compressed_body's body (no model needed): the layer's note, the
+    tags line and the longest units the layer could choose, with room for list marks and stops."""
+    from memstrata.models.summarize import units
+
+    sizes = sorted((len(u.encode("utf-8")) for u in units(original)), reverse=True)
+    keeps = {"L1": settings.compress_key_points, "L2": 1, "L3": 1}.get(layer, settings.summary_sentences)
+    k = min(len(sizes), max(1, keeps))
+    parts = [sum(sizes[:k]) + 4 * k]
+    if layer != "L1" and _tags(entry):
+        parts.append(len(_tags(entry).encode("utf-8")))
+    parts.append(len(_note(layer, entry, rel).encode("utf-8")))
+    return sum(parts) + 2 * len(parts) + 1
+
+
+def surely_shrinks(original: str, layer: str, entry: Entry, rel: str, settings) -> bool:
+    """Whether compressing to `layer` makes the body smaller whatever units the model picks."""
+    return largest_body(original, layer, entry, rel, settings) < len((original or "").encode("utf-8"))
+
+
 def may_shrink(original: str, layer: str, entry: Entry, rel: str, settings) -> bool:
     """Whether compressing to `layer` can make the entry's body smaller than its full original
     (no model needed): a one-sentence entry never can (its summary is itself plus the note)."""

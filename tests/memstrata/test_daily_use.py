@@ -131,11 +131,14 @@ def test_init_adopts_a_vault_on_purpose_and_changes_only_id_lines(tmp_path, cloc
     assert "trashed_at" not in back and "layer:" not in back and back.endswith(bodies["projects/garden.md"])
 
 
-def test_a_hand_made_entry_gets_an_id_and_can_be_deleted_and_restored(tmp_path, clock, embedder):
+def test_a_hand_made_entry_gets_an_id_at_sync_and_can_be_deleted_and_restored(tmp_path, clock, embedder):
     m = Memory(tmp_path / "m", embedder=embedder)
     m.init()
     (m.root / "music").mkdir()
     (m.root / "music" / "guitar.md").write_text("Practise scales every morning.\n", encoding="utf-8")
+    (listed,) = [e for e in m.list() if e.category == "music"]  # a read: listed without an id, never written
+    assert not listed.id and (m.root / "music" / "guitar.md").read_text(encoding="utf-8").startswith("Practise")
+    m.sync()  # issue 25: ids come from sync, maintain or a write
     (entry,) = [e for e in m.list() if e.category == "music"]
     assert entry.id and "id: " + entry.id in (m.root / "music" / "guitar.md").read_text(encoding="utf-8")
     with pytest.raises(NotFound, match="at least 4 characters"):

@@ -208,3 +208,17 @@ def test_list_shows_the_tier_maintain_then_writes_and_the_dry_run_counts_right(t
         assert {k: v for k, v in dry.items() if k != "accesses"} == \
             {k: v for k, v in real.items() if k != "accesses"}, (day, dry, real)
         assert {e.id: e.tier for e in m.list()} == shown, day
+
+
+def test_a_tree_of_the_old_layout_never_takes_an_editors_note_in_its_trash(tmp_path, clock, embedder):
+    """A tree made by `mem init` (or adopted before `.memstrata/`) keeps `.trash/` at its top; a note an
+    editor moved there is not one the engine trashed (its names are {id}--{slug}.md): never listed or purged."""
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    gone = m.write("A fact to delete", category="notes")
+    m.delete(gone.id)
+    theirs = tmp_path / "m" / ".trash" / "deleted in obsidian.md"
+    theirs.write_bytes(b"---\ntitle: mine\n---\nKept by the editor.\n")
+    assert [i.id for i in m.trash_list()] == [gone.id]
+    m.trash_purge(everything=True)
+    assert m.trash_list() == [] and theirs.read_bytes() == b"---\ntitle: mine\n---\nKept by the editor.\n"

@@ -1,0 +1,162 @@
+"""Making a folder a tree: `mem init`, adopting a folder of notes, and ids for hand-made files."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.storage import adopt, indexes, layout, tree
+from memstrata.storage.catalog import read_entry_file
+from memstrata.storage.config import Settings
+from memstrata.storage.entry import Entry, holder_rank, new_id
+from memstrata.storage.lock import TreeLock
+from memstrata.storage.safe_io import read_regular_bytes
+
+if TYPE_CHECKING:
+    from memstrata.engine.entries import Entries
+
+_NOTES_COUNTED = 1000  # a folder's Markdown notes are counted up to this many
+
+
+def _markdown_notes(root) -> int:
+    """How many entry-like Markdown files a folder holds (0 for an empty or new folder)."""
+    from memstrata.storage.catalog import iter_entry_files
+
+    count = 0
+    for _ in iter_entry_files(root):
+        count += 1
+        if count >= _NOTES_COUNTED:
+            break
+    return count
+
+
+def _not_adoptable(root) -> tuple[list[str], list[str]]:
+    """(files `mem init` would overwrite, Markdown notes that cannot become entries and why) of a
+    folder that is not a tree yet: its own config.md or INDEX.md files; notes at the top level
+    (entries live in category folders) and notes with a reserved name."""
+    import os
+
+    from memstrata.storage.catalog import is_entry_path
+
+    blocking, skipped = [], []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+            low = name.lower()
+            if low == "index.md" or (rel.lower() == "config.md"):
+                try:  # a regular file only: a FIFO or a link named INDEX.md is never opened
+                    head = read_regular_bytes(os.path.join(folder, name), 1024 * 1024)[:200].decode("utf-8", "replace")
+                except OSError:
+                    head = ""
+                if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
+                    blocking.append(rel)
+            elif low.endswith(".md") and not is_entry_path(rel):
+                skipped.append(f"not adopted: {rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
+    return blocking, skipped
+
+
+
+def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) -> dict:
+    """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
+
+    A folder that already holds Markdown notes (a vault, a docs folder) becomes a tree only
+    with `adopt`: its notes become entries, each given one `mem-id:` line and nothing else, and
+    the engine's own files go into one hidden `.memstrata/` folder (storage/layout.py; docs/vault.md).
+    Its settings are written first, so an adopt that was killed resumes with the vault's rules
+    when run again. Category INDEX.md files in a vault only with `indexes_wanted`.
+    """
+    if entries.root.exists() and not entries.root.is_dir():
+        raise InvalidInput(f"{entries.root} exists and is not a folder")
+    fresh = not tree.is_initialised(entries.root) and entries.root.exists()
+    notes = _markdown_notes(entries.root) if fresh else 0
+    if notes and not adopt:
+        raise InvalidInput(f"{entries.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
+                           f"Markdown notes; `mem init --adopt` makes them memories (each gets a `mem-id:` "
+                           f"line, nothing else in them changes), or choose an empty folder")
+    if fresh and adopt:
+        blocking = _not_adoptable(entries.root)[0] if indexes_wanted else []
+        if blocking:  # INDEX.md files --indexes would overwrite: never, say so instead
+            raise InvalidInput(f"{entries.root} holds files a memory tree writes itself: {', '.join(blocking[:5])}"
+                               f"{' ...' if len(blocking) > 5 else ''}; rename them (e.g. to overview.md) "
+                               "first, or adopt without --indexes")
+        # a vault's notes are the user's own writing: aging retiers them but never cuts or moves them
+        rules = Settings(compress_bodies=False, archive_moves_files=False, category_indexes=indexes_wanted)
+        made = tree.initialise(entries.root, rules, adopted=True)
+    else:
+        with TreeLock(entries.root) if entries.root.exists() else _NoLock():
+            made = tree.initialise(entries.root)
+    entries.state.use_settings(None)
+    entries.state.replace_catalog(None)  # the layout may have changed: the catalog opens where it now lives
+    if layout.is_adopted(entries.root):
+        with entries.state.lock():
+            tree.ensure_gitignore(entries.root)
+        adopted = give_ids(entries)
+        skipped = _not_adoptable(entries.root)[1] + _not_adopted(entries)
+        with entries.state.lock():
+            entries.save.write_indexes(None)
+        count = sum(1 for e in entries.state.catalog.entries() if e.id)
+        return {"root": str(entries.root), "created": made, "adopted": adopted, "entries": count,
+                "skipped": skipped}
+    with entries.state.lock():
+        now = entries.state.now()
+        entries.state.catalog.refresh()
+        if not entries.state.catalog.count():  # starter folders only for a new, empty tree
+            for category, description in tree.STARTER_CATEGORIES.items():
+                if tree.top_level_spelling(entries.root, category) != category:
+                    continue  # the folder's own `Daily/` serves: no `daily/` twin beside it
+                if not (entries.root / category / indexes.INDEX_FILE).exists():
+                    indexes.set_description(entries.root, category, description, entries.state.catalog, now)
+                    made.append(f"{category}/{indexes.INDEX_FILE}")
+        entries.save.write_indexes(None)
+    entries.state.use_settings(None)
+    return {"root": str(entries.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
+
+
+def give_ids(entries: Entries) -> int:
+    """Give every entry file without a usable id a stable one, written once into the file (one
+    id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
+    Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes."""
+    catalog = entries.state.catalog
+    given, categories = 0, []
+    with entries.state.lock():
+        catalog.refresh()
+        for rel in catalog.unidentified():
+            fresh = new_id()
+            try:
+                if not adopt.give_id(entries.root, rel, fresh):
+                    continue
+                entry = read_entry_file(entries.root, rel)
+            except (MemstrataError, OSError):
+                continue  # left for the doctor to report
+            if entry.id == fresh:
+                catalog.record(entry)
+                categories.append(entry.category)
+                given += 1
+        if categories:
+            entries.save.write_indexes(list(dict.fromkeys(categories)))
+    return given
+
+def _not_adopted(entries: Entries) -> list[str]:
+    """The notes of a folder being adopted that did not become entries, and why."""
+    catalog = entries.state.catalog
+    out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
+           for rel, error in sorted(catalog.errors().items())]
+    holders: dict[str, list[Entry]] = {}
+    for entry in catalog.entries():
+        holders.setdefault(entry.id, []).append(entry)
+    for entry_id, same in sorted(holders.items()):
+        keeper, *others = sorted(same, key=holder_rank)  # the one `mem read` shows and the doctor keeps
+        for other in others:
+            out.append(f"{other.path} has the id of {keeper.path} ({entry_id}): `mem doctor --fix` gives it a "
+                       f"fresh id; until then `mem read {entry_id}` shows {keeper.path}")
+    return out
+
+
+class _NoLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
