@@ -43,6 +43,12 @@ get got gets go goes went much many way ways yes ok okay oh hey hi just really l
 """.split())
 
 
+# Words that place a question in time relative to now ("the last retro", "what did she do
+# recently"): they say when, not what, so they are no query term (a note rarely repeats them;
+# counted as terms, they lower the share of the query an answer holds).
+TIME_WORDS = frozenset("last latest recent recently previous previously earlier lately ago".split())
+
+
 # Capitalised words that name times, not entities (they go to the date handling instead).
 CALENDAR_WORDS = frozenset("""
 january february march april may june july august september october november december
@@ -55,14 +61,20 @@ monday tuesday wednesday thursday friday saturday sunday today yesterday tomorro
 # they carry no topic, so a query's CJK runs are cut at them before its bigrams are formed
 # ("护照什么时候过期" asks for 护照 and 过期). Longest first, so 什么时候 goes whole.
 CJK_QUESTION_WORDS = ("什么时候", "为什么", "怎么样", "怎么办", "什么", "怎么", "怎样", "如何", "哪里", "哪儿",
-                      "哪个", "哪些", "哪天", "多少", "几时", "是不是", "有没有", "谁", "几", "吗", "呢", "吧")
+                      "哪个", "哪些", "哪天", "多少", "几时", "是不是", "有没有", "谁", "几", "吗", "呢", "吧",
+                      "在哪里", "在哪儿", "在哪", "哪一", "哪位", "哪", "何时", "为何", "何处", "是否", "请问")
 _CJK_QUESTION = re.compile("|".join(sorted(map(re.escape, CJK_QUESTION_WORDS), key=len, reverse=True)))
 
 
+def cjk_without_questions(text: str) -> str:
+    """A text with its CJK question words cut out (a space each: runs are split there, so no
+    bigram bridges one)."""
+    return _CJK_QUESTION.sub(" ", text or "")
+
+
 def cjk_topic(query: str) -> str:
-    """A query with its CJK question words cut out (a space each: runs are split there, so no
-    bigram bridges one); the query itself when nothing of its CJK text would be left."""
-    cut = _CJK_QUESTION.sub(" ", query or "")
+    """`cjk_without_questions` of a query; the query itself when nothing of its CJK text would be left."""
+    cut = cjk_without_questions(query)
     return cut if has_cjk(cut) else query
 
 
@@ -124,7 +136,7 @@ def query_terms(query: str) -> list[str]:
     out = []
     for w in words(query):
         lw = w.lower().replace("’", "'")
-        if lw in QUERY_STOPWORDS or lw.endswith("'s") and lw[:-2] in QUERY_STOPWORDS:
+        if lw in QUERY_STOPWORDS or lw in TIME_WORDS or lw.endswith("'s") and lw[:-2] in QUERY_STOPWORDS:
             continue
         lw = lw[:-2] if lw.endswith("'s") else lw
         if lw and lw not in out:
@@ -273,6 +285,19 @@ def light_stem(word: str) -> str:
     return w
 
 
+_LATIN_DE = re.compile(r"[aiu][ds]$")
+
+
+@functools.lru_cache(maxsize=65536)
+def derived_forms(s: str) -> tuple[str, ...]:
+    """A stem and the stem of its Latin -de / -sion partner, which Snowball leaves apart:
+    decid / decis (decide, decision), conclud / conclus, divid / divis, persuad / persuas.
+    Only for saying whether an entry holds a query term (coverage), never for BM25."""
+    if len(s) < 5 or not _LATIN_DE.search(s):
+        return (s,)
+    return (s, s[:-1] + ("s" if s[-1] == "d" else "d"))
+
+
 class TermStats:
     """In-memory BM25 statistics of the English column: per entry its stem counts and length."""
 
@@ -362,19 +387,23 @@ class TermStats:
         return sum(wt * self.idf(s) for s, wt in self._query(terms).items())
 
     def coverage(self, positions, terms) -> dict[int, float]:
-        """Share of the query's idf weight whose terms an entry holds at all, by position."""
+        """Share of the query's idf weight whose terms an entry holds at all (in some derived
+        form: `derived_forms`), by position."""
         q = self._query(terms)
         idf = {s: wt * self.idf(s) for s, wt in q.items()}
         total = sum(idf.values())
         if total <= 0:
             return {}
-        return {p: sum(v for s, v in idf.items() if s in self.tf[p]) / total for p in positions}
+        forms = {s: derived_forms(s) for s in idf}
+        return {p: sum(v for s, v in idf.items() if any(f in self.tf[p] for f in forms[s])) / total
+                for p in positions}
 
     def known_share(self, terms) -> float:
-        """Share of the query's idf weight whose terms some entry holds (0 without terms)."""
+        """Share of the query's idf weight whose terms (in some derived form) some entry holds (0 without terms)."""
         idf = {s: wt * self.idf(s) for s, wt in self._query(terms).items()}
         total = sum(idf.values())
-        return sum(v for s, v in idf.items() if self.df.get(s, 0) > 0) / total if total > 0 else 0.0
+        held = sum(v for s, v in idf.items() if any(self.df.get(f, 0) > 0 for f in derived_forms(s)))
+        return held / total if total > 0 else 0.0
 
     def bm25(self, positions, terms: dict[str, float], k1: float, b: float) -> dict[int, float]:
         """BM25 (k1, b) of `positions` for weighted query `terms` {word: weight}; 0 scores left out."""
@@ -423,11 +452,58 @@ def cjk_bigrams(text: str) -> set[str]:
     return out
 
 
-def cjk_match_share(query_bigrams: set[str], text: str) -> float:
-    """Share of a query's CJK bigrams that an entry's text holds (an absolute CJK text score)."""
-    if not query_bigrams:
-        return 0.0
-    held = cjk_bigrams(text)
-    # a single character (a run of one, e.g. 开 once 什么时候 is cut from 站会什么时候开) is held
-    # when the text has it anywhere: it is never one of the text's bigrams
-    return sum(1 for g in query_bigrams if g in held or (len(g) == 1 and g in text)) / len(query_bigrams)
+# BM25 of the CJK side (Robertson's k1, b: the English pair is fitted to chat turns)
+CJK_K1, CJK_B = 1.2, 0.75
+
+
+class CjkStats:
+    """BM25 over the character bigrams of the entries' CJK runs (a run of one character is its
+    own term): what each query bigram is worth is its idf, so a rare name (松鸦) outweighs a
+    common word (属于) as it does in BM25, for a query of any length. Built from the column
+    texts once per table version; a term's document frequency is counted when first asked."""
+
+    def __init__(self, texts: list[str]):
+        self.runs: dict[int, str] = {}
+        lengths = []
+        for p, text in enumerate(texts):
+            runs = _CJK_RUN.findall(text or "")
+            if runs:
+                self.runs[p] = " ".join(runs)
+                lengths.append(sum(max(1, len(r) - 1) for r in runs))
+        self.length = dict(zip(self.runs, lengths))
+        self.n = len(lengths)  # entries with CJK text: idf among them, not among English notes
+        self.avg_length = sum(lengths) / len(lengths) if lengths else 1.0
+        self._df: dict[str, int] = {}
+
+    def df(self, gram: str) -> int:
+        got = self._df.get(gram)
+        if got is None:
+            got = self._df[gram] = sum(1 for t in self.runs.values() if gram in t)
+        return got
+
+    def idf(self, gram: str) -> float:
+        df = self.df(gram)
+        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+
+    def scores(self, grams: set[str], positions) -> dict[int, tuple[float, float]]:
+        """Per position: (BM25 over the BM25 of an average-length entry holding each query
+        bigram once, share of the query's idf weight the entry holds); entries holding none left out."""
+        idf = {g: self.idf(g) for g in grams}
+        total = sum(idf.values())
+        out: dict[int, tuple[float, float]] = {}
+        if total <= 0:
+            return out
+        for p in positions:
+            text = self.runs.get(p)
+            if not text:
+                continue
+            norm = CJK_K1 * (1.0 - CJK_B + CJK_B * self.length[p] / max(self.avg_length, 1e-9))
+            score = held = 0.0
+            for g, w in idf.items():
+                f = text.count(g)
+                if f:
+                    score += w * f * (CJK_K1 + 1.0) / (f + norm)
+                    held += w
+            if held:
+                out[p] = (score / total, held / total)
+        return out

@@ -148,7 +148,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     stats = index.term_stats(frame) if terms else None
     ideal = stats.ideal(terms) if stats is not None else 0.0
     text_scores: dict[int, float] = {}
-    cjk_scores: dict[int, float] = {}
+    cjk_scores: dict[int, float] = {}  # CJK BM25 over an average entry's, and the idf share held
+    cjk_cover: dict[int, float] = {}
     texts = None
     if where is None:
         mask = None
@@ -160,10 +161,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         if lexical.has_cjk(query):
             texts = index.texts(frame)
             topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
-            grams = lexical.cjk_bigrams(topic)
-            for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where, limit):
-                if rid in frame.pos:
-                    cjk_scores[frame.pos[rid]] = lexical.cjk_match_share(grams, texts[frame.pos[rid]])
+            found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
+                                                       limit) if rid in frame.pos]
+            for pos, (share, held) in _cjk_stats(frame, texts).scores(lexical.cjk_bigrams(topic), found).items():
+                cjk_scores[pos], cjk_cover[pos] = share, held
     if mask is None:
         mask = np.ones(n, dtype=bool)
     inactive = _inactive(frame)
@@ -237,8 +238,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     for pos in order:
         c = frame.cols
         signals = relevance_signals(
-            cosine=float(parts["dense"][pos]) if dense else None, text=min(1.0, float(parts["text"][pos])),
-            coverage=max(coverage.get(pos, 0.0), cjk_scores.get(pos, 0.0)),
+            cosine=float(parts["dense"][pos]) if dense else None, text=_text_signal(parts, pos, cjk_cover, cjk_share),
+            coverage=max(coverage.get(pos, 0.0), cjk_cover.get(pos, 0.0)),
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
             whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
@@ -354,6 +355,23 @@ def _whole_cosines(table, frame, qv, cand):
         if v is not None:
             out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
     return out
+
+
+def _text_signal(parts, pos: int, cjk_cover: dict, cjk_share: float) -> float:
+    """The relevance model's `text` of a hit: its scaled BM25 (at most 1); for a mostly CJK query
+    the idf share of its bigrams the hit holds, the figure the CJK side was calibrated on (a
+    bigram's BM25 grows with repeats that say little about a short Chinese query)."""
+    if cjk_share >= 0.5 and pos in cjk_cover:
+        return cjk_cover[pos]
+    return min(1.0, float(parts["text"][pos]))
+
+
+def _cjk_stats(frame, texts) -> lexical.CjkStats:
+    """The CJK BM25 statistics of this table version (kept on its frame)."""
+    stats = getattr(frame, "_cjk_stats", None)
+    if stats is None:
+        stats = frame._cjk_stats = lexical.CjkStats(texts)
+    return stats
 
 
 def _text_side(stats, terms: list[str], mask, settings) -> dict[int, float]:

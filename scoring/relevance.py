@@ -39,10 +39,19 @@ def probability(signals: dict, model: dict = HYBRID) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def keep(relevances: list[float], min_relevance: float, relative: float = 0.0) -> list[int]:
-    """Positions of the hits whose relevance clears `min_relevance` and `relative` x the best one's
-    (a weak tail below a clear answer is noise); `min_relevance` 0 keeps every hit."""
+# The cut-off is decided on this many hits whatever k a caller asks for (recall asks for this
+# many, or k when larger), and the hits kept are then cut to k: a smaller k only shortens the
+# same list (never "nothing relevant" where a larger k answers, never a hit a larger k drops).
+CUT_DEPTH = 10
+
+
+def keep(relevances: list[float], min_relevance: float, relative: float = 0.0, k: int | None = None) -> list[int]:
+    """Positions of the first `k` (None: all) of the hits whose relevance clears `min_relevance`
+    and `relative` x the best relevance among the first CUT_DEPTH hits (a weak tail below a clear
+    answer is noise); `min_relevance` 0 keeps every hit."""
     if min_relevance <= 0:
-        return list(range(len(relevances)))
-    floor = max(min_relevance, relative * max(relevances, default=0.0))
-    return [i for i, r in enumerate(relevances) if r >= floor]
+        kept = list(range(len(relevances)))
+    else:
+        floor = max(min_relevance, relative * max(relevances[:CUT_DEPTH], default=0.0))
+        kept = [i for i, r in enumerate(relevances) if r >= floor]
+    return kept if k is None else kept[:k]

@@ -185,6 +185,9 @@ class Recall:
                _sync: bool = True):
         """Find the entries that answer `query`, best first (a RecallResult; `.strategy` says how).
 
+        The cut-off is decided on the first scoring.relevance.CUT_DEPTH hits (k when larger) and
+        the hits kept are then cut to k: a smaller k gives the same list, shorter.
+
         strategy: auto (hybrid when the index is usable, else grep/index), hybrid, vector,
         text (LanceDB full-text only), grep (read the files) or index (INDEX.md navigation).
         Hits whose relevance (a calibrated probability) is below `min_relevance` (default:
@@ -195,8 +198,13 @@ class Recall:
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
             raise InvalidInput("min_relevance must be between 0 and 1")
-        result = apply_cut(self._recall(query, k, category, tier, status, tags, since, until, strategy, explain,
-                                        _sync), cut, self.state.settings.recall_relative_relevance)
+        from memstrata.scoring.relevance import CUT_DEPTH
+
+        if int(k) < 1:
+            raise InvalidInput("k must be at least 1")
+        result = apply_cut(self._recall(query, max(int(k), CUT_DEPTH), category, tier, status, tags, since, until,
+                                        strategy, explain, _sync), cut, self.state.settings.recall_relative_relevance,
+                           int(k))
         if count_access and result.results:
             now = self.state.now()
             journal.append(self.root, [(h.id, now, None) for h in result.results if h.shared_root is None])
@@ -348,14 +356,15 @@ def word_relevance(matched: list[str], terms: list[str]) -> float:
     return relevance.probability({"text": share, "coverage": share}, relevance.TEXT)
 
 
-def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0) -> RecallResult:
-    """Drop the hits below `min_relevance`; the result records the cut-off and the best relevance seen."""
+def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0, k: int | None = None) -> RecallResult:
+    """Drop the hits below `min_relevance` (relevance.keep), then keep the first `k`; the result
+    records the cut-off and the best relevance seen."""
     from memstrata.scoring import relevance
 
     seen = [h.relevance for h in result.results if h.relevance is not None]
     result.best_relevance = max(seen) if seen else None
     result.min_relevance = min_relevance
     kept = relevance.keep([1.0 if h.relevance is None else h.relevance for h in result.results], min_relevance,
-                          relative)
+                          relative, k)
     result.results = [result.results[i] for i in kept]
     return result

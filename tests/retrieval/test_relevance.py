@@ -203,3 +203,94 @@ def test_ranker_says_feature_is_whether_the_entry_says_when():
     x = ranker.features(np.array([0, 1, 2]), np.zeros(3), np.array([0.5, 0.5, 0.5]), np.zeros(3), np.zeros(3), None,
                         None, structure, np.zeros(3), 2.0, 1.0, 0.35, says=says)
     assert list(x[:, ranker.FEATURES.index("says")]) == [1.0, 0.0, 1.0]
+
+
+# Wikipedia-like passages: 属于 and 科目 are common words of the tree, 松鸦 names one passage
+_ZH_PASSAGES = [
+    ("松鸦", "松鸦（学名：Garrulus glandarius）是鸦科松鸦属的鸟类，体长约三十五厘米，翅膀上有醒目的蓝黑相间横纹。"
+             "松鸦广泛分布于欧洲、北非和亚洲的温带森林，秋天会把大量橡子埋进土里储藏过冬，常模仿其他鸟类的叫声。"),
+    ("王江泾镇", "王江泾镇位于浙江省嘉兴市秀洲区北部，属于杭嘉湖平原水网地带，京杭大运河穿镇而过。"
+                 "镇上以丝绸纺织业闻名，明清时期曾是江南重要的绸布集散地，现有人口约十万。"),
+    ("庆大霉素", "庆大霉素是一种氨基糖苷类抗生素，属于广谱抗菌药物，对多种革兰氏阴性菌有效。"
+                 "长期或大剂量使用可能损害听力和肾功能，因此用药期间需要监测血药浓度。"),
+    ("驾照考试", "机动车驾驶人考试分为四个科目：科目一是道路交通安全法规理论考试，科目二是场地驾驶技能考试，"
+                 "科目三包括道路驾驶技能和安全文明驾驶常识，科目四属于理论考试的一部分。"),
+    ("高考改革", "新高考实行“三加三”模式，语文、数学、外语为必考科目，其余三门由学生从物理、化学、生物、"
+                 "政治、历史、地理中自主选择，选考科目的成绩属于等级赋分。"),
+    ("秀洲区", "秀洲区是浙江省嘉兴市的一个市辖区，属于长江三角洲经济区，辖王店镇、洪合镇、新塍镇等乡镇。"),
+    ("青霉素", "青霉素是最早发现并用于临床的抗生素，属于β-内酰胺类药物，由弗莱明在一九二八年发现。"),
+]
+
+
+def test_chinese_terms_weigh_by_idf_as_in_bm25(mem):
+    # 松鸦 is in one passage, 属于 in six, 科目 in two: the rare name decides, so the 松鸦 passage
+    # comes first although two passages hold as many of the query's bigrams (科目 twice even)
+    for title, body in _ZH_PASSAGES:
+        mem.write(body, title=title, category="zh")
+    result = mem.recall("松鸦属于什么科目？", explain=True, min_relevance=0)
+    assert _titles(result)[:1] == ["松鸦"]
+    by_title = {h.title: h.signals["relevance_signals"] for h in result.results}
+    assert by_title["松鸦"]["coverage"] > 2 * by_title["驾照考试"]["coverage"]
+    assert by_title["松鸦"]["coverage"] > by_title["王江泾镇"]["coverage"] > 0  # 属于 counts, a little
+    assert _titles(mem.recall("松鸦属于什么科目？"))[:1] == ["松鸦"]  # and clears the default cut-off
+    for query, answer in [("王江泾镇在哪里", "王江泾镇"), ("庆大霉素有什么副作用？", "庆大霉素"),
+                          ("科目三考什么", "驾照考试"), ("青霉素是谁发现的", "青霉素")]:
+        assert _titles(mem.recall(query))[:1] == [answer], query
+
+
+def test_cjk_bm25_statistics():
+    from memstrata.retrieval import lexical
+
+    stats = lexical.CjkStats(["松鸦属于鸦科", "王江泾镇属于嘉兴", "English only", "属于抗生素"])
+    assert stats.n == 3 and stats.df("属于") == 3 and stats.df("松鸦") == 1 and stats.df("鸟") == 0
+    assert stats.idf("松鸦") > 3 * stats.idf("属于")
+    got = stats.scores({"松鸦", "属于", "科"}, [0, 1, 2, 3])
+    assert set(got) == {0, 1, 3}  # the English entry holds nothing; 科 alone is matched in 鸦科
+    assert got[0][1] == pytest.approx(1.0) and got[1][1] == pytest.approx(got[3][1]) and got[1][1] < 0.2
+    assert lexical.cjk_topic("松鸦属于什么科目？") == "松鸦属于 科目？"
+    assert lexical.cjk_bigrams(lexical.cjk_topic("王江泾镇在哪里")) == {"王江", "江泾", "泾镇"}
+
+
+def test_a_smaller_k_only_cuts_the_same_list_shorter(mem):
+    # the cut-off is decided on a fixed depth, then the list is cut to k: -k 3 never says
+    # "nothing relevant" where -k 10 answers, and never keeps hits -k 10 drops (relative floor)
+    notes = [("Refund policy", "If you are not satisfied with a purchase, you can ask for your money back within "
+                               "30 days of the payment. Refunds go to the original payment method."),
+             ("Commercial license", "A commercial license is required when you use the app for work at a company. "
+                                    "The license costs 50 dollars per user per year, billed annually."),
+             ("Credits", "Thanks to the many community members who translated the interface and reported bugs."),
+             ("Sync", "Sync keeps your notes up to date on all your devices, with end-to-end encryption."),
+             ("Hotkeys", "Ctrl+P opens the command palette, Ctrl+O the quick switcher."),
+             ("Links", "Link to other notes in your vault with double square brackets."),
+             ("Plugins", "Community plugins are written by other users; restricted mode turns them off."),
+             ("Lunch", "The team lunch is on Thursdays at the Italian place near the station."),
+             ("Offsite", "The quarterly offsite is in Porto this year, in the second week of June."),
+             ("Invoices", "Invoices are sent on the first day of the month and can be downloaded as PDF."),
+             ("Taxes", "Prices shown include VAT for customers in the European Union."),
+             ("Trial", "The free trial lasts 14 days and needs no payment card.")]
+    for title, body in notes:
+        mem.write(body, title=title, category="docs")
+    for query in ("can I get my money back after buying a license", "how much does a license cost?",
+                  "thanks!", "when is the offsite"):
+        for cut in (None, 0.3):
+            full = [h.id for h in mem.recall(query, k=10, min_relevance=cut).results]
+            for k in (1, 3, 5):
+                assert [h.id for h in mem.recall(query, k=k, min_relevance=cut).results] == full[:k], (query, k, cut)
+    assert _titles(mem.recall("can I get my money back after buying a license", k=1)) == ["Refund policy"]
+
+
+def test_the_cut_off_is_decided_on_a_fixed_depth_then_cut_to_k():
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        rel = rng.random(int(rng.integers(0, 25))) ** rng.choice([1, 4])  # often one clear answer, a weak tail
+        cut, relative = float(rng.choice([0.0, 0.02, 0.2])), float(rng.choice([0.0, 0.1, 0.5]))
+        depth = relevance.CUT_DEPTH
+        deep = relevance.keep(list(rel[:depth]), cut, relative)
+        for k in (1, 2, 3, 5, 10, 20):
+            # what recall does for k: ask for max(k, CUT_DEPTH) hits, decide, cut to k
+            got = relevance.keep(list(rel[:max(k, depth)]), cut, relative, k)
+            assert got[:len(deep)] == deep[:k]  # the same list, cut shorter (a k past the depth adds below)
+            assert all(p >= depth for p in got[len(deep):])
+    # a strong answer at rank 8 sets the floor for -k 3 as it does for -k 10
+    rel = [0.05, 0.04, 0.03, 0.02, 0.02, 0.02, 0.02, 0.9]
+    assert relevance.keep(rel, 0.02, 0.1, k=3) == [7] and relevance.keep(rel, 0.02, 0.1, k=10) == [7]
