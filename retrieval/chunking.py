@@ -1,4 +1,4 @@
-"""Chunking: the texts an entry is embedded as (whole, sentence-level, and windows of long entries)."""
+"""Chunking: the texts an entry is embedded as (whole, sentence-level, heading sections of long notes, windows)."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +15,7 @@ class Chunk:
     """One embedded text of an entry: chunk 0 is the whole entry (cut to the window)."""
 
     number: int
-    kind: str  # "entry" | "sentence" | "window" | "context"
+    kind: str  # "entry" | "sentence" | "section" | "window" | "context"
     text: str
     pooled: bool = False  # its vector is the mean of the entry's sentence vectors (not embedded)
 
@@ -64,11 +64,22 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
       (mostly CJK text excepted: its words are not counted by spaces) gets none;
-    - when the entry does not fit the window: windows of whole sentences that fit it,
+    - a note that does not fit the window and has headings or paragraphs: its heading
+      sections instead (`section_texts`), no sentence chunks: a question about one part of
+      a long note meets that part with its title and heading path as context;
+    - any other entry that does not fit the window: windows of whole sentences that fit it,
       overlapping by about `overlap_tokens`, each starting with the title.
     """
     full = entry_text(title, body)
     chunks = [Chunk(0, "entry", full)]
+    budget = max(16, max_tokens - 8)
+    parts = sections(body)
+    if count_tokens(full) > budget and _is_document(parts):
+        # a long note: its heading sections, cut at paragraphs, each with the title and heading
+        # path in front (no sentence chunks, no windows: bench/notes.py, docs/recall.md)
+        for text in section_texts(title, parts, count_tokens, budget):
+            chunks.append(Chunk(len(chunks), "section", text))
+        return chunks
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
     if sentence_min_words and len(full.split()) < sentence_min_words and not _is_cjk_heavy(full):
         sents = []
@@ -77,7 +88,6 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
         for s in sents[:max_sentences]:
             if _norm(s) != _norm(full):
                 chunks.append(Chunk(len(chunks), "sentence", s))
-    budget = max(16, max_tokens - 8)
     if count_tokens(full) > budget and _sentences_suffice(body, sents, chunks, count_tokens, budget):
         chunks[0].pooled = True
     elif count_tokens(full) > budget:
@@ -153,4 +163,90 @@ def _split_long(items: list[str], count_tokens, room: int) -> list[str]:
                 part = [w]
         if part:
             out.append(sep.join(part))
+    return out
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>|[`*\\]")
+SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
+
+
+def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
+    """The Markdown body's sections in order: (heading path, paragraphs); a fenced code block
+    stays whole inside its paragraph and its lines are never headings."""
+    out: list[tuple[tuple[str, ...], list[str]]] = []
+    path: list[tuple[int, str]] = []
+    paras: list[str] = []
+    lines: list[str] = []
+    fence = None
+
+    def end_paragraph():
+        if lines:
+            text = "\n".join(lines).strip()
+            if text:
+                paras.append(text)
+            lines.clear()
+
+    def end_section():
+        end_paragraph()
+        if paras:
+            out.append((tuple(h for _, h in path), list(paras)))
+            paras.clear()
+
+    for line in (body or "").splitlines():
+        if fence:
+            lines.append(line)
+            if line.strip().startswith(fence):
+                fence = None
+            continue
+        m = _FENCE.match(line)
+        if m:
+            fence = m.group(1)
+            lines.append(line)
+            continue
+        h = _HEADING.match(line)
+        if h:
+            end_section()
+            level, text = len(h.group(1)), " ".join(_HEADING_NOISE.sub("", h.group(2)).split())
+            path = [(lv, t) for lv, t in path if lv < level] + [(level, text)]
+            continue
+        if not line.strip():
+            end_paragraph()
+            continue
+        lines.append(line)
+    end_section()
+    return out
+
+
+def _is_document(parts) -> bool:
+    """A note with headings or several paragraphs (not one run of text: a transcript, a log line)."""
+    return len(parts) > 1 or (len(parts) == 1 and len(parts[0][1]) > 1)
+
+
+def section_texts(title: str, parts, count_tokens, budget: int, target: int = SECTION_TOKENS) -> list[str]:
+    """One text per run of a section's paragraphs of about `target` tokens (a longer paragraph
+    alone, cut at sentences past `budget`), each headed by `title > heading > subheading`."""
+    title = " ".join((title or "").split())
+    out = []
+    for path, paras in parts:
+        trail = [h for h in path if h]
+        if trail and title and _norm(trail[0]) == _norm(title):
+            trail = trail[1:]  # the H1 repeats the title
+        head = " > ".join([title] + trail if title else trail)
+        room = max(8, budget - (count_tokens(head) if head else 0))
+        group: list[str] = []
+        used = 0
+        for para in paras:
+            cost = count_tokens(para)
+            pieces = [para] if cost <= room else _split_long(sentences(para) or [para], count_tokens, room)
+            for piece in pieces:
+                c = cost if len(pieces) == 1 else count_tokens(piece)
+                if group and used + c > max(target, 1):
+                    out.append(_join(head, [(g, 0) for g in group]))
+                    group, used = [], 0
+                group.append(piece)
+                used += c
+        if group:
+            out.append(_join(head, [(g, 0) for g in group]))
     return out

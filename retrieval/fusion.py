@@ -66,18 +66,30 @@ def scaled(n: int, scores: dict[int, float], scale: float) -> np.ndarray:
     return out
 
 
-def time_structure(categories: list, created: list, gap_seconds: float):
-    """Per entry: index of the previous and next entry of its category in time (-1 if none or
-    further than `gap_seconds`), and a sitting number (runs of entries closer than the gap)."""
+CONVERSATION_MAX_BYTES = 2000  # a turn of a conversation: a file this small (frontmatter included)
+
+
+def time_structure(categories: list, created: list, gap_seconds: float, sizes: list | None = None):
+    """Per entry: index of the previous and next entry of its category in time (-1 if none), and
+    a sitting number (runs of linked entries).
+
+    Two entries are linked only where the data looks like a conversation: written one after the
+    other (0 < gap <= `gap_seconds`: not in one bulk write, where notes adopted or imported
+    together share a time) and both short (`sizes`, the files' bytes, at most
+    CONVERSATION_MAX_BYTES when given). A vault's notes or a docs folder get no neighbours and
+    no sitting, so the dialogue priors and ranker features built on them stay at zero there."""
     n = len(created)
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     session = np.arange(n, dtype=np.int64)
     stamps = np.array([c if c is not None else np.nan for c in created], dtype=np.float64)
+    short = (np.ones(n, dtype=bool) if sizes is None else
+             np.array([s is None or s < 0 or s <= CONVERSATION_MAX_BYTES for s in sizes], dtype=bool))
     order = sorted((i for i in range(n) if not np.isnan(stamps[i])), key=lambda i: (categories[i] or "", stamps[i]))
     current = -1
     for a, b in zip([None] + order[:-1], order):
-        if a is not None and categories[a] == categories[b] and stamps[b] - stamps[a] <= gap_seconds:
+        if (a is not None and categories[a] == categories[b] and 0 < stamps[b] - stamps[a] <= gap_seconds
+                and short[a] and short[b]):
             prev[b], nxt[a] = a, b
             session[b] = current
         else:

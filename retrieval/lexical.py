@@ -43,6 +43,12 @@ get got gets go goes went much many way ways yes ok okay oh hey hi just really l
 """.split())
 
 
+# Words that place a question in time relative to now ("the last retro", "what did she do
+# recently"): they say when, not what, so they are no query term (a note rarely repeats them;
+# counted as terms, they lower the share of the query an answer holds).
+TIME_WORDS = frozenset("last latest recent recently previous previously earlier lately ago".split())
+
+
 # Capitalised words that name times, not entities (they go to the date handling instead).
 CALENDAR_WORDS = frozenset("""
 january february march april may june july august september october november december
@@ -60,10 +66,15 @@ CJK_QUESTION_WORDS = ("什么时候", "为什么", "怎么样", "怎么办", "�
 _CJK_QUESTION = re.compile("|".join(sorted(map(re.escape, CJK_QUESTION_WORDS), key=len, reverse=True)))
 
 
+def cjk_without_questions(text: str) -> str:
+    """A text with its CJK question words cut out (a space each: runs are split there, so no
+    bigram bridges one)."""
+    return _CJK_QUESTION.sub(" ", text or "")
+
+
 def cjk_topic(query: str) -> str:
-    """A query with its CJK question words cut out (a space each: runs are split there, so no
-    bigram bridges one); the query itself when nothing of its CJK text would be left."""
-    cut = _CJK_QUESTION.sub(" ", query or "")
+    """`cjk_without_questions` of a query; the query itself when nothing of its CJK text would be left."""
+    cut = cjk_without_questions(query)
     return cut if has_cjk(cut) else query
 
 
@@ -125,7 +136,7 @@ def query_terms(query: str) -> list[str]:
     out = []
     for w in words(query):
         lw = w.lower().replace("’", "'")
-        if lw in QUERY_STOPWORDS or lw.endswith("'s") and lw[:-2] in QUERY_STOPWORDS:
+        if lw in QUERY_STOPWORDS or lw in TIME_WORDS or lw.endswith("'s") and lw[:-2] in QUERY_STOPWORDS:
             continue
         lw = lw[:-2] if lw.endswith("'s") else lw
         if lw and lw not in out:
@@ -274,6 +285,19 @@ def light_stem(word: str) -> str:
     return w
 
 
+_LATIN_DE = re.compile(r"[aiu][ds]$")
+
+
+@functools.lru_cache(maxsize=65536)
+def derived_forms(s: str) -> tuple[str, ...]:
+    """A stem and the stem of its Latin -de / -sion partner, which Snowball leaves apart:
+    decid / decis (decide, decision), conclud / conclus, divid / divis, persuad / persuas.
+    Only for saying whether an entry holds a query term (coverage), never for BM25."""
+    if len(s) < 5 or not _LATIN_DE.search(s):
+        return (s,)
+    return (s, s[:-1] + ("s" if s[-1] == "d" else "d"))
+
+
 class TermStats:
     """In-memory BM25 statistics of the English column: per entry its stem counts and length."""
 
@@ -363,19 +387,23 @@ class TermStats:
         return sum(wt * self.idf(s) for s, wt in self._query(terms).items())
 
     def coverage(self, positions, terms) -> dict[int, float]:
-        """Share of the query's idf weight whose terms an entry holds at all, by position."""
+        """Share of the query's idf weight whose terms an entry holds at all (in some derived
+        form: `derived_forms`), by position."""
         q = self._query(terms)
         idf = {s: wt * self.idf(s) for s, wt in q.items()}
         total = sum(idf.values())
         if total <= 0:
             return {}
-        return {p: sum(v for s, v in idf.items() if s in self.tf[p]) / total for p in positions}
+        forms = {s: derived_forms(s) for s in idf}
+        return {p: sum(v for s, v in idf.items() if any(f in self.tf[p] for f in forms[s])) / total
+                for p in positions}
 
     def known_share(self, terms) -> float:
-        """Share of the query's idf weight whose terms some entry holds (0 without terms)."""
+        """Share of the query's idf weight whose terms (in some derived form) some entry holds (0 without terms)."""
         idf = {s: wt * self.idf(s) for s, wt in self._query(terms).items()}
         total = sum(idf.values())
-        return sum(v for s, v in idf.items() if self.df.get(s, 0) > 0) / total if total > 0 else 0.0
+        held = sum(v for s, v in idf.items() if any(self.df.get(f, 0) > 0 for f in derived_forms(s)))
+        return held / total if total > 0 else 0.0
 
     def bm25(self, positions, terms: dict[str, float], k1: float, b: float) -> dict[int, float]:
         """BM25 (k1, b) of `positions` for weighted query `terms` {word: weight}; 0 scores left out."""

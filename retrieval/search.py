@@ -307,8 +307,11 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
     bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
     asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
     says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
+    title = (None if stats is None or not terms else
+             np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
-                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says)
+                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
+                    title=title)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
     if not rk.WEIGHTS:
@@ -316,6 +319,21 @@ def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_ne
     out = np.full(len(score), -np.inf)
     out[cand] = rk.status_scaled(rk.rank(x), None if inactive is None else inactive[cand], weights.archived_factor)
     return out, by_pos
+
+
+_PATH_SEPARATORS = re.compile(r"[/\\_.-]+")
+
+
+def title_share(stats, terms: list[str], title: str | None, path: str | None) -> float:
+    """The idf share of the query's terms that the entry's title or path (folder and file names)
+    holds: a note is named for what it is about."""
+    q = {lexical.stem(t) for t in terms}
+    total = sum(stats.idf(s) for s in q)
+    if total <= 0:
+        return 0.0
+    named = f"{title or ''} {_PATH_SEPARATORS.sub(' ', (path or '').removesuffix('.md'))}"
+    held = {lexical.stem(w) for w in lexical.words(named)}
+    return sum(stats.idf(s) for s in q & held) / total
 
 
 def _whole_cosines(table, frame, qv, cand):
@@ -425,6 +443,6 @@ def _structure(index: VectorIndex, frame, weights):
     cached = getattr(frame, "_structure", None)
     if cached is None or cached[0] != key:
         cached = (key, fusion.time_structure(frame.cols["category"], frame.cols["created"],
-                                             weights.session_gap_seconds))
+                                             weights.session_gap_seconds, frame.cols.get("size")))
         frame._structure = cached
     return cached[1]

@@ -74,6 +74,13 @@ def _pooled(own, chunks):
     return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
 
 
+def _short(text: str) -> bool:
+    """Short enough to be a conversation's turn (the bound fusion.time_structure puts on files)."""
+    from memstrata.retrieval.fusion import CONVERSATION_MAX_BYTES
+
+    return len(text.encode("utf-8")) <= CONVERSATION_MAX_BYTES
+
+
 def sql_str(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
@@ -264,16 +271,19 @@ class VectorIndex(FrameCache):
             items = timeline[e.category]
             ts = e.created.timestamp()
             i = bisect.bisect_left(items, (ts, "")) - 1
-            if i >= 0 and ts - items[i][0] <= gap and items[i][1] != row_id(e):
+            # a conversation's turn (fusion.time_structure): written after the one before, both short
+            if (i >= 0 and 0 < ts - items[i][0] <= gap and items[i][1] != row_id(e)
+                    and _short(chunking.entry_text(e.title, e.body))):
                 prev = items[i][1]
                 if prev in texts:
-                    out[row_id(e)] = texts[prev]
+                    if _short(texts[prev]):
+                        out[row_id(e)] = texts[prev]
                 else:
                     missing[row_id(e)] = prev
         if missing:
             rows = self.fetch_rows(sorted(set(missing.values())))
             for rid, prev in missing.items():
-                if rows.get(prev):
+                if rows.get(prev) and _short(rows[prev][0]["text"]):
                     out[rid] = rows[prev][0]["text"]
         return out
 

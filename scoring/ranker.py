@@ -24,10 +24,13 @@ import numpy as np
 #   asks     the share of the entry's sentences that are questions (a question rarely holds the answer)
 #   says     the entry says when (a relative time word, a month, a weekday or a year: retrieval.dates);
 #            the same only for queries that ask when (`when`) got no weight and no gain: left out
+#   title    idf share of the query's terms in the entry's title and path (folders, file name)
+# sit, asks, says and the excess features are 0 for an entry with no neighbour (not a turn of a
+# conversation: fusion.time_structure decides from the data), and so are nb1 nb2 nbmax there.
 # The adjacent entries' own cos, text, names and coverage as features raised LOCO recall@10 by
 # 0.006 more but let an unrelated note written next to a match outrank a weaker real match: left out.
 FEATURES = ("score", "cos", "text", "cov", "ent", "noname", "date", "nb1", "nb2", "sit", "nbmax", "cos2", "costxt",
-            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks", "says")
+            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks", "says", "title")
 TEXT_CAP = 2.0  # the text match the excess features read is capped here (a long repeated match counts as 2)
 
 # Fitted by bench/fit_ranking.py on the LoCoMo dev conversations (pairwise logistic over the top
@@ -47,7 +50,8 @@ CANDIDATES = 100  # the fused ranking's top entries the ranker orders again
 
 def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndarray, coverage: np.ndarray,
              entity_share, date_near, structure, whole: np.ndarray, dense_weight: float, text_weight: float,
-             entity_weight: float, asks: np.ndarray | None = None, says: np.ndarray | None = None) -> np.ndarray:
+             entity_weight: float, asks: np.ndarray | None = None, says: np.ndarray | None = None,
+             title: np.ndarray | None = None) -> np.ndarray:
     """The feature matrix (len(cand) x len(FEATURES)) of the candidate positions `cand`.
 
     Every array but `whole`, `asks` (one value per candidate: question_share of its text) and
@@ -73,11 +77,16 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
     ent = zero if entity_share is None else entity_share[cand]
     c, t = cos[cand], text[cand]
 
-    def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after)
+    def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after); 0 without one
         own = values[cand]
         before = np.where(p1 >= 0, values[np.maximum(p1, 0)], 0.0)
         after = np.where(n1 >= 0, values[np.maximum(n1, 0)], 0.0)
-        return np.maximum(own - before, 0.0), np.maximum(own - after, 0.0)
+        return (np.where(p1 >= 0, np.maximum(own - before, 0.0), 0.0),
+                np.where(n1 >= 0, np.maximum(own - after, 0.0), 0.0))
+
+    # the dialogue features act only on a conversation's turns (entries linked to a neighbour:
+    # retrieval.fusion.time_structure); on a note they are 0 and the note's own match decides
+    turn = ((p1 >= 0) | (n1 >= 0)).astype(np.float64)
 
     xpcos, xncos = excess(cos)
     xptxt, xntxt = excess(np.minimum(text, TEXT_CAP))
@@ -86,10 +95,10 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
          "noname": zero if entity_share is None else (ent == 0).astype(float),
          "date": zero if date_near is None else date_near[cand],
          "nb1": at(p1) + at(n1), "nb2": at(p2) + at(n2),
-         "sit": best[session[cand]], "nbmax": np.maximum(at(p1), at(n1)),
+         "sit": turn * best[session[cand]], "nbmax": np.maximum(at(p1), at(n1)),
          "cos2": c ** 2, "costxt": c * t, "whole": whole, "xpcos": xpcos, "xncos": xncos, "xptxt": xptxt,
-         "xntxt": xntxt, "xpent": xpent, "xnent": xnent, "asks": zero if asks is None else asks,
-         "says": zero if says is None else says}
+         "xntxt": xntxt, "xpent": xpent, "xnent": xnent, "asks": zero if asks is None else turn * asks,
+         "says": zero if says is None else turn * says, "title": zero if title is None else title}
     return np.stack([np.asarray(f[name], dtype=np.float64) for name in FEATURES], axis=1)
 
 

@@ -18,6 +18,9 @@ from memstrata.storage.entry import TIERS, Entry
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
 _MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
 _MAX_MISSES = 25  # once this many items in a row did not fit, the budget is taken as full
+# A relevant hit brings at most this many tokens of its body: the part of the note the context
+# asks about (retrieval.prompts.relevant_part), not a whole long note.
+HIT_TOKENS = 300
 
 
 @dataclass
@@ -254,11 +257,14 @@ class Promotion:
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
                  include_shared: bool = True, hot: bool = True, session_id: str | None = None) -> AutoloadResult:
         """The memories an agent should start with: relevant ones first (hits that clear the
-        recall_min_relevance cut-off), then, with `hot`, hot ones by weight, within `budget`
-        tokens (the model's tokenizer). With a `session_id`, an entry already loaded in that
-        session is not loaded again. Loading counts as an access (correlation 1.0)."""
+        recall_min_relevance cut-off; none for a context that names no topic, as "hello" or
+        "thanks!"), then, with `hot`, hot ones by weight, within `budget` tokens (the model's
+        tokenizer). A relevant hit brings the part of its note the context asks about, at most
+        HIT_TOKENS. With a `session_id`, an entry already loaded in that session is not loaded
+        again. Loading a hot entry counts as an access (correlation 1.0); a relevant hit does not
+        (an injection answering a prompt is no read that should make the entry hot)."""
         from memstrata.features import hook_sessions
-
+        from memstrata.retrieval.prompts import has_topic
         from memstrata.scoring.weight import compute_weight
 
         settings = self.state.settings
@@ -269,14 +275,17 @@ class Promotion:
         result = AutoloadResult(context=context, budget=budget)
         already = hook_sessions.injected(self.root, session_id)
         now = self.state.now()
-        if promote and context:
+        topic = context is not None and has_topic(context)
+        if context and not topic:
+            result.notes.append("the context names no topic: no relevant memories")
+        if promote and topic:
             try:
                 result.promoted = self.promote(context)["promoted"]
             except IndexUnavailable as exc:
                 result.notes.append(f"no promotion: {exc.message}")
         shared = self.shared.shared_or_none() if include_shared else None
         ranked: list[tuple[Entry, str, float]] = []
-        if context:
+        if topic:
             answer = (self.shared.recall(context, k=10) if shared is not None
                       else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
@@ -299,10 +308,12 @@ class Promotion:
                     ranked.append((e, "hot", compute_weight(e, now)))
         self._fill(result, ranked, shared)
         hook_sessions.record(self.root, session_id, [i.entry.id for i in result.items])
-        self._count_loads([i.entry for i in result.items if not i.shared])
+        self._count_loads([i.entry for i in result.items if not i.shared and i.section == "hot"])
         return result
 
     def _fill(self, result: AutoloadResult, ranked, shared) -> None:
+        from memstrata.retrieval.prompts import relevant_part
+
         embedder = self.state.embedder
         seen: set[str] = set()
         used = 0
@@ -332,8 +343,12 @@ class Promotion:
                 continue
             body = without_note(entry.body).strip() or (entry.summary or "")
             tokens = embedder.count_tokens(body)
-            truncated = tokens > room
-            if truncated:
+            partial = section == "relevant" and tokens > HIT_TOKENS
+            if partial:  # the part asked about; the note goes on (" …", and `mem read` has it all)
+                body = relevant_part(body, result.context or "", getattr(item, "snippet", None))
+                tokens, room = embedder.count_tokens(body), min(room, HIT_TOKENS)
+            truncated = partial or tokens > room
+            if tokens > room:
                 body = embedder.truncate_to_tokens(body, room)
                 tokens = embedder.count_tokens(body)
             result.items.append(AutoloadItem(entry, section, score, body, tokens + cost, truncated, from_shared))

@@ -90,3 +90,138 @@ def test_the_hook_leaves_out_hits_far_weaker_than_the_best(work):
     assert titles[0] == "Atlas billing database"
     strong = {h.title for h in answer.results if h.relevance >= 0.3 * best}
     assert set(titles) == strong and len(strong) < len(answer.results)  # some weak hits were left out
+
+
+SYNTAX = """Learn how to apply basic formatting to your notes, using Markdown.
+
+## Paragraphs
+
+To create paragraphs, use a blank line to separate one or more lines of text. A single line break inside a
+paragraph is ignored in reading view unless strict line breaks are turned off in the editor settings.
+
+```md
+# This is not a heading: it is inside a code block
+This is a paragraph.
+```
+
+## Headings
+
+To create a heading, add up to six `#` symbols before your heading text. The number of `#` symbols
+determines the size of the heading, and the outline view lists every heading of the note.
+
+## Bold, italics, highlights
+
+Text formatting can be applied using **bold**, *italics* and ==highlights==. For example, `**Hello world**`
+renders as **Hello world**. Use two tildes for ~~strikethrough~~ and combine markers for bold italics.
+
+## Tables
+
+You can create tables using vertical bars (`|`) and hyphens (`-`). Vertical bars separate columns, and hyphens
+define the column header. Align a column by adding colons to the header row.
+
+| First name | Last name |
+| ---------- | --------- |
+| Max        | Planck    |
+| Marie      | Curie     |
+
+## Lists
+
+You can create an unordered list by adding a `-`, `*`, or `+` before the text. To create an ordered list,
+start each line with a number followed by a `.` symbol. Indent an item to nest it under the one above.
+
+## Code blocks
+
+To format a block of code, surround the code with triple backticks. You can add syntax highlighting by naming
+the language after the first backticks, for example `js` or `python`.
+
+## Quotes
+
+You can quote text by adding a `>` symbol before the text. Quotes are often used for citations or callouts.
+"""
+
+DOCS = [
+    ("Basic formatting syntax", "help", SYNTAX),
+    ("Credits", "about", "We would like to thank everyone who helped build this app.\n\n## Contributors\n\n"
+                         "Thanks to the many community members who translated the interface into thirty languages, "
+                         "reported bugs on the forum and wrote plugins.\n\n## Open source libraries\n\nThe app is "
+                         "built on CodeMirror, Electron and PDF.js; icons come from the Lucide project."),
+    ("Refund policy", "billing", "If you are not satisfied with a purchase, you can ask for your money back within "
+                                 "30 days of the payment. Refunds go to the original payment method within ten "
+                                 "business days."),
+    ("Commercial license", "billing", "A commercial license is required when you use the app for work at a company "
+                                      "of two or more people. It costs 50 dollars per user per year."),
+    ("Sprint 42 retro", "team", "Retrospective of sprint 42, held on Friday with the whole team.\n\nWhat went well: "
+                                "the release shipped on time.\n\nWhat went badly: flaky end-to-end tests blocked "
+                                "merges for two days.\n\nDecisions: flaky tests are quarantined automatically after "
+                                "two failures, and Dana owns the test infrastructure budget."),
+    ("Sync your notes across devices", "help", "Sync keeps your notes up to date on all your devices, with "
+                                               "end-to-end encryption. Open Settings, choose Sync and pick a remote "
+                                               "vault."),
+    ("Keyboard shortcuts", "help", "Ctrl+P opens the command palette, Ctrl+O the quick switcher, Ctrl+E toggles "
+                                   "between editing and reading view."),
+]
+
+EVERYDAY = ["hello", "hi!", "thanks!", "thank you so much", "ok", "okay, sounds good", "continue", "go ahead",
+            "good morning :)", "how are you doing?", "lol", "yes please", "nice weather today",
+            "how was your weekend?", "你好", "谢谢！", "好的，继续"]
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory, embedder):
+    m = Memory(tmp_path_factory.mktemp("docs") / "mem", embedder=embedder)
+    m.init()
+    for n, (title, category, body) in enumerate(DOCS):
+        m.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
+    return m
+
+
+def test_everyday_prompts_inject_nothing_on_a_docs_vault(docs):
+    for prompt in EVERYDAY:
+        assert docs.autoload(prompt, hot=False, promote=True).items == [], prompt
+    # the rule is no wall against a real question after a greeting
+    asked = docs.autoload("hi! can I get my money back after buying a license?", hot=False)
+    assert [i.entry.title for i in asked.items][:1] == ["Refund policy"]
+
+
+def test_an_injected_note_is_the_section_asked_about(docs):
+    from memstrata.features.promotion import HIT_TOKENS
+
+    item = docs.autoload("how do I make a table", hot=False).items[0]
+    assert item.entry.title == "Basic formatting syntax" and item.truncated
+    assert item.text.startswith("## Tables") and "Marie" in item.text and "## Headings" not in item.text
+    assert docs.embedder.count_tokens(item.text) <= HIT_TOKENS
+    code = docs.autoload("how do I add syntax highlighting to code?", hot=False).items[0]
+    assert code.text.startswith("## Code blocks")
+    short = docs.autoload("can I get my money back after buying a license", hot=False).items[0]
+    assert short.entry.title == "Refund policy" and not short.truncated  # a short note comes whole
+
+
+def test_an_injection_is_not_a_read_that_makes_an_entry_hot(docs):
+    loaded = docs.autoload("who owns the test infrastructure budget?", hot=False, session_id="inj")
+    assert [i.entry.title for i in loaded.items][:1] == ["Sprint 42 retro"]
+    assert docs.read(loaded.items[0].entry.id, count_access=False).access_count == 0
+    # written two months ago, the notes are cold: the injection did not make the retro hot, so
+    # the next SessionStart block does not carry it
+    assert "Sprint 42 retro" not in [i.entry.title for i in docs.autoload(None).items]
+
+
+def test_what_we_decided_in_the_last_retro_is_answered(docs):
+    # "last" says when, not what, and "decide" is held by the note's "Decisions" (decid / decis):
+    # the note holds the whole topic of the question, not a third of it
+    result = docs.recall("what did we decide in the last retro?", explain=True)
+    assert [h.title for h in result.results][:1] == ["Sprint 42 retro"]
+    assert result.results[0].signals["relevance_signals"]["coverage"] == pytest.approx(1.0)
+    assert result.results[0].relevance > 0.2
+
+
+def test_which_prompts_name_a_topic():
+    from memstrata.retrieval.prompts import has_topic, parts
+
+    assert not any(has_topic(p) for p in EVERYDAY[:-3] if p not in ("nice weather today", "how was your weekend?"))
+    for asked in ("ok, now fix the login bug", "continue the migration plan", "松鸦属于什么科目？", "sprint 42",
+                  "what did we decide in the last retro?"):
+        assert has_topic(asked), asked
+    assert not any(has_topic(p) for p in ("你好", "谢谢！", "好的，继续", "什么？"))
+    assert [p.split("\n")[0] for p in parts(SYNTAX)][:3] == ["Learn how to apply basic formatting to your notes, "
+                                                             "using Markdown.", "## Paragraphs", "## Headings"]
+    assert parts("One paragraph.\n\nAnother one.") == ["One paragraph.", "Another one."]

@@ -112,3 +112,68 @@ def test_sentence_min_words_is_a_setting(mem):
     mem.config_set("chunk_sentence_min_words", "0")
     mem.write("We deploy with Argo CD. Releases go out every Tuesday.", title="Deploy", category="work")
     assert kinds().count("sentence") == 2
+
+
+_SYNTAX = """# Basic formatting syntax
+
+Learn how to apply basic formatting and styling to your notes.
+
+## Paragraphs
+
+To create paragraphs, use a blank line to separate one or more lines of text. """ + "Plain prose goes here. " * 40 + """
+
+## Headings
+
+To create a heading, add up to six `#` symbols before your heading text.
+
+```md
+# This is a heading 1
+## This is a heading 2
+```
+
+## Tables
+
+You can create tables using vertical bars (|) to separate columns and hyphens (-) to define headers.
+
+| First name | Last name |
+| ---------- | --------- |
+| Max        | Planck    |
+
+### Format content within a table
+
+Use a backslash to escape a vertical bar inside a table cell.
+"""
+
+
+def test_a_long_note_is_indexed_by_its_heading_sections(embedder):
+    chunks = _chunks(embedder, "Basic formatting syntax", _SYNTAX)
+    assert chunks[0].kind == "entry" and {c.kind for c in chunks[1:]} == {"section"}
+    heads = [c.text.split("\n", 1)[0] for c in chunks[1:]]
+    # the title and the heading path lead each section; the H1 that repeats the title is not doubled
+    assert "Basic formatting syntax > Tables" in heads
+    assert "Basic formatting syntax > Tables > Format content within a table" in heads
+    assert all(not h.startswith("Basic formatting syntax > Basic formatting syntax") for h in heads)
+    # a `#` line inside a code fence is code, not a heading
+    assert not any("This is a heading 1" in h for h in heads)
+    assert any("# This is a heading 1" in c.text for c in chunks[1:])
+    # a short note keeps the entry and its sentences
+    assert "section" not in [c.kind for c in _chunks(embedder, "Tables", "## Tables\n\nUse bars.\n\nAnd hyphens.")]
+
+
+def test_a_table_question_reaches_the_tables_section_of_a_long_note(tmp_path, embedder):
+    from memstrata import Memory
+
+    vault = tmp_path / "vault"
+    (vault / "help").mkdir(parents=True)
+    (vault / "help" / "Basic formatting syntax.md").write_text(_SYNTAX)
+    for name, text in [("Sync", "Sync your notes between devices with the sync service. " * 30),
+                       ("Plugins", "Community plugins extend the app; turn on restricted mode off first. " * 30)]:
+        (vault / "help" / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    rows = m._recall.state.vector_index().table().search().select(["path", "kind", "text"]).limit(None).to_arrow()
+    texts = [t for p, k, t in zip(*(rows.column(c).to_pylist() for c in ("path", "kind", "text")))
+             if k == "section" and p.endswith("syntax.md")]
+    best = max(texts, key=lambda t: float(embedder.embed_query("how do I make a table") @ embedder.embed([t])[0]))
+    assert best.startswith("Basic formatting syntax > Tables")
+    assert m.recall("how do I make a table", min_relevance=0).results[0].path == "help/Basic formatting syntax.md"

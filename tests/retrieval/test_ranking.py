@@ -56,3 +56,29 @@ def test_only_common_names_leave_the_dense_query(mem):
     mem.settings.recall_dense_name_share = 0.0   # 0: every name leaves
     info = mem.recall("What did Alice think of Becoming Nicole?", explain=True).info
     assert "Alice" not in info["dense_query"] and "Nicole" not in info["dense_query"]
+
+
+def test_only_a_conversation_has_neighbours():
+    # turns a few seconds apart, short: linked; notes written in one bulk write (the same time) or
+    # long files written minutes apart: no neighbours, each its own sitting
+    created = [0.0, 10.0, 20.0, 500.0, 500.0, 900.0, 960.0]
+    sizes = [300, 400, 350, 800, 800, 30_000, 25_000]
+    prev, nxt, session = fusion.time_structure(["c"] * 3 + ["v"] * 4, created, 3600.0, sizes)
+    assert list(prev[:3]) == [-1, 0, 1] and list(nxt[:3]) == [1, 2, -1] and len(set(session[:3])) == 1
+    assert list(prev[3:]) == [-1] * 4 and list(nxt[3:]) == [-1] * 4 and len(set(session[3:])) == 4
+
+
+def test_dialogue_features_are_zero_on_a_note():
+    from memstrata.scoring import ranker
+
+    created = [0.0, 10.0, 20.0, None]
+    structure = fusion.time_structure(["c", "c", "c", "notes"], created, 3600.0, [300, 300, 300, 9000])
+    cos = np.array([0.2, 0.6, 0.3, 0.6])
+    text = np.array([0.0, 0.5, 0.0, 0.5])
+    x = ranker.features(np.array([1, 3]), cos + text, cos, text, np.zeros(4), None, None, structure,
+                        np.array([0.5, 0.5]), 1.0, 1.0, 0.0, asks=np.array([1.0, 1.0]), says=np.array([1.0, 1.0]),
+                        title=np.array([0.0, 1.0]))
+    f = dict(zip(ranker.FEATURES, x.T))
+    for name in ("nb1", "nb2", "nbmax", "sit", "xpcos", "xncos", "xptxt", "xntxt", "asks", "says"):
+        assert f[name][1] == 0.0, name
+    assert f["xpcos"][0] > 0 and f["asks"][0] == 1.0 and f["sit"][0] > 0 and f["title"][1] == 1.0

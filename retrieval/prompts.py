@@ -1,0 +1,79 @@
+"""What a prompt gives the hook to work with: whether it names a topic at all, and the part of a note it asks about."""
+from __future__ import annotations
+
+import re
+
+from memstrata.retrieval import lexical
+
+# Words that greet, thank, acknowledge or move a conversation on: a prompt made of these (and
+# of question and stop words) asks about nothing, whatever a tree holds ("hello" matches a
+# syntax note's "Hello world", "thanks!" a credits page). Topic words are never here: small talk
+# that names a subject ("how was the offsite?") is left to the relevance cut-off.
+PHATIC = frozenset("""
+hello hallo hi hiya hey heya howdy yo greetings morning afternoon evening night gm
+good great nice cool awesome perfect excellent fine lovely wonderful brilliant super fantastic amazing glad
+thanks thank thx ty tnx cheers appreciate appreciated appreciation welcome please pls plz
+ok okay k kk sure yep yeah yup ya yes nope nah alright right correct agreed agree true indeed exactly
+continue continuing go going ahead proceed next carry keep on onwards done finished ready
+lol haha hah hehe wow oh ah hmm hm um uh er oops sorry bye goodbye later see soon np worries problem
+sounds makes sense got understood understand noted clear fair enough well doing today day lgtm tysm brb ttyl
+""".split())
+
+# The same in Chinese (matched as phrases, longest first, like the question words).
+CJK_PHATIC = ("你好", "您好", "大家好", "早上好", "下午好", "晚上好", "早安", "晚安", "再见", "拜拜", "谢谢", "多谢",
+              "感谢", "辛苦了", "辛苦", "不客气", "没问题", "好的", "好吧", "好", "嗯", "哦", "哈哈", "继续", "可以",
+              "行", "收到", "明白", "知道了", "对", "是的", "没事", "加油")
+_CJK_PHATIC = re.compile("|".join(sorted(map(re.escape, CJK_PHATIC), key=len, reverse=True)))
+
+
+def has_topic(prompt: str) -> bool:
+    """Whether a prompt names anything a memory could be about: a word that is neither a stop,
+    question nor phatic word, or CJK text left once question words and phatic phrases are cut."""
+    for w in lexical.words(prompt):
+        lw = w.lower().replace("’", "'")
+        lw = lw[:-2] if lw.endswith("'s") else lw
+        if lw and lw not in lexical.QUERY_STOPWORDS and lw not in PHATIC:
+            return True
+    return lexical.has_cjk(lexical.cjk_without_questions(_CJK_PHATIC.sub(" ", lexical.cjk_text(prompt))))
+
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s+\S")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def parts(body: str) -> list[str]:
+    """A note's parts: its sections (a Markdown heading and what follows it up to the next one;
+    a '#' line inside a code fence is no heading), or its paragraphs when it has no heading."""
+    sections, current, fenced = [], [], False
+    for line in (body or "").splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _HEADING.match(line) and any(x.strip() for x in current):
+            sections.append("\n".join(current).strip())
+            current = []
+        current.append(line)
+    if any(x.strip() for x in current):
+        sections.append("\n".join(current).strip())
+    if len(sections) > 1:
+        return sections
+    return [p.strip() for p in re.split(r"\n\s*\n", body or "") if p.strip()] or [body or ""]
+
+
+def relevant_part(body: str, prompt: str, snippet: str | None = None) -> str:
+    """The part of a note (`parts`) a prompt asks about: the one holding the most of the prompt's
+    topic words and CJK bigrams (the one holding recall's snippet, the hit's best sentence, on a
+    tie); the first part (a note's opening usually defines it) when none holds any."""
+    units = parts(body)
+    if len(units) == 1:
+        return units[0]
+    terms = {lexical.stem(t) for t in lexical.query_terms(prompt)}
+    grams = lexical.cjk_bigrams(lexical.cjk_topic(prompt))
+    best, best_score = 0, 0.0
+    for n, unit in enumerate(units):
+        held = {lexical.stem(w) for w in lexical.words(unit)}
+        score = len(terms & held) + sum(1 for g in grams if g in unit)
+        if snippet and snippet.strip() and snippet.strip() in unit:
+            score += 0.5
+        if score > best_score:
+            best, best_score = n, score
+    return units[best]
