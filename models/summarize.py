@@ -24,6 +24,7 @@ _LEAD_BIAS = 0.05  # bonus for the first units, fading to 0 at the end
 _DUPLICATE = 0.95  # a unit this similar to a chosen one is never chosen
 _CODE_FACTOR = 0.5  # code blocks rarely make key points
 _QUESTION_FACTOR = 0.8  # nor do questions, as often as statements
+_DEFINE_LEAD = 0.1  # one_sentence: bonus of a note's first prose sentence (half for the second...)
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
@@ -288,10 +289,49 @@ def key_points(text: str, embedder, max_points: int = 5) -> list[str]:
     return [_clean(units[i]) for i in _rank(units, kinds, embedder, max_points)]
 
 
+# A line that only labels what follows: bold or italic text, maybe with a colon after it
+# ("**How to sync your vault using Working Copy**:"), or any short line ending in a colon.
+_LABEL = re.compile(r"^(\*\*|__|\*|_)[^*_]+\1\s*[:：]?$|^.{0,80}[:：]$")
+_TABLE_ROW = re.compile(r"^\|.*\|$")
+
+
+def _defines(unit: str, kind: str) -> bool:
+    """Whether a unit can be a note's one-line summary: a sentence of prose, not a heading, a
+    label, a list item, a table row, code or a fragment."""
+    if kind != "s" or _LABEL.match(unit.strip()) or _TABLE_ROW.match(unit.strip()):
+        return False
+    return len(_lex_tokens(_clean(unit))) >= 3 or len(_clean(unit).split()) >= 5
+
+
 def one_sentence(text: str, embedder) -> str:
-    """The single most central sentence of text ('' for an empty text)."""
-    pts = key_points(text, embedder, max_points=1)
-    return pts[0] if pts else ""
+    """A note's defining sentence ('' for an empty text): of its prose sentences (never a
+    heading, a bold label, a list item or code), the one most similar to the whole note (the
+    mean of its units' vectors, blended with a lexical comparison that leans lexical for
+    Chinese, as in key points); the most central unit when the note has no such sentence."""
+    units = split_sentences(text)  # headings too: a note's title says what the whole is about
+    kinds = _kinds(units)
+    candidates = [i for i, (u, k) in enumerate(zip(units, kinds)) if _defines(u, k)]
+    if len(candidates) <= 1:
+        if candidates:
+            return _clean(units[candidates[0]])
+        pts = key_points(text, embedder, max_points=1)
+        return pts[0] if pts else ""
+    cleaned = [_clean(u) for u in units]
+    emb = np.asarray(embedder.embed(cleaned), dtype=np.float32)
+    centre = emb.mean(axis=0)
+    dense = emb @ (centre / max(float(np.linalg.norm(centre)), 1e-9))
+    toks = [_lex_tokens(c) for c in cleaned]
+    lexical = _lexical_similarity(toks + [[t for ts in toks for t in ts]])[-1, :-1]
+    alpha = 0.7 - 0.4 * _cjk_ratio(" ".join(cleaned))
+    best, best_score = candidates[0], -np.inf
+    for rank, i in enumerate(candidates):
+        # a note is usually defined where it starts: its first sentences get a small lead
+        score = alpha * float(dense[i]) + (1.0 - alpha) * float(lexical[i]) + _DEFINE_LEAD / (1 + rank)
+        if cleaned[i].rstrip().endswith(("?", "？")):
+            score -= 0.1  # a question rarely defines a note
+        if score > best_score:
+            best, best_score = i, score
+    return cleaned[best]
 
 
 def _join(parts: list[str]) -> str:

@@ -138,3 +138,57 @@ def test_one_sentence_and_paragraph(embedder):
 def test_summaries_are_deterministic(embedder):
     assert key_points(EN, embedder, 4) == key_points(EN, embedder, 4)
     assert paragraph(ZH, embedder) == paragraph(ZH, embedder)
+
+
+
+SYNC_NOTE = """# Sync your vault on iOS
+
+There are several ways to keep an Obsidian vault in step between an iPhone and a computer.
+
+**How to sync your vault using Working Copy**:
+
+1. Install Working Copy from the App Store and clone your vault's git repository.
+2. Open Obsidian, create a new vault with the same name, and link it to the Working Copy folder.
+3. Commit and push from Working Copy when you are done editing.
+
+**Using iCloud Drive**:
+
+- Create the vault inside the Obsidian folder of iCloud Drive.
+- On the computer, open the same folder from iCloud Drive.
+
+Working Copy keeps a full git history of your notes, so every change can be reviewed and undone, while iCloud Drive only syncs the latest version of each file.
+
+> Tip: avoid syncing the same vault with two services at once.
+
+| Method | Cost | History |
+| --- | --- | --- |
+| Working Copy | paid | full |
+| iCloud | free | none |
+"""
+ZH_NOTE = """# 松鸦
+
+**分类**：
+
+- 界：动物界
+- 科：鸦科
+
+松鸦是鸦科松鸦属的一种中型鸣禽，广泛分布于欧洲、北非和亚洲的温带森林。
+它的翅膀上有醒目的蓝黑相间横纹。
+秋天，松鸦会把大量橡子埋进土里储藏过冬，因此对橡树林的更新有重要作用。
+**叫声**：
+松鸦常模仿其他鸟类的叫声。
+"""
+
+
+def test_one_sentence_is_the_defining_sentence_not_a_label(embedder):
+    # the cold one-liner of a long note: never its heading, its bold labels ("**How to ...**:"),
+    # its list items or table rows, but the sentence most like the whole note
+    assert key_points(SYNC_NOTE, embedder, 1) != [one_sentence(SYNC_NOTE, embedder)]  # centrality alone picks a label
+    assert one_sentence(SYNC_NOTE, embedder) == ("There are several ways to keep an Obsidian vault in step between "
+                                                 "an iPhone and a computer.")
+    assert one_sentence(ZH_NOTE, embedder) == "松鸦是鸦科松鸦属的一种中型鸣禽，广泛分布于欧洲、北非和亚洲的温带森林。"
+    # the opening is no definition when it is small talk: the note's subject wins
+    aside = "Quick note before I forget the details.\n\n" + EN.split("\n", 2)[2]
+    assert "Postgres" in one_sentence(aside, embedder) or "billing" in one_sentence(aside, embedder)
+    # only labels and list items: the most central unit, as before
+    assert one_sentence("**Steps**:\n\n- open the app\n- pick a vault", embedder) in ("open the app", "pick a vault")
