@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
 from memstrata.features.recall import Recall
 from memstrata.features.team_merge import resolve_all
@@ -56,6 +56,7 @@ class TeamSync:
         git = self.git
         tree.require_initialised(self.root)  # first: git would fail in a missing folder as "not installed"
         git.require_repo(remote)
+        self._use_limits()
         git.protect_merges()
         machine = git.machine()
         branch = git.branch()
@@ -102,6 +103,14 @@ class TeamSync:
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
+
+    def _use_limits(self) -> None:
+        """The network timeouts of this tree's settings."""
+        try:
+            s = self.state.settings
+            self.git.limits = (s.git_connect_timeout, s.git_idle_timeout, s.git_timeout)
+        except MemstrataError:
+            pass
 
     def _recover(self, machine: str, result: dict) -> None:
         """A sync killed half-way (caller holds the lock): its git locks removed, its merge, rebase or

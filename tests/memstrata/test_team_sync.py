@@ -303,3 +303,55 @@ def test_a_committed_name_too_long_for_the_file_system_never_stops_the_sync(tmp_
     assert done.returncode == 0, done.stderr
     del Memory
 
+
+@pytest.mark.parametrize("scheme", ["http", "git"])
+def test_a_remote_that_never_answers_gives_a_one_line_error_in_bounded_time(tmp_path, scheme):
+    """A server on 127.0.0.1 accepts connections and never sends a byte: `mem sync --remote` stops after
+    the idle timeout (http) or the overall one (git://) with one line on stderr."""
+    import os
+    import socket
+    import threading
+    import time
+
+    from memstrata import Memory
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])  # accepted, never answered
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    try:
+        m = Memory(tmp_path / "t")
+        m.init()
+        m.write("The backup runs at midnight.", title="Backups", category="ops")
+        subprocess.run(["git", "-C", str(tmp_path / "t"), "init", "-q"], check=True)
+        url = f"http://127.0.0.1:{port}/team.git" if scheme == "http" else f"git://127.0.0.1:{port}/team.git"
+        subprocess.run(["git", "-C", str(tmp_path / "t"), "remote", "add", "origin", url], check=True)
+        for key, value in (("git_connect_timeout", "2"), ("git_idle_timeout", "2"), ("git_timeout", "6")):
+            m.config_set(key, value)
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root",
+                               str(tmp_path / "t")], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+    assert done.returncode != 0 and done.stderr.startswith("mem: error: git fetch") and done.stderr.count("\n") == 1, \
+        done.stderr
+    assert held and took < 40, took  # bounded by the settings, not by the test's own timeout
