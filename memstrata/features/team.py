@@ -40,11 +40,17 @@ class TeamSync:
         if root.exists() and any(root.iterdir()):
             raise InvalidInput(f"{root} exists and is not empty; --clone needs a new folder")
         root.parent.mkdir(parents=True, exist_ok=True)  # the network limits: their defaults (no config.md yet)
-        self.git.run("clone", "-q", url, str(root), cwd=root.parent)
+        self.git.run("clone", "-q", "--no-checkout", url, str(root), cwd=root.parent)
         root.chmod(0o700)
         if machine:
             self.git.run("config", "memstrata.machine", machine)
-        return {"cloned": url, "root": str(root), "head": self.git.head()}
+        result = {"cloned": url, "root": str(root), "head": self.git.head(), "skipped": [], "warnings": []}
+        if result["head"]:  # checked out here, without the names this file system cannot hold
+            self.git.protect_merges()  # and with no pushed attribute changing the bytes written
+            self._skip(self.git.unwritable([p for _, p in self.git.changed(None, "HEAD")]),
+                       "name too long for this file system", result)
+            self.git.run("read-tree", "-mu", "HEAD")
+        return result
 
     # -- sync -------------------------------------------------------------------------------
     def sync(self, remote: str = "origin", index: bool = True) -> dict:

@@ -297,11 +297,14 @@ def test_a_committed_name_too_long_for_the_file_system_never_stops_the_sync(tmp_
     tree = subprocess.run(["git", "-C", str(tmp_path / "r.git"), "ls-tree", "-r", "--name-only", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.split("\n")
     assert long in tree  # nobody deleted the peer's file from the team's history
+    c = Memory(tmp_path / "c", embedder=embedder)
+    cloned = c.clone(str(tmp_path / "r.git"), machine="c")  # a new machine: the clone is checked out too
+    assert [s["path"] for s in cloned["skipped"]] == [long]
+    assert c.read(local.id, count_access=False).body.strip() == "The VPN certificate expires in April."
     done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root",
                            str(tmp_path / "a")], capture_output=True, text=True, env={**__import__("os").environ,
                                                                                       "MEMSTRATA_SERVICE": "off"})
     assert done.returncode == 0, done.stderr
-    del Memory
 
 
 @pytest.mark.parametrize("scheme", ["http", "git"])
@@ -355,3 +358,4 @@ def test_a_remote_that_never_answers_gives_a_one_line_error_in_bounded_time(tmp_
     assert done.returncode != 0 and done.stderr.startswith("mem: error: git fetch") and done.stderr.count("\n") == 1, \
         done.stderr
     assert held and took < 40, took  # bounded by the settings, not by the test's own timeout
+
