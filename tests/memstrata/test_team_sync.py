@@ -359,3 +359,26 @@ def test_a_remote_that_never_answers_gives_a_one_line_error_in_bounded_time(tmp_
         done.stderr
     assert held and took < 40, took  # bounded by the settings, not by the test's own timeout
 
+
+@pytest.mark.parametrize("who_moves", ["theirs", "ours"])
+def test_a_move_crossing_an_edit_ends_with_one_file_per_id(tmp_path, embedder, who_moves):
+    """One machine moves an entry to another category (its file to another folder), the other edits it:
+    after the syncs there is one file for the id, at the new place, with the edit."""
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    r = a.write("The staging database is refreshed on Sundays.", title="Staging refresh", category="ops")
+    a.sync_remote()
+    b.sync_remote()
+    mover, editor = (b, a) if who_moves == "theirs" else (a, b)
+    mover.update(r.id, category="databases")
+    editor.update(r.id, "The staging database is refreshed on Saturdays now.")
+    (mover if who_moves == "theirs" else editor).sync_remote()
+    (editor if who_moves == "theirs" else mover).sync_remote()
+    mover.sync_remote()
+    editor.sync_remote()
+    for m in (a, b):
+        files = [p for p in m.root.rglob("*.md") if ".versions" not in p.parts and ".trash" not in p.parts
+                 and f"id: {r.id}" in p.read_text()]
+        assert len(files) == 1, files
+        current = m.read(r.id, count_access=False)
+        assert current.category == "databases" and "Saturdays" in current.body
+        assert m.doctor().findings == []
