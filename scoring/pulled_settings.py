@@ -6,6 +6,7 @@ from typing import Callable
 from memstrata.errors import InvalidInput
 from memstrata.storage.config import Settings
 
+MACHINE_OWN = ("git_connect_timeout", "git_idle_timeout", "git_timeout")  # never taken from a pull
 UNSET = object()  # the key is not in this machine's config.md: its default applies
 
 
@@ -15,7 +16,9 @@ def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) 
     `ours` / `pulled`: the keys config.md sets, before and after the pull. A pulled value is
     held back when it is not valid here (so it would stop every command on this machine), when
     it weakens the secret guard (a peer may not turn `refuse` into `warn` for everyone), or when
-    it names an embedding model this machine does not have. Every other change applies.
+    it names an embedding model this machine does not have, or it changes a network timeout
+    (MACHINE_OWN: a peer's 1-second git_timeout would stop every machine's sync, the one that
+    would pull its repair included). Every other change applies.
     Converges: a value held back here is pushed back, and the other machine accepts it (it is
     valid, stronger or available there), so two machines never trade a setting back and forth.
     """
@@ -35,6 +38,8 @@ def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) 
         before = getattr(default, key) if mine is UNSET else mine
         if key == "secrets" and str(before) == "refuse" and str(value) != "refuse":
             out[key] = (mine, "a pulled change may not weaken the secret guard (set it on each machine)")
+        elif key in MACHINE_OWN and str(value) != str(before):
+            out[key] = (mine, "network timeouts are each machine's own (a peer could stop every sync with one)")
         elif key == "embedding_model" and str(value) != str(before) and not model_available(str(value)):
             out[key] = (mine, f"model {value} is not on this machine")
     if not out:

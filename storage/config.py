@@ -44,6 +44,9 @@ class Settings:
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
     sync_interval: int = 0           # seconds between team syncs by the warm service / `mem sync --remote --watch 0` (0: off; docs/team.md)
+    git_connect_timeout: int = 20    # seconds a team sync's git waits to reach the remote (ssh ConnectTimeout; docs/team.md)
+    git_idle_timeout: int = 60       # seconds without data before a team sync's git gives up (http.lowSpeedTime, ssh keep-alives)
+    git_timeout: int = 900           # seconds one fetch, push or clone may take in all, however slow the remote
     max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB, at most 8 MB) is refused; 0: up to 8 MB (a file past 16 MB is never read)
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
@@ -121,6 +124,7 @@ _RANGES = {
     "split_threshold": (1, 1_000_000), "chunk_max_sentences": (0, 10_000), "chunk_sentence_min_words": (0, 100_000), "recall_text_candidates": (1, 100_000),
     "recall_feedback_docs": (1, 1000), "recall_feedback_terms": (1, 1000), "compress_key_points": (1, 1000),
     "summary_sentences": (1, 1000), "max_entry_bytes": (0, 8 * 1024 * 1024), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
+    "git_connect_timeout": (1, 3600), "git_idle_timeout": (1, 3600), "git_timeout": (1, 7 * 24 * 3600),
 }
 MODEL_NAME_MAX = 1000  # a model name or path longer than this is a mistake (a pasted text)
 

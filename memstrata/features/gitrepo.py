@@ -24,6 +24,29 @@ class GitError(MemstrataError):
 # (UTF-8, its own line ends), and every path both sides changed is left to the team merge rules.
 PROTECT_LINES = (GITATTRIBUTES_LINE, "* -text -eol -working-tree-encoding -filter -ident -merge")
 
+NETWORK_COMMANDS = ("fetch", "push", "clone", "ls-remote", "pull")
+NETWORK_DEFAULTS = (20, 60, 900)  # the defaults of git_connect_timeout, git_idle_timeout, git_timeout
+
+
+def _run_bounded(command: list[str], cwd: str, env: dict, total: float) -> subprocess.CompletedProcess:
+    """Run a git that talks to a remote in its own process group: past `total` seconds the whole
+    group (git, its remote helper, ssh) is killed and TimeoutExpired raised."""
+    import signal
+
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            umask=0o077, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=total)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
 # git modes of tree items memstrata never follows (safe_io refuses them on every read).
 SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
 
@@ -31,20 +54,47 @@ SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
 class Git:
     """One working tree: run git in it with a private umask and no prompts."""
 
-    def __init__(self, root):
+    def __init__(self, root, limits: tuple[int, int, int] | None = None):
         self.root = Path(root)
+        # (connect, idle, total) seconds for the commands that talk to a remote: the settings
+        # git_connect_timeout, git_idle_timeout, git_timeout (storage/config.py)
+        self.limits = limits or NETWORK_DEFAULTS
 
     def run(self, *args, check: bool = True, cwd=None, env: dict | None = None) -> subprocess.CompletedProcess:
         env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_MERGE_AUTOEDIT="no", **(env or {}))
+        network = bool(args) and args[0] in NETWORK_COMMANDS
+        options = self._network_options(env) if network else []
+        command = ["git", *self._identity(args), *options, *args]
         try:
-            done = subprocess.run(["git", *self._identity(args), *args], cwd=str(cwd or self.root), env=env,
-                                  capture_output=True, text=True, umask=0o077)
+            if network:
+                done = _run_bounded(command, str(cwd or self.root), env, self.limits[2])
+            else:
+                done = subprocess.run(command, cwd=str(cwd or self.root), env=env, capture_output=True, text=True,
+                                      umask=0o077)
         except FileNotFoundError:
             raise GitError("git is not installed (team sync runs the git command)") from None
+        except subprocess.TimeoutExpired:
+            raise GitError(f"git {args[0]} gave up after {self.limits[2]}s: the remote does not answer "
+                           f"(setting git_timeout)") from None
         if check and done.returncode != 0:
             lines = [ln for ln in (done.stderr or done.stdout).strip().splitlines() if ln.strip()]
-            raise GitError(f"git {args[0]} failed: {lines[-1] if lines else 'exit ' + str(done.returncode)}")
+            last = lines[-1] if lines else "exit " + str(done.returncode)
+            if network and any("too slow" in ln or "timed out" in ln.lower() for ln in lines):
+                last += f" (no answer within the git_connect_timeout/git_idle_timeout settings)"
+            raise GitError(f"git {args[0]} failed: {last}")
         return done
+
+    def _network_options(self, env: dict) -> list[str]:
+        """A remote that stops sending fails instead of hanging: curl's low-speed limit for http(s),
+        ssh's connect timeout and keep-alives unless the user chose an ssh command of their own."""
+        connect, idle, _ = self.limits
+        if not env.get("GIT_SSH_COMMAND") and not env.get("GIT_SSH") and not subprocess.run(
+                ["git", "config", "core.sshCommand"], cwd=str(self.root) if self.root.is_dir() else None,
+                capture_output=True, text=True).stdout.strip():
+            alive = max(1, idle // 3)
+            env["GIT_SSH_COMMAND"] = (f"ssh -o ConnectTimeout={connect} -o ServerAliveInterval={alive} "
+                                      f"-o ServerAliveCountMax=3 -o BatchMode=yes")
+        return ["-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={idle}"]
 
     def out(self, *args, check: bool = True, env: dict | None = None) -> str:
         return self.run(*args, check=check, env=env).stdout.strip()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
 from memstrata.features.recall import Recall
 from memstrata.features.team_merge import resolve_all
@@ -40,11 +40,17 @@ class TeamSync:
         if root.exists() and any(root.iterdir()):
             raise InvalidInput(f"{root} exists and is not empty; --clone needs a new folder")
         root.parent.mkdir(parents=True, exist_ok=True)  # the network limits: their defaults (no config.md yet)
-        self.git.run("clone", "-q", url, str(root), cwd=root.parent)
+        self.git.run("clone", "-q", "--no-checkout", url, str(root), cwd=root.parent)
         root.chmod(0o700)
         if machine:
             self.git.run("config", "memstrata.machine", machine)
-        return {"cloned": url, "root": str(root), "head": self.git.head()}
+        result = {"cloned": url, "root": str(root), "head": self.git.head(), "skipped": [], "warnings": []}
+        if result["head"]:  # checked out here, without the names this file system cannot hold
+            self.git.protect_merges()  # and with no pushed attribute changing the bytes written
+            self._skip(self.git.unwritable([p for _, p in self.git.changed(None, "HEAD")]),
+                       "name too long for this file system", result)
+            self.git.run("read-tree", "-mu", "HEAD")
+        return result
 
     # -- sync -------------------------------------------------------------------------------
     def sync(self, remote: str = "origin", index: bool = True) -> dict:
@@ -56,6 +62,7 @@ class TeamSync:
         git = self.git
         tree.require_initialised(self.root)  # first: git would fail in a missing folder as "not installed"
         git.require_repo(remote)
+        self._use_limits()
         git.protect_merges()
         machine = git.machine()
         branch = git.branch()
@@ -102,6 +109,14 @@ class TeamSync:
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
+
+    def _use_limits(self) -> None:
+        """The network timeouts of this tree's settings."""
+        try:
+            s = self.state.settings
+            self.git.limits = (s.git_connect_timeout, s.git_idle_timeout, s.git_timeout)
+        except MemstrataError:
+            pass
 
     def _recover(self, machine: str, result: dict) -> None:
         """A sync killed half-way (caller holds the lock): its git locks removed, its merge, rebase or

@@ -30,11 +30,39 @@ def resolve_all(git: Git, root: Path, ours_by: str) -> list[dict]:
     base = base[0] if base else None
     unmerged = git.unmerged()
     hidden = _hidden_by_pairing(git, base, set(unmerged))
+    moves = _Moves(git, base)
     out = []
     for path in sorted(set(unmerged) | hidden):
         texts = _own_texts(git, base, path, unmerged.get(path, set()))
-        out.append(_resolve(git, root, path, texts, ours_by))
+        out.append(_resolve(git, root, path, texts, ours_by, moves))
     return out
+
+
+class _Moves:
+    """Where each side of the merge put an entry it moved: the id of every entry file a side
+    added since the merge base (read once per side, when first asked)."""
+
+    def __init__(self, git: Git, base: str | None):
+        self.git, self.base = git, base
+        self._added: dict[str, dict[str, str]] = {}
+
+    def new_path(self, rev: str, entry_id: str | None, old: str) -> str | None:
+        if not entry_id or self.base is None:
+            return None
+        if rev not in self._added:
+            found: dict[str, str] = {}
+            for status, path in self.git.changed(self.base, rev):
+                if status[:1] != "A" or not is_entry_path(path) or path.startswith(".versions/"):
+                    continue
+                try:
+                    e = _parse(self.git.show(f"{rev}:{path}"), path)
+                except MemstrataError:
+                    continue
+                if e is not None and e.id:
+                    found.setdefault(e.id, path)
+            self._added[rev] = found
+        path = self._added[rev].get(entry_id)
+        return path if path != old else None
 
 
 def _hidden_by_pairing(git: Git, base: str | None, unmerged: set[str]) -> set[str]:
@@ -61,7 +89,7 @@ def _own_texts(git: Git, base: str | None, path: str, stages: set[int]) -> dict:
     return {n: t for n, t in texts.items() if t is not None}
 
 
-def _resolve(git: Git, root: Path, path: str, texts: dict, ours_by: str) -> dict:
+def _resolve(git: Git, root: Path, path: str, texts: dict, ours_by: str, moves: "_Moves | None" = None) -> dict:
     base, ours, theirs = texts.get(1), texts.get(2), texts.get(3)
     if ours == base or theirs == base or ours == theirs:  # one side's change only (or the same)
         return _one_side(git, root, path, theirs if ours == base else ours)
@@ -73,7 +101,7 @@ def _resolve(git: Git, root: Path, path: str, texts: dict, ours_by: str) -> dict
         return _resolve_snapshot(git, root, path, texts)
     if is_entry_path(path):
         try:
-            return _resolve_entry(git, root, path, texts, ours_by)
+            return _resolve_entry(git, root, path, texts, ours_by, moves)
         except MemstrataError:  # a side that cannot be parsed: keep both files as they are
             return _keep_both(git, root, path, texts, "unreadable side: both files kept")
     return _resolve_other(git, root, path, texts)
@@ -95,10 +123,14 @@ def _parse(text: str | None, path: str):
     return codec.parse(text, category=category_of(path), path=path)
 
 
-def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str) -> dict:
+def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, moves: "_Moves | None" = None) -> dict:
     base, ours, theirs = (_parse(texts.get(n), path) for n in (1, 2, 3))
     if ours is None or theirs is None:  # deleted on one side, changed on the other
         edited = ours if ours is not None else theirs
+        mover = "MERGE_HEAD" if ours is not None else "HEAD"
+        moved_to = moves.new_path(mover, edited.id, path) if moves is not None else None
+        if moved_to is not None and keep_edit_over_delete(base, edited):
+            return _follow_move(git, root, path, moved_to, base, edited, mover, ours_by)
         if keep_edit_over_delete(base, edited):
             _write(git, root, path, texts[2] if ours is not None else texts[3])
             return {"path": path, "id": edited.id, "kind": "kept_edit",
@@ -120,6 +152,24 @@ def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str) -
     _write(git, root, path, codec.render(result.entry))
     return {"path": path, "id": ours.id, "kind": result.kind,
             "message": result.message or f"{ours.id}: merged ({result.kind})"}
+
+
+def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, mover: str, ours_by: str) -> dict:
+    """One side moved the entry to `moved_to` (another category), the other changed it at `path`:
+    the two are merged by the team rules into the moved file, and `path` goes (one file per id)."""
+    moved = _parse(git.show(f"{mover}:{moved_to}"), moved_to)
+    ours, theirs = (edited, moved) if mover == "MERGE_HEAD" else (moved, edited)
+    theirs_by = git.writer_of("MERGE_HEAD", moved_to if mover == "MERGE_HEAD" else path)
+    kept_numbers = list(versions.list_snapshots(root, edited.id))
+    result = merge_entry(base, ours, theirs, ours_by, theirs_by, kept_numbers)
+    for n, entry in result.kept:
+        versions.save_snapshot(root, entry.id, n, codec.render(entry))
+        git.run("add", "--", versions.snapshot_path(root, entry.id, n).relative_to(root).as_posix())
+    _write(git, root, moved_to, codec.render(result.entry.copy(category=moved.category, path=moved_to)))
+    git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+    (root / path).unlink(missing_ok=True)
+    return {"path": path, "id": edited.id, "kind": "moved_edit", "moved_to": moved_to,
+            "message": f"{edited.id}: moved to {moved_to} on one machine, changed on another: both kept there"}
 
 
 def _keep_both(git: Git, root: Path, path: str, texts: dict, why: str) -> dict:

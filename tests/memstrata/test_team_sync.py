@@ -297,9 +297,88 @@ def test_a_committed_name_too_long_for_the_file_system_never_stops_the_sync(tmp_
     tree = subprocess.run(["git", "-C", str(tmp_path / "r.git"), "ls-tree", "-r", "--name-only", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.split("\n")
     assert long in tree  # nobody deleted the peer's file from the team's history
+    c = Memory(tmp_path / "c", embedder=embedder)
+    cloned = c.clone(str(tmp_path / "r.git"), machine="c")  # a new machine: the clone is checked out too
+    assert [s["path"] for s in cloned["skipped"]] == [long]
+    assert c.read(local.id, count_access=False).body.strip() == "The VPN certificate expires in April."
     done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root",
                            str(tmp_path / "a")], capture_output=True, text=True, env={**__import__("os").environ,
                                                                                       "MEMSTRATA_SERVICE": "off"})
     assert done.returncode == 0, done.stderr
-    del Memory
 
+
+@pytest.mark.parametrize("scheme", ["http", "git"])
+def test_a_remote_that_never_answers_gives_a_one_line_error_in_bounded_time(tmp_path, scheme):
+    """A server on 127.0.0.1 accepts connections and never sends a byte: `mem sync --remote` stops after
+    the idle timeout (http) or the overall one (git://) with one line on stderr."""
+    import os
+    import socket
+    import threading
+    import time
+
+    from memstrata import Memory
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])  # accepted, never answered
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    try:
+        m = Memory(tmp_path / "t")
+        m.init()
+        m.write("The backup runs at midnight.", title="Backups", category="ops")
+        subprocess.run(["git", "-C", str(tmp_path / "t"), "init", "-q"], check=True)
+        url = f"http://127.0.0.1:{port}/team.git" if scheme == "http" else f"git://127.0.0.1:{port}/team.git"
+        subprocess.run(["git", "-C", str(tmp_path / "t"), "remote", "add", "origin", url], check=True)
+        for key, value in (("git_connect_timeout", "2"), ("git_idle_timeout", "2"), ("git_timeout", "6")):
+            m.config_set(key, value)
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "sync", "--remote", "--root",
+                               str(tmp_path / "t")], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+    assert done.returncode != 0 and done.stderr.startswith("mem: error: git fetch") and done.stderr.count("\n") == 1, \
+        done.stderr
+    assert held and took < 40, took  # bounded by the settings, not by the test's own timeout
+
+
+@pytest.mark.parametrize("who_moves", ["theirs", "ours"])
+def test_a_move_crossing_an_edit_ends_with_one_file_per_id(tmp_path, embedder, who_moves):
+    """One machine moves an entry to another category (its file to another folder), the other edits it:
+    after the syncs there is one file for the id, at the new place, with the edit."""
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    r = a.write("The staging database is refreshed on Sundays.", title="Staging refresh", category="ops")
+    a.sync_remote()
+    b.sync_remote()
+    mover, editor = (b, a) if who_moves == "theirs" else (a, b)
+    mover.update(r.id, category="databases")
+    editor.update(r.id, "The staging database is refreshed on Saturdays now.")
+    (mover if who_moves == "theirs" else editor).sync_remote()
+    (editor if who_moves == "theirs" else mover).sync_remote()
+    mover.sync_remote()
+    editor.sync_remote()
+    for m in (a, b):
+        files = [p for p in m.root.rglob("*.md") if ".versions" not in p.parts and ".trash" not in p.parts
+                 and f"id: {r.id}" in p.read_text()]
+        assert len(files) == 1, files
+        current = m.read(r.id, count_access=False)
+        assert current.category == "databases" and "Saturdays" in current.body
+        assert m.doctor().findings == []

@@ -26,3 +26,9 @@ def test_a_model_this_machine_lacks_is_held_back():
 
 def test_values_valid_alone_but_not_together_keep_ours():
     assert _held({"warm_days": 29}, {"warm_days": 3}) == {"warm_days": 29}  # hot_days 7 < warm_days 3 fails
+
+
+def test_network_timeouts_are_each_machines_own():
+    assert _held({}, {"git_timeout": 1}) == {"git_timeout": UNSET}
+    assert _held({"git_idle_timeout": 30}, {"git_idle_timeout": 5}) == {"git_idle_timeout": 30}
+    assert _held({"git_connect_timeout": 30}, {"git_connect_timeout": 30, "hot_days": 5}) == {}
