@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Callable, Optional
@@ -69,6 +70,22 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+# A word (letters and digits; CJK excepted: the tokenizer splits it per character) longer than
+# this is cut to it before the tokenizer sees it. WordPiece makes any word past its
+# max_input_chars_per_word (100 for the bundled model) one [UNK] anyway, so the tokens are the
+# same; the tokenizer just no longer spends seconds per megabyte of one word (issue 27).
+MAX_WORD_CHARS = 256
+_LONG_WORD = re.compile(r"[^\W_\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]{%d,}"
+                        % (MAX_WORD_CHARS + 1))
+
+
+def cap_words(text: str) -> str:
+    """`text` with every word longer than MAX_WORD_CHARS cut to that length."""
+    if len(text) <= MAX_WORD_CHARS:
+        return text
+    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD_CHARS], text)
 
 
 def _l2_normalise(x: np.ndarray) -> np.ndarray:
@@ -120,7 +137,7 @@ class Embedder:
         """Embed texts: (n, dim) float32, unit rows. progress(done, total) after each batch."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a list of strings; use embed_query() for one")
-        texts = ["" if t is None else str(t) for t in texts]
+        texts = ["" if t is None else cap_words(str(t)) for t in texts]
         total = len(texts)
         out = np.zeros((total, self.dim), dtype=np.float32)
         if total == 0:
@@ -174,7 +191,7 @@ class Embedder:
 
         `count_tokens(t) <= max_tokens` means `t` fits the model's window whole.
         """
-        return len(self._counter().encode(text or "", add_special_tokens=True).ids)
+        return len(self._counter().encode(cap_words(text or ""), add_special_tokens=True).ids)
 
     def truncate_to_tokens(self, text: str, n: int) -> str:
         """The longest prefix of `text` (cut at a token boundary) with count_tokens <= n."""

@@ -127,8 +127,13 @@ def entry_part(column_text: str, tags: list | None) -> str:
     return text
 
 
+# A word is cut to this many characters before it is stemmed or counted: no English word is
+# longer, and the Snowball stemmer is quadratic in word length (a 1 MB word took minutes; issue 27).
+MAX_WORD_CHARS = 64
+
+
 def words(text: str) -> list[str]:
-    return [w.strip("'’") for w in _WORD.findall(text or "") if w.strip("'’")]
+    return [w.strip("'’")[:MAX_WORD_CHARS] for w in _WORD.findall(text or "") if w.strip("'’")]
 
 
 def query_terms(query: str) -> list[str]:

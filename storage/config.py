@@ -40,6 +40,9 @@ class Settings:
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15
+    mcp_http_header_seconds: int = 10     # `mem mcp --http`: a connection that sends no whole request in this long is closed
+    mcp_http_max_connections: int = 256   # ... open connections at most; more are closed as they come (the fd limit stays far)
+    mcp_http_session_seconds: int = 1800  # ... an MCP session idle this long expires (its memory is freed)
     ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
@@ -125,6 +128,8 @@ _RANGES = {
     "recall_feedback_docs": (1, 1000), "recall_feedback_terms": (1, 1000), "compress_key_points": (1, 1000),
     "summary_sentences": (1, 1000), "max_entry_bytes": (0, 8 * 1024 * 1024), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
     "git_connect_timeout": (1, 3600), "git_idle_timeout": (1, 3600), "git_timeout": (1, 7 * 24 * 3600),
+    "mcp_http_header_seconds": (1, 3600), "mcp_http_max_connections": (1, 100_000),
+    "mcp_http_session_seconds": (1, 7 * 24 * 3600),
 }
 MODEL_NAME_MAX = 1000  # a model name or path longer than this is a mistake (a pasted text)
 

@@ -19,6 +19,11 @@ WINDOWS_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i 
                                   *(f"lpt{i}" for i in range(1, 10))})
 RESERVED_SEGMENTS = {ARCHIVED_DIR, *RESERVED_FILE_NAMES}  # category levels that are refused
 MAX_SLUG_BYTES = 120  # file names are limited to 255 bytes; leave room for suffixes
+# A whole category: levels and UTF-8 bytes. Limits of the file system, not preferences (so not
+# settings): a path past PATH_MAX (4096 bytes on Linux, with the root in front) fails deep in a
+# write as "File name too long", and 2,000 levels took minutes of mkdir and checks (issue 27).
+MAX_CATEGORY_DEPTH = 32
+MAX_CATEGORY_BYTES = 1024
 _SLUG_DROP = re.compile(r"[^\w]+", re.UNICODE)
 
 
@@ -37,6 +42,7 @@ def validate_category(category: str | None) -> str:
         raise InvalidInput(f"category {category!r} starts with '~'; use a relative path like projects/web")
     if "\\" in text:
         raise InvalidInput(f"category {category!r} contains a backslash; separate levels with '/'")
+    check_category_size(text, category)
     segments = [s.strip() for s in text.strip("/").split("/")]
     for segment in segments:
         if not segment:
@@ -49,6 +55,18 @@ def validate_category(category: str | None) -> str:
             raise InvalidInput(f"category {category!r} uses the reserved name {segment!r}")
         _check_portable_name(segment, category)
     return "/".join(segments)
+
+
+def check_category_size(text: str, category=None) -> None:
+    """InvalidInput when a category path has more levels or bytes than any entrance accepts (checked
+    first, before any level is looked at: a 2,000-level category is refused at once)."""
+    depth = text.strip("/").count("/") + 1
+    shown = repr(text[:40] + "...") if len(text) > 40 else repr(text)
+    if depth > MAX_CATEGORY_DEPTH:
+        raise InvalidInput(f"category {shown} has {depth} levels; at most {MAX_CATEGORY_DEPTH}")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_CATEGORY_BYTES:
+        raise InvalidInput(f"category {shown} is {size} bytes long; at most {MAX_CATEGORY_BYTES} (UTF-8)")
 
 
 def is_windows_device_name(name: str) -> bool:

@@ -254,10 +254,14 @@ def entries_from_viking(base: Path, report: ImportReport, now, category: str | N
         tier = name if name in VIKING_TIER_DIRS else None
         for path in _md_files(folder):
             rel_parts = path.relative_to(folder).parent.parts
-            if tier:
-                cat = _safe_category(rel_parts) if rel_parts else _safe_category(default_category.split("/"))
-            else:
-                cat = _safe_category((name,) + rel_parts)
+            try:  # a folder too deep or too long is reported for its files, and the rest goes on
+                if tier:
+                    cat = _safe_category(rel_parts) if rel_parts else _safe_category(default_category.split("/"))
+                else:
+                    cat = _safe_category((name,) + rel_parts)
+            except InvalidInput as exc:
+                report.error(str(path), exc.message)
+                continue
             entry = _read_markdown(path, cat, report)
             if entry is None:
                 continue
@@ -328,7 +332,11 @@ def entries_from_pme(base: Path, report: ImportReport, now) -> Iterator[Entry]:
         if path.name.lower() in ("memory.md", "claude.md", "agents.md", "readme.md"):
             continue
         archived = ARCHIVED_DIR in parts
-        cat = _safe_category([p for p in parts if p != ARCHIVED_DIR])
+        try:
+            cat = _safe_category([p for p in parts if p != ARCHIVED_DIR])
+        except InvalidInput as exc:
+            report.error(str(path), exc.message)
+            continue
         entry = _read_markdown(path, cat, report)
         if entry is None:
             continue

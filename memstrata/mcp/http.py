@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import logging
 import os
 import secrets
 import socket
@@ -43,12 +42,19 @@ class BearerGate:
         await self.app(scope, receive, send)
 
 
-def build_app(token: str, root=None, memory=None, host: str = "127.0.0.1", warm: bool = True):
-    """The ASGI app: the MCP server's streamable HTTP app (at /mcp) behind BearerGate."""
+def build_app(token: str, root=None, memory=None, host: str = "127.0.0.1", warm: bool = True,
+              session_seconds: float | None = None):
+    """The ASGI app: the MCP server's streamable HTTP app (at /mcp) behind BearerGate.
+
+    `session_seconds`: an MCP session idle this long expires (None: the tree's
+    mcp_http_session_seconds setting)."""
     from memstrata.mcp.server import build_server
 
     server = build_server(root, memory, warm=warm)
-    app = server.streamable_http_app(streamable_http_path=PATH, host=host)
+    if session_seconds is None:
+        session_seconds = server.memstrata_engine.memory.state.settings.mcp_http_session_seconds
+    app = server.streamable_http_app(streamable_http_path=PATH, host=host,
+                                     session_idle_timeout=float(session_seconds))
     gate = BearerGate(app, token)
     gate.memstrata_engine = server.memstrata_engine
     return gate
@@ -62,8 +68,10 @@ def serve_http(root=None, host: str = "127.0.0.1", port: int = 8765, warm: bool 
     """
     import uvicorn
 
+    from memstrata.mcp.http_guard import guarded_protocol, quiet_logging
+
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    quiet_logging(sys.stderr)  # rate-limited: a flood of bad connections cannot fill the disk
     given = token or os.environ.get(TOKEN_ENV)
     token = given or secrets.token_urlsafe(32)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -78,5 +86,8 @@ def serve_http(root=None, host: str = "127.0.0.1", port: int = 8765, warm: bool 
             "token": None if given else token, "token_printed": not given}
     if announce is not None:
         announce(info)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    settings = app.memstrata_engine.memory.state.settings
+    protocol = guarded_protocol(settings.mcp_http_header_seconds, settings.mcp_http_max_connections)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=protocol, log_config=None,
+                                           timeout_keep_alive=5))
     server.run(sockets=[sock])

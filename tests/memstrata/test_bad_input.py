@@ -293,3 +293,36 @@ def test_mcp_refuses_secrets_and_paths_outside(stored, tmp_path):
         assert "Traceback" not in text and len(text.splitlines()) == 1
     assert list(outside.iterdir()) == []
     assert all(SECRET not in p.read_text() for p in root.rglob("*.md"))
+
+
+def test_deep_and_long_categories_are_refused_at_every_entrance(stored, tmp_path):
+    """Issue 27 item 14: 2,000 levels by MCP refused at once; 55 levels of 80 characters by the CLI
+    and by a tree import give one line, not "File name too long" from deep inside a write."""
+    import time
+
+    root, ids, before = stored
+    deep = "/".join(["x" * 80] * 55)
+    err = one_line_error(cli(root, "write", "a note", "--category", deep), 2)
+    assert "levels; at most" in err and "too long" not in err.replace("bytes long", "")
+    source = tmp_path / "pme" / "/".join(["y" * 80] * 40)  # deep, yet it fits PATH_MAX under a short base
+    source.mkdir(parents=True)
+    (tmp_path / "pme" / "ok").mkdir()
+    (tmp_path / "pme" / "ok" / "fine.md").write_text("A fine note.\n")
+    (source / "deep.md").write_text("A deep note.\n")
+    done = cli(root, "import", str(tmp_path / "pme"), "--layout", "pme", "--json")
+    report = json.loads(done.stdout)
+    assert report["imported"] == 1 and "levels; at most" in report["errors"][0]["error"]
+    pytest.importorskip("mcp")
+    import anyio
+
+    from .test_mcp import _session
+
+    async def body(session):
+        started = time.monotonic()
+        result = await session.call_tool("write", {"body": "x", "category": "/".join(["a"] * 2000)})
+        return result, time.monotonic() - started
+
+    result, took = anyio.run(_session, root, body)
+    assert (getattr(result, "isError", None) or getattr(result, "is_error", None)) and took < 10
+    assert "2000 levels" in result.content[0].text and len(result.content[0].text.splitlines()) == 1
+    assert snapshot(root).keys() >= before.keys() and not (root / "a").exists()

@@ -108,3 +108,104 @@ def test_http_prints_a_fresh_token_when_none_is_set(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _start_logged(root, env, log):
+    """The server with its stderr in a file (its size is part of what is checked)."""
+    handle = open(log, "w")
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", "mcp", "--http", "--port", "0",
+                             "--root", str(root)], env=env, stderr=handle, stdout=subprocess.DEVNULL, text=True)
+    handle.close()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        for line in open(log).read().splitlines():
+            if line.startswith("memstrata MCP over HTTP at "):
+                return proc, line.split(" at ", 1)[1].strip()
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(open(log).read())
+
+
+def test_half_open_connections_cannot_lock_out_the_token_and_sessions_expire(tmp_path):
+    """Issue 27 item 13: 300 connections that send partial headers; the right token still answers in
+    time, they are closed after the header deadline, descriptors stay bounded, the log stays small,
+    and an idle MCP session expires."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from memstrata import Memory
+
+    root = tmp_path / "mem"
+    m = Memory(root)
+    m.init()
+    for key, value in (("mcp_http_header_seconds", "2"), ("mcp_http_max_connections", "64"),
+                       ("mcp_http_session_seconds", "3")):
+        m.config_set(key, value)
+    log = tmp_path / "server.log"
+    proc, url = _start_logged(root, _env(MEMSTRATA_MCP_TOKEN=TOKEN), log)
+    socks = []
+    try:
+        where = urlsplit(url)
+        for _ in range(300):
+            s = socket.create_connection((where.hostname, where.port), timeout=10)
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")  # never ends
+            socks.append(s)
+        started = time.monotonic()
+
+        async def tools(session):
+            return [t.name for t in (await session.list_tools()).tools]
+
+        assert "write" in anyio.run(_with_session, url, TOKEN, tools)
+        assert time.monotonic() - started < 30
+        fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
+        assert fds < 64 + 60, fds
+        time.sleep(3)
+        closed = 0
+        for s in socks:  # every half-open connection was closed by the server (EOF or reset)
+            s.settimeout(5)
+            try:
+                closed += s.recv(1) == b""
+            except OSError:
+                closed += 1
+        assert closed == len(socks)
+
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        first = httpx2.post(url, json=hello, headers=headers, timeout=30)
+        session = first.headers.get("mcp-session-id")
+        assert first.status_code == 200 and session
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        assert httpx2.post(url, json=listing, headers=dict(headers, **{"mcp-session-id": session}),
+                           timeout=30).status_code == 200  # alive while in use
+        time.sleep(6)
+        gone = httpx2.post(url, json=listing, headers=dict(headers, **{"mcp-session-id": session}), timeout=30)
+        assert gone.status_code == 404  # expired after 3 s idle
+        assert log.stat().st_size < 20_000, log.read_text()[-2000:]
+    finally:
+        for s in socks:
+            s.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_log_is_rate_limited():
+    import logging
+
+    from memstrata.mcp.http_guard import RateLimit
+
+    now = [0.0]
+    limit = RateLimit(per_minute=3, total_per_minute=5, clock=lambda: now[0])
+
+    def record(msg):
+        return logging.LogRecord("x", logging.WARNING, __file__, 1, msg, (), None)
+
+    passed = [limit.filter(record("same %s")) for _ in range(100)]
+    assert passed.count(True) == 3
+    assert sum(limit.filter(record(f"kind {n}")) for n in range(100)) == 2  # 5 in all per minute
+    now[0] = 61.0
+    again = record("same %s")
+    assert limit.filter(again) and "98 more log lines held back" in again.getMessage()

@@ -30,3 +30,18 @@ def test_slugs():
 def test_category_of_archived_files():
     assert category_of("a/b/archived/x.md") == "a/b"
     assert category_of("a/b/x.md") == "a/b"
+
+
+def test_category_depth_and_length_are_limited_at_once():
+    import time
+
+    from memstrata.storage.paths import MAX_CATEGORY_BYTES, MAX_CATEGORY_DEPTH
+
+    started = time.monotonic()
+    with pytest.raises(InvalidInput, match=r"2000 levels; at most"):
+        validate_category("/".join(["a"] * 2000))
+    with pytest.raises(InvalidInput, match=r"bytes long; at most"):
+        validate_category("/".join(["x" * 80] * 20))  # 20 levels, each fine, 1,619 bytes
+    assert time.monotonic() - started < 1
+    assert validate_category("/".join(["a"] * MAX_CATEGORY_DEPTH)).count("/") == MAX_CATEGORY_DEPTH - 1
+    assert len(validate_category("/".join(["y" * 63] * 16))) <= MAX_CATEGORY_BYTES
