@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 from memstrata.storage.config import Settings
 
 UNSET = object()  # the key is not in this machine's config.md: its default applies

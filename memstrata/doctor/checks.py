@@ -57,7 +57,7 @@ class Finding:
 
 
 @dataclass
-class _Scan:
+class Scan:
     """What is on disk, read once: entries (with bodies), parse errors, temp files, symlinks."""
 
     root: Path
@@ -73,8 +73,8 @@ class _Scan:
         return {e.id for e in self.entries if e.id}
 
 
-def _scan(root: Path) -> _Scan:
-    scan = _Scan(root=root)
+def scan_tree(root: Path) -> Scan:
+    scan = Scan(root=root)
     for rel, st in sorted(iter_entry_files(root)):
         scan.stats[rel] = (st.st_size, st.st_mtime_ns)
         try:
@@ -162,7 +162,7 @@ def lock_holder(path: Path) -> int | None:
     return None
 
 
-def check_symlinks(scan: _Scan) -> list[Finding]:
+def check_symlinks(scan: Scan) -> list[Finding]:
     out = []
     for rel, target in scan.symlinks_out:
         if rel in ENGINE_DIRS:  # deletes, versions or sidecars would land at its target: every such write is refused
@@ -177,7 +177,7 @@ def check_symlinks(scan: _Scan) -> list[Finding]:
     return out
 
 
-def check_unparseable(scan: _Scan) -> list[Finding]:
+def check_unparseable(scan: Scan) -> list[Finding]:
     return [Finding("unparseable", message, path=rel, action="move to .quarantine/")
             for rel, message in sorted(scan.errors.items())]
 
@@ -204,7 +204,7 @@ def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tup
     return keeper, plan
 
 
-def _content_hash(e: Entry) -> str:
+def entry_hash(e: Entry) -> str:
     try:
         from memstrata.retrieval.chunking import content_hash
 
@@ -215,11 +215,11 @@ def _content_hash(e: Entry) -> str:
         return hashlib.sha256(f"{e.title}\n{e.body}".encode("utf-8")).hexdigest()
 
 
-def check_duplicates(scan: _Scan) -> list[Finding]:
+def check_duplicates(scan: Scan) -> list[Finding]:
     groups: dict[str, list] = {}
     for e in scan.entries:
         if e.id:
-            groups.setdefault(e.id, []).append((e, _content_hash(e), scan.stats.get(e.path, (0, 0))[1]))
+            groups.setdefault(e.id, []).append((e, entry_hash(e), scan.stats.get(e.path, (0, 0))[1]))
     out = []
     for entry_id, group in sorted(groups.items()):
         if len(group) < 2:
@@ -256,7 +256,7 @@ def temp_is_stale(name: str, age_seconds: float, pid_alive=_pid_alive) -> bool:
     return age_seconds > TEMP_MIN_AGE_SECONDS
 
 
-def check_temp_files(scan: _Scan) -> list[Finding]:
+def check_temp_files(scan: Scan) -> list[Finding]:
     out = []
     for rel, age in scan.temp_files:
         if temp_is_stale(rel.rsplit("/", 1)[-1], age):  # young ones may belong to a live writer
@@ -265,7 +265,7 @@ def check_temp_files(scan: _Scan) -> list[Finding]:
     return out
 
 
-def check_orphans(scan: _Scan) -> list[Finding]:
+def check_orphans(scan: Scan) -> list[Finding]:
     """Sidecars and version folders whose id has no entry in the tree nor in the trash."""
     known = scan.ids | scan.trash_ids
     out = []
@@ -286,7 +286,7 @@ def check_orphans(scan: _Scan) -> list[Finding]:
     return out
 
 
-def check_missing_sidecars(scan: _Scan) -> list[Finding]:
+def check_missing_sidecars(scan: Scan) -> list[Finding]:
     out = []
     for e in scan.entries:
         ref = e.full_content_file
