@@ -103,10 +103,10 @@ def main() -> None:
         ]
         med = {k: statistics.median(r[k] for r in runs) for k in ("load_s", "p50_ms", "p95_ms", "batch32_tps")}
         rows.append((backend, med))
-    from memstrata.models.embedder import _threads
+    from memstrata.models.backends import thread_count
 
     print(
-        f"model `{a.model}`, {os.cpu_count()} CPUs, {_threads()} threads, Python "
+        f"model `{a.model}`, {os.cpu_count()} CPUs, {thread_count()} threads, Python "
         f"{platform.python_version()}, median of {a.runs} fresh processes\n"
     )
     print("| backend | load (import + model + 1st embedding) | query p50 | query p95 | batch-32 throughput |")

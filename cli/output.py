@@ -69,6 +69,22 @@ def bar(value: float, largest: float, width: int = 20) -> str:
     return "█" * max(1, round(width * value / largest))
 
 
+def progress(label: str, quiet: bool = False):
+    """A one-line progress bar on stderr (nothing when stderr is not a terminal or when quiet)."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
 _memory_factory: Callable | None = None
 
 

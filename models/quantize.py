@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memstrata.models.locate import ModelUnavailable, _canonical
+from memstrata.models.locate import ModelUnavailable, canonical_name
 
 INT8_DIR = "int8"
 _MIN_INT8_COSINE = 0.97
@@ -63,7 +63,7 @@ def _quantize_in_child(model: str, source: Path, scratch: Path) -> None:
                           cwd=str(scratch), capture_output=True, text=True)
     if done.returncode != 0 or not (scratch / "model.onnx").is_file():
         lines = [ln for ln in (done.stderr or "").strip().splitlines() if ln.strip()]
-        raise ModelUnavailable(f"int8 quantisation of {_canonical(model)} failed: "
+        raise ModelUnavailable(f"int8 quantisation of {canonical_name(model)} failed: "
                                f"{lines[-1] if lines else 'exit ' + str(done.returncode)}")
     for leftover in scratch.iterdir():  # the shape inference's temporary files
         if leftover.name != "model.onnx":
@@ -79,8 +79,9 @@ def ensure_int8(model: str, export_dir: Path) -> Path:
         return done
     if not can_quantize():
         raise ModelUnavailable("the int8 model needs the `onnx` package (pip install onnx)")
-    from memstrata.models import embedder as backends
-    from memstrata.models.onnx_export import _CHECK_SENTENCES, _atomic_write_bytes
+    from memstrata.models import backends
+    from memstrata.models.onnx_export import CHECK_SENTENCES
+    from memstrata.storage.atomic import atomic_write_bytes
 
     out = export_dir / INT8_DIR
     scratch = export_dir / f".int8.{os.getpid()}.{uuid.uuid4().hex[:8]}"
@@ -92,16 +93,16 @@ def ensure_int8(model: str, export_dir: Path) -> Path:
         meta.update(quantized="int8 dynamic, per channel, MatMul", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                             time.gmtime()))
         (scratch / "meta.json").write_text(json.dumps(meta))
-        ref = backends.OnnxEmbedder(model, export_dir).embed(_CHECK_SENTENCES)
-        got = backends.OnnxEmbedder(model, scratch).embed(_CHECK_SENTENCES)
+        ref = backends.OnnxEmbedder(model, export_dir).embed(CHECK_SENTENCES)
+        got = backends.OnnxEmbedder(model, scratch).embed(CHECK_SENTENCES)
         cos = float(np.min(np.sum(ref * got, axis=1)))
         if not cos >= _MIN_INT8_COSINE:
-            raise ModelUnavailable(f"int8 model of {_canonical(model)} refused: cosine {cos:.4f} to the float model")
+            raise ModelUnavailable(f"int8 model of {canonical_name(model)} refused: cosine {cos:.4f} to the float model")
         meta["check_min_cosine"] = cos
         out.mkdir(exist_ok=True)
         for name in ("model.onnx", "tokenizer.json"):
             os.replace(scratch / name, out / name)  # same file system: atomic
-        _atomic_write_bytes(out / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks completion
+        atomic_write_bytes(out / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks completion
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out

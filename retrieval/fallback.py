@@ -12,7 +12,7 @@ from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.safe_io import read_regular_text
 
-from memstrata.errors import CorruptEntry
+from memstrata.storage.errors import CorruptEntry
 
 INDEX_FILE = "INDEX.md"
 

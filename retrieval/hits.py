@@ -56,7 +56,7 @@ class RecallHit:
     @classmethod
     def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None,
                    relevance: float | None = None) -> "RecallHit":
-        from memstrata.clock import format_datetime
+        from memstrata.storage.clock import format_datetime
 
         return cls(id=entry.id, title=entry.title, score=float(score), snippet=snippet, category=entry.category,
                    tier=entry.tier, status=entry.status, path=entry.path, created=format_datetime(entry.created),

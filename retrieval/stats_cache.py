@@ -37,7 +37,7 @@ def save(directory: Path, frame, model: str | None) -> None:
 def load(directory: Path, model: str | None):
     """A Frame holding the cached texts and statistics (version -1), or None."""
     from memstrata.retrieval import lexical
-    from memstrata.retrieval.table import Frame
+    from memstrata.retrieval.frame import Frame
 
     try:
         data = marshal.loads((Path(directory) / CACHE_FILE).read_bytes())

@@ -12,7 +12,7 @@ from memstrata.storage.catalog import (
     read_entry_file,
 )
 
-from memstrata.errors import CorruptEntry
+from memstrata.storage.errors import CorruptEntry
 
 
 @dataclass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 from memstrata.retrieval import chunking, lexical
 from memstrata.retrieval.table import indexed_form, row_id, schema
 

@@ -15,7 +15,7 @@ from memstrata.scoring.usage import idle_days_in_use
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
-from memstrata.clock import days_between
+from memstrata.storage.clock import days_between
 
 ACTION_KINDS = ("retier", "compress", "archive", "expire", "forget")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 from memstrata.storage.config import Settings
 
 MACHINE_OWN = ("git_connect_timeout", "git_idle_timeout", "git_timeout")  # never taken from a pull

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from memstrata.storage.entry import REVIEW_STATUSES, Entry
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 
 # Days until the next review after the 1st, 2nd, 3rd, 4th and 5th-or-later completed review.
 REVIEW_INTERVALS = (1, 3, 7, 15, 30)

@@ -7,8 +7,8 @@ from datetime import datetime
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import LAYERS, TIERS, Entry
 
-from memstrata.clock import days_between
-from memstrata.errors import InvalidInput
+from memstrata.storage.clock import days_between
+from memstrata.storage.errors import InvalidInput
 
 TIER_LAYER = {"hot": "L0", "warm": "L1", "cold": "L2", "archive": "L4"}
 LAYER_DEPTH = {layer: i for i, layer in enumerate(LAYERS)}  # L0 0 ... L4 4

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from memstrata.storage.entry import Entry
 
-from memstrata.clock import days_between
+from memstrata.storage.clock import days_between
 
 # The factors and the decay exponent are the source document's formula, not tunable thresholds.
 FACTOR_IMPORTANT = 3.0

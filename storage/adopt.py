@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from memstrata.errors import CorruptEntry
+from memstrata.storage.errors import CorruptEntry
 from memstrata.storage import codec, layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.entry import valid_id

@@ -8,7 +8,7 @@ import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import codec, layout
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry

@@ -7,8 +7,8 @@ from datetime import date, datetime
 
 import yaml
 
-from memstrata.clock import format_datetime, parse_datetime
-from memstrata.errors import CorruptEntry, InvalidInput
+from memstrata.storage.clock import format_datetime, parse_datetime
+from memstrata.storage.errors import CorruptEntry, InvalidInput
 from memstrata.storage.entry import INVALID_ID_KEY, LAYERS, REVIEW_STATUSES, STATUSES, TIERS, Entry, valid_id
 from memstrata.storage.history import HISTORY_KEY, history_from_frontmatter, legacy_history
 

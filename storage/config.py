@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 from memstrata.storage import layout
 from memstrata.storage.safe_io import read_regular_text
 

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 
 TIERS = ("hot", "warm", "cold", "archive")
 LAYERS = ("L0", "L1", "L2", "L3", "L4")

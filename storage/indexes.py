@@ -5,7 +5,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from memstrata.clock import format_datetime, parse_datetime
+from memstrata.storage.clock import format_datetime, parse_datetime
 from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.codec import split_frontmatter

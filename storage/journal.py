@@ -33,8 +33,8 @@ import stat
 from datetime import date, datetime
 from pathlib import Path
 
-from memstrata.clock import format_datetime, parse_datetime
-from memstrata.errors import MemstrataError
+from memstrata.storage.clock import format_datetime, parse_datetime
+from memstrata.storage.errors import MemstrataError
 from memstrata.scoring.access import Access
 from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_bytes, atomic_write_chunks, fsync_dir

@@ -8,7 +8,7 @@ import stat
 import threading
 from pathlib import Path
 
-from memstrata.errors import Locked
+from memstrata.storage.errors import Locked
 from memstrata.storage import layout
 
 LOCK_FILE = ".lock"

@@ -6,7 +6,7 @@ import re
 import unicodedata
 from pathlib import Path, PurePosixPath
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 
 ARCHIVED_DIR = "archived"
 DEFAULT_CATEGORY = "general"

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from memstrata.errors import InvalidInput
+from memstrata.storage.errors import InvalidInput
 
 # The engine's own folders under the root; one of them being a symlink would lead writes elsewhere.
 ENGINE_DIRS = (".trash", ".versions", ".full", ".cache", ".vectors", ".quarantine", ".access", ".memstrata")

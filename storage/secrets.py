@@ -66,7 +66,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Callable, Mapping
 
-from memstrata.errors import InvalidInput, SecretDetected
+from memstrata.storage.errors import InvalidInput, SecretDetected
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
            "scan_entry", "redact"]

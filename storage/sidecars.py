@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_bytes
 from memstrata.storage.codec import body_of

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memstrata.clock import format_datetime, parse_datetime
-from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage.clock import format_datetime, parse_datetime
+from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import codec, frontmatter_edit, layout
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
 from memstrata.storage.entry import Entry, require_id, valid_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memstrata.errors import InvalidInput, NotFound
+from memstrata.storage.errors import InvalidInput, NotFound
 from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text, ensure_dir
 from memstrata.storage.config import CONFIG_FILE, Settings, render_config

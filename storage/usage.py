@@ -12,7 +12,7 @@ import stat
 from datetime import date
 from pathlib import Path
 
-from memstrata.errors import MemstrataError
+from memstrata.storage.errors import MemstrataError
 from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.journal import JOURNAL_DIR, machine_name

@@ -16,8 +16,8 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from memstrata.clock import format_datetime
-from memstrata.errors import CorruptEntry, NotFound
+from memstrata.storage.clock import format_datetime
+from memstrata.storage.errors import CorruptEntry, NotFound
 from memstrata.storage import codec, layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.entry import Entry, require_id, valid_id

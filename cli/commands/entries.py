@@ -48,9 +48,9 @@ def init(
         from memstrata.cli.commands.team import clone as clone_tree
 
         return clone_tree(root, clone, machine, index_from, as_json)
-    from memstrata.cli.commands.recall import _progress
+    from memstrata.cli.output import progress
 
-    result = memory(root).init(adopt=adopt, progress=_progress("embedding", as_json), indexes=indexes)
+    result = memory(root).init(adopt=adopt, progress=progress("embedding", as_json), indexes=indexes)
     adopted = (f"; {counted(result['entries'], 'note')} adopted ({result['adopted']} given an id)"
                if result.get("entries") else "")
     if "error" in result.get("index", {}):

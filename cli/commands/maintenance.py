@@ -1,7 +1,5 @@
-"""`mem stats` and `mem index --rebuild`: the tree as a whole."""
+"""`mem stats`: the tree as a whole (and where `mem index` is registered; its commands are in team.py)."""
 from __future__ import annotations
-
-from typing import Annotated
 
 import typer
 from memstrata.cli.output import JsonOpt, RootOpt, bar, counted, emit, memory, table
@@ -42,20 +40,3 @@ def stats(root: RootOpt = None, as_json: JsonOpt = False):
 
     emit(as_json, data, human)
 
-
-def index(
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Regenerate every INDEX.md from the files.")] = False,
-    root: RootOpt = None,
-    as_json: JsonOpt = False,
-):
-    """Regenerate the INDEX.md files (root and categories) from the entry files.
-
-    Example: mem index --rebuild
-    """
-    from memstrata.errors import InvalidInput
-
-    if not rebuild:
-        raise InvalidInput("say --rebuild to regenerate every INDEX.md")
-    result = memory(root).rebuild_indexes()
-    emit(as_json, result, f"rebuilt INDEX.md for {counted(result['categories'], 'category', 'categories')}, "
-         f"{counted(result['entries'], 'entry', 'entries')}")

@@ -6,7 +6,7 @@ import sys
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, progress
 
 
 def register(app: typer.Typer) -> None:
@@ -14,22 +14,6 @@ def register(app: typer.Typer) -> None:
     app.command("sync")(sync)
     app.command("reindex")(reindex)
     app.command("import")(import_)
-
-
-def _progress(label: str, quiet: bool = False):
-    """A one-line progress bar on stderr (nothing when stderr is not a terminal or when quiet)."""
-    if quiet or not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        width = 30
-        filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return show
 
 
 def recall(
@@ -158,7 +142,7 @@ def sync(
 
         return sync_remote(root, remote, name, watch, as_json)
     m = memory(root)
-    result = m.sync(progress=_progress("embedding", as_json),
+    result = m.sync(progress=progress("embedding", as_json),
                     announce=None if as_json else (lambda msg: sys.stderr.write(msg + "\n")))
     emit(as_json, result, f"synced: {result['embedded']} embedded, {result['updated']} updated, "
                           f"{result['removed']} removed ({result['model']})"
@@ -174,7 +158,7 @@ def reindex(root: RootOpt = None, as_json: JsonOpt = False):
     Example: mem reindex
     """
     m = memory(root)
-    result = m.reindex(progress=_progress("embedding", as_json))
+    result = m.reindex(progress=progress("embedding", as_json))
     emit(as_json, result, f"reindexed {counted(result['embedded'], 'entry', 'entries')} with {result['model']}")
 
 
@@ -197,7 +181,7 @@ def import_(
       mem import ~/viking/agent/memories --layout viking
     """
     m = memory(root)
-    result = m.import_path(file, layout=layout, progress=_progress("importing", as_json), category=category)
+    result = m.import_path(file, layout=layout, progress=progress("importing", as_json), category=category)
     if result["errors"] and not result["imported"] and not result.get("skipped"):
         from memstrata.errors import InvalidInput
 

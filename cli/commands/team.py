@@ -91,9 +91,13 @@ def index(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from memstrata.cli.commands.maintenance import index as rebuild_index
+    from memstrata.errors import InvalidInput
 
-    rebuild_index(rebuild=rebuild, root=root, as_json=as_json)
+    if not rebuild:
+        raise InvalidInput("say --rebuild to regenerate every INDEX.md")
+    result = memory(root).rebuild_indexes()
+    emit(as_json, result, f"rebuilt INDEX.md for {counted(result['categories'], 'category', 'categories')}, "
+         f"{counted(result['entries'], 'entry', 'entries')}")
 
 
 @index_app.command("push")

@@ -58,7 +58,7 @@ class Finding:
 
 
 @dataclass
-class _Scan:
+class Scan:
     """What is on disk, read once: entries (with bodies), parse errors, temp files, symlinks."""
 
     root: Path
@@ -86,8 +86,8 @@ class _Scan:
         return self.__dict__["_flagged"]
 
 
-def _scan(root: Path) -> _Scan:
-    scan = _Scan(root=root)
+def scan_tree(root: Path) -> Scan:
+    scan = Scan(root=root)
     for rel, st in sorted(iter_entry_files(root, bad_names=scan.bad_names)):
         scan.stats[rel] = (st.st_size, st.st_mtime_ns)
         try:
@@ -181,7 +181,7 @@ def lock_holder(path: Path) -> int | None:
     return None
 
 
-def check_symlinks(scan: _Scan) -> list[Finding]:
+def check_symlinks(scan: Scan) -> list[Finding]:
     out = []
     for rel, target in scan.symlinks_out:
         # deletes, versions or sidecars would land at its target: every such write is refused
@@ -197,21 +197,21 @@ def check_symlinks(scan: _Scan) -> list[Finding]:
     return out
 
 
-def check_bad_names(scan: _Scan) -> list[Finding]:
+def check_bad_names(scan: Scan) -> list[Finding]:
     """Files and folders whose names no entry can have (not UTF-8, a newline): skipped, one by one."""
     return [Finding("bad_name", "a name that is not UTF-8 or holds a line break: never read as an entry "
                     "(every other file is); rename it to make it one", path=rel, fixable=False, action="none")
             for rel in sorted(scan.bad_names)]
 
 
-def check_secrets(scan: _Scan) -> list[Finding]:
+def check_secrets(scan: Scan) -> list[Finding]:
     """A credential in a file the engine did not check (hand-made, adopted, pulled): named, never shown."""
     return [Finding("secret", why, path=rel, fixable=False,
                     action="take the credential out of the file (or delete the entry), then `mem sync`")
             for rel, why in sorted(scan.flagged.items())]
 
 
-def check_unparseable(scan: _Scan) -> list[Finding]:
+def check_unparseable(scan: Scan) -> list[Finding]:
     return [Finding("unparseable", message, path=rel, action="move to .quarantine/")
             for rel, message in sorted(scan.errors.items())]
 
@@ -238,7 +238,7 @@ def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tup
     return keeper, plan
 
 
-def _content_hash(e: Entry) -> str:
+def entry_hash(e: Entry) -> str:
     try:
         from memstrata.retrieval.chunking import content_hash
 
@@ -249,11 +249,11 @@ def _content_hash(e: Entry) -> str:
         return hashlib.sha256(f"{e.title}\n{e.body}".encode("utf-8")).hexdigest()
 
 
-def check_duplicates(scan: _Scan) -> list[Finding]:
+def check_duplicates(scan: Scan) -> list[Finding]:
     groups: dict[str, list] = {}
     for e in scan.entries:
         if e.id:
-            groups.setdefault(e.id, []).append((e, _content_hash(e), scan.stats.get(e.path, (0, 0))[1]))
+            groups.setdefault(e.id, []).append((e, entry_hash(e), scan.stats.get(e.path, (0, 0))[1]))
     out = []
     for entry_id, group in sorted(groups.items()):
         if len(group) < 2:
@@ -290,7 +290,7 @@ def temp_is_stale(name: str, age_seconds: float, pid_alive=_pid_alive) -> bool:
     return age_seconds > TEMP_MIN_AGE_SECONDS
 
 
-def check_temp_files(scan: _Scan) -> list[Finding]:
+def check_temp_files(scan: Scan) -> list[Finding]:
     out = []
     for rel, age in scan.temp_files:
         if temp_is_stale(rel.rsplit("/", 1)[-1], age):  # young ones may belong to a live writer
@@ -299,7 +299,7 @@ def check_temp_files(scan: _Scan) -> list[Finding]:
     return out
 
 
-def check_orphans(scan: _Scan) -> list[Finding]:
+def check_orphans(scan: Scan) -> list[Finding]:
     """Sidecars and version folders whose id has no entry in the tree nor in the trash."""
     known = scan.ids | scan.trash_ids
     out = []
@@ -321,7 +321,7 @@ def check_orphans(scan: _Scan) -> list[Finding]:
     return out
 
 
-def check_missing_sidecars(scan: _Scan) -> list[Finding]:
+def check_missing_sidecars(scan: Scan) -> list[Finding]:
     out = []
     for e in scan.entries:
         ref = e.full_content_file

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from memstrata.doctor.checks import VECTORS_DIR, Finding, _content_hash, _Scan
+from memstrata.doctor.checks import VECTORS_DIR, Finding, entry_hash, Scan
 from memstrata.retrieval.table import indexed_form
 from memstrata.storage import indexes
 from memstrata.storage import layout
@@ -13,7 +13,7 @@ from memstrata.storage.entry import Entry
 from memstrata.storage.safe_io import read_regular_text
 
 
-def _catalog_rows(root: Path) -> dict[str, tuple]:
+def catalog_rows(root: Path) -> dict[str, tuple]:
     """path -> (id, size, mtime_ns) from the catalog (DatabaseError if it is damaged)."""
     db = layout.path(root, f"{CACHE_DIR}/{CATALOG_FILE}")
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
@@ -26,12 +26,12 @@ def _catalog_rows(root: Path) -> dict[str, tuple]:
         conn.close()
 
 
-def check_catalog(scan: _Scan) -> list[Finding]:
+def check_catalog(scan: Scan) -> list[Finding]:
     db = layout.path(scan.root, f"{CACHE_DIR}/{CATALOG_FILE}")
     if not db.exists():
         return []  # built on first use
     try:
-        rows = _catalog_rows(scan.root)
+        rows = catalog_rows(scan.root)
     except sqlite3.Error as exc:
         return [Finding("catalog", f"the catalog cannot be read ({exc}); it is derived and can be rebuilt",
                         path=layout.at(scan.root, f"{CACHE_DIR}/{CATALOG_FILE}"), action="rebuild from the files")]
@@ -62,7 +62,7 @@ def expected_indexes(root: Path, entries: list[Entry], now) -> dict[str, str]:
     return indexes.render_all(root, entries, now)
 
 
-def check_indexes(scan: _Scan, now) -> list[Finding]:
+def check_indexes(scan: Scan, now) -> list[Finding]:
     out = []
     for rel, want in expected_indexes(scan.root, scan.entries, now).items():
         path = scan.root / rel
@@ -97,9 +97,9 @@ def check_indexes(scan: _Scan, now) -> list[Finding]:
 
 def configured_model(settings) -> str:
     try:
-        from memstrata.models.embedder import _canonical
+        from memstrata.models.locate import canonical_name
 
-        return _canonical(settings.embedding_model)
+        return canonical_name(settings.embedding_model)
     except ImportError:  # pragma: no cover
         return settings.embedding_model
 
@@ -136,7 +136,7 @@ def compare_rows(entries: list[Entry], frame_ids: list, frame_hashes: list, fram
         e = want.get(i)
         if e is None:
             continue
-        if digest != _content_hash(e):
+        if digest != entry_hash(e):
             out["stale"].append(i)
         elif path != e.path:
             out["moved"].append(i)
@@ -145,7 +145,7 @@ def compare_rows(entries: list[Entry], frame_ids: list, frame_hashes: list, fram
     return out
 
 
-def check_vectors(scan: _Scan, settings) -> list[Finding]:
+def check_vectors(scan: Scan, settings) -> list[Finding]:
     try:
         index, frame, error = vector_state(scan.root, settings)
     except ImportError:

@@ -7,7 +7,7 @@ symlink that leads outside the root are moved to `.quarantine/` with a line in
 `.quarantine/INDEX.md`. Only the doctor's own derived files (catalog, INDEX.md, vectors)
 and stale temporary files (`.*.tmp`, left by a writer that died) are rewritten or removed.
 
-Each check is a small function from a `_Scan` of the tree to a list of findings
+Each check is a small function from a `Scan` of the tree to a list of findings
 (`doctor/checks.py`, `doctor/derived.py`); the repairs (`doctor/fixes.py`) run afterwards under the
 tree lock, and every check runs again to verify them, so `fixed` in the report means "was
 wrong and is right now".
@@ -27,7 +27,7 @@ from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's 
     VECTORS_DIR,
     VERSIONS_DIR,
     Finding,
-    _scan,
+    scan_tree,
     check_duplicates,
     check_lock,
     check_bad_names,
@@ -130,7 +130,7 @@ class Doctor:
 
     # -- the checks, in order --------------------------------------------------------
     def _checks(self, report: DoctorReport | None) -> list[Finding]:
-        scan = _scan(self.root)
+        scan = scan_tree(self.root)
         if report is not None:
             report.checked = {"entry_files": len(scan.stats), "entries": len(scan.entries),
                               "temp_files": len(scan.temp_files)}

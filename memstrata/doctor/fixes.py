@@ -12,11 +12,11 @@ from memstrata.doctor.checks import (
     VECTORS_DIR,
     Finding,
     _private_base,
-    _scan,
+    scan_tree,
     chmod_safe,
     mode_problems,
 )
-from memstrata.doctor.derived import _catalog_rows, check_vectors
+from memstrata.doctor.derived import catalog_rows, check_vectors
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
@@ -118,7 +118,7 @@ class Repairs:
         self.state.replace_catalog(None)
         db = layout.path(self.root, f"{CACHE_DIR}/{CATALOG_FILE}")
         try:
-            _catalog_rows(self.root) if db.exists() else None
+            catalog_rows(self.root) if db.exists() else None
         except sqlite3.Error:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(f"{db}{suffix}").unlink(missing_ok=True)  # derived data: rebuilt just below
@@ -127,7 +127,7 @@ class Repairs:
         self.state.replace_catalog(catalog)
 
     def _fix_vectors(self, findings: list[Finding]) -> None:
-        scan = _scan(self.root)
+        scan = scan_tree(self.root)
         state = check_vectors(scan, self.state.settings)
         if not state:
             return
@@ -145,7 +145,7 @@ class Repairs:
         index = self.state.vector_index()
         index.delete(mismatched_rows(index))  # planted rows: their files are embedded again just below
         self.recall.sync()
-        if check_vectors(_scan(self.root), self.state.settings):
+        if check_vectors(scan_tree(self.root), self.state.settings):
             self.recall.reindex()
 
 

@@ -319,9 +319,9 @@ def test_held_lock_and_stale_lock_file(tree, embedder):
 def test_compare_rows_is_pure():
     a = Entry(id="a", title="A", body="x", path="c/a.md")
     b = Entry(id="b", title="B", body="y", path="c/b.md")
-    from memstrata.doctor.checks import _content_hash
+    from memstrata.doctor.checks import entry_hash
 
-    diff = compare_rows([a, b], ["a", "a", "z"], [_content_hash(a), _content_hash(a), "h"], ["c/a.md"] * 2 + ["z"])
+    diff = compare_rows([a, b], ["a", "a", "z"], [entry_hash(a), entry_hash(a), "h"], ["c/a.md"] * 2 + ["z"])
     assert diff == {"missing": ["b"], "extra": ["z"], "duplicated": ["a"], "stale": [], "moved": []}
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from memstrata.errors import IndexUnavailable
+from memstrata.models import backends as backends_mod
 from memstrata.models import embedder as emb_mod
 from memstrata.models.embedder import ModelUnavailable, ensure_onnx_export, get_embedder
 
@@ -96,8 +97,8 @@ def test_export_check_refuses_and_auto_falls_back(torch_embedder, tmp_path, monk
     # Reuse the loaded model so the export path runs without loading it again.
     monkeypatch.setenv("MEMSTRATA_CACHE", str(tmp_path))
     monkeypatch.setattr(emb_mod, "_CACHE", {})
-    monkeypatch.setattr(emb_mod, "_load_sentence_transformer", lambda model: torch_embedder._st)
-    monkeypatch.setattr(emb_mod, "_MIN_EXPORT_COSINE", 1.5)  # impossible: export refused
+    monkeypatch.setattr(backends_mod, "load_sentence_transformer", lambda model: torch_embedder._st)
+    monkeypatch.setattr(backends_mod, "MIN_EXPORT_COSINE", 1.5)  # impossible: export refused
     with pytest.raises(ModelUnavailable, match="refused"):
         get_embedder("bundled", "onnx")
     auto = get_embedder("bundled", "auto")
@@ -106,7 +107,7 @@ def test_export_check_refuses_and_auto_falls_back(torch_embedder, tmp_path, monk
     leftovers = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert leftovers == []
 
-    monkeypatch.setattr(emb_mod, "_MIN_EXPORT_COSINE", 0.999)
+    monkeypatch.setattr(backends_mod, "MIN_EXPORT_COSINE", 0.999)
     monkeypatch.setattr(emb_mod, "_CACHE", {})
     path = ensure_onnx_export("bundled")
     assert path.name == "model.onnx" and path.parent.parent == tmp_path / "onnx"

@@ -1,0 +1,87 @@
+"""The one place that knows what time it is (MEMSTRATA_NOW overrides it)."""
+from __future__ import annotations
+
+import os
+from datetime import date, datetime, timedelta, timezone
+
+from memstrata.storage.errors import InvalidInput
+
+
+def parse_datetime(value) -> datetime:
+    """Parse an ISO 8601 date or datetime (or a datetime/date object) into an aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            dt = datetime.fromtimestamp(value, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(f"not a date: {value!r} (a timestamp out of range)") from None
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z") or text.endswith("z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            dt = _parse_loose(text)
+    else:
+        raise InvalidInput(f"not a date: {value!r}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+_LOOSE_FORMATS = (
+    "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M", "%Y/%m/%d", "%Y-%m-%d %H:%M", "%Y%m%d",
+    "%d.%m.%Y", "%Y.%m.%d", "%d %B %Y", "%B %d, %Y", "%d %b %Y", "%b %d, %Y",
+    "%Y年%m月%d日",
+)
+
+
+def _parse_loose(text: str) -> datetime:
+    for fmt in _LOOSE_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    raise InvalidInput(f"not a date: {text!r} (use ISO 8601, e.g. 2026-11-30 or 2026-11-30T09:00:00Z)")
+
+
+def now() -> datetime:
+    """Current time as an aware UTC datetime; MEMSTRATA_NOW (ISO 8601) overrides it."""
+    override = os.environ.get("MEMSTRATA_NOW")
+    if override:
+        moment = parse_datetime(override)
+        if not 1970 <= moment.year <= 9000:  # the rules add years (reviews, forgetting) to now
+            raise InvalidInput(f"MEMSTRATA_NOW must be a date between the years 1970 and 9000, not {override!r}")
+        return moment
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def format_datetime(dt: datetime | None) -> str | None:
+    """Canonical text form written to frontmatter: ISO 8601, UTC, seconds, trailing Z."""
+    if dt is None:
+        return None
+    return parse_datetime(dt).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def days_between(earlier: datetime, later: datetime) -> float:
+    """Whole and fractional days from earlier to later (never negative)."""
+    return max(0.0, (later - earlier).total_seconds() / 86400.0)
+
+
+def parse_until(value) -> datetime:
+    """The end of a range given by `value`: a date alone (2026-12-01, 20261201, or a date object)
+    means the whole day, up to its last microsecond (UTC); anything with a time is that moment."""
+    text = value.strip() if isinstance(value, str) else None
+    whole_day = (isinstance(value, date) and not isinstance(value, datetime)) or (
+        text is not None and (len(text) == 10 and text[4:5] == "-" or len(text) == 8 and text.isdigit()))
+    moment = parse_datetime(value)
+    if not whole_day or (moment.hour, moment.minute, moment.second, moment.microsecond) != (0, 0, 0, 0):
+        return moment
+    try:
+        return moment + timedelta(days=1) - timedelta(microseconds=1)
+    except OverflowError:  # the last day there is
+        return datetime.max.replace(tzinfo=timezone.utc)

@@ -1,0 +1,47 @@
+"""The engine's exceptions: one base class, a few kinds, each mapped to an exit code."""
+from __future__ import annotations
+
+
+class MemstrataError(Exception):
+    """Base class of every error the engine raises on purpose (one line, no traceback)."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict:
+        return {"error": self.kind, "message": self.message, **self.details}
+
+
+class NotFound(MemstrataError):
+    exit_code = 3
+    kind = "not_found"
+
+
+class InvalidInput(MemstrataError):
+    exit_code = 2
+    kind = "invalid_input"
+
+
+class SecretDetected(MemstrataError):
+    exit_code = 5
+    kind = "secret_detected"
+
+
+class Locked(MemstrataError):
+    exit_code = 6
+    kind = "locked"
+
+
+class IndexUnavailable(MemstrataError):
+    exit_code = 7
+    kind = "index_unavailable"
+
+
+class CorruptEntry(MemstrataError):
+    exit_code = 8
+    kind = "corrupt_entry"
