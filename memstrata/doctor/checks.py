@@ -11,7 +11,7 @@ from pathlib import Path
 from memstrata.errors import CorruptEntry
 from memstrata.storage.atomic import is_temp_file
 from memstrata.storage import layout
-from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, read_entry_file
+from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, printable_name, read_entry_file
 from memstrata.storage.entry import Entry, holder_rank
 from memstrata.storage.lock import LOCK_FILE
 from memstrata.storage.safe_io import ENGINE_DIRS
@@ -114,11 +114,11 @@ def scan_tree(root: Path) -> Scan:
             files = [f for f in files if not f.startswith(".")]
         for name in list(dirs) + files:
             path = os.path.join(folder, name)
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            rel = printable_name(os.path.relpath(path, root).replace(os.sep, "/"))  # a report prints every name
             if os.path.islink(path):
                 target = os.path.realpath(path)
                 if rel in engine_dirs or (target != real_root and not target.startswith(real_root + os.sep)):
-                    scan.symlinks_out.append((rel, os.readlink(path)))
+                    scan.symlinks_out.append((rel, printable_name(os.readlink(path))))
                 continue
             if name in files and is_temp_file(name):
                 try:

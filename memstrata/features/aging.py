@@ -127,7 +127,9 @@ class Aging:
         entries = self.entries.list(as_stored=True)
         usable = []
         for entry in entries:
-            if not entry.id:
+            if not entry.id and dry_run:  # the real run gives it its id first, then plans it like any other
+                usable.append(entry.copy(id=f"path:{entry.path}"))
+            elif not entry.id:
                 report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
             else:
                 usable.append(entry)

@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 from memstrata.engine.inputs import valid_id
 from memstrata.errors import InvalidInput, MemstrataError
-from memstrata.storage import codec, versions
+from memstrata.storage import codec, layout, versions
 from memstrata.storage.safe_io import is_regular_file, read_regular_bytes
 from memstrata.storage.entry import INVALID_ID_KEY, TIERS, Entry
 from memstrata.storage.safe_io import read_regular_text
@@ -73,7 +73,7 @@ def entry_record(entry: Entry, root: Path | None = None) -> dict:
 def _sidecar_candidates(root: Path, name: str) -> list[Path]:
     """full_content_file is relative to the root (.full/{id}.md); older files named it bare."""
     name = str(name)
-    return [Path(root) / name, Path(root) / FULL_DIR / name]
+    return [Path(root) / name, layout.path(root, FULL_DIR) / name]
 
 
 def _read_sidecar(root: Path, name: str) -> str | None:
@@ -92,9 +92,9 @@ def _read_sidecar(root: Path, name: str) -> str | None:
 def write_sidecar(root: Path, name: str, text: str) -> None:
     from memstrata.storage.atomic import atomic_write_text
 
-    name = str(name)
-    target = (Path(root) / (name if name.startswith(f"{FULL_DIR}/") else f"{FULL_DIR}/{name}")).resolve()
-    if (Path(root).resolve() / FULL_DIR) not in target.parents:
+    name, full = str(name), layout.at(root, FULL_DIR)  # `.memstrata/full` in an adopted vault
+    target = (Path(root) / (name if name.startswith(f"{full}/") else f"{full}/{name}")).resolve()
+    if (Path(root).resolve() / full) not in target.parents:
         return
     atomic_write_text(target, text, root=root)
 
