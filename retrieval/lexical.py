@@ -490,6 +490,10 @@ class CjkStats:
         df = self.df(gram)
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
+    def ideal(self, grams: set[str]) -> float:
+        """The BM25 of an average-length entry holding each of `grams` once (the sum of their idf)."""
+        return sum(self.idf(g) for g in grams)
+
     def scores(self, grams: set[str], positions) -> dict[int, tuple[float, float]]:
         """Per position: (BM25 over the BM25 of an average-length entry holding each query
         bigram once, share of the query's idf weight the entry holds); entries holding none left out."""

@@ -150,6 +150,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}  # CJK BM25 over an average entry's, and the idf share held
     cjk_cover: dict[int, float] = {}
+    cjk_ideal = 0.0
     texts = None
     if where is None:
         mask = None
@@ -163,7 +164,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
             found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
                                                        limit) if rid in frame.pos]
-            for pos, (share, held) in _cjk_stats(frame, texts).scores(lexical.cjk_bigrams(topic), found).items():
+            cjk, grams = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic)
+            cjk_ideal = cjk.ideal(grams)
+            for pos, (share, held) in cjk.scores(grams, found).items():
                 cjk_scores[pos], cjk_cover[pos] = share, held
     if mask is None:
         mask = np.ones(n, dtype=bool)
@@ -182,18 +185,24 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     dates = named_dates(query)
     date_near = (fusion.date_proximity(frame.cols["created"], dates, 86400.0 * settings.recall_date_after_days)
                  if dates else None)
-    cjk_arr = fusion.scaled(n, cjk_scores, 1.0)
+    text_arr, cjk_arr = fusion.scaled(n, text_scores, ideal), fusion.scaled(n, cjk_scores, 1.0)
+    # a query with words and CJK text is one BM25 over its words and bigrams together, as
+    # character-bigram BM25 is: an entry holding only the query's year (2007年...) does not
+    # outrank the one holding its Chinese words (each side weighs by its share of the query's idf)
+    en_share = ideal / (ideal + cjk_ideal) if cjk_ideal > 0 else 1.0
+    if 0.0 < en_share < 1.0:
+        text_arr, cjk_arr = en_share * text_arr + (1.0 - en_share) * cjk_arr, np.zeros(n)
 
     def rank(feedback_scores):
         cosine = fusion.dense_scores(n, dense) if dense else np.zeros(n)
-        return fusion.ranking(weights, cosine, fusion.scaled(n, text_scores, ideal),
+        return fusion.ranking(weights, cosine, text_arr,
                               fusion.scaled(n, feedback_scores, fb_ideal[0]), cjk_arr, cjk_share,
                               structure, entity_share, date_near, inactive, mask)
 
     fb_ideal = [0.0]
     if _signals_out is not None:  # bench/fit_ranking.py: the signals, to rank offline
         _signals_out.update(n=n, cosine=fusion.dense_scores(n, dense) if dense else np.zeros(n),
-                            text=fusion.scaled(n, text_scores, ideal), cjk=cjk_arr, cjk_share=cjk_share,
+                            text=text_arr, cjk=cjk_arr, cjk_share=cjk_share,
                             structure=structure, entity_share=entity_share, date_near=date_near,
                             inactive=inactive, mask=mask)
     score, parts, boosts = rank({})
@@ -235,11 +244,15 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     model = rel.HYBRID if dense and cjk_share < 0.5 else rel.TEXT
     unknown = (len(entities) - len(named)) / len(entities) if entities else 0.0
     known = stats.known_share(terms) if stats is not None and terms else 0.0
+    # the relevance model reads the better of the two sides' shares, as it was calibrated (a
+    # share over both, weighted by idf, drops answers to mixed queries: 0.85 kept, not 0.88)
+    cover = {p: max(coverage.get(p, 0.0), cjk_cover.get(p, 0.0)) for p in order}
     for pos in order:
         c = frame.cols
         signals = relevance_signals(
-            cosine=float(parts["dense"][pos]) if dense else None, text=_text_signal(parts, pos, cjk_cover, cjk_share),
-            coverage=max(coverage.get(pos, 0.0), cjk_cover.get(pos, 0.0)),
+            cosine=float(parts["dense"][pos]) if dense else None,
+            text=_text_signal(parts, pos, cover[pos] if pos in cjk_cover else None, cjk_share),
+            coverage=cover[pos],
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
             whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
@@ -357,12 +370,13 @@ def _whole_cosines(table, frame, qv, cand):
     return out
 
 
-def _text_signal(parts, pos: int, cjk_cover: dict, cjk_share: float) -> float:
+def _text_signal(parts, pos: int, held: float | None, cjk_share: float) -> float:
     """The relevance model's `text` of a hit: its scaled BM25 (at most 1); for a mostly CJK query
-    the idf share of its bigrams the hit holds, the figure the CJK side was calibrated on (a
-    bigram's BM25 grows with repeats that say little about a short Chinese query)."""
-    if cjk_share >= 0.5 and pos in cjk_cover:
-        return cjk_cover[pos]
+    the idf share of its terms the hit holds (`held`, None when it holds no CJK term), the figure
+    the CJK side was calibrated on (a bigram's BM25 grows with repeats that say little about a
+    short Chinese query)."""
+    if cjk_share >= 0.5 and held is not None:
+        return held
     return min(1.0, float(parts["text"][pos]))
 
 
