@@ -112,7 +112,7 @@ class Git:
 
     def _identity(self, args) -> list[str]:
         """A commit needs an author: the user's own, else memstrata@machine."""
-        if not args or args[0] not in ("commit", "merge"):
+        if not args or args[0] not in ("commit", "merge", "commit-tree"):
             return []
         done = subprocess.run(["git", "config", "user.email"], cwd=str(self.root), capture_output=True, text=True)
         if done.stdout.strip():

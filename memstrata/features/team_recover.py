@@ -67,7 +67,7 @@ def recover(git: Git, root: Path, machine: str) -> dict | None:
     message = f"memstrata: working tree of an interrupted {', '.join(found)}\n\n{TRAILER_MACHINE}: {machine}\n"
     args = [a for rev in parents for a in ("-p", git.out("rev-parse", rev))]
     saved = git.out("commit-tree", saved_tree, *args, "-m", message)
-    git.run("update-ref", "-m", "interrupted sync", SAVED_REF, saved)
+    git.run("update-ref", "--create-reflog", "-m", "interrupted sync", SAVED_REF, saved)  # earlier ones: its reflog
     if "rebase" in found:
         git.run("rebase", "--abort", check=False)
     for op in ("cherry-pick", "revert"):
