@@ -112,7 +112,7 @@ class Git:
 
     def _identity(self, args) -> list[str]:
         """A commit needs an author: the user's own, else memstrata@machine."""
-        if not args or args[0] not in ("commit", "merge"):
+        if not args or args[0] not in ("commit", "merge", "commit-tree"):
             return []
         done = subprocess.run(["git", "config", "user.email"], cwd=str(self.root), capture_output=True, text=True)
         if done.stdout.strip():
@@ -187,7 +187,7 @@ class Git:
                 out.append({"path": path, "kind": SPECIAL_MODES[mode]})
         return out
 
-    def protect_merges(self) -> None:
+    def protect_merges(self) -> bool:
         """PROTECT_LINES in $GIT_DIR/info/attributes, which outranks every .gitattributes: a peer's
         `*.md merge=union` can never make git merge two texts of one entry, and no pushed attribute
         (working-tree-encoding, eol, text, filter, ident) changes the bytes git writes into the tree."""
@@ -196,10 +196,28 @@ class Git:
         text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
         lines = text.splitlines()
         if lines[-len(PROTECT_LINES):] == list(PROTECT_LINES):
-            return  # last lines: nothing after them can override them
+            return False  # last lines: nothing after them can override them
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as out:
             out.write(("" if not text or text.endswith("\n") else "\n") + "\n".join(PROTECT_LINES) + "\n")
+        return True
+
+    def undo_conversions(self) -> list[str]:
+        """Files an attribute pulled before this clone was protected wrote converted (UTF-16, CRLF,
+        an expanded $Id$): written back as committed, so the next commit does not take the
+        converted bytes for an edit. A file whose text differs otherwise is left alone."""
+        from memstrata.storage.atomic import atomic_write_bytes
+
+        fixed = []
+        for rel in self.run("diff", "--name-only", "-z").stdout.split("\0"):
+            target = self.root / rel
+            if not rel or target.is_symlink() or not target.is_file():
+                continue
+            committed = self.run_bytes("show", f":{rel}")
+            if committed != target.read_bytes() and committed in _unconverted(target.read_bytes()):
+                atomic_write_bytes(target, committed, root=self.root)
+                fixed.append(rel)
+        return fixed
 
     def unwritable(self, paths) -> list[str]:
         """Of `paths` (relative), those this file system cannot hold: a name longer than NAME_MAX
@@ -248,6 +266,29 @@ class Git:
         text = self.out("log", "-1", f"--format=%(trailers:key={TRAILER_MACHINE},valueonly,separator=%x2C)",
                         rev, "--", path, check=False)
         return text.strip() or "another machine"
+
+
+def _unconverted(data: bytes) -> list[bytes]:
+    """What `data` may have been before git converted it on checkout (working-tree-encoding, eol, ident)."""
+    import codecs
+    import re
+
+    out = [data]
+    for bom, name in ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+                      (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be")):
+        if data.startswith(bom):
+            try:
+                out.append(data[len(bom):].decode(name).encode("utf-8"))
+            except UnicodeDecodeError:
+                pass
+    for name in ("utf-16-le", "utf-16-be"):
+        try:
+            out.append(data.decode(name).encode("utf-8"))
+        except UnicodeDecodeError:
+            pass
+    out += [d.replace(b"\r\n", b"\n") for d in out]
+    out += [re.sub(rb"\$Id: [0-9a-f]{40,64} \$", b"$Id$", d) for d in out]
+    return out
 
 
 def _escape_pattern(path: str) -> str:

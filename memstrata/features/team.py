@@ -63,12 +63,16 @@ class TeamSync:
         tree.require_initialised(self.root)  # first: git would fail in a missing folder as "not installed"
         git.require_repo(remote)
         self._use_limits()
-        git.protect_merges()
+        newly_protected = git.protect_merges()
         machine = git.machine()
-        branch = git.branch()
-        result = {"remote": remote, "branch": branch, "machine": machine, "committed": [], "pulled": 0,
+        result = {"remote": remote, "machine": machine, "committed": [], "pulled": 0,
                   "conflicts": [], "pushed": False, "attempts": 0, "accesses_shared": 0,
                   "settings_held_back": [], "settings_pulled": [], "warnings": [], "recovered": [], "skipped": []}
+        with self.state.lock():
+            self._recover(machine, result)  # first: a stopped rebase leaves HEAD detached, no branch to name
+            if newly_protected and git.head():
+                result["unconverted"] = git.undo_conversions()
+        result["branch"] = branch = git.branch()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             result["attempts"] = attempt
             with self.state.lock():

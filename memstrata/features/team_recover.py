@@ -61,12 +61,13 @@ def recover(git: Git, root: Path, machine: str) -> dict | None:
     gitdir = git.git_dir()
     others = [h for h in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD") if (gitdir / h).exists()]
     staged = _index_blobs(git)
+    unmerged = set(git.unmerged())  # the operation's own paths: their texts are in the commits
     saved_tree = _working_tree(git)
     parents = [rev for rev in ("HEAD", *others) if git.ref_exists(rev)]
     message = f"memstrata: working tree of an interrupted {', '.join(found)}\n\n{TRAILER_MACHINE}: {machine}\n"
     args = [a for rev in parents for a in ("-p", git.out("rev-parse", rev))]
     saved = git.out("commit-tree", saved_tree, *args, "-m", message)
-    git.run("update-ref", "-m", "interrupted sync", SAVED_REF, saved)
+    git.run("update-ref", "--create-reflog", "-m", "interrupted sync", SAVED_REF, saved)  # earlier ones: its reflog
     if "rebase" in found:
         git.run("rebase", "--abort", check=False)
     for op in ("cherry-pick", "revert"):
@@ -75,7 +76,7 @@ def recover(git: Git, root: Path, machine: str) -> dict | None:
     git.run("reset", "-q", "--hard", "HEAD")  # the merge (and whatever an abort left) is undone
     for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
         (gitdir / name).unlink(missing_ok=True)
-    restored = _put_back_local_edits(git, root, saved_tree, staged)
+    restored = _put_back_local_edits(git, root, saved_tree, staged, unmerged)
     return {"interrupted": found, "saved": saved, "restored": restored}
 
 
@@ -112,13 +113,15 @@ def _working_tree(git: Git) -> str:
         return git.out("write-tree", env=env)
 
 
-def _put_back_local_edits(git: Git, root: Path, saved_tree: str, staged: dict[str, str]) -> list[str]:
-    """Files of the saved tree that differ from HEAD and were not staged by the interrupted
-    operation: written by someone after it stopped, so they are kept."""
+def _put_back_local_edits(git: Git, root: Path, saved_tree: str, staged: dict[str, str],
+                          unmerged: set[str]) -> list[str]:
+    """Files of the saved tree that differ from HEAD and that the interrupted operation neither
+    staged nor left unmerged (a rebase leaves the other side's text in a conflicted file):
+    written by someone after it stopped, so they are kept."""
     head = _tree_blobs(git, "HEAD") if git.head() else {}
     restored = []
     for path, blob in _tree_blobs(git, saved_tree).items():
-        if head.get(path) == blob or staged.get(path) == blob:
+        if head.get(path) == blob or staged.get(path) == blob or path in unmerged:
             continue
         target = root / path
         data = git.run_bytes("cat-file", "blob", blob)

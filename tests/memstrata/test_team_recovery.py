@@ -122,3 +122,33 @@ def test_an_edit_written_after_the_kill_is_kept(tmp_path, embedder):
     a.sync_remote()
     texts = _texts(tmp_path / "a")
     assert "floor 3" in texts and "12:30 (B)" in texts and "13:00 (A)" in texts
+
+
+def test_a_rebase_stopped_by_a_conflict_is_undone_and_merged_with_the_rules(tmp_path, embedder):
+    """Someone ran `git pull --rebase` by hand in the tree and it stopped on a conflict: the next sync
+    aborts it and keeps both sides' texts (one current, one kept version)."""
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine="A")
+    b.clone(str(tmp_path / "r.git"), machine="B")
+    one = a.write("The fire drill is in May.", title="Fire drill", category="misc")
+    a.sync_remote()
+    b.sync_remote()
+    b.update(one.id, "The fire drill is on 3 June (B).")
+    b.sync_remote()
+    a.update(one.id, "The fire drill is on 10 June (A).")
+    git = ["git", "-C", str(tmp_path / "a"), "-c", "user.name=a", "-c", "user.email=a@x"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "local"], check=True)
+    subprocess.run([*git, "pull", "-q", "--rebase", "origin"], capture_output=True)
+    gitdir = tmp_path / "a" / ".git"
+    assert (gitdir / "rebase-merge").exists() or (gitdir / "rebase-apply").exists()
+    result = a.sync_remote()
+    assert result["recovered"] and result["recovered"][0]["interrupted"] == ["rebase"]
+    b.sync_remote()
+    for root in (tmp_path / "a", tmp_path / "b"):
+        texts = _texts(root)
+        assert "3 June (B)" in texts and "10 June (A)" in texts, root.name
+    assert len(a.history(one.id)) == 3

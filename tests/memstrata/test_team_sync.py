@@ -382,3 +382,32 @@ def test_a_move_crossing_an_edit_ends_with_one_file_per_id(tmp_path, embedder, w
         current = m.read(r.id, count_access=False)
         assert current.category == "databases" and "Saturdays" in current.body
         assert m.doctor().findings == []
+
+
+def test_a_clone_that_already_took_a_converting_attribute_is_repaired(tmp_path, embedder):
+    """A clone protected the old way (`*.md -merge` only) pulled `*.md working-tree-encoding=UTF-16LE-BOM
+    eol=crlf`: its files are UTF-16. The first sync with the full protection writes them back as committed
+    and never commits the converted bytes."""
+    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a.write("The VPN certificate expires in March.", title="VPN", category="ops")
+    a.sync_remote()
+    b.sync_remote()
+    r = b.write("The backup runs at midnight.", title="Backups", category="ops")  # arrives with the attack
+    b.sync_remote()
+    committed = (tmp_path / "b" / r.path).read_bytes()
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    (peer / ".gitattributes").write_text("*.md -merge\n*.md working-tree-encoding=UTF-16LE-BOM eol=crlf\n")
+    subprocess.run([*git, "add", ".gitattributes"], check=True)
+    subprocess.run([*git, "commit", "-qm", "attributes"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    (tmp_path / "a" / ".git" / "info" / "attributes").write_text("*.md -merge\n")  # an older clone
+    subprocess.run(["git", "-C", str(tmp_path / "a"), "pull", "-q", "origin"], check=True, capture_output=True)
+    assert (tmp_path / "a" / r.path).read_bytes().startswith(b"\xff\xfe")  # the attack took effect
+    result = a.sync_remote()
+    assert r.path in result["unconverted"] and not result["committed"]
+    assert (tmp_path / "a" / r.path).read_bytes() == committed
+    assert a.read(r.id, count_access=False).body.strip() == "The backup runs at midnight."
+    a.update(r.id, "The backup runs at 01:00.")
+    assert a.sync_remote()["pushed"]
