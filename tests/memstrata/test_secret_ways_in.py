@@ -140,3 +140,16 @@ def test_a_key_added_by_hand_to_an_indexed_entry_drops_its_row(mem):
     assert w.path in mem.sync()["flagged"]
     assert w.id not in set(mem._recall.state.vector_index().frame().ids)
     assert KEY not in json.dumps(mem.recall("deploy bucket key").to_dict())
+
+
+def test_an_adopted_note_with_a_key_is_named_at_adopt(tmp_path):
+    vault = tmp_path / "vault"
+    (vault / "ops").mkdir(parents=True)
+    (vault / "ops" / "keys.md").write_text(f"# Keys\n\nThe prod key is {KEY}.\n")
+    (vault / "ops" / "fine.md").write_text("# Fine\n\nNothing secret here.\n")
+    done = _cli(vault, "init", "--adopt")
+    assert done.returncode == 0, done.stderr
+    assert "ops/keys.md" in done.stderr and "possible credential" in done.stderr
+    assert KEY not in done.stdout + done.stderr
+    recalled = _cli(vault, "recall", "prod key")
+    assert KEY not in recalled.stdout + recalled.stderr
