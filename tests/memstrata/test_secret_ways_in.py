@@ -153,3 +153,16 @@ def test_an_adopted_note_with_a_key_is_named_at_adopt(tmp_path):
     assert KEY not in done.stdout + done.stderr
     recalled = _cli(vault, "recall", "prod key")
     assert KEY not in recalled.stdout + recalled.stderr
+
+
+def test_a_key_pulled_from_a_teammate_is_flagged_by_the_sync_that_brings_it(tmp_path, embedder):
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    _hand_made(b)  # the teammate's hand edit, committed and pushed by the teammate's sync
+    b.sync_remote()
+    result = a.sync_remote()
+    assert "ops/prod-key.md" in result["index"]["flagged"] and KEY not in json.dumps(result)
+    assert KEY not in json.dumps(a.recall("prod key deploy bucket").to_dict())
+    assert [f.path for f in a.doctor().findings if f.kind == "secret"] == ["ops/prod-key.md"]
