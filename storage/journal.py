@@ -152,7 +152,7 @@ def read(root: Path, now: datetime | None = None) -> dict[str, Access]:
 def days(root: Path, today: date | None = None) -> set[date]:
     """The UTC days of every access not yet folded (for the record of days in use); none after `today`."""
     out: set[date] = set()
-    for stamp, _, _ in _lines(_files(root)):
+    for stamp, *_ in _lines(_files(root)):
         if not stamp.endswith("Z"):
             continue
         try:
@@ -244,7 +244,13 @@ def _lines(files: list[Path]):
                 continue
             parts = _well_formed_line(line)
             if parts is not None:
-                yield parts
+                yield (*parts, _machine_of(path))
+
+
+def _machine_of(path: Path) -> str:
+    """The machine whose reads a journal file holds (`<machine>.log`, also once taken or moving)."""
+    name = path.name.removeprefix("shared-")
+    return name[:-len(_SUFFIX)] if name.endswith(_SUFFIX) else name.rsplit(_SUFFIX + ".", 1)[0]
 
 
 def _well_formed_line(line: str) -> tuple[str, str, str] | None:
@@ -264,7 +270,7 @@ def _well_formed(lines):
 def _parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Access]:
     """Accesses per id; with `now`, a line dated later (a wrong clock, a planted line) counts as `now`."""
     out: dict[str, Access] = {}
-    for stamp, entry_id, corr_text in _lines(files):
+    for stamp, entry_id, corr_text, machine in _lines(files):
         try:
             when = clamp_time(parse_datetime(stamp), now)
             corr = None if corr_text == "-" else float(corr_text)
@@ -272,12 +278,13 @@ def _parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Ac
             continue
         seen = out.get(entry_id)
         if seen is None:
-            out[entry_id] = Access(when, 1, corr)
+            seen = out[entry_id] = Access(when, 1, corr)
         else:
             seen.count += 1
             if when >= seen.last:
                 seen.last = when
                 seen.correlation = corr if corr is not None else seen.correlation
+        seen.add(machine, when)  # what counts is capped per machine and day (scoring.access)
     return out
 
 

@@ -58,6 +58,8 @@ def init(
                    err=True)
     for note in result.get("skipped", []):
         typer.echo(f"warning: {note}", err=True)
+    for path, why in sorted(result.get("index", {}).get("flagged", {}).items()):  # a note holding a credential
+        typer.echo(f"warning: {path}: {why}", err=True)
     emit(as_json, result, f"memory tree ready at {result['root']}"
          + (f" (created: {', '.join(result['created'])}{adopted})" if result["created"] else " (already there)"))
 

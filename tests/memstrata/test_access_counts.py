@@ -156,3 +156,26 @@ def test_a_pulled_symlinked_access_folder_is_reported_at_every_sync_and_by_docto
     findings = [f for f in b.doctor().findings if f.path == ".access"]
     assert findings and "reads are not shared" in findings[0].detail
     assert b.read(r.id, count_access=False).access_count == 1  # still counted here
+
+
+def test_a_planted_journal_counts_at_most_so_many_reads_per_day_and_machine(tmp_path, embedder):
+    """Issue 27: 1.5 million planted reads raised an entry's weight from 0.52 to 21.3; now a machine's
+    reads of an entry count up to scoring.access.MAX_READS_PER_DAY per UTC day."""
+    from memstrata.scoring.access import MAX_READS_PER_DAY
+
+    m = Memory(tmp_path / "r", embedder=embedder)
+    m.init()
+    entry = m.write("The build cache is kept for 7 days.", title="Build cache", category="ops")
+    before = m.weight(entry.id)["weight"]
+    for _ in range(3):
+        m.read(entry.id)  # three honest reads on this machine
+    planted = tmp_path / "r" / journal.JOURNAL_DIR
+    planted.mkdir(exist_ok=True)
+    day = "".join(f"2026-11-30T{h:02d}:00:00Z\t{entry.id}\t-\n" for h in range(12))
+    older = "".join(f"2026-11-29T{h:02d}:00:00Z\t{entry.id}\t-\n" for h in range(12))
+    (planted / "evil.log").write_text(day * 12_500 + older * 100)  # 151,200 planted reads over two days
+    assert m.weight(entry.id)["access_count"] == 3 + 2 * MAX_READS_PER_DAY  # what a reader sees
+    m.maintain()  # folds this machine's reads; evil.log is another machine's, counted by readers
+    assert m.resolve(entry.id).access_count == 3
+    after = m.weight(entry.id)
+    assert after["access_count"] == 3 + 2 * MAX_READS_PER_DAY and after["weight"] < 8 * before  # uncapped: ln(151,204) / ln(2) = 17 times

@@ -140,3 +140,29 @@ def test_a_key_added_by_hand_to_an_indexed_entry_drops_its_row(mem):
     assert w.path in mem.sync()["flagged"]
     assert w.id not in set(mem._recall.state.vector_index().frame().ids)
     assert KEY not in json.dumps(mem.recall("deploy bucket key").to_dict())
+
+
+def test_an_adopted_note_with_a_key_is_named_at_adopt(tmp_path):
+    vault = tmp_path / "vault"
+    (vault / "ops").mkdir(parents=True)
+    (vault / "ops" / "keys.md").write_text(f"# Keys\n\nThe prod key is {KEY}.\n")
+    (vault / "ops" / "fine.md").write_text("# Fine\n\nNothing secret here.\n")
+    done = _cli(vault, "init", "--adopt")
+    assert done.returncode == 0, done.stderr
+    assert "ops/keys.md" in done.stderr and "possible credential" in done.stderr
+    assert KEY not in done.stdout + done.stderr
+    recalled = _cli(vault, "recall", "prod key")
+    assert KEY not in recalled.stdout + recalled.stderr
+
+
+def test_a_key_pulled_from_a_teammate_is_flagged_by_the_sync_that_brings_it(tmp_path, embedder):
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a.clone(str(tmp_path / "r.git"), machine="laptop")
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    _hand_made(b)  # the teammate's hand edit, committed and pushed by the teammate's sync
+    b.sync_remote()
+    result = a.sync_remote()
+    assert "ops/prod-key.md" in result["index"]["flagged"] and KEY not in json.dumps(result)
+    assert KEY not in json.dumps(a.recall("prod key deploy bucket").to_dict())
+    assert [f.path for f in a.doctor().findings if f.kind == "secret"] == ["ops/prod-key.md"]
