@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from memstrata.service import client
 from memstrata.service.pool import POOL

@@ -39,19 +39,18 @@ from pathlib import Path
 
 from memstrata.service import client, rundir
 from memstrata.service import threads as service_threads
-from memstrata.service.pool import POOL, install_memory_factory
-from memstrata.service.upkeep import Upkeep, maintain_index
-from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
-
 from memstrata.service.calls import log_internal_error, run_call
+from memstrata.service.pool import POOL, install_memory_factory
 from memstrata.service.process import log, peak_rss_mb, pid_alive, rss_mb
 from memstrata.service.threads import _local
+from memstrata.service.upkeep import Upkeep, maintain_index
+from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
 
 # How long a stop waits for the calls in flight (an import, a long recall) before the process exits.
 STOP_WAIT = float(os.environ.get("MEMSTRATA_SERVICE_STOP_WAIT", 600))
 
 
-# --------------------------------------------------------------------------- running one call
+# --------------------------------------------------------------------------- the service
 
 
 class Service:
