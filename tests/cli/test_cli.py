@@ -120,7 +120,8 @@ def test_read_ends_with_a_newline_and_counts_speak_english(root, tmp_path):
     note.parent.mkdir(exist_ok=True)
     note.write_bytes(b"---\ntitle: Hand made\n---\n\nNo newline at the end")
     listing = json.loads(run(root, "list", "--json").stdout)["entries"]
-    shown = run(root, "read", listing[0]["id"])
+    assert listing[0]["id"] == ""  # a read never writes: the id comes at `mem sync` (issue 25)
+    shown = run(root, "read", listing[0]["path"])
     assert shown.returncode == 0 and shown.stdout.endswith("No newline at the end\n")
     assert note.read_bytes().endswith(b"No newline at the end")  # the file itself is left as it was
     exported = run(root, "export", "--jsonl", str(tmp_path / "out.jsonl"))

@@ -1,6 +1,7 @@
 """Defects an adversarial pass found after the access journal and the team sync landed: each stays fixed."""
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -100,7 +101,10 @@ def test_adopt_never_opens_a_fifo_named_index(tmp_path):
     vault.mkdir(parents=True)
     (vault / "a.md").write_text("A note.\n")
     os.mkfifo(vault / "INDEX.md")
-    done = subprocess.run([PY, "-m", "memstrata.cli.app", "init", "--adopt", "--root", str(tmp_path / "vault")],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
-    assert done.returncode == 2 and "notes/INDEX.md" in done.stderr  # refused, named, nothing written
+    args = [PY, "-m", "memstrata.cli.app", "init", "--adopt", "--root", str(tmp_path / "vault")]
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off"}
+    done = subprocess.run(args + ["--indexes"], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2 and "notes/INDEX.md" in done.stderr  # would be written: refused, named, nothing written
     assert sorted(p.name for p in (tmp_path / "vault").iterdir()) == ["notes"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)  # no folder INDEX.md in a vault
+    assert done.returncode == 0 and stat.S_ISFIFO(os.lstat(vault / "INDEX.md").st_mode)
