@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, dates, fusion, lexical
+from memstrata.retrieval import ann, cjk_bm25, dates, fusion, lexical
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
 from memstrata.retrieval.table import VectorIndex, sql_str
 
@@ -380,11 +380,11 @@ def _text_signal(parts, pos: int, held: float | None, cjk_share: float) -> float
     return min(1.0, float(parts["text"][pos]))
 
 
-def _cjk_stats(frame, texts) -> lexical.CjkStats:
+def _cjk_stats(frame, texts) -> "cjk_bm25.CjkStats":
     """The CJK BM25 statistics of this table version (kept on its frame)."""
     stats = getattr(frame, "_cjk_stats", None)
     if stats is None:
-        stats = frame._cjk_stats = lexical.CjkStats(texts)
+        stats = frame._cjk_stats = cjk_bm25.CjkStats(texts)
     return stats
 
 

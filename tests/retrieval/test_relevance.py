@@ -240,8 +240,9 @@ def test_chinese_terms_weigh_by_idf_as_in_bm25(mem):
 
 def test_cjk_bm25_statistics():
     from memstrata.retrieval import lexical
+    from memstrata.retrieval.cjk_bm25 import CjkStats
 
-    stats = lexical.CjkStats(["松鸦属于鸦科", "王江泾镇属于嘉兴", "English only", "属于抗生素"])
+    stats = CjkStats(["松鸦属于鸦科", "王江泾镇属于嘉兴", "English only", "属于抗生素"])
     assert stats.n == 3 and stats.df("属于") == 3 and stats.df("松鸦") == 1 and stats.df("鸟") == 0
     assert stats.idf("松鸦") > 3 * stats.idf("属于")
     got = stats.scores({"松鸦", "属于", "科"}, [0, 1, 2, 3])
