@@ -32,8 +32,11 @@ class SyncPlan:
         return not (self.embed or self.metadata or self.remove)
 
     def summary(self) -> dict:
-        return {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
-                "errors": dict(self.errors), "flagged": dict(self.flagged), "model_changed": self.model_changed}
+        out = {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
+               "errors": dict(self.errors), "model_changed": self.model_changed}
+        if self.flagged:  # said only when there is something to say
+            out["flagged"] = dict(self.flagged)
+        return out
 
 
 def flag(entry) -> str | None:

@@ -126,7 +126,7 @@ class Recall:
                 done += len(part)
             index.maybe_optimize(force=True)
             ann.maintain(index)
-        return {"embedded": len(entries), "errors": errors, "flagged": flagged, "model": embedder.name}
+        return {"embedded": len(entries), "errors": errors, "model": embedder.name, **({"flagged": flagged} if flagged else {})}
 
     def _cheap_sync(self, index, embedder, notes: list[str]) -> str:
         """Before answering: apply small changes to the index. 'ok', 'missing', 'stale' or 'model'.

@@ -1,0 +1,303 @@
+"""The detector's rule table: provider formats, assignments, command lines, entropy (decisions: storage/secrets.py)."""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    kind: str
+    pattern: re.Pattern
+    validate: Callable[[re.Match], bool] | None = None
+    # lower-case strings one of which every match holds: a text holding none is not searched
+    # (a `in` test is a fast scan; forty regular expressions over 1 MB are not)
+    hints: tuple[str, ...] = ()
+
+
+# --- validators -------------------------------------------------------------------------
+
+_PLACEHOLDER_WORDS = {
+    "password", "passwd", "pass", "passphrase", "pwd", "secret", "secrets", "token", "apikey",
+    "api_key", "api-key", "key", "changeme", "change_me", "change-me", "changeit", "example",
+    "sample", "dummy", "test", "testing", "placeholder", "redacted", "removed", "hidden",
+    "masked", "none", "null", "nil", "undefined", "empty", "true", "false", "yes", "no",
+    "todo", "tbd", "foo", "bar", "baz", "foobar", "mypassword", "yourpassword", "mysecret",
+    "yoursecret", "mytoken", "yourtoken", "value", "string", "required", "optional",
+    "default", "secret123", "password123", "qwerty",
+}
+_PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", "dummy",
+                      "xxxx", "****", "...", "${", "{{", "}}", "env.", "environ", "getenv",
+                      "secret_here", "replace_me", "replace-me")
+# `<password>`, `os.environ["X"]`, `getpass.getpass()`, `config.get(...)`, `vault[...]`
+_PLACEHOLDER_RE = re.compile(r"<[^<>]*>|^[A-Za-z_][\w.]*\s*[(\[]")
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip()
+    low = v.lower()
+    if not v or low in _PLACEHOLDER_WORDS:
+        return True
+    if len(set(low)) <= 2:  # "*****", "xxxxxx", "......", "abab"
+        return True
+    if v[0] in "<{[($%*" or v.startswith("…"):
+        return True
+    if any(h in low for h in _PLACEHOLDER_HINTS) or _PLACEHOLDER_RE.search(v):
+        return True
+    if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", v):  # ENV_VAR_NAME reference
+        return True
+    return False
+
+
+def _classes(s: str) -> set[str]:
+    out = set()
+    for i, ch in enumerate(s):
+        if "a" <= ch <= "z":
+            out.add("lower")
+        elif "A" <= ch <= "Z":
+            if i > 0:  # a lone leading capital is just a capitalised word
+                out.add("upper")
+        elif "0" <= ch <= "9":
+            out.add("digit")
+        elif not ch.isspace():
+            out.add("symbol")
+    return out
+
+
+def _has_letter_and_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+
+
+def _entropy(s: str) -> float:
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _group_ok(name: str, test: Callable[[str], bool]) -> Callable[[re.Match], bool]:
+    return lambda m: test(m.group(name))
+
+
+_PATH_OR_URL = re.compile(r"(?:~|\.{1,2})?/[\w./\-]*$|[A-Za-z][A-Za-z0-9+.\-]*://(?![^/@]*@)")
+
+
+_PLAIN_PIECE = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+|[0-9]+")
+
+
+def _looks_random(value: str) -> bool:
+    """Not just words, numbers, dates or hyphenated phrases (`well-being`, `2-factor`)."""
+    pieces = [p for p in re.split(r"[\-_.'/]+", value) if p]
+    return any(not _PLAIN_PIECE.fullmatch(p) for p in pieces)
+
+
+def _assignment_ok(m: re.Match) -> bool:
+    quoted = m.group("qv") if m.group("qv") is not None else m.group("qv2")
+    if quoted is not None:
+        return len(quoted) >= 4 and not _is_placeholder(quoted)
+    value = m.group("v").rstrip(".,;:)]}>!?*")
+    if len(value) < 6 or _is_placeholder(value):
+        return False
+    if _PATH_OR_URL.match(value):  # `pwd: /home/me`, `credentials: https://wiki/...`
+        return False
+    if _looks_random(value):
+        return True
+    # A bare word or number: only in `key=value` form with nothing between `=` and value.
+    return "=" in m.group("sep") and m.group("gap") == ""
+
+
+def _userinfo_ok(m: re.Match) -> bool:
+    """A URL's password: any literal counts, short ones too (`postgresql://app:pw@db`)."""
+    pw = m.group("pw")
+    low = pw.lower()
+    if len(set(low)) == 1 or low in _PLACEHOLDER_WORDS or pw[0] in "<{[($%*":
+        return False
+    return not any(h in low for h in _PLACEHOLDER_HINTS)
+
+
+def _password_ok(m: re.Match) -> bool:
+    """A password given on a command line or in prose: a literal that is not only words."""
+    v = m.group("v").rstrip(".,;:)]}>!?'\"")
+    return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
+
+
+def _pgpass_ok(m: re.Match) -> bool:
+    v = m.group("v")
+    return len(v) >= 6 and not v.isdigit() and not _is_placeholder(v)
+
+
+def _context_token_ok(m: re.Match) -> bool:
+    """A token right after a credential word: pure hex of 32+, or lower case and digits mixed."""
+    v = m.group("v")
+    if _is_placeholder(v):
+        return False
+    if _HEX.fullmatch(v):
+        return len(v) >= 32
+    return _has_letter_and_digit(v) and sum(c.isdigit() for c in v) >= 3 and _entropy(v) >= 3.5
+
+
+def _bearer_ok(m: re.Match) -> bool:
+    v = m.group("v")
+    return _has_letter_and_digit(v) and not _is_placeholder(v)
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# A capitalised or lower-case word of 3+ letters, or an acronym before a CamelCase word.
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{2,}(?=[A-Z][a-z])")
+ENTROPY_THRESHOLD = 3.5   # bits per character, on runs of 32+ characters
+
+
+def _high_entropy_ok(m: re.Match) -> bool:
+    run = m.group(0)
+    core = run.rstrip("=")
+    if len(core) < 32:
+        return False
+    if _HEX.fullmatch(core.replace("-", "")):  # git SHAs, digests, UUIDs
+        return False
+    core = core[:4096]  # a run of megabytes (one long "word") is judged by its start: the same answer, in time
+    c = _classes(core)
+    if not {"lower", "upper", "digit"} <= c:
+        return False
+    # Identifiers, CamelCase names, file names and paths: their letters mostly form words.
+    letters = sum(ch.isalpha() for ch in core)
+    worded = sum(len(w) for w in _WORDISH.findall(core))
+    if letters and worded / letters >= 0.75:
+        return False
+    return _entropy(core) >= ENTROPY_THRESHOLD
+
+
+# --- the rule table (order = priority on overlaps) ---------------------------------------
+
+_B = r"(?<![A-Za-z0-9_\-])"      # token must not continue a word on the left
+_E = r"(?![A-Za-z0-9_\-])"       # nor on the right
+
+_KEYWORD = (
+    r"[A-Za-z0-9_.\-]*?"
+    r"(?i:pass(?:word|wd|phrase)|pwd|secret(?:[_\-]?key)?|client[_\-]?secret|"
+    r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key|secret[_\-]?access[_\-]?key|"
+    r"private[_\-]?key|(?:auth|access|refresh|bearer|session|api|bot)[_\-]?token|token|"
+    r"credentials?)"
+    r"|密码|口令|密钥|秘钥|令牌"
+)
+
+_ASSIGNMENT = (
+    r"(?<![A-Za-z0-9_.\-])(?P<key>" + _KEYWORD + r")(?![A-Za-z0-9])"
+    r"[\"'`*]{0,2}"
+    r"(?P<sep>[ \t]*(?::=|=>|=|:|：)(?!=))"
+    r"(?P<gap>[ \t]*\**[ \t]*)"
+    r"(?:\"(?P<qv>[^\"\n]{1,300})\"|'(?P<qv2>[^'\n]{1,300})'|"
+    r"(?P<v>[!#-%(-+\--:<-_a-~]{1,300}))"
+)
+
+
+def _r(id_: str, kind: str, pattern: str, validate=None, flags: int = 0) -> Rule:
+    return Rule(id_, kind, re.compile(pattern, flags), validate, _HINTS.get(id_, ()))
+
+
+_CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin",
+                     "密码", "口令", "密钥", "秘钥", "令牌")
+_HINTS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",), "aws_access_key": ("akia", "asia", "abia", "acca", "a3t"),
+    "aws_secret_key": ("aws",), "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-", "gldt-", "glptt-", "glrt-"), "slack_webhook": ("hooks.slack.com",),
+    "slack_token": ("xox", "xapp-"), "shopify_token": ("shpat_", "shpca_", "shppa_", "shpss_"),
+    "digitalocean_token": ("_v1_",), "docker_token": ("dckr_",), "mailgun_key": ("key-",),
+    "age_secret_key": ("age-secret-key-1",), "discord_webhook": ("/api/webhooks/",),
+    "stripe_key": ("_live_", "_test_"), "stripe_webhook_secret": ("whsec_",), "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",), "google_api_key": ("aiza",), "google_oauth_secret": ("gocspx-",),
+    "twilio_api_key": ("sk",), "twilio_auth_token": ("twilio",), "sendgrid_key": ("sg.",),
+    "npm_token": ("npm_",), "pypi_token": ("pypi-ag",), "huggingface_token": ("hf_",),
+    "telegram_bot_token": (":aa",), "azure_storage_key": ("accountkey=", "sharedaccesskey="), "jwt": ("eyj",),
+    "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
+    "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
+    "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
+    "assignment": _CREDENTIAL_WORDS,
+}
+
+
+RULES: tuple[Rule, ...] = (
+    _r("private_key", "private key block",
+       # the whole block (to its END line, or as far as key material goes when truncated)
+       r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+       r"(?:[\s\S]{0,16384}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,\-]*)"),
+    _r("aws_access_key", "AWS access key",
+       r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    _r("aws_secret_key", "AWS secret access key",
+       r"(?<![A-Za-z0-9])(?i:aws[_\-.]?secret(?:[_\-]?access)?(?:[_\-]?key)?)[\"']?"
+       r"[ \t]*(?:=|:|=>)[ \t]*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"),
+    _r("github_token", "GitHub token",
+       _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+    _r("gitlab_token", "GitLab token", _B + r"gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}"),
+    _r("slack_webhook", "Slack webhook URL",
+       r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,}"),
+    _r("slack_token", "Slack token", _B + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}"),
+    _r("shopify_token", "Shopify token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
+    _r("digitalocean_token", "DigitalOcean token", _B + r"do[por]_v1_[a-f0-9]{64}" + _E),
+    _r("docker_token", "Docker Hub token", _B + r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}"),
+    _r("mailgun_key", "Mailgun API key", _B + r"key-[0-9a-f]{32}" + _E),
+    _r("age_secret_key", "age secret key", _B + r"AGE-SECRET-KEY-1[02-9ac-hj-np-z]{58}" + _E, flags=re.IGNORECASE),
+    _r("discord_webhook", "Discord webhook URL",
+       r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{40,}"),
+    _r("stripe_key", "Stripe key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _r("stripe_webhook_secret", "Stripe webhook secret", _B + r"whsec_[A-Za-z0-9]{24,}"),
+    _r("anthropic_key", "Anthropic API key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    _r("openai_key", "OpenAI API key",
+       _B + r"sk-(?:proj-|svcacct-|admin-|None-)?(?P<t>[A-Za-z0-9_\-]{20,})",
+       _group_ok("t", lambda t: _has_letter_and_digit(t) and len(_classes(t)) >= 3)),
+    _r("google_api_key", "Google API key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    _r("google_oauth_secret", "Google OAuth client secret", _B + r"GOCSPX-[A-Za-z0-9_\-]{24,}"),
+    _r("twilio_api_key", "Twilio API key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
+    _r("twilio_auth_token", "Twilio auth token",
+       r"(?<![A-Za-z0-9])(?i:twilio[A-Za-z0-9_.\-]*?(?:auth[_\-]?)?token)[\"']?[ \t]*(?:=|:)"
+       r"[ \t]*[\"']?[0-9a-f]{32}(?![A-Za-z0-9])"),
+    _r("sendgrid_key", "SendGrid API key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+    _r("npm_token", "npm token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
+    _r("pypi_token", "PyPI token", _B + r"pypi-Ag[A-Za-z0-9_\-]{50,}"),
+    _r("huggingface_token", "Hugging Face token",
+       _B + r"hf_(?P<t>[A-Za-z0-9]{30,})" + _E,
+       _group_ok("t", lambda t: _has_letter_and_digit(t))),
+    _r("telegram_bot_token", "Telegram bot token",
+       r"(?<![A-Za-z0-9:])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
+    _r("azure_storage_key", "Azure storage account key",
+       r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{30,}={0,2}"),
+    _r("jwt", "JWT",
+       _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    _r("url_password", "connection string with password",
+       r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://"
+       r"[^\s:/@?#\"'<>]{0,256}:(?P<pw>[^\s/@?#\"'<>]{1,256})@[A-Za-z0-9\[]",
+       _userinfo_ok),
+    _r("bearer_token", "bearer token",
+       r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)",
+       _bearer_ok),
+    _r("basic_auth", "basic auth credentials",
+       r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+"
+       r"(?P<v>[A-Za-z0-9+/]{8,}={0,2})",
+       _group_ok("v", lambda v: not _is_placeholder(v))),
+    _r("cli_user_password", "password on a command line",
+       r"(?<![A-Za-z0-9_\-])(?:-u|--user|--basic-auth)[ =]?[\"']?[^\s:\"'@/]{1,64}:(?P<v>[^\s\"'@]{4,128})"
+       r"(?=[\"'\s]|$)", _password_ok),
+    _r("cli_mysql_password", "password on a command line",
+       r"(?<![A-Za-z0-9_\-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]{0,200}?"
+       r"[ \t]-p(?P<v>[^\s\"']{4,128})", _password_ok),
+    _r("netrc", "netrc password",
+       r"(?<![A-Za-z0-9_\-])(?:machine[ \t]+\S+[ \t]+)?login[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S{4,128})",
+       # a lower-case word after it is prose ("login page password reset"), as for assignments
+       _group_ok("v", lambda v: not _is_placeholder(v) and not re.fullmatch(r"[a-z]+[.,;:]?", v))),
+    _r("pgpass", "pgpass line",
+       r"(?m)^[ \t]*[A-Za-z0-9_.\-\[\]*]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:(?P<v>[^\s]{1,128})[ \t]*$", _pgpass_ok),
+    _r("prose_password", "password in prose",
+       r"(?<![A-Za-z0-9_\-])(?i:pass(?:word|wd|phrase)|pwd|secret|token|api[ _\-]?key|credentials?|pin)"
+       r"[ \t]+(?i:is|was|=|remains|becomes)[ \t]+[\"'`]?(?P<v>[^\s\"'`]{6,128})", _password_ok),
+    _r("context_token", "key after a credential word",
+       r"(?<![A-Za-z0-9_\-])(?i:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|auth(?:[ _\-]?key)?|"
+       r"password|passwd|credentials?)"
+       r"[ \t]*(?:(?i:is|was)[ \t]+|[:=：][ \t]*)?[\"'`]?(?P<v>[A-Za-z0-9]{20,128})(?![A-Za-z0-9_\-])",
+       _context_token_ok),
+    _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_ok),
+    _r("high_entropy", "high-entropy token",
+       r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",
+       _high_entropy_ok),
+)
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in RULES))
