@@ -156,12 +156,18 @@ def main(argv=None):
     ap.add_argument("--rebuild", action="store_true", help="build the trees again even when present")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--doc-min-tokens", type=int, help="experiment: chunk notes longer than this by sections "
+                    "(retrieval.chunking.DOCUMENT_MIN_TOKENS; the trees built with it)")
     ap.add_argument("--dump", help="write memstrata's ranked paths per question to this JSON file")
     args = ap.parse_args(argv)
     base = Path(args.reuse)
     base.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MEMSTRATA_RUNTIME_DIR", str(base / ".run"))
     settings = dict(s.split("=", 1) for s in args.set)
+    if args.doc_min_tokens is not None:
+        from memstrata.retrieval import chunking
+
+        chunking.DOCUMENT_MIN_TOKENS = args.doc_min_tokens
     names = args.only or sorted(p.stem for p in QUESTIONS.glob("*.jsonl"))
     rows, dump = [], {}
     for name in names:

@@ -31,7 +31,7 @@ CORPORA = {
                                                         "src/tutorial/"), "src/"),
 }
 MIN_BYTES = 300  # stubs (index pages, redirects) are no notes
-SKIP = ("SUMMARY.md", "title-page.md", "PLEADE_DO_NOT_TRANSLATE.md")
+SKIP = ("SUMMARY.md", "title-page.md", "PLEADE_DO_NOT_TRANSLATE.md", "index.md")  # index.md: a name the tree keeps for itself
 
 
 def files(git_dir: Path, prefix: str, keep) -> list[tuple[str, int]]:

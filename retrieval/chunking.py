@@ -74,7 +74,7 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     chunks = [Chunk(0, "entry", full)]
     budget = max(16, max_tokens - 8)
     parts = sections(body)
-    if count_tokens(full) > budget and _is_document(parts):
+    if count_tokens(full) > (budget if DOCUMENT_MIN_TOKENS is None else DOCUMENT_MIN_TOKENS) and _is_document(parts):
         # a long note: its heading sections, cut at paragraphs, each with the title and heading
         # path in front (no sentence chunks, no windows: bench/notes.py, docs/recall.md)
         for text in section_texts(title, parts, count_tokens, budget):
@@ -169,6 +169,7 @@ def _split_long(items: list[str], count_tokens, room: int) -> list[str]:
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>|[`*\\]")
+DOCUMENT_MIN_TOKENS = None  # a note longer than this is chunked by sections (None: the model's window)
 SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
 
 
