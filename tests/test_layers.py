@@ -17,22 +17,6 @@ FOLDERS = {"memstrata": "memstrata", "memstrata.storage": "storage", "memstrata.
 # the engine, its features or the front ends above them (errors and the clock live in storage/).
 LOW = ("memstrata.storage", "memstrata.scoring", "memstrata.models", "memstrata.retrieval")
 
-# Known, and expected to be fixed by h1's untangling of memstrata/service/ (process.py, server.py,
-# upkeep.py, threads.py, wire.py): the integrator empties these two once that branch is in.
-KNOWN_SERVICE_CYCLES_H1 = {frozenset({"memstrata.service.process", "memstrata.service.server",
-                                      "memstrata.service.upkeep"})}
-KNOWN_SERVICE_PRIVATE_IMPORTS_H1 = {
-    ("memstrata.service.__main__", "memstrata.service.server", "_main"),
-    ("memstrata.service.pool", "memstrata.service.threads", "_local"),
-    ("memstrata.service.upkeep", "memstrata.service.process", "_log"),
-    ("memstrata.service.upkeep", "memstrata.service.threads", "_local"),
-    *(("memstrata.service.server", "memstrata.service.wire", n)
-      for n in ("_receive", "_reply", "_same_user", "_tree_of")),
-    *(("memstrata.service.server", "memstrata.service.process", n)
-      for n in ("_log", "_main", "_peak_rss_mb", "_pid_alive", "_rss_mb")),
-    *(("memstrata.service.server", "memstrata.service.threads", n)
-      for n in ("_close_streams", "_env_overlay", "_local", "_open_streams", "_private_fs", "_serial")),
-}
 # Known: retrieval/stats_cache.py builds the Frame that retrieval/frame.py's FrameCache loads through it
 # (a lazy import both ways). Breaking it moves code inside retrieval/, which others edit this round.
 KNOWN_RETRIEVAL_CYCLES = {frozenset({"memstrata.retrieval.frame", "memstrata.retrieval.stats_cache"})}
@@ -60,13 +44,32 @@ def _owner(name: str, known) -> str | None:
     return name if name in known else None
 
 
+_TYPE_ONLY: dict[int, set[int]] = {}
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """The nodes under `if TYPE_CHECKING:`: imports for annotations, never run, so never a cycle."""
+    if id(tree) not in _TYPE_ONLY:
+        inside = set()
+        for node in ast.walk(tree):
+            test = getattr(node, "test", None)
+            if isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                             or getattr(test, "attr", None) == "TYPE_CHECKING"):
+                inside.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+        _TYPE_ONLY[id(tree)] = inside
+    return _TYPE_ONLY[id(tree)]
+
+
 def imports(known: dict[str, Path]):
     """({module: modules it imports}, [(module, imported module, private name)])."""
     edges, private = {}, []
     for name, path in known.items():
         edges[name] = out = set()
         here = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if id(node) in _type_only(tree):
+                continue
             if isinstance(node, ast.Import):
                 out.update(t for a in node.names if (t := _owner(a.name, known)))
             elif isinstance(node, ast.ImportFrom):
@@ -125,6 +128,16 @@ def cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
+def test_private_and_type_only_imports_are_told_apart(tmp_path):
+    (tmp_path / "a.py").write_text("from typing import TYPE_CHECKING\nfrom b import _hidden\n"
+                                   "if TYPE_CHECKING:\n    from c import C\n")
+    (tmp_path / "b.py").write_text("_hidden = 1\n")
+    (tmp_path / "c.py").write_text("import a\n")
+    edges, private = imports({m: tmp_path / f"{m}.py" for m in "abc"})
+    assert private == [("a", "b", "_hidden")]
+    assert edges["a"] == {"b"} and edges["c"] == {"a"}
+
+
 def test_the_graph_is_seen():
     # A parser that saw nothing would pass every check below.
     known = modules()
@@ -132,12 +145,10 @@ def test_the_graph_is_seen():
     assert {"memstrata.storage.atomic", "memstrata.memory", "memstrata.cli.app", "memstrata.service.server"} <= set(known)
     assert "memstrata.storage.errors" in edges["memstrata.storage.codec"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
-    assert ("memstrata.service.upkeep", "memstrata.service.process", "_log") in private or \
-        not KNOWN_SERVICE_PRIVATE_IMPORTS_H1
 
 
 def test_no_import_cycle():
-    allowed = KNOWN_SERVICE_CYCLES_H1 | KNOWN_RETRIEVAL_CYCLES
+    allowed = KNOWN_RETRIEVAL_CYCLES
     found = cycles(imports(modules())[0])
     assert [sorted(c) for c in found if c not in allowed] == []
     # An allowed cycle that is gone must leave its list, so none comes back unnoticed.
@@ -146,8 +157,7 @@ def test_no_import_cycle():
 
 def test_no_private_name_imported_across_modules():
     private = imports(modules())[1]
-    assert [p for p in private if p not in KNOWN_SERVICE_PRIVATE_IMPORTS_H1] == []
-    assert [p for p in KNOWN_SERVICE_PRIVATE_IMPORTS_H1 if p not in private] == []
+    assert private == []
 
 
 def test_the_lowest_layers_never_reach_up():

@@ -359,7 +359,7 @@ def mode_problems(root: Path) -> list[tuple[str, os.stat_result]]:
     protected by the root's 0700 and not checked file by file.
     """
     out = []
-    base = _private_base(root)
+    base = private_base(root)
     derived = {layout.at(root, d).rsplit("/", 1)[-1] for d in DERIVED_DIRS}
     for folder, dirs, files in os.walk(base, followlinks=False):
         dirs[:] = [d for d in dirs if d not in VCS_DIRS and not (folder == str(base) and d in derived)]
@@ -374,7 +374,7 @@ def mode_problems(root: Path) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-def _private_base(root: Path) -> Path:
+def private_base(root: Path) -> Path:
     """What the engine keeps private (0700/0600): the tree, or in an adopted vault only its
     `.memstrata/` folder (the vault's own modes are the user's: never reported nor changed)."""
     home = layout.engine_home_rel(root)
@@ -383,7 +383,7 @@ def _private_base(root: Path) -> Path:
 
 def check_permissions(root: Path) -> list[Finding]:
     out = []
-    base = _private_base(root)
+    base = private_base(root)
     try:
         root_st = os.stat(base)
     except OSError:

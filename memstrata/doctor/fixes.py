@@ -11,7 +11,7 @@ from memstrata.doctor.checks import (
     QUARANTINE_DIR,
     VECTORS_DIR,
     Finding,
-    _private_base,
+    private_base,
     scan_tree,
     chmod_safe,
     mode_problems,
@@ -152,7 +152,7 @@ class Repairs:
 def _tighten(root: Path) -> None:
     """chmod what check_permissions may fix: folders 0700, files 0600 (owner bits kept, owner read and
     write added). Never a hard-linked file or one another user owns (chmod_safe)."""
-    base = _private_base(root)
+    base = private_base(root)
     os.chmod(base, 0o700)
     owner = os.stat(base).st_uid
     for rel, st in mode_problems(root):

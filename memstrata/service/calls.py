@@ -8,8 +8,8 @@ import time
 from memstrata.service import client
 from memstrata.service.pool import POOL
 from memstrata.service.process import log, log_path
-from memstrata.service.threads import _close_streams, _env_overlay, _local, _open_streams, _private_fs, _serial
-from memstrata.service.wire import _reply
+from memstrata.service.threads import close_streams, env_overlay, call_local, open_streams, private_fs, serial_calls
+from memstrata.service.wire import send_reply
 
 # Calls after which the index may need upkeep (anything that can write), checked
 # upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
@@ -26,11 +26,11 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
     """Run one forwarded call here, in this worker thread, as its caller: its streams (the fds, taken
     over: the list is emptied), cwd, umask and environment around `main(argv)`; reply started/exit."""
     main = service._load_cli()
-    private = _private_fs()
-    serial = None if private else _serial
+    private = private_fs()
+    serial = None if private else serial_calls
     if serial is not None:
         serial.acquire()
-    streams = _open_streams(fds, message)
+    streams = open_streams(fds, message)
     fds.clear()  # the streams own them now: never closed a second time by _handle
     previous_cwd = None
     try:
@@ -40,13 +40,13 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
         else:
             previous_cwd = os.getcwd()
             os.chdir(message["cwd"])
-        _local.stdin, _local.stdout, _local.stderr = streams
-        _local.env = _env_overlay(message)
-        _local.memories = {}
+        call_local.stdin, call_local.stdout, call_local.stderr = streams
+        call_local.env = env_overlay(message)
+        call_local.memories = {}
         with service._state:
             service.requests += 1
             service.last_activity = time.monotonic()  # only calls count as activity, not --status
-        _reply(conn, {"t": "started"})
+        send_reply(conn, {"t": "started"})
         try:
             code = main(list(message.get("argv") or []))
         except SystemExit as exc:
@@ -58,14 +58,14 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
             except Exception:  # noqa: BLE001
                 pass
             code = 1
-        _local.stdin = _local.stdout = _local.stderr = None
-        _close_streams(streams)  # before the reply: the caller exits holding the only copies
-        _reply(conn, {"t": "exit", "code": int(code or 0)})
+        call_local.stdin = call_local.stdout = call_local.stderr = None
+        close_streams(streams)  # before the reply: the caller exits holding the only copies
+        send_reply(conn, {"t": "exit", "code": int(code or 0)})
     finally:
         POOL.checkin_all()
-        _local.stdin = _local.stdout = _local.stderr = None
-        _local.env = None
-        _close_streams(streams)
+        call_local.stdin = call_local.stdout = call_local.stderr = None
+        call_local.env = None
+        close_streams(streams)
         with service._state:
             service.last_activity = time.monotonic()
         if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:

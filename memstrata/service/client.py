@@ -36,7 +36,7 @@ import sys
 from memstrata.service import rundir
 from memstrata.service.connection import (  # noqa: F401 - the client's names for its callers and tests
     CONNECT_TIMEOUT,
-    _Lines,
+    Lines,
     connect,
     peer_uid,
     remove_stale_socket,
@@ -223,7 +223,7 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
                        "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
                        "stderr_errors": getattr(sys.stderr, "errors", None) or "backslashreplace"},
                "term": _terminal_size()}
-    lines = _Lines(sock)
+    lines = Lines(sock)
     try:
         try:
             send_message(sock, message, fds)

@@ -149,7 +149,7 @@ def send_message(sock: socket.socket, message: dict, fds: list[int] | None = Non
         sock.sendall(packet)
 
 
-class _Lines:
+class Lines:
     """Reads newline-delimited JSON messages from a socket."""
 
     def __init__(self, sock):
@@ -179,7 +179,7 @@ def request(message: dict, timeout: float = 10.0, folder: str | None = None) -> 
         return None
     try:
         send_message(sock, message)
-        return _Lines(sock).next()
+        return Lines(sock).next()
     except OSError:
         return None
     finally:

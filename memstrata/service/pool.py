@@ -5,7 +5,7 @@ import os
 import threading
 import time
 
-from memstrata.service.threads import _local
+from memstrata.service.threads import call_local
 
 MAX_OPEN_ROOTS = 8      # trees held open at once; the least recently used idle one is closed past it
 MAX_IDLE_PER_ROOT = 2   # warm instances kept per tree (a second concurrent call gets a second one)
@@ -57,7 +57,7 @@ class MemoryPool:
         from memstrata.storage.tree import resolve_root
 
         key = str(resolve_root(root))
-        held = getattr(_local, "memories", None)
+        held = getattr(call_local, "memories", None)
         if held is not None and key in held:
             return held[key][0]
         with self._lock:
@@ -84,7 +84,7 @@ class MemoryPool:
         return memory
 
     def checkin_all(self) -> None:
-        held = getattr(_local, "memories", None) or {}
+        held = getattr(call_local, "memories", None) or {}
         spare = []
         for key, (memory, touch, call) in held.items():
             count = _entry_count(memory)
@@ -103,7 +103,7 @@ class MemoryPool:
                     record.idle.append((memory, self._config_stamp(key)))
                 else:
                     spare.append(memory)
-        _local.memories = None
+        call_local.memories = None
         _close_all(spare)
 
     def _evict(self) -> list:
@@ -195,7 +195,7 @@ def install_memory_factory() -> None:
     from memstrata.cli import output
 
     def pooled(root=None):
-        if getattr(_local, "memories", None) is None:
+        if getattr(call_local, "memories", None) is None:
             from memstrata.memory import Memory
 
             return Memory(root)

@@ -42,9 +42,9 @@ from memstrata.service import threads as service_threads
 from memstrata.service.calls import log_internal_error, run_call
 from memstrata.service.pool import POOL, install_memory_factory
 from memstrata.service.process import log, peak_rss_mb, pid_alive, rss_mb
-from memstrata.service.threads import _local
+from memstrata.service.threads import call_local
 from memstrata.service.upkeep import Upkeep, maintain_index
-from memstrata.service.wire import _receive, _reply, _same_user, _tree_of
+from memstrata.service.wire import receive, send_reply, same_user, tree_of
 
 # How long a stop waits for the calls in flight (an import, a long recall) before the process exits.
 STOP_WAIT = float(os.environ.get("MEMSTRATA_SERVICE_STOP_WAIT", 600))
@@ -186,7 +186,7 @@ class Service:
 
     def open_root(self, root: str) -> None:
         """Open a tree now (model, table, frame) and bring its index up to date."""
-        _local.memories = {}
+        call_local.memories = {}
         try:
             memory = POOL.checkout(root, call=False)
             for problem in memory.warm_up():
@@ -298,58 +298,58 @@ class Service:
     def _handle(self, conn: socket.socket) -> None:
         fds: list[int] = []
         try:
-            if not _same_user(conn):
+            if not same_user(conn):
                 return
-            message, fds = _receive(conn)
+            message, fds = receive(conn)
             if message is None:
                 return
             op = message.get("op")
             if op == "status":
-                _reply(conn, self.status())
+                send_reply(conn, self.status())
             elif op == "stop":
-                _reply(conn, {"t": "stopping", "pid": os.getpid()})
+                send_reply(conn, {"t": "stopping", "pid": os.getpid()})
                 threading.Thread(target=self.shutdown, args=("asked to stop",), daemon=True).start()
             elif op == "close":
-                root = _tree_of(message)
-                _reply(conn, {"t": "closed", "pid": os.getpid(), **self.close_root(root)} if root else
+                root = tree_of(message)
+                send_reply(conn, {"t": "closed", "pid": os.getpid(), **self.close_root(root)} if root else
                        {"t": "refused", "message": "not an initialised memory tree"})
             elif op == "ping":
-                _reply(conn, {"t": "pong", "pid": os.getpid()})
+                send_reply(conn, {"t": "pong", "pid": os.getpid()})
             elif op == "open":
-                root = _tree_of(message)
+                root = tree_of(message)
                 if root is None:
-                    _reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
+                    send_reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
                     return
                 with self._state:
                     self.last_activity = time.monotonic()
                 threading.Thread(target=self.open_root, args=(root,), name="open", daemon=True).start()
-                _reply(conn, {"t": "opening", "root": root, "pid": os.getpid()})
+                send_reply(conn, {"t": "opening", "root": root, "pid": os.getpid()})
             elif op == "run":
                 if message.get("code") != client.code_home():
                     # a client of another install (checkout, venv, version): it runs the call itself
-                    _reply(conn, {"t": "other-install", "code": client.code_home()})
+                    send_reply(conn, {"t": "other-install", "code": client.code_home()})
                     return
                 if self._code_changed():
                     # New code on disk (an upgrade, an edit): this process would run the old
                     # code. The caller runs the call itself; the next heavy call starts a fresh service.
-                    _reply(conn, {"t": "outdated"})
+                    send_reply(conn, {"t": "outdated"})
                     threading.Thread(target=self.shutdown, args=("code changed on disk",), daemon=True).start()
                     return
                 if message.get("hook") and not self.warm.is_set():
                     # A prompt hook never waits for the warm-up (seconds): it answers nothing now,
                     # as on a cold start (docs/hooks.md); the next prompt gets the full answer.
-                    _reply(conn, {"t": "exit", "code": 0, "cold": True})
+                    send_reply(conn, {"t": "exit", "code": 0, "cold": True})
                     return
                 if len(fds) != 3:
-                    _reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
+                    send_reply(conn, {"t": "error", "message": "expected 3 file descriptors"})
                     return
-                root = _tree_of(message)
+                root = tree_of(message)
                 if root is None:  # the client checks this too: no tree is ever opened for a plain folder
-                    _reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
+                    send_reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
                     return
                 self._run(conn, message, fds, root)  # takes the fds (clears the list)
             else:
-                _reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
+                send_reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
         except Exception as exc:  # noqa: BLE001 - one bad call never takes the service down
             log(f"request failed: {type(exc).__name__}: {exc}", exc)
         finally:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import MutableMapping
 
 
-_local = threading.local()
+call_local = threading.local()
 
 
 class _ThreadStream:
@@ -19,7 +19,7 @@ class _ThreadStream:
         object.__setattr__(self, "_default", default)
 
     def _target(self):
-        return getattr(_local, self._name, None) or self._default
+        return getattr(call_local, self._name, None) or self._default
 
     def __getattr__(self, attr):
         return getattr(self._target(), attr)
@@ -45,7 +45,7 @@ class _ThreadEnviron(MutableMapping):
 
     @staticmethod
     def _overlay():
-        return getattr(_local, "env", None)
+        return getattr(call_local, "env", None)
 
     def __getitem__(self, key):
         ov = self._overlay()
@@ -138,10 +138,10 @@ class _ThreadEnviron(MutableMapping):
 
 _CLONE_FS = 0x00000200
 _unshare_ok: bool | None = None
-_serial = threading.Lock()   # used when per-thread cwd is impossible: calls run one at a time
+serial_calls = threading.Lock()   # used when per-thread cwd is impossible: calls run one at a time
 
 
-def _private_fs() -> bool:
+def private_fs() -> bool:
     """Give this thread its own cwd/umask (unshare(CLONE_FS)); False where that is impossible."""
     global _unshare_ok
     if _unshare_ok is False:
@@ -193,14 +193,14 @@ def _children_get_the_callers_env() -> None:
     original = subprocess.Popen.__init__
 
     def __init__(self, *args, env=None, **kwargs):
-        if env is None and getattr(_local, "env", None) is not None:
+        if env is None and getattr(call_local, "env", None) is not None:
             env = dict(os.environ.items())
         original(self, *args, env=env, **kwargs)
 
     subprocess.Popen.__init__ = __init__
 
 
-def _open_streams(fds: list[int], message: dict):
+def open_streams(fds: list[int], message: dict):
     enc = message.get("enc") or {}
     stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(fds[0], "r", closefd=True)),
                              encoding=enc.get("stdin") or "utf-8", errors="strict")
@@ -214,7 +214,7 @@ def _open_streams(fds: list[int], message: dict):
     return stdin, stdout, stderr
 
 
-def _close_streams(streams) -> None:
+def close_streams(streams) -> None:
     for stream in streams:
         try:
             stream.flush()
@@ -226,7 +226,7 @@ def _close_streams(streams) -> None:
             pass
 
 
-def _env_overlay(message: dict) -> dict:
+def env_overlay(message: dict) -> dict:
     """The caller's whole environment for its call: every variable of the service's own that the
     caller does not have is unset for the call (None)."""
     sent = {str(k): str(v) for k, v in dict(message.get("env") or {}).items()}

@@ -7,7 +7,7 @@ import time
 
 from memstrata.service.pool import POOL
 from memstrata.service.process import log
-from memstrata.service.threads import _local
+from memstrata.service.threads import call_local
 
 MAINTAIN_DELAY = 2.0   # seconds after a call that may have written, with no call running
 
@@ -109,7 +109,7 @@ class Upkeep:
     def _sync_once(self, root: str) -> None:
         started = time.time()
         error = None
-        _local.memories = {}
+        call_local.memories = {}
         try:
             result = POOL.checkout(root, touch=False).sync_remote("origin")
             if result.get("committed") or result.get("pulled") or result.get("pushed"):
@@ -146,7 +146,7 @@ class Upkeep:
 
 def maintain_index(root: str) -> dict | None:
     """Index upkeep of one root between calls: scalar/ANN indexes, compaction (retrieval/ann.py)."""
-    _local.memories = {}
+    call_local.memories = {}
     try:
         from memstrata.retrieval import ann
 

@@ -9,7 +9,7 @@ import struct
 from memstrata.service import client
 
 
-def _same_user(conn: socket.socket) -> bool:
+def same_user(conn: socket.socket) -> bool:
     try:
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         _pid, uid, _gid = struct.unpack("3i", creds)
@@ -18,7 +18,7 @@ def _same_user(conn: socket.socket) -> bool:
         return True  # the 0600 socket in the 0700 runtime folder already limits who can connect
 
 
-def _tree_of(message: dict) -> str | None:
+def tree_of(message: dict) -> str | None:
     """The tree a request names, resolved, if it is an initialised memory tree."""
     root = message.get("root")
     if not isinstance(root, str) or not os.path.isabs(root):
@@ -27,7 +27,7 @@ def _tree_of(message: dict) -> str | None:
     return root if client.is_tree(root) else None
 
 
-def _receive(conn: socket.socket):
+def receive(conn: socket.socket):
     conn.settimeout(10.0)
     data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
     if len(data) < 4:
@@ -45,7 +45,7 @@ def _receive(conn: socket.socket):
     return json.loads(body[:length]), list(fds)
 
 
-def _reply(conn: socket.socket, message: dict) -> None:
+def send_reply(conn: socket.socket, message: dict) -> None:
     try:
         conn.sendall(json.dumps(message).encode() + b"\n")
     except OSError:

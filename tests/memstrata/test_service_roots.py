@@ -156,7 +156,7 @@ def test_a_folder_that_is_not_a_tree_is_refused(trees, tmp_path):
         client.send_message(sock, {"op": "run", "v": client.PROTOCOL, "code": client.code_home(), "root": str(plain),
                                    "argv": ["init"], "cwd": str(tmp_path), "umask": 0o077, "env": {}, "enc": {},
                                    "term": None}, fds)
-        assert client._Lines(sock).next()["t"] == "refused"
+        assert client.Lines(sock).next()["t"] == "refused"
     finally:
         sock.close()
     # a client of another install (another checkout or venv) is told so and runs the call itself
@@ -165,7 +165,7 @@ def test_a_folder_that_is_not_a_tree_is_refused(trees, tmp_path):
         client.send_message(sock, {"op": "run", "v": client.PROTOCOL, "code": "/elsewhere/memstrata", "root": str(a),
                                    "argv": ["write", "from another install", "-c", "notes"], "cwd": str(tmp_path),
                                    "umask": 0o077, "env": {}, "enc": {}, "term": None}, fds)
-        answer = client._Lines(sock).next()
+        answer = client.Lines(sock).next()
         assert answer == {"t": "other-install", "code": client.code_home()}
     finally:
         sock.close()
