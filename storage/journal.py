@@ -49,6 +49,7 @@ _MOVING = ".moving"  # taken by a publish
 _PLAN = ".plan"  # a fold's plan: what it was about to save
 _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
+_TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
 MAX_LINE_BYTES = 4096  # a longer line is no journal line (a planted file is skipped line by line)
 _CHUNK = 1 << 20
@@ -319,6 +320,7 @@ def take(root: Path, machine: str | None = None, now: datetime | None = None) ->
     pending = _real_folder(root, PENDING_DIR, create=True)
     if pending is None:
         return {}, []
+    _drop_dead_temps(pending)
     taken = []
     for path in _own_files(root, pending, machine):
         if path.name.endswith((_TAKEN, _MOVING)):
@@ -330,6 +332,26 @@ def take(root: Path, machine: str | None = None, now: datetime | None = None) ->
             taken.append(target)
     taken = [p for p in taken if _readable(p)]  # one that cannot be read now stays, for the next fold
     return _parse_files(taken, now), taken
+
+
+def _drop_dead_temps(pending: Path) -> None:
+    """Remove the temp files of a fold killed while it rewrote a taken file (`settle`): the file
+    itself is still whole, so the temp holds nothing that is not counted elsewhere."""
+    for path in _names(pending, (".tmp",)):
+        match = _TEMP_PID.match(path.name)  # storage.atomic's `.{name}.{pid}.{random}.tmp`
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # its writer lives
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 def _readable(path: Path) -> bool:
