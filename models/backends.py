@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Callable, Optional
@@ -14,6 +15,21 @@ from typing import Callable, Optional
 import numpy as np
 
 from memstrata.models.locate import ModelUnavailable, canonical_name, local_dir
+
+# A word (letters and digits; CJK excepted: the tokenizer splits it per character) longer than
+# this is cut to it before the tokenizer sees it. WordPiece makes any word past its
+# max_input_chars_per_word (100 for the bundled model) one [UNK] anyway, so the tokens are the
+# same; the tokenizer just no longer spends seconds per megabyte of one word.
+MAX_WORD_CHARS = 256
+_LONG_WORD = re.compile(r"[^\W_\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]{%d,}"
+                        % (MAX_WORD_CHARS + 1))
+
+
+def cap_words(text: str) -> str:
+    """`text` with every word longer than MAX_WORD_CHARS cut to that length."""
+    if len(text) <= MAX_WORD_CHARS:
+        return text
+    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD_CHARS], text)
 
 # An ONNX export replaces the torch backend only if every check sentence (onnx_export.py)
 # embeds with at least this cosine to sentence-transformers; read by the export at call time.
@@ -94,7 +110,7 @@ class Embedder:
         """Embed texts: (n, dim) float32, unit rows. progress(done, total) after each batch."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a list of strings; use embed_query() for one")
-        texts = ["" if t is None else str(t) for t in texts]
+        texts = ["" if t is None else cap_words(str(t)) for t in texts]
         total = len(texts)
         out = np.zeros((total, self.dim), dtype=np.float32)
         if total == 0:
@@ -148,7 +164,7 @@ class Embedder:
 
         `count_tokens(t) <= max_tokens` means `t` fits the model's window whole.
         """
-        return len(self._counter().encode(text or "", add_special_tokens=True).ids)
+        return len(self._counter().encode(cap_words(text or ""), add_special_tokens=True).ids)
 
     def truncate_to_tokens(self, text: str, n: int) -> str:
         """The longest prefix of `text` (cut at a token boundary) with count_tokens <= n."""
