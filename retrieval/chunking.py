@@ -64,9 +64,9 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
       (mostly CJK text excepted: its words are not counted by spaces) gets none;
-    - a note that does not fit the window and has headings or paragraphs: its heading
-      sections instead (`section_texts`), no sentence chunks: a question about one part of
-      a long note meets that part with its title and heading path as context;
+    - a note with headings or several paragraphs: its heading sections instead
+      (`section_texts`), no sentence chunks: a question about one part of a long note meets
+      that part with its title and heading path as context;
     - any other entry that does not fit the window: windows of whole sentences that fit it,
       overlapping by about `overlap_tokens`, each starting with the title.
     """
@@ -75,9 +75,12 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     budget = max(16, max_tokens - 8)
     parts = sections(body)
     if count_tokens(full) > (budget if DOCUMENT_MIN_TOKENS is None else DOCUMENT_MIN_TOKENS) and _is_document(parts):
-        # a long note: its heading sections, cut at paragraphs, each with the title and heading
+        # a note: its heading sections, cut at paragraphs, each with the title and heading
         # path in front (no sentence chunks, no windows: bench/notes.py, docs/recall.md)
-        for text in section_texts(title, parts, count_tokens, budget):
+        texts = section_texts(title, parts, count_tokens, budget)
+        if len(texts) == 1 and count_tokens(full) <= budget:
+            return chunks  # one section that fits the window is chunk 0 again
+        for text in texts:
             chunks.append(Chunk(len(chunks), "section", text))
         return chunks
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
@@ -169,7 +172,7 @@ def _split_long(items: list[str], count_tokens, room: int) -> list[str]:
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>|[`*\\]")
-DOCUMENT_MIN_TOKENS = None  # a note longer than this is chunked by sections (None: the model's window)
+DOCUMENT_MIN_TOKENS = 0  # a note longer than this is chunked by sections (None: the model window; bench/notes.py: 0 was better on til)
 SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
 
 

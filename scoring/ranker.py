@@ -77,16 +77,15 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
     ent = zero if entity_share is None else entity_share[cand]
     c, t = cos[cand], text[cand]
 
-    def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after); 0 without one
-        own = values[cand]
-        before = np.where(p1 >= 0, values[np.maximum(p1, 0)], 0.0)
-        after = np.where(n1 >= 0, values[np.maximum(n1, 0)], 0.0)
-        return (np.where(p1 >= 0, np.maximum(own - before, 0.0), 0.0),
-                np.where(n1 >= 0, np.maximum(own - after, 0.0), 0.0))
-
     # the dialogue features act only on a conversation's turns (entries linked to a neighbour:
     # retrieval.fusion.time_structure); on a note they are 0 and the note's own match decides
     turn = ((p1 >= 0) | (n1 >= 0)).astype(np.float64)
+
+    def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after), on a turn
+        own = values[cand]
+        before = np.where(p1 >= 0, values[np.maximum(p1, 0)], 0.0)
+        after = np.where(n1 >= 0, values[np.maximum(n1, 0)], 0.0)
+        return turn * np.maximum(own - before, 0.0), turn * np.maximum(own - after, 0.0)
 
     xpcos, xncos = excess(cos)
     xptxt, xntxt = excess(np.minimum(text, TEXT_CAP))

@@ -156,8 +156,9 @@ def test_a_long_note_is_indexed_by_its_heading_sections(embedder):
     # a `#` line inside a code fence is code, not a heading
     assert not any("This is a heading 1" in h for h in heads)
     assert any("# This is a heading 1" in c.text for c in chunks[1:])
-    # a short note keeps the entry and its sentences
-    assert "section" not in [c.kind for c in _chunks(embedder, "Tables", "## Tables\n\nUse bars.\n\nAnd hyphens.")]
+    # a short note of one section is its entry; one run of text keeps its sentences
+    assert [c.kind for c in _chunks(embedder, "Tables", "## Tables\n\nUse bars.\n\nAnd hyphens.")] == ["entry"]
+    assert "section" not in [c.kind for c in _chunks(embedder, "", "We use bars. We use hyphens for headers.")]
 
 
 def test_a_table_question_reaches_the_tables_section_of_a_long_note(tmp_path, embedder):
