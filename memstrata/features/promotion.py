@@ -14,6 +14,7 @@ from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
+from memstrata.storage.secrets import redact
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
 _MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
@@ -120,7 +121,7 @@ class Promotion:
         candidates = self._promotion_candidates(context, wanted, threshold_used, now)
         chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count)
         by_id = {e.id: e for e, _ in candidates}
-        rows = [{"id": p.entry_id, "title": by_id[p.entry_id].title, "similarity": round(p.similarity, 4),
+        rows = [{"id": p.entry_id, "title": redact(by_id[p.entry_id].title), "similarity": round(p.similarity, 4),
                  "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
                  "weight": round(p.new_weight, 4), "path": by_id[p.entry_id].path} for p in chosen]
         if not dry_run:
@@ -337,11 +338,15 @@ class Promotion:
                 entry = (shared if from_shared else self.entries).resolve(item.id)
             except Exception:  # a file that vanished or broke since it was listed: skip it
                 continue
+            # what autoload hands out is shown text, redacted as recall's snippets are (retrieval.hits):
+            # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list
+            entry = entry.copy(title=redact(entry.title))
             cost = header_cost(entry)
             room = result.budget - used - cost
             if room < _MIN_BODY_TOKENS:
                 continue
-            body = without_note(entry.body).strip() or (entry.summary or "")
+            # before any cut, so a credential is never shortened past its rule into a visible prefix
+            body = redact(without_note(entry.body).strip() or (entry.summary or ""))
             tokens = embedder.count_tokens(body)
             partial = section == "relevant" and tokens > HIT_TOKENS
             if partial:  # the part asked about; the note goes on (" …", and `mem read` has it all)
