@@ -412,6 +412,40 @@ def test_keys_split_by_zero_width_or_full_width_characters_are_found():
     assert redact(f"the key {wide} ok") == "the key [redacted] ok"
 
 
+# every kind of character that renders as nothing: format characters (Cf) of each block, variation
+# selectors, the combining grapheme joiner, the Hangul fillers, the Khmer inherent vowels
+INVISIBLES = ["\u2066", "\u2067", "\u2068", "\u2069", "\u202a", "\u202e", "\u200b", "\u200e", "\u200f",
+              "\ufeff", "\u00ad", "\u2060", "\u206f", "\ufff9", "\ufffb", "\U000e0001", "\U000e0041",
+              "\U000e007f", "\ufe00", "\ufe0f", "\u180b", "\u180e", "\u180f", "\U000e0100", "\u034f",
+              "\u3164", "\u115f", "\u1160", "\uffa0", "\u17b4", "\u17b5", "\u061c"]
+
+
+@pytest.mark.parametrize("mark", INVISIBLES, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_key_split_by_any_invisible_character_is_found_and_redacted(mark):
+    from memstrata.storage.secrets import redact
+
+    key = "AK" + "IA" + rnd(UPPER + DIGITS, 16)
+    split = key[:4] + mark + key[4:11] + mark * 2 + key[11:]
+    assert [(f.kind, f.column) for f in scan(f"the key {split} ok")] == [("AWS access key", 9)]
+    assert redact(f"the key {split} ok") == "the key [redacted] ok"
+    with pytest.raises(SecretDetected):
+        check({"body": f"the key {split} ok"})
+
+
+def test_every_format_character_of_this_python_is_invisible_to_the_rules():
+    import unicodedata
+
+    from memstrata.storage.secrets import _INVISIBLE
+
+    cf = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    assert [f"U+{ord(c):04X}" for c in cf if not _INVISIBLE.match(c)] == []
+
+
+def test_space_separators_are_spaces_where_a_rule_expects_one():
+    for space in ("\u00a0", "\u2007", "\u202f", "\u3000", "\u1680"):
+        assert [f.kind for f in scan(f"password:{space}Tr0ub4dor&3x")] == ["password or secret assignment"]
+        assert scan(f"the{space}password{space}policy is fine") == []
+
 ORDINARY = [
     "fixed in commit " + rnd(HEX, 40), "uuid 123e4567-e89b-12d3-a456-426614174000",
     "Reset your password via the portal.", "the password is stored in 1Password",
