@@ -56,6 +56,10 @@ Decisions (kept deliberately conservative about prose):
   UUIDs are everyday content in agent notes, and a hex key labelled as such is still
   caught by the assignment rule. Runs inside an ``http(s)://`` URL, and ``base64,`` data
   payloads, are exempt too; provider keys inside URLs are still caught by their own rules.
+  So are public keys and content hashes, each checked by its structure (storage/public_data.py):
+  the blob after ``ssh-ed25519``/``ssh-rsa``/``ecdsa-sha2-nistp256``..., a PGP PUBLIC KEY BLOCK,
+  an SRI/npm ``sha256-``/``sha384-``/``sha512-`` digest of its exact length, a bitcoin address
+  with a valid checksum. Private key blocks stay caught by their own rule.
 - Overlaps: when several rules match the same characters, the more specific rule (earlier
   in ``RULES``) wins, so ``Bearer eyJ...`` is reported once, as a JWT.
 """
@@ -68,6 +72,7 @@ from dataclasses import asdict, dataclass
 from typing import Mapping
 
 from memstrata.storage.errors import InvalidInput, SecretDetected
+from memstrata.storage.public_data import public_spans
 from memstrata.storage.secret_rules import KINDS, RULES, Rule
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
@@ -99,7 +104,7 @@ _DATA_URI = re.compile(r"base64,[A-Za-z0-9+/=]+")
 
 def _exempt_spans(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _URL.finditer(text)] + [m.span() for m in _DATA_URI.finditer(text)]
-    return sorted(spans)
+    return sorted(spans + public_spans(text))
 
 
 def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:

@@ -460,6 +460,48 @@ ORDINARY = [
     "zero\u200bwidth joiners in prose", "machine learning login page password reset flow",
 ]
 
+# Public keys and content hashes are public data, not credentials (generated with ssh-keygen and gpg).
+SSH_ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINBJt/p/oPBKqA1rJY9p8zd5Y9VRqweE6tK7KwcS/LFo me@host"
+SSH_RSA = ("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC3+ab10/zSP5oagWJ+UQIYog6sgrlzh6leuvU2Z6ZHpMOOFLa8+tFz/mKlmeyC60lgJD7cPaCO0rsV8zlFJmBLzNNMW/KEsDLVIjgSejpkE8eqAhnAugIVeWNx2ZSujUYyD6m1HI/uzUJn848kV6h+R2KZ5zmQju78"
+           "AHCTe0GOz6DccT3gAAlW/MTvjn1+n9r8/ZjVA4amQAaL16kSDw+tpqev4RFjdIJ2drN6AbfuSsw/WWeS4PFM15h39YQNGfPHpa6w1X6VUKFxz8LpYJPEV0xUSv/jjNCAikFDzFkYRSNtxwht5LIOo/T+Ni9b6PSvODHJp2lqEWFmqYAOBnfh ops@laptop")
+SSH_ECDSA = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPKKjldSC/x/p4LneWkJ2rDO7yu3uXG2C6vYlcTJZMJVSHxKLt2Rw3s7mCi6h+Grc8bvAkqeaZoeEOmg18xf7PQ= ci"
+PGP_PUBLIC = """-----BEGIN PGP PUBLIC KEY BLOCK-----
+
+mDMEaw+hSxYJKwYBBAHaRw8BAQdAQJN6lN40Bdbw6ih/6cW5BSQbDl3KX9zMhvP2
+wAl537u0E01lIDxtZUBleGFtcGxlLm9yZz6IkAQTFggAOBYhBMi+wZlAbUfcTWhM
+9duUbnyPsyviBQJrD6FLAhsDBQsJCAcCBhUKCQgLAgQWAgMBAh4BAheAAAoJENuU
+bnyPsyvizYcBAO3HxHN68FsAeukGN/JTE+5sI4fmp6f5Sb5X622qjZ08AQDeQbp9
+Cw7wfc/6TW2NygHbWHDpTB1e/5P2nmSKRqYpAA==
+=6tWc
+-----END PGP PUBLIC KEY BLOCK-----"""
+
+
+def _sri(bits: int, data: bytes) -> str:
+    import base64
+    import hashlib
+
+    return f"sha{bits}-" + base64.b64encode(hashlib.new(f"sha{bits}", data).digest()).decode()
+
+
+PUBLIC = [
+    f"my laptop key: {SSH_ED25519}", f"authorized_keys:\n{SSH_RSA}\n{SSH_ED25519}", f"CI deploy key {SSH_ECDSA}",
+    f"my PGP key:\n\n{PGP_PUBLIC}\n", f'"integrity": "{_sri(512, b"left-pad")}"',
+    f'<script src="app.js" integrity="{_sri(384, b"app")}" crossorigin>', f"SRI {_sri(256, b'x')}",
+    "donations: 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa or 3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy",
+]
+ORDINARY += PUBLIC
+
+
+def test_look_alikes_of_public_data_and_private_keys_are_still_caught():
+    blob = "AAAA" + rnd(ALNUM, 60)  # not a key of its algorithm: a secret dressed as one
+    assert [f.kind for f in scan(f"key: ssh-ed25519 {blob}")] == ["high-entropy token"]
+    assert [f.kind for f in scan(f"sha512-{rnd(ALNUM, 60)}")] == ["high-entropy token"]  # not 88 long
+    assert [f.kind for f in scan("tip 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNb" + rnd(ALNUM, 4))] != []
+    private = ("-----BEGIN OPENSSH PRIVATE KEY-----\n" + rnd(ALNUM, 70) + "\n" + rnd(ALNUM, 70)
+               + "\n-----END OPENSSH PRIVATE KEY-----")
+    assert scan(f"{SSH_ED25519}\n{private}") != []
+    assert scan(f"{PGP_PUBLIC}\n" + private.replace("OPENSSH", "PGP").replace("KEY-", "KEY BLOCK-")) != []
+
 
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_notes_stay_quiet(text):
