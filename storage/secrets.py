@@ -13,8 +13,9 @@ keeps global plugin settings and reports lines, not columns. The provider format
 catching are a few dozen documented prefixes, which a table covers with exact positions,
 no dependency and no network.
 
-What the rules read: the text in NFKC with zero-width characters removed, so a key split by
-U+200B or written in full-width letters (``ＡＫＩＡ...``) is found; positions point into
+What the rules read: the text in NFKC with invisible characters removed (every format character,
+category Cf, variation selectors, Hangul fillers; see ``_INVISIBLE``) and every space separator a
+plain space, so a key split by U+200B or U+2066 or written in full-width letters (``ＡＫＩＡ...``) is found; positions point into
 the text as given. Each rule names lower-case strings one of which any match holds
 (``hints``); a text holding none is not searched by that rule, which keeps a 1 MB body, or
 one 10 MB word, to a few fast scans.
@@ -55,6 +56,10 @@ Decisions (kept deliberately conservative about prose):
   UUIDs are everyday content in agent notes, and a hex key labelled as such is still
   caught by the assignment rule. Runs inside an ``http(s)://`` URL, and ``base64,`` data
   payloads, are exempt too; provider keys inside URLs are still caught by their own rules.
+  So are public keys and content hashes, each checked by its structure (storage/public_data.py):
+  the blob after ``ssh-ed25519``/``ssh-rsa``/``ecdsa-sha2-nistp256``..., a PGP PUBLIC KEY BLOCK,
+  an SRI/npm ``sha256-``/``sha384-``/``sha512-`` digest of its exact length, a bitcoin address
+  with a valid checksum. Private key blocks stay caught by their own rule.
 - Overlaps: when several rules match the same characters, the more specific rule (earlier
   in ``RULES``) wins, so ``Bearer eyJ...`` is reported once, as a JWT.
 """
@@ -67,6 +72,7 @@ from dataclasses import asdict, dataclass
 from typing import Mapping
 
 from memstrata.storage.errors import InvalidInput, SecretDetected
+from memstrata.storage.public_data import public_spans
 from memstrata.storage.secret_rules import KINDS, RULES, Rule
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
@@ -98,7 +104,7 @@ _DATA_URI = re.compile(r"base64,[A-Za-z0-9+/=]+")
 
 def _exempt_spans(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _URL.finditer(text)] + [m.span() for m in _DATA_URI.finditer(text)]
-    return sorted(spans)
+    return sorted(spans + public_spans(text))
 
 
 def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
@@ -141,14 +147,38 @@ def _spans(text: str) -> list[tuple[int, int, Rule]]:
 REDACTED = "[redacted]"
 
 
-# Characters that render as nothing: a key split by them must still be found.
-_ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e\u034f")
+# Characters that render as nothing, so a key split by them must still be found: every format
+# character (Unicode category Cf: zero-width, bidi controls and isolates U+202A-202E/U+2066-2069,
+# U+FEFF, U+FFF9-FFFB, the tag block U+E0000-E007F, ...; generated from unicodedata 14 and checked
+# against the running Python's table by a test), variation selectors (U+FE00-FE0F, U+180B-180F,
+# U+E0100-E01EF), the combining grapheme joiner, the Hangul fillers and the Khmer inherent vowels.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u115f-\u1160\u17b4-\u17b5"
+    "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff"
+    "\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_SPACE = re.compile(r"\s")
+
+
+def _invisible(ch: str) -> bool:
+    return _INVISIBLE.match(ch) is not None or unicodedata.category(ch) == "Cf"
+
+
+def _normal_char(ch: str) -> str:
+    """One character as the rules read it: nothing if invisible, else NFKC, with every space
+    separator (NBSP, U+2000-200A, U+3000, U+1680 ...) a plain space: a separator where a rule
+    expects one (``password:\u00a0hunter2``), never glued into a token."""
+    if _invisible(ch):
+        return ""
+    n = unicodedata.normalize("NFKC", ch)
+    return " " if n != " " and len(n) == 1 and unicodedata.category(n) == "Zs" else n
 
 
 class _Normal:
-    """`text` in NFKC with zero-width characters removed (full-width ``ＡＫＩＡ`` is ``AKIA``),
-    and the way back from a position in it to a position in `text`."""
+    """`text` in NFKC with invisible characters removed (full-width ``ＡＫＩＡ`` is ``AKIA``,
+    ``AKIA\u2066IOSF...`` is ``AKIAIOSF...``), and the way back from a position in it to a
+    position in `text`."""
 
     def __init__(self, text: str):
         self.starts: list[int] = []   # positions in the normal text where the offset changes
@@ -162,12 +192,12 @@ class _Normal:
             parts.append(text[last:a])
             pos += a - last
             run = m.group(0)
-            if unicodedata.is_normalized("NFKC", run) and not _ZERO_WIDTH.intersection(run):
+            if unicodedata.is_normalized("NFKC", run) and not _INVISIBLE.search(run) and not _SPACE.search(run):
                 parts.append(run)
                 pos += b - a
             else:
                 for i, ch in enumerate(run, a):
-                    n = "" if ch in _ZERO_WIDTH else unicodedata.normalize("NFKC", ch)
+                    n = _normal_char(ch)
                     self.starts.append(pos)
                     self.origin.append(i)
                     parts.append(n)
@@ -187,7 +217,7 @@ class _Normal:
 
 
 def normalise(text: str) -> str:
-    """What the rules read: NFKC, zero-width characters removed."""
+    """What the rules read: NFKC, invisible characters removed, space separators plain spaces."""
     return _Normal(text).text
 
 
@@ -200,7 +230,7 @@ def _original_spans(text: str) -> list[tuple[int, int, Rule]]:
 
 
 def scan(text: str, field: str = "body") -> list[Finding]:
-    """Every credential-looking span in `text`, in reading order (read in NFKC with zero-width
+    """Every credential-looking span in `text`, in reading order (read in NFKC with invisible
     characters removed; positions point into `text` as given).
 
     If the field's own name contains a matched credential (a caller labelling a tag by its

@@ -14,6 +14,7 @@ from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
+from memstrata.storage.secrets import redact
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
 _MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
@@ -21,6 +22,16 @@ _MAX_MISSES = 25  # once this many items in a row did not fit, the budget is tak
 # A relevant hit brings at most this many tokens of its body: the part of the note the context
 # asks about (retrieval.prompts.relevant_part), not a whole long note.
 HIT_TOKENS = 300
+# The budget bounds characters too: a 10 MB single word is a few tokens to WordPiece (one [UNK]
+# per capped word) but 10 MB to the agent's context. English runs ~4-5 characters a token.
+CHARS_PER_TOKEN = 8
+TITLE_CHARS = 200  # a header shows at most this much of a title (a hand-made file's title can be a 10 MB word)
+
+
+def _cut_chars(text: str, limit: int) -> tuple[str, bool]:
+    """`text` within `limit` characters (cut at a character, never inside a surrogate pair, since str
+    indexes code points), and whether it was cut; the caller marks the cut (" …")."""
+    return (text, False) if len(text) <= limit else (text[:max(0, limit)].rstrip(), True)
 
 
 @dataclass
@@ -120,7 +131,7 @@ class Promotion:
         candidates = self._promotion_candidates(context, wanted, threshold_used, now)
         chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count)
         by_id = {e.id: e for e, _ in candidates}
-        rows = [{"id": p.entry_id, "title": by_id[p.entry_id].title, "similarity": round(p.similarity, 4),
+        rows = [{"id": p.entry_id, "title": redact(by_id[p.entry_id].title), "similarity": round(p.similarity, 4),
                  "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
                  "weight": round(p.new_weight, 4), "path": by_id[p.entry_id].path} for p in chosen]
         if not dry_run:
@@ -317,8 +328,11 @@ class Promotion:
         embedder = self.state.embedder
         seen: set[str] = set()
         used = 0
+        def cost_of(text: str) -> int:  # tokens, or characters / CHARS_PER_TOKEN if more
+            return max(embedder.count_tokens(text), -(-len(text) // CHARS_PER_TOKEN))
+
         def header_cost(e) -> int:
-            return embedder.count_tokens(f"### {e.title}\n`{e.id}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
+            return cost_of(f"### {e.title[:TITLE_CHARS + 1]}\n`{e.id}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
 
         missed = 0  # items in a row that did not fit
         for item, section, score in ranked:
@@ -337,20 +351,26 @@ class Promotion:
                 entry = (shared if from_shared else self.entries).resolve(item.id)
             except Exception:  # a file that vanished or broke since it was listed: skip it
                 continue
+            # what autoload hands out is shown text, redacted as recall's snippets are (retrieval.hits):
+            # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list
+            title, cut = _cut_chars(redact(entry.title), TITLE_CHARS)
+            entry = entry.copy(title=title + (" …" if cut else ""))
             cost = header_cost(entry)
             room = result.budget - used - cost
             if room < _MIN_BODY_TOKENS:
                 continue
-            body = without_note(entry.body).strip() or (entry.summary or "")
-            tokens = embedder.count_tokens(body)
-            partial = section == "relevant" and tokens > HIT_TOKENS
+            # before any cut, so a credential is never shortened past its rule into a visible prefix
+            body = redact(without_note(entry.body).strip() or (entry.summary or ""))
+            partial = section == "relevant" and cost_of(body) > HIT_TOKENS
             if partial:  # the part asked about; the note goes on (" …", and `mem read` has it all)
                 body = relevant_part(body, result.context or "", getattr(item, "snippet", None))
-                tokens, room = embedder.count_tokens(body), min(room, HIT_TOKENS)
-            truncated = partial or tokens > room
+                room = min(room, HIT_TOKENS)
+            body, cut = _cut_chars(body, room * CHARS_PER_TOKEN)
+            tokens = cost_of(body)
+            truncated = partial or cut or tokens > room
             if tokens > room:
                 body = embedder.truncate_to_tokens(body, room)
-                tokens = embedder.count_tokens(body)
+                tokens = cost_of(body)
             result.items.append(AutoloadItem(entry, section, score, body, tokens + cost, truncated, from_shared))
             used += tokens + cost
 

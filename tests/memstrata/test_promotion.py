@@ -136,3 +136,22 @@ def test_autoload_hook_reads_claude_code_json(aged):
                              "/nonexistent/../x"], input="not json", capture_output=True, text=True, env=env,
                             timeout=300)
     assert (broken.returncode, broken.stdout, broken.stderr) == (0, "", "")
+
+
+def test_autoload_budget_bounds_characters_of_one_huge_word(tmp_path, embedder, monkeypatch):
+    """A single 2 MB word is a few tokens to WordPiece: the budget bounds characters as well
+    (CHARS_PER_TOKEN a token), for the hot list and a relevant hit, title included, with a marker."""
+    from memstrata.features.promotion import CHARS_PER_TOKEN
+
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    (m.root / "notes").mkdir()
+    (m.root / "notes" / "big.md").write_text(f"---\ntitle: big {'t' * 100_000}\n---\n\nbig word {'w' * 2_000_000}\n")
+    m.sync()
+    for context in (None, "big word"):
+        result = m.autoload(context, budget=500)
+        text = result.markdown()
+        assert "big word" in text and " …" in text and result.tokens <= 500
+        assert len(text) <= 500 * CHARS_PER_TOKEN + 200, len(text)
+        assert all(i.truncated for i in result.items)

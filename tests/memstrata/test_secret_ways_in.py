@@ -166,3 +166,25 @@ def test_a_key_pulled_from_a_teammate_is_flagged_by_the_sync_that_brings_it(tmp_
     assert "ops/prod-key.md" in result["index"]["flagged"] and KEY not in json.dumps(result)
     assert KEY not in json.dumps(a.recall("prod key deploy bucket").to_dict())
     assert [f.path for f in a.doctor().findings if f.kind == "secret"] == ["ops/prod-key.md"]
+
+
+def test_a_flagged_file_reaches_autoload_and_the_hook_redacted(mem):
+    """The hot list brings a flagged file to autoload (not recall): its title and body are
+    shown text and are redacted as recall's snippets are, in the API, the CLI and the hook."""
+    (mem.root / "Notes").mkdir()
+    (mem.root / "Notes" / "zebra.md").write_text(
+        f"---\ntitle: Zebra {KEY}\n---\n\nZebra project export\n\nAWS_KEY={KEY}\n")
+    assert "Notes/zebra.md" in mem.sync()["flagged"]
+    for context in ("Zebra creds", "Zebra creds zebra project export", None):
+        result = mem.autoload(context)
+        assert "Zebra project export" in result.markdown()
+        assert KEY not in json.dumps(result.to_dict()) and "[redacted]" in result.markdown()
+    promoted = mem.promote("Zebra project export", layers="hot", threshold=0.0, dry_run=True)
+    assert KEY not in json.dumps(promoted)
+    shown = _cli(mem.root, "autoload", "--context", "Zebra creds", "--json")
+    assert shown.returncode == 0 and "Zebra project export" in shown.stdout
+    assert KEY not in shown.stdout + shown.stderr
+    hook = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook", "--root", str(mem.root)],
+                          input=json.dumps({"hook_event_name": "SessionStart"}), capture_output=True, text=True,
+                          env={**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert "Zebra project export" in hook.stdout and KEY not in hook.stdout + hook.stderr

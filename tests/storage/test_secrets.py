@@ -412,6 +412,40 @@ def test_keys_split_by_zero_width_or_full_width_characters_are_found():
     assert redact(f"the key {wide} ok") == "the key [redacted] ok"
 
 
+# every kind of character that renders as nothing: format characters (Cf) of each block, variation
+# selectors, the combining grapheme joiner, the Hangul fillers, the Khmer inherent vowels
+INVISIBLES = ["\u2066", "\u2067", "\u2068", "\u2069", "\u202a", "\u202e", "\u200b", "\u200e", "\u200f",
+              "\ufeff", "\u00ad", "\u2060", "\u206f", "\ufff9", "\ufffb", "\U000e0001", "\U000e0041",
+              "\U000e007f", "\ufe00", "\ufe0f", "\u180b", "\u180e", "\u180f", "\U000e0100", "\u034f",
+              "\u3164", "\u115f", "\u1160", "\uffa0", "\u17b4", "\u17b5", "\u061c"]
+
+
+@pytest.mark.parametrize("mark", INVISIBLES, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_key_split_by_any_invisible_character_is_found_and_redacted(mark):
+    from memstrata.storage.secrets import redact
+
+    key = "AK" + "IA" + rnd(UPPER + DIGITS, 16)
+    split = key[:4] + mark + key[4:11] + mark * 2 + key[11:]
+    assert [(f.kind, f.column) for f in scan(f"the key {split} ok")] == [("AWS access key", 9)]
+    assert redact(f"the key {split} ok") == "the key [redacted] ok"
+    with pytest.raises(SecretDetected):
+        check({"body": f"the key {split} ok"})
+
+
+def test_every_format_character_of_this_python_is_invisible_to_the_rules():
+    import unicodedata
+
+    from memstrata.storage.secrets import _INVISIBLE
+
+    cf = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    assert [f"U+{ord(c):04X}" for c in cf if not _INVISIBLE.match(c)] == []
+
+
+def test_space_separators_are_spaces_where_a_rule_expects_one():
+    for space in ("\u00a0", "\u2007", "\u202f", "\u3000", "\u1680"):
+        assert [f.kind for f in scan(f"password:{space}Tr0ub4dor&3x")] == ["password or secret assignment"]
+        assert scan(f"the{space}password{space}policy is fine") == []
+
 ORDINARY = [
     "fixed in commit " + rnd(HEX, 40), "uuid 123e4567-e89b-12d3-a456-426614174000",
     "Reset your password via the portal.", "the password is stored in 1Password",
@@ -425,6 +459,48 @@ ORDINARY = [
     "build id " + rnd(LOWER + DIGITS, 24), "the secret is patience", "Ｔｈｅ full-width note is fine",
     "zero\u200bwidth joiners in prose", "machine learning login page password reset flow",
 ]
+
+# Public keys and content hashes are public data, not credentials (generated with ssh-keygen and gpg).
+SSH_ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINBJt/p/oPBKqA1rJY9p8zd5Y9VRqweE6tK7KwcS/LFo me@host"
+SSH_RSA = ("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC3+ab10/zSP5oagWJ+UQIYog6sgrlzh6leuvU2Z6ZHpMOOFLa8+tFz/mKlmeyC60lgJD7cPaCO0rsV8zlFJmBLzNNMW/KEsDLVIjgSejpkE8eqAhnAugIVeWNx2ZSujUYyD6m1HI/uzUJn848kV6h+R2KZ5zmQju78"
+           "AHCTe0GOz6DccT3gAAlW/MTvjn1+n9r8/ZjVA4amQAaL16kSDw+tpqev4RFjdIJ2drN6AbfuSsw/WWeS4PFM15h39YQNGfPHpa6w1X6VUKFxz8LpYJPEV0xUSv/jjNCAikFDzFkYRSNtxwht5LIOo/T+Ni9b6PSvODHJp2lqEWFmqYAOBnfh ops@laptop")
+SSH_ECDSA = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPKKjldSC/x/p4LneWkJ2rDO7yu3uXG2C6vYlcTJZMJVSHxKLt2Rw3s7mCi6h+Grc8bvAkqeaZoeEOmg18xf7PQ= ci"
+PGP_PUBLIC = """-----BEGIN PGP PUBLIC KEY BLOCK-----
+
+mDMEaw+hSxYJKwYBBAHaRw8BAQdAQJN6lN40Bdbw6ih/6cW5BSQbDl3KX9zMhvP2
+wAl537u0E01lIDxtZUBleGFtcGxlLm9yZz6IkAQTFggAOBYhBMi+wZlAbUfcTWhM
+9duUbnyPsyviBQJrD6FLAhsDBQsJCAcCBhUKCQgLAgQWAgMBAh4BAheAAAoJENuU
+bnyPsyvizYcBAO3HxHN68FsAeukGN/JTE+5sI4fmp6f5Sb5X622qjZ08AQDeQbp9
+Cw7wfc/6TW2NygHbWHDpTB1e/5P2nmSKRqYpAA==
+=6tWc
+-----END PGP PUBLIC KEY BLOCK-----"""
+
+
+def _sri(bits: int, data: bytes) -> str:
+    import base64
+    import hashlib
+
+    return f"sha{bits}-" + base64.b64encode(hashlib.new(f"sha{bits}", data).digest()).decode()
+
+
+PUBLIC = [
+    f"my laptop key: {SSH_ED25519}", f"authorized_keys:\n{SSH_RSA}\n{SSH_ED25519}", f"CI deploy key {SSH_ECDSA}",
+    f"my PGP key:\n\n{PGP_PUBLIC}\n", f'"integrity": "{_sri(512, b"left-pad")}"',
+    f'<script src="app.js" integrity="{_sri(384, b"app")}" crossorigin>', f"SRI {_sri(256, b'x')}",
+    "donations: 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa or 3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy",
+]
+ORDINARY += PUBLIC
+
+
+def test_look_alikes_of_public_data_and_private_keys_are_still_caught():
+    blob = "AAAA" + rnd(ALNUM, 60)  # not a key of its algorithm: a secret dressed as one
+    assert [f.kind for f in scan(f"key: ssh-ed25519 {blob}")] == ["high-entropy token"]
+    assert [f.kind for f in scan(f"sha512-{rnd(ALNUM, 60)}")] == ["high-entropy token"]  # not 88 long
+    assert [f.kind for f in scan("tip 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNb" + rnd(ALNUM, 4))] != []
+    private = ("-----BEGIN OPENSSH PRIVATE KEY-----\n" + rnd(ALNUM, 70) + "\n" + rnd(ALNUM, 70)
+               + "\n-----END OPENSSH PRIVATE KEY-----")
+    assert scan(f"{SSH_ED25519}\n{private}") != []
+    assert scan(f"{PGP_PUBLIC}\n" + private.replace("OPENSSH", "PGP").replace("KEY-", "KEY BLOCK-")) != []
 
 
 @pytest.mark.parametrize("text", ORDINARY)
