@@ -47,6 +47,7 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
             service.requests += 1
             service.last_activity = time.monotonic()  # only calls count as activity, not --status
         send_reply(conn, {"t": "started"})
+        message["started"] = True  # from here on an error is the call's own (exit 1), never a re-run
         try:
             code = main(list(message.get("argv") or []))
         except SystemExit as exc:

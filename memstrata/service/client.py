@@ -199,6 +199,7 @@ def code_home() -> str:
 
 
 _OTHER_INSTALL: list[str] = []  # set when the user's service belongs to another install (then none is started)
+_FAILED: list[str] = []  # set when the running service failed this call: it runs here (a hook too), none is started
 
 
 def forward(argv: list[str], root: str, folder: str | None = None) -> int | None:
@@ -235,6 +236,11 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
                 return int(first.get("code", 1))
             if first is not None and first.get("t") == "other-install":
                 _OTHER_INSTALL.append(str(first.get("code")))
+            if first is not None and first.get("t") == "failed":
+                # Never a silent re-run: the user learns the service's error (its traceback is in the log).
+                _FAILED.append(str(first.get("message")))
+                sys.stderr.write(f"mem: the memory service failed this call ({first.get('message')}; traceback "
+                                 f"in {first.get('log')}); it ran in this process instead\n")
             return None  # nothing ran: do it in-process
         sock.settimeout(None)  # the command may take as long as it takes (an import, a sync)
         last = lines.next()
@@ -315,6 +321,8 @@ def run(argv: list[str]) -> int | None:
     code = forward(argv, root)
     if code is not None:
         return code
+    if _FAILED:
+        return None
     if command == "autoload" and "--hook" in argv and not _under_test() and not _OTHER_INSTALL:
         # A prompt hook never waits for a cold start (seconds to load the model): it starts the
         # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).

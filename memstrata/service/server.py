@@ -41,7 +41,7 @@ from memstrata.service import client, rundir
 from memstrata.service import threads as service_threads
 from memstrata.service.calls import log_internal_error, run_call
 from memstrata.service.pool import POOL, install_memory_factory
-from memstrata.service.process import log, peak_rss_mb, pid_alive, rss_mb
+from memstrata.service.process import log, log_path, peak_rss_mb, pid_alive, rss_mb
 from memstrata.service.threads import call_local
 from memstrata.service.upkeep import Upkeep, maintain_index
 from memstrata.service.wire import receive, send_reply, same_user, tree_of
@@ -297,6 +297,7 @@ class Service:
 
     def _handle(self, conn: socket.socket) -> None:
         fds: list[int] = []
+        message: dict | None = None
         try:
             if not same_user(conn):
                 return
@@ -352,6 +353,14 @@ class Service:
                 send_reply(conn, {"t": "error", "message": f"unknown op {op!r}"})
         except Exception as exc:  # noqa: BLE001 - one bad call never takes the service down
             log(f"request failed: {type(exc).__name__}: {exc}", exc)
+            if message is not None and message.get("op") == "run" and not message.get("started"):
+                # Nothing ran: the caller runs the call itself and tells its user why, in one line.
+                text = f"{type(exc).__name__}: {exc}"
+                text = text if len(text) <= 240 else text[:240] + "..."
+                try:
+                    send_reply(conn, {"t": "failed", "message": text, "log": log_path()})
+                except Exception:  # noqa: BLE001 - the caller is gone
+                    pass
         finally:
             for fd in fds:
                 try:

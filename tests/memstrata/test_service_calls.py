@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -169,3 +170,34 @@ def test_status_counts_the_entries_of_an_open_tree(trees):
     assert entry["entries"] == json.loads(mem(a, "list", "--json", service="off").stdout)["count"] >= 1
     text = mem(a, "serve", "--status", service="off").stdout
     assert "? entries" not in text and f"{entry['entries']} entr" in text
+
+
+def test_a_call_the_service_fails_before_it_starts_runs_here_and_says_so(trees):
+    """The caller's cwd is deeper than PATH_MAX (reached by relative chdirs): the service's chdir to it
+    fails before the call starts. A prompt hook used to answer nothing then, with the service warm
+    (as with the missing `import time`); now it runs here, prints the block an in-process hook prints,
+    and says in one line on stderr why, the traceback in service.log."""
+    a, _ = trees
+    start(a)
+    pid = status()["pid"]
+    prompt = json.dumps({"prompt": "which database for the alpha project?"})
+    here = mem(a, "autoload", "--hook", "--root", str(a), stdin=prompt, service="off")
+    assert here.returncode == 0 and "Postgres" in here.stdout
+    base = tempfile.mkdtemp(prefix="memstrata-deep-")
+    # In the child, by relative steps (no absolute path this long can be used), then the CLI.
+    deep = (f"import os, runpy, sys; os.chdir({base!r})\n"
+            "for _ in range(25):\n    os.mkdir('d' * 200); os.chdir('d' * 200)\n"
+            "sys.argv = ['mem', *sys.argv[1:]]; runpy.run_module('memstrata.cli.app', run_name='__main__')")
+    try:
+        hook = subprocess.run([PY, "-c", deep, "autoload", "--hook", "--root", str(a)], input=prompt,
+                              capture_output=True, text=True, env=_env(a, "auto", {}), timeout=240)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert hook.returncode == 0, hook.stderr
+    assert hook.stdout == here.stdout
+    lines = hook.stderr.strip().splitlines()
+    assert len(lines) == 1 and "memory service failed this call" in lines[0] and "File name too long" in lines[0]
+    assert "ran in this process instead" in lines[0] and str(LOG) in lines[0]
+    log = LOG.read_text()
+    assert "request failed: OSError" in log and "Traceback" in log and "os.chdir" in log
+    assert status()["pid"] == pid  # no second service was started for it
