@@ -39,13 +39,44 @@ def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
     if end is None:
         return None
     block, body = block_and_body[:end], block_and_body[end:]
+    expected = dict(data)
     if key in data:
         id_line = re.compile(rf"^{re.escape(key)}:[^\n]*$", re.M)
         lines = id_line.findall(block)
         if len(lines) != 1 or f"invalid_{key}" in data:
             return None
         block = id_line.sub(lambda m: f"invalid_{key}:" + m.group(0)[len(key) + 1:], block, count=1)
-    return f"{bom}{head}{key}: {entry_id}{nl}{block}{body}"
+        expected[f"invalid_{key}"] = expected.pop(key)
+    expected[key] = entry_id
+    for candidate in _with_key(block, key, entry_id, nl):
+        new = f"{bom}{head}{candidate}{body}"
+        if _reads_back(new, expected, text):
+            return new
+    return None  # a style no one-line edit keeps valid (the caller reports it): never a broken file
+
+
+def _with_key(block: str, key: str, entry_id: str, nl: str):
+    """The ways to add the key to a block, the plainest first: a line above the block's first
+    line, at that line's indentation (a block of indented keys), or inside a flow mapping."""
+    first = block.split("\n", 1)[0]
+    indent = first[: len(first) - len(first.lstrip(" "))]
+    yield f"{indent}{key}: {entry_id}{nl}{block}"
+    stripped = block.lstrip()
+    if stripped.startswith("{"):
+        at = len(block) - len(stripped) + 1
+        inner = stripped[1:].lstrip()
+        sep = " " if inner.startswith("}") else ", "
+        yield f"{block[:at]}{key}: {entry_id}{sep}{block[at:]}"
+
+
+def _reads_back(new: str, expected: dict, old: str) -> bool:
+    """Whether `new` parses to `expected` with the body of `old` unchanged (the read-back check
+    storage/frontmatter_edit.py makes for an edit)."""
+    try:
+        data, body = codec.split_frontmatter(new)
+        return data == expected and body == codec.split_frontmatter(old)[1]
+    except CorruptEntry:
+        return False
 
 
 def _block_end(text: str) -> int | None:
