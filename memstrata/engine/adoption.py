@@ -68,6 +68,9 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     if entries.root.exists() and not entries.root.is_dir():
         raise InvalidInput(f"{entries.root} exists and is not a folder")
     fresh = not tree.is_initialised(entries.root) and entries.root.exists()
+    # a folder with the engine's hidden folder is an adopted vault that lost its settings: never
+    # the old layout over the user's files
+    adopt = adopt or (fresh and (entries.root / layout.ENGINE_HOME).is_dir())
     notes = _markdown_notes(entries.root) if fresh else 0
     if notes and not adopt:
         raise InvalidInput(f"{entries.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "

@@ -59,3 +59,35 @@ def test_a_style_no_line_fits_is_skipped_with_a_warning_and_left_as_it_was(tmp_p
     assert any("Notes/tagged.md" in s and "cannot add a line" in s for s in result["skipped"])
     fixed = mem(vault, "doctor", "--fix")
     assert (vault / "Notes/tagged.md").read_text() == tagged, fixed.stdout  # never quarantined
+
+
+def test_a_vault_whose_config_md_mentions_memstrata_is_adopted_into_the_hidden_folder(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Zettel").mkdir(parents=True)
+    (vault / "config.md").write_text("# Config\nHow I set up memstrata\n")
+    for name in ("a", "b"):  # the same user id twice: the user's, never rewritten
+        (vault / f"Zettel/{name}.md").write_text(f"---\nid: 202301011200\n---\nNote {name}.\n")
+    result = Memory(vault, embedder=embedder).init(adopt=True)
+    assert result["entries"] == 2
+    assert (vault / ".memstrata/config.md").is_file()
+    assert sorted(p.name for p in vault.iterdir()) == [".memstrata", "Zettel", "config.md"]
+    assert (vault / "config.md").read_text() == "# Config\nHow I set up memstrata\n"
+    mem(vault, "doctor", "--fix")
+    for name in ("a", "b"):
+        data, _ = codec.split_frontmatter((vault / f"Zettel/{name}.md").read_text())
+        assert data["id"] == 202301011200 and data["mem-id"]
+
+
+def test_a_vault_that_lost_its_engine_settings_says_so_and_writes_nothing(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    (vault / "config.md").write_text("---\ntheme: dark\n---\nmy memstrata notes\n")
+    (vault / "Notes/n.md").write_text("A note.\n")
+    Memory(vault, embedder=embedder).init(adopt=True)
+    (vault / ".memstrata/config.md").unlink()  # a peer's commit deleted it
+    before = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".memstrata" not in p.parts}
+    for args in (("sync",), ("list",), ("doctor", "--fix")):
+        run = mem(vault, *args)
+        assert run.returncode != 0 and ".memstrata/config.md is missing" in run.stderr + run.stdout, args
+    after = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".memstrata" not in p.parts}
+    assert after == before
