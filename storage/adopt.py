@@ -92,8 +92,10 @@ def _block_end(text: str) -> int | None:
 def give_id(root: Path, rel: str, entry_id: str) -> bool:
     """Write `entry_id` into the entry file at `rel` (atomically); False when it needs none or cannot take one.
 
-    The caller holds the tree lock and checks afterwards that the file parses to the new id."""
+    The caller holds the tree lock and checks afterwards that the file parses to the new id. A file
+    an editor changed since it was read is left as it is (ChangedMeanwhile): the next sync gives it one."""
     path = Path(root) / rel
+    seen = os.stat(path)
     raw = read_regular_bytes(path)
     try:
         text = raw.decode("utf-8")
@@ -102,7 +104,16 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
     new = text_with_id(text, entry_id, layout.id_key(root))
     if new is None:
         return False
-    mode = os.stat(path).st_mode & 0o777
-    atomic_write_text(path, new, root=Path(root))
+    mode = seen.st_mode & 0o777
+    atomic_write_text(path, new, root=Path(root), unchanged=lambda: _unchanged(path, seen, raw))
     os.chmod(path, mode)  # an adopted file keeps its permissions
     return True
+
+
+def _unchanged(path: Path, seen: os.stat_result, raw: bytes) -> bool:
+    """Whether the file still is what was read (size, mtime_ns and bytes): an editor's save since is kept."""
+    try:
+        now = os.stat(path)
+        return (now.st_size, now.st_mtime_ns) == (seen.st_size, seen.st_mtime_ns) and read_regular_bytes(path) == raw
+    except OSError:
+        return False

@@ -12,6 +12,10 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
+class ChangedMeanwhile(Exception):
+    """The file changed between the caller's read and the replace: nothing was written."""
+
+
 def is_temp_file(name: str) -> bool:
     return name.startswith(".") and name.endswith(TEMP_SUFFIX)
 
@@ -52,15 +56,16 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None, unchanged=None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never half.
 
     With `root`, refuse (InvalidInput) a target outside it (safe_io.check_write_target).
+    `unchanged`: called right before the replace; False leaves `path` as it is (ChangedMeanwhile).
     """
-    atomic_write_chunks(path, (data,), root=root)
+    atomic_write_chunks(path, (data,), root=root, unchanged=unchanged)
 
 
-def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None:
+def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchanged=None) -> None:
     """`atomic_write_bytes` for data given piece by piece (a file too large to hold in memory)."""
     path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
@@ -72,6 +77,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None
                 handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if unchanged is not None and not unchanged():
+            raise ChangedMeanwhile(str(path))
         os.replace(temp, path)
     except BaseException:
         try:
@@ -82,8 +89,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None
     fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str, *, root: Path | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), root=root)
+def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), root=root, unchanged=unchanged)
 
 
 def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None:

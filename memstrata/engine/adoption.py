@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.storage import adopt, indexes, layout, tree
+from memstrata.storage.atomic import ChangedMeanwhile
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry, holder_rank, new_id
@@ -115,10 +116,11 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     return {"root": str(entries.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
 
 
-def give_ids(entries: Entries) -> int:
+def give_ids(entries: Entries, left: list | None = None) -> int:
     """Give every entry file without a usable id a stable one, written once into the file (one
     id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
-    Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes."""
+    Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes. A file
+    changed while it was given its id is left as it is (its path goes into `left`)."""
     catalog = entries.state.catalog
     given, categories = 0, []
     with entries.state.lock():
@@ -129,6 +131,10 @@ def give_ids(entries: Entries) -> int:
                 if not adopt.give_id(entries.root, rel, fresh):
                     continue
                 entry = read_entry_file(entries.root, rel)
+            except ChangedMeanwhile:
+                if left is not None:
+                    left.append(rel)
+                continue
             except (MemstrataError, OSError):
                 continue  # left for the doctor to report
             if entry.id == fresh:

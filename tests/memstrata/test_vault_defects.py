@@ -91,3 +91,30 @@ def test_a_vault_that_lost_its_engine_settings_says_so_and_writes_nothing(tmp_pa
         assert run.returncode != 0 and ".memstrata/config.md is missing" in run.stderr + run.stdout, args
     after = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".memstrata" not in p.parts}
     assert after == before
+
+
+def test_sync_never_overwrites_a_note_an_editor_saved_while_it_got_its_id(tmp_path, clock, embedder, monkeypatch):
+    from memstrata.storage import adopt
+
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    (vault / "Notes/old.md").write_text("An old note.\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    note = vault / "Notes/new.md"
+    note.write_text("First line.\n")
+    real = adopt.text_with_id
+
+    def editor_saves_meanwhile(text, entry_id, key="id"):  # the editor appends between read and replace
+        with open(note, "a") as handle:
+            handle.write("A line typed meanwhile.\n")
+        monkeypatch.setattr(adopt, "text_with_id", real)
+        return real(text, entry_id, key)
+
+    monkeypatch.setattr(adopt, "text_with_id", editor_saves_meanwhile)
+    result = m.sync()
+    assert note.read_text() == "First line.\nA line typed meanwhile.\n"
+    assert result["left_for_next_sync"] == ["Notes/new.md"]
+    m.sync()  # the next sync gives it its id, every line kept
+    data, body = codec.split_frontmatter(note.read_text())
+    assert data["mem-id"] and body == "First line.\nA line typed meanwhile.\n"
