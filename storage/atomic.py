@@ -10,10 +10,21 @@ from memstrata.storage.safe_io import check_write_target
 TEMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+_NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
 
 
 class ChangedMeanwhile(Exception):
     """The file changed between the caller's read and the replace: nothing was written."""
+
+
+def temp_name(name: str) -> str:
+    """`.{name}.{pid}.{random}.tmp`, with `name` cut short when the whole would pass the file
+    system's 255-byte limit on a name (a note named with 253 bytes still gets written)."""
+    tail = f".{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) + len(tail) + 1 > _NAME_MAX:
+        name = encoded[:_NAME_MAX - len(tail) - 1 - 64].decode("utf-8", "ignore")  # room to spare
+    return f".{name}{tail}"
 
 
 def is_temp_file(name: str) -> bool:
@@ -69,7 +80,7 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
     """`atomic_write_bytes` for data given piece by piece (a file too large to hold in memory)."""
     path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
-    temp = path.parent / f".{path.name}.{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
+    temp = path.parent / temp_name(path.name)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as handle:

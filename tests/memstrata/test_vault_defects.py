@@ -118,3 +118,19 @@ def test_sync_never_overwrites_a_note_an_editor_saved_while_it_got_its_id(tmp_pa
     m.sync()  # the next sync gives it its id, every line kept
     data, body = codec.split_frontmatter(note.read_text())
     assert data["mem-id"] and body == "First line.\nA line typed meanwhile.\n"
+
+
+def test_a_note_with_a_253_byte_name_gets_its_id_and_maintain_agrees_with_its_dry_run(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    (vault / "Notes/short.md").write_text("A short name.\n")
+    Memory(vault, embedder=embedder).init(adopt=True)
+    long = vault / "Notes" / ("é" * 100 + "a" * 50 + ".md")  # 253 bytes
+    assert len(long.name.encode()) == 253
+    long.write_text("A note with a long name.\n")
+    dry = mem(vault, "maintain", "--dry-run", "--json")
+    real = mem(vault, "maintain", "--json")
+    assert dry.returncode == real.returncode == 0, real.stderr
+    data, body = codec.split_frontmatter(long.read_text())
+    assert data["mem-id"] and body == "A note with a long name.\n"
+    assert not [p for p in (vault / "Notes").iterdir() if p.name.endswith(".tmp")]
