@@ -121,9 +121,12 @@ def give_ids(entries: Entries, left: list | None = None) -> int:
     id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
     Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes. A file
     changed while it was given its id is left as it is (its path goes into `left`)."""
+    from memstrata.doctor.checks import remove_dead_writers_temps
+
     catalog = entries.state.catalog
     given, categories = 0, []
     with entries.state.lock():
+        remove_dead_writers_temps(entries.root)  # a killed write's copy of a note is no note of the user's
         catalog.refresh()
         for rel in catalog.unidentified():
             fresh = new_id()

@@ -134,3 +134,33 @@ def test_a_note_with_a_253_byte_name_gets_its_id_and_maintain_agrees_with_its_dr
     data, body = codec.split_frontmatter(long.read_text())
     assert data["mem-id"] and body == "A note with a long name.\n"
     assert not [p for p in (vault / "Notes").iterdir() if p.name.endswith(".tmp")]
+
+
+def _dead_pid() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+def test_a_killed_writes_temp_copy_is_removed_by_sync_and_never_pushed(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Cat3").mkdir(parents=True)
+    (vault / "Cat3/n26.md").write_text("Note 26.\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    stale = vault / f"Cat3/.n26.md.{_dead_pid()}.682a3a4a.tmp"
+    stale.write_text("---\nmem-id: 0123\n---\nNote 26.\n")
+    live = vault / f"Cat3/.n26.md.{os.getpid()}.0badcafe.tmp"  # a live writer's: kept, and not committed
+    live.write_text("in the middle of a write\n")
+    user_tmp = vault / "Cat3/.scratch.tmp"  # the user's own, not the engine's pattern
+    user_tmp.write_text("mine\n")
+    run = mem(vault, "sync")
+    assert run.returncode == 0, run.stderr
+    assert not stale.exists() and live.exists() and user_tmp.exists()
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    git = ["git", "-C", str(vault), "-c", "user.name=u", "-c", "user.email=u@x"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "remote", "add", "origin", str(tmp_path / "r.git")], check=True)
+    m.sync_remote()
+    tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    assert "Cat3/n26.md" in tracked and not [p for p in tracked if p.endswith("0badcafe.tmp")]
