@@ -89,7 +89,7 @@ def initialise(root: Path, settings: Settings | None = None, adopted: bool = Fal
         made.append(str(root))
         ensure_dir(root)
         os.chmod(root, 0o700)
-    elif not adopted:
+    elif not adopted and not layout.is_adopted(root):  # a vault's folders keep their modes: only .memstrata/ is private
         os.chmod(root, 0o700)
     if adopted and not is_initialised(root):
         home = root / layout.ENGINE_HOME

@@ -164,3 +164,16 @@ def test_a_killed_writes_temp_copy_is_removed_by_sync_and_never_pushed(tmp_path,
     m.sync_remote()
     tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
     assert "Cat3/n26.md" in tracked and not [p for p in tracked if p.endswith("0badcafe.tmp")]
+
+
+def test_init_again_keeps_the_modes_of_the_vault_root(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    (vault / "Notes/n.md").write_text("A note.\n")
+    os.chmod(vault, 0o755)
+    Memory(vault, embedder=embedder).init(adopt=True)
+    for args in (("init", "--adopt"), ("init",)):
+        run = mem(vault, *args)
+        assert run.returncode == 0, run.stderr
+        assert vault.stat().st_mode & 0o777 == 0o755, args
+    assert (vault / ".memstrata").stat().st_mode & 0o777 == 0o700
