@@ -36,7 +36,7 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
     (entries live in category folders) and notes with a reserved name."""
     import os
 
-    from memstrata.storage.catalog import is_entry_path
+    from memstrata.storage.catalog import is_entry_path, printable_name
 
     blocking, skipped = [], []
     for folder, dirs, files in os.walk(root):
@@ -52,7 +52,12 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                 if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
                     blocking.append(rel)
             elif low.endswith(".md") and not is_entry_path(rel):
-                skipped.append(f"not adopted: {rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
+                shown = printable_name(rel)
+                why = ("a name that is not UTF-8 or holds a line break; rename it to make it an entry"
+                       if shown != rel or "\n" in rel or "\r" in rel else
+                       "at the top level: entries live in folders" if "/" not in rel else "a reserved name")
+                skipped.append(f"not adopted: {shown!r} ({why})" if "\n" in rel or "\r" in rel
+                               else f"not adopted: {shown} ({why})")
     return blocking, skipped
 
 

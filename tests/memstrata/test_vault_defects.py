@@ -177,3 +177,15 @@ def test_init_again_keeps_the_modes_of_the_vault_root(tmp_path, clock, embedder)
         assert run.returncode == 0, run.stderr
         assert vault.stat().st_mode & 0o777 == 0o755, args
     assert (vault / ".memstrata").stat().st_mode & 0o777 == 0o700
+
+
+def test_adopt_names_a_bad_name_as_the_doctor_does(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    (vault / "Notes/ok.md").write_text("A note.\n")
+    os.close(os.open(os.fsencode(vault / "Notes") + b"/bad\xff.md", os.O_CREAT | os.O_WRONLY, 0o600))
+    (vault / "Notes/two\nlines.md").write_text("x\n")
+    skipped = Memory(vault, embedder=embedder).init(adopt=True)["skipped"]
+    bad = [s for s in skipped if "bad" in s or "lines" in s]
+    assert len(bad) == 2 and all("not UTF-8 or holds a line break" in s for s in bad), skipped
+    assert not any("reserved name" in s for s in skipped)
