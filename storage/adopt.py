@@ -39,13 +39,44 @@ def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
     if end is None:
         return None
     block, body = block_and_body[:end], block_and_body[end:]
+    expected = dict(data)
     if key in data:
         id_line = re.compile(rf"^{re.escape(key)}:[^\n]*$", re.M)
         lines = id_line.findall(block)
         if len(lines) != 1 or f"invalid_{key}" in data:
             return None
         block = id_line.sub(lambda m: f"invalid_{key}:" + m.group(0)[len(key) + 1:], block, count=1)
-    return f"{bom}{head}{key}: {entry_id}{nl}{block}{body}"
+        expected[f"invalid_{key}"] = expected.pop(key)
+    expected[key] = entry_id
+    for candidate in _with_key(block, key, entry_id, nl):
+        new = f"{bom}{head}{candidate}{body}"
+        if _reads_back(new, expected, text):
+            return new
+    return None  # a style no one-line edit keeps valid (the caller reports it): never a broken file
+
+
+def _with_key(block: str, key: str, entry_id: str, nl: str):
+    """The ways to add the key to a block, the plainest first: a line above the block's first
+    line, at that line's indentation (a block of indented keys), or inside a flow mapping."""
+    first = block.split("\n", 1)[0]
+    indent = first[: len(first) - len(first.lstrip(" "))]
+    yield f"{indent}{key}: {entry_id}{nl}{block}"
+    stripped = block.lstrip()
+    if stripped.startswith("{"):
+        at = len(block) - len(stripped) + 1
+        inner = stripped[1:].lstrip()
+        sep = " " if inner.startswith("}") else ", "
+        yield f"{block[:at]}{key}: {entry_id}{sep}{block[at:]}"
+
+
+def _reads_back(new: str, expected: dict, old: str) -> bool:
+    """Whether `new` parses to `expected` with the body of `old` unchanged (the read-back check
+    storage/frontmatter_edit.py makes for an edit)."""
+    try:
+        data, body = codec.split_frontmatter(new)
+        return data == expected and body == codec.split_frontmatter(old)[1]
+    except CorruptEntry:
+        return False
 
 
 def _block_end(text: str) -> int | None:
@@ -61,8 +92,10 @@ def _block_end(text: str) -> int | None:
 def give_id(root: Path, rel: str, entry_id: str) -> bool:
     """Write `entry_id` into the entry file at `rel` (atomically); False when it needs none or cannot take one.
 
-    The caller holds the tree lock and checks afterwards that the file parses to the new id."""
+    The caller holds the tree lock and checks afterwards that the file parses to the new id. A file
+    an editor changed since it was read is left as it is (ChangedMeanwhile): the next sync gives it one."""
     path = Path(root) / rel
+    seen = os.stat(path)
     raw = read_regular_bytes(path)
     try:
         text = raw.decode("utf-8")
@@ -71,7 +104,16 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
     new = text_with_id(text, entry_id, layout.id_key(root))
     if new is None:
         return False
-    mode = os.stat(path).st_mode & 0o777
-    atomic_write_text(path, new, root=Path(root))
+    mode = seen.st_mode & 0o777
+    atomic_write_text(path, new, root=Path(root), unchanged=lambda: _unchanged(path, seen, raw))
     os.chmod(path, mode)  # an adopted file keeps its permissions
     return True
+
+
+def _unchanged(path: Path, seen: os.stat_result, raw: bytes) -> bool:
+    """Whether the file still is what was read (size, mtime_ns and bytes): an editor's save since is kept."""
+    try:
+        now = os.stat(path)
+        return (now.st_size, now.st_mtime_ns) == (seen.st_size, seen.st_mtime_ns) and read_regular_bytes(path) == raw
+    except OSError:
+        return False

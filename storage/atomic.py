@@ -10,6 +10,21 @@ from memstrata.storage.safe_io import check_write_target
 TEMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+_NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
+
+
+class ChangedMeanwhile(Exception):
+    """The file changed between the caller's read and the replace: nothing was written."""
+
+
+def temp_name(name: str) -> str:
+    """`.{name}.{pid}.{random}.tmp`, with `name` cut short when the whole would pass the file
+    system's 255-byte limit on a name (a note named with 253 bytes still gets written)."""
+    tail = f".{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) + len(tail) + 1 > _NAME_MAX:
+        name = encoded[:_NAME_MAX - len(tail) - 1 - 64].decode("utf-8", "ignore")  # room to spare
+    return f".{name}{tail}"
 
 
 def is_temp_file(name: str) -> bool:
@@ -52,19 +67,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None, unchanged=None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never half.
 
     With `root`, refuse (InvalidInput) a target outside it (safe_io.check_write_target).
+    `unchanged`: called right before the replace; False leaves `path` as it is (ChangedMeanwhile).
     """
-    atomic_write_chunks(path, (data,), root=root)
+    atomic_write_chunks(path, (data,), root=root, unchanged=unchanged)
 
 
-def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None:
+def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchanged=None) -> None:
     """`atomic_write_bytes` for data given piece by piece (a file too large to hold in memory)."""
     path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
-    temp = path.parent / f".{path.name}.{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
+    temp = path.parent / temp_name(path.name)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -72,6 +88,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None
                 handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if unchanged is not None and not unchanged():
+            raise ChangedMeanwhile(str(path))
         os.replace(temp, path)
     except BaseException:
         try:
@@ -82,8 +100,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None) -> None
     fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str, *, root: Path | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), root=root)
+def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), root=root, unchanged=unchanged)
 
 
 def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None:

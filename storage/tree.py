@@ -30,13 +30,35 @@ def resolve_root(root: str | os.PathLike | None = None) -> Path:
 
 
 def is_initialised(root: Path) -> bool:
-    """A folder is a memory tree only when it says so: its config.md, a regular file, names memstrata
-    (`mem init` writes it). Any other folder is never read as a tree nor written into."""
+    """A folder is a memory tree only when it says so: its config.md is a real engine config
+    (`is_engine_config`). Any other folder (a vault whose own config.md mentions memstrata) is
+    never read as a tree nor written into."""
     try:
         text = read_regular_text(layout.path(root, CONFIG_FILE), limit=1024 * 1024, follow_symlinks=True)
     except (OSError, UnicodeDecodeError):
         return False
-    return TREE_MARK in text.lower()
+    return is_engine_config(text)
+
+
+def is_engine_config(text: str) -> bool:
+    """Whether a config.md is one `mem init` wrote: a YAML frontmatter block that parses to a
+    mapping of the engine's settings (or none), and the file names memstrata (its prose or comment)."""
+    from memstrata.storage.codec import split_frontmatter
+
+    if not text.lstrip("\ufeff").startswith("---") or TREE_MARK not in text.lower():
+        return False
+    try:
+        data, _ = split_frontmatter(text)
+    except Exception:  # noqa: BLE001 - CorruptEntry or anything the YAML loader raises
+        return False
+    return isinstance(data, dict) and (not data or any(key in Settings.field_names() for key in data))
+
+
+def _lost_engine_home(root: Path) -> bool:
+    """An adopted tree whose settings file is gone (a peer's commit deleted it): its `.memstrata/`
+    folder is there without `.memstrata/config.md`."""
+    home = Path(root) / layout.ENGINE_HOME
+    return home.is_dir() and not (home / CONFIG_FILE).exists()
 
 
 def require_initialised(root: Path) -> None:
@@ -45,6 +67,10 @@ def require_initialised(root: Path) -> None:
         raise NotFound(f"no memory tree at {root}; run `mem init --root {root}` to make one")
     if not Path(root).is_dir():
         raise InvalidInput(f"{root} is not a folder")
+    if not is_initialised(root) and _lost_engine_home(root):
+        raise NotFound(f"{root}/{layout.ENGINE_HOME}/{CONFIG_FILE} is missing (deleted, e.g. by a git commit), so "
+                       f"{root} is not read as a memory tree and nothing in it is touched; restore the file "
+                       f"(`git checkout -- {layout.ENGINE_HOME}/{CONFIG_FILE}`) or run `mem init --adopt --root {root}`")
     if not is_initialised(root):
         raise NotFound(f"{root} is not a memory tree (no memstrata config.md); "
                        f"run `mem init --root {root}` to make it one")
@@ -63,7 +89,7 @@ def initialise(root: Path, settings: Settings | None = None, adopted: bool = Fal
         made.append(str(root))
         ensure_dir(root)
         os.chmod(root, 0o700)
-    elif not adopted:
+    elif not adopted and not layout.is_adopted(root):  # a vault's folders keep their modes: only .memstrata/ is private
         os.chmod(root, 0o700)
     if adopted and not is_initialised(root):
         home = root / layout.ENGINE_HOME

@@ -86,6 +86,44 @@ class Scan:
         return self.__dict__["_flagged"]
 
 
+def _walk(root: Path):
+    """os.walk of the folders the doctor looks at: not version control, not the derived stores,
+    and in an adopted vault none of the user's own top-level dot-files and dot-folders."""
+    derived = {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}
+    adopted = layout.is_adopted(root)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in VCS_DIRS]
+        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
+        if rel_folder in derived:  # derived stores; what is already set aside
+            dirs[:] = []
+            continue
+        if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
+            dirs[:] = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
+            files = [f for f in files if not f.startswith(".")]
+        yield folder, dirs, files
+
+
+def remove_dead_writers_temps(root: Path) -> list[str]:
+    """Remove the temp files (storage.atomic's `.{name}.{pid}.{random}.tmp`) whose writer is dead:
+    a copy of a note left by a killed write, never the user's. Run under the tree lock (sync,
+    maintain, init); returns the paths removed."""
+    removed = []
+    for folder, _dirs, files in _walk(root):
+        for name in files:
+            pid = temp_pid(name)
+            if pid is None or pid == os.getpid() or _pid_alive(pid):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                if os.path.islink(path):
+                    continue
+                os.unlink(path)
+                removed.append(os.path.relpath(path, root).replace(os.sep, "/"))
+            except OSError:
+                pass
+    return removed
+
+
 def scan_tree(root: Path) -> Scan:
     scan = Scan(root=root)
     for rel, st in sorted(iter_entry_files(root, bad_names=scan.bad_names)):
@@ -100,18 +138,8 @@ def scan_tree(root: Path) -> Scan:
             scan.errors[rel] = exc.strerror or str(exc)
     real_root = os.path.realpath(root)
     now = time.time()
-    derived = {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}
     engine_dirs = {layout.at(root, d) for d in ENGINE_DIRS}
-    adopted = layout.is_adopted(root)
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = [d for d in dirs if d not in VCS_DIRS]
-        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-        if rel_folder in derived:  # derived stores; what is already set aside
-            dirs[:] = []
-            continue
-        if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
-            dirs[:] = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
-            files = [f for f in files if not f.startswith(".")]
+    for folder, dirs, files in _walk(root):
         for name in list(dirs) + files:
             path = os.path.join(folder, name)
             rel = printable_name(os.path.relpath(path, root).replace(os.sep, "/"))  # a report prints every name

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.storage import adopt, indexes, layout, tree
+from memstrata.storage.atomic import ChangedMeanwhile
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry, holder_rank, new_id
@@ -35,7 +36,7 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
     (entries live in category folders) and notes with a reserved name."""
     import os
 
-    from memstrata.storage.catalog import is_entry_path
+    from memstrata.storage.catalog import is_entry_path, printable_name
 
     blocking, skipped = [], []
     for folder, dirs, files in os.walk(root):
@@ -51,7 +52,12 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                 if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
                     blocking.append(rel)
             elif low.endswith(".md") and not is_entry_path(rel):
-                skipped.append(f"not adopted: {rel} ({'at the top level: entries live in folders' if '/' not in rel else 'a reserved name'})")
+                shown = printable_name(rel)
+                why = ("a name that is not UTF-8 or holds a line break; rename it to make it an entry"
+                       if shown != rel or "\n" in rel or "\r" in rel else
+                       "at the top level: entries live in folders" if "/" not in rel else "a reserved name")
+                skipped.append(f"not adopted: {shown!r} ({why})" if "\n" in rel or "\r" in rel
+                               else f"not adopted: {shown} ({why})")
     return blocking, skipped
 
 
@@ -68,6 +74,9 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     if entries.root.exists() and not entries.root.is_dir():
         raise InvalidInput(f"{entries.root} exists and is not a folder")
     fresh = not tree.is_initialised(entries.root) and entries.root.exists()
+    # a folder with the engine's hidden folder is an adopted vault that lost its settings: never
+    # the old layout over the user's files
+    adopt = adopt or (fresh and (entries.root / layout.ENGINE_HOME).is_dir())
     notes = _markdown_notes(entries.root) if fresh else 0
     if notes and not adopt:
         raise InvalidInput(f"{entries.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
@@ -112,13 +121,17 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     return {"root": str(entries.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
 
 
-def give_ids(entries: Entries) -> int:
+def give_ids(entries: Entries, left: list | None = None) -> int:
     """Give every entry file without a usable id a stable one, written once into the file (one
     id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
-    Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes."""
+    Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes. A file
+    changed while it was given its id is left as it is (its path goes into `left`)."""
+    from memstrata.doctor.checks import remove_dead_writers_temps
+
     catalog = entries.state.catalog
     given, categories = 0, []
     with entries.state.lock():
+        remove_dead_writers_temps(entries.root)  # a killed write's copy of a note is no note of the user's
         catalog.refresh()
         for rel in catalog.unidentified():
             fresh = new_id()
@@ -126,6 +139,10 @@ def give_ids(entries: Entries) -> int:
                 if not adopt.give_id(entries.root, rel, fresh):
                     continue
                 entry = read_entry_file(entries.root, rel)
+            except ChangedMeanwhile:
+                if left is not None:
+                    left.append(rel)
+                continue
             except (MemstrataError, OSError):
                 continue  # left for the doctor to report
             if entry.id == fresh:
@@ -141,6 +158,8 @@ def _not_adopted(entries: Entries) -> list[str]:
     catalog = entries.state.catalog
     out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
            for rel, error in sorted(catalog.errors().items())]
+    out += [f"not adopted: {rel} (frontmatter style the engine cannot add a line to; not adopted)"
+            for rel in catalog.unidentified()]  # give_ids left it as it was: a one-line edit would break it
     holders: dict[str, list[Entry]] = {}
     for entry in catalog.entries():
         holders.setdefault(entry.id, []).append(entry)

@@ -46,11 +46,11 @@ class Entries:
 
         return adoption.init(self, adopt, indexes_wanted)
 
-    def give_ids(self) -> int:
+    def give_ids(self, left: list | None = None) -> int:
         """Give every entry file without a usable id a stable one (memstrata/engine/adoption.py)."""
         from memstrata.engine import adoption
 
-        return adoption.give_ids(self)
+        return adoption.give_ids(self, left)
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()

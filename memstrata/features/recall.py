@@ -67,7 +67,8 @@ class Recall:
         from memstrata.retrieval import ann, sync
 
         embedder = self.state.model()
-        self.entries.give_ids()  # files added by hand get their id here (never on a read)
+        left: list[str] = []
+        self.entries.give_ids(left)  # files added by hand get their id here (never on a read)
         with self.state.lock():
             index = self.state.vector_index()
             index.refresh()
@@ -89,6 +90,11 @@ class Recall:
             result["message"] = f"embedding model changed from {previous} to {embedder.name}: re-embedded everything"
         elif todo.missing:
             result["message"] = "built the index from the tree"
+        if left:  # an editor saved them while they were given their id: the next sync does it
+            result["left_for_next_sync"] = left
+            result["message"] = "; ".join(filter(None, [result.get("message"), f"{len(left)} note(s) changed while "
+                                                        f"being given an id, left as they are for the next sync: "
+                                                        f"{', '.join(left[:5])}"]))
         return result
 
     def reindex(self, progress=None) -> dict:

@@ -20,6 +20,8 @@ from memstrata.storage.catalog import is_entry_path
 from memstrata.storage.paths import category_of
 
 _UNABLE = re.compile(r"^error: unable to create file (.+?): ", re.MULTILINE)
+# storage.atomic's temp files (`.{name}.{pid}.{random}.tmp`): a vault's own .gitignore may not list them
+NOT_STAGED = (".", ":(exclude,glob)**/.*.[0-9]*.[0-9a-f]*.tmp")
 MAX_ATTEMPTS = 8  # pull/push rounds when the remote keeps moving meanwhile
 
 
@@ -150,7 +152,7 @@ class TeamSync:
         self._note_sharing_problem(result)
         ensure_attributes(self.root)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
-        git.run("add", "-A")
+        git.run("add", "-A", "--", *NOT_STAGED)
         # what .gitignore keeps out but a peer force-added (a `.lock`, a `.cache/` file) leaves the
         # index: the file stays on disk, the next commit removes it from the team's tree
         tracked_ignored = [p for p in git.out("ls-files", "-ci", "--exclude-standard", "-z").split("\0") if p]
@@ -211,7 +213,7 @@ class TeamSync:
         result["settings_pulled"] += applied
         self._trash_pulled_deletions(head, tracking, machine)
         self.save.write_indexes(None)  # INDEX.md are derived: regenerated, never merged
-        git.run("add", "-A")
+        git.run("add", "-A", "--", *NOT_STAGED)
         if git.ref_exists("MERGE_HEAD"):
             message = (f"memstrata: merged {tracking.rsplit('/', 1)[-1]} from the remote "
                        f"({len(resolved)} paths resolved)\n\n{TRAILER_MACHINE}: {machine}\n")

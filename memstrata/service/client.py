@@ -117,7 +117,7 @@ def config_head(root: str) -> str | None:
 def is_tree(root: str) -> bool:
     """The same test as storage.tree.is_initialised: config.md names memstrata (read without yaml)."""
     head = config_head(root)
-    return head is not None and "memstrata" in head.lower()
+    return head is not None and head.lstrip("\ufeff").startswith("---") and "memstrata" in head.lower()
 
 
 def service_mode(root: str) -> str:
