@@ -77,9 +77,13 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
     ent = zero if entity_share is None else entity_share[cand]
     c, t = cos[cand], text[cand]
 
-    # the dialogue features act only on a conversation's turns (entries linked to a neighbour:
-    # retrieval.fusion.time_structure); on a note they are 0 and the note's own match decides
-    turn = ((p1 >= 0) | (n1 >= 0)).astype(np.float64)
+    # The dialogue features act only where the candidates are a conversation's turns (some are
+    # linked to a neighbour: retrieval.fusion.time_structure); among notes they are 0 and a note's
+    # own match decides. Decided for the whole candidate list, not per entry: an entry that lost its
+    # neighbour (deleted, or written apart) among turns keeps its own match as its excess, as every
+    # entry did before, instead of dropping below the turns around it.
+    linked = (p1 >= 0) | (n1 >= 0)
+    turn = np.full(len(linked), 1.0 if linked.any() else 0.0)
 
     def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after), on a turn
         own = values[cand]

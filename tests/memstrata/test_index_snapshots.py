@@ -30,8 +30,14 @@ def test_pull_embeds_only_what_changed_since_the_snapshot(tmp_path, embedder, s3
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
     a = Memory(tmp_path / "a", embedder=embedder)
     a.clone(str(tmp_path / "r.git"), machine="a")
-    ids = [a.write(f"Service {n} listens on port {7000 + n} and logs to /var/log/s{n}.", title=f"Service {n}",
-                   category="ops").id for n in range(12)]
+    # Notes written hours apart (a fixed clock): what the snapshot holds never depends on how fast
+    # this machine writes (entries seconds apart would read as a conversation's turns).
+    ids = []
+    for n in range(12):
+        monkeypatch.setenv("MEMSTRATA_NOW", f"2026-03-01T{n:02d}:00:00Z")
+        ids.append(a.write(f"Service {n} listens on port {7000 + n} and logs to /var/log/s{n}.",
+                           title=f"Service {n}", category="ops").id)
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-03-01T13:00:00Z")
     a.sync_remote()
     pushed = a.index_push(s3)
     assert pushed["entries"] == 12 and pushed["commit"] == a._team.git.head() and pushed["model"] == embedder.name
@@ -46,7 +52,9 @@ def test_pull_embeds_only_what_changed_since_the_snapshot(tmp_path, embedder, s3
     assert pulled["rows"] >= 12 and pulled["commit"] == pushed["commit"]
     assert pulled["embedded"] == 2          # the updated entry and the new one; 10 vectors came from the snapshot
     assert pulled["removed"] == 1
-    assert b.recall("where does service 0 listen now?", k=1).to_dict()["results"][0]["id"] == ids[0]
+    # The updated entry answers by its new text (a vector left from the snapshot would hold port 7000),
+    # though the entry written after it (its only neighbour) was deleted (scoring/ranker.py: `turn`).
+    assert b.recall("which service moved to port 9000?", k=1).to_dict()["results"][0]["id"] == ids[0]
     assert b.doctor().findings == []
     again = b.sync()
     assert again["embedded"] == 0 and again["updated"] == 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memstrata.retrieval import fusion, lexical
 
@@ -79,6 +80,17 @@ def test_dialogue_features_are_zero_on_a_note():
                         np.array([0.5, 0.5]), 1.0, 1.0, 0.0, asks=np.array([1.0, 1.0]), says=np.array([1.0, 1.0]),
                         title=np.array([0.0, 1.0]))
     f = dict(zip(ranker.FEATURES, x.T))
-    for name in ("nb1", "nb2", "nbmax", "sit", "xpcos", "xncos", "xptxt", "xntxt", "asks", "says"):
+    # Among a conversation's turns, a note (or a turn that lost its neighbours) has no neighbour
+    # features, and its own match is its excess, as it was for every entry before: a deleted
+    # neighbour must not sink an entry below the turns around it.
+    for name in ("nb1", "nb2", "nbmax"):
         assert f[name][1] == 0.0, name
+    assert f["xpcos"][1] == pytest.approx(0.6) and f["xptxt"][1] == pytest.approx(0.5) and f["sit"][1] > 0
     assert f["xpcos"][0] > 0 and f["asks"][0] == 1.0 and f["sit"][0] > 0 and f["title"][1] == 1.0
+    # Among notes only (a vault: nothing linked), every dialogue feature is 0.
+    x = ranker.features(np.array([3]), cos + text, cos, text, np.zeros(4), None, None, structure,
+                        np.array([0.5]), 1.0, 1.0, 0.0, asks=np.array([1.0]), says=np.array([1.0]),
+                        title=np.array([1.0]))
+    f = dict(zip(ranker.FEATURES, x.T))
+    for name in ("nb1", "nb2", "nbmax", "sit", "xpcos", "xncos", "xptxt", "xntxt", "asks", "says"):
+        assert f[name][0] == 0.0, name
