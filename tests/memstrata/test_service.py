@@ -18,6 +18,9 @@ import pytest
 from memstrata import Memory
 from memstrata.service import client, rundir
 
+sys.path.insert(0, str(Path(__file__).parent))
+from service_helpers import wait_for  # noqa: E402
+
 PY = sys.executable
 # This module's own runtime folder: its service is never the user's, nor another module's.
 RUN = tempfile.mkdtemp(prefix="memstrata-svc-run-")
@@ -47,15 +50,6 @@ def status(root=None):
     """The module's service status (it serves every tree of this module)."""
     return client.request({"op": "status"}, timeout=5, folder=RUN)
 
-
-def wait_for(predicate, timeout=120.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
 
 
 def start(root, idle=None, warm=True):

@@ -17,6 +17,9 @@ import pytest
 from memstrata import Memory
 from memstrata.service import client, rundir
 
+sys.path.insert(0, str(Path(__file__).parent))
+from service_helpers import wait_for  # noqa: E402
+
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-calls-run-")
 LOG = Path(RUN) / rundir.LOG_NAME
@@ -48,15 +51,6 @@ def popen(root, *args, **extra):
 def status():
     return client.request({"op": "status"}, timeout=5, folder=RUN)
 
-
-def wait_for(predicate, timeout=120.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
 
 
 def start(root):

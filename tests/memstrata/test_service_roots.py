@@ -15,6 +15,9 @@ import pytest
 
 from memstrata.service import client, rundir
 
+sys.path.insert(0, str(Path(__file__).parent))
+from service_helpers import wait_for  # noqa: E402
+
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-roots-run-")
 SOCK = Path(RUN) / rundir.SOCKET_NAME
@@ -37,15 +40,6 @@ def mem(root, *args, service="auto", run=RUN, timeout=300, **extra):
 def status(run=RUN):
     return client.request({"op": "status"}, timeout=5, folder=str(run))
 
-
-def wait_for(predicate, timeout=120.0, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
 
 
 def open_roots(run=RUN):
