@@ -103,7 +103,7 @@ class FrameCache:
         """Old position per entry of `frame` whose indexed text is unchanged in the carried
         frame (None where changed or new); None when reloading everything is as cheap."""
         if self._carry is None:
-            self._carry = stats_cache.load(self.dir, self.meta().get("model"))  # a new process
+            self._carry = stats_cache.load(self.dir, self.meta().get("model"), Frame)  # a new process
         old = self._carry
         if old is None or old._texts is None or old is frame:
             return None

@@ -34,10 +34,13 @@ def save(directory: Path, frame, model: str | None) -> None:
         pass  # a cache: the next process counts again
 
 
-def load(directory: Path, model: str | None):
-    """A Frame holding the cached texts and statistics (version -1), or None."""
+def load(directory: Path, model: str | None, make_frame):
+    """A frame holding the cached texts and statistics (version -1), or None.
+
+    make_frame(version, ids, cols) builds it: the frame is retrieval/frame.py's, which loads
+    this module, so the class comes in as an argument rather than as an import back.
+    """
     from memstrata.retrieval import lexical
-    from memstrata.retrieval.frame import Frame
 
     try:
         data = marshal.loads((Path(directory) / CACHE_FILE).read_bytes())
@@ -45,7 +48,7 @@ def load(directory: Path, model: str | None):
             return None
         if not _consistent(data):
             return None
-        frame = Frame(-1, data["ids"], data["cols"])
+        frame = make_frame(-1, data["ids"], data["cols"])
         frame._texts = data["texts"]
         stats = lexical.TermStats.__new__(lexical.TermStats)
         stats.tf, stats.df = data["tf"], Counter(data["df"])

@@ -94,9 +94,7 @@ def serve(
         emit(as_json, {k: v for k, v in info.items() if k != "t"},
              f"memory service running (pid {info['pid']}), serving {resolved}")
         return
-    code = service.run_service(resolved, idle_minutes, root_idle_minutes=root_idle_minutes)
-    if code:
-        raise typer.Exit(code)
+    service.run_foreground(str(resolved), idle_minutes, root_idle_minutes=root_idle_minutes)
 
 
 def _say_status(info: dict | None, folder: str, problem: str | None, busy: int | None) -> None:

@@ -258,6 +258,19 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
         sock.close()
 
 
+def service_command(root: str, wait_pid: int | None = None, idle_minutes: float | None = None,
+                    root_idle_minutes: float | None = None) -> list[str]:
+    """The command line of the service process (memstrata/service/host.py) for the tree `root`."""
+    cmd = [sys.executable, "-m", "memstrata.service", "--root", str(root)]
+    if wait_pid:
+        cmd += ["--wait-pid", str(wait_pid)]
+    if idle_minutes is not None:
+        cmd += ["--idle-minutes", str(idle_minutes)]
+    if root_idle_minutes is not None:
+        cmd += ["--root-idle-minutes", str(root_idle_minutes)]
+    return cmd
+
+
 def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = None,
           root_idle_minutes: float | None = None) -> bool:
     """Start the user's service in the background, opening the tree `root` first (own session,
@@ -273,13 +286,7 @@ def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = N
         log = os.open(rundir.log_path(folder), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     except OSError:
         return False
-    cmd = [sys.executable, "-m", "memstrata.service", "--root", root]
-    if wait_pid:
-        cmd += ["--wait-pid", str(wait_pid)]
-    if idle_minutes is not None:
-        cmd += ["--idle-minutes", str(idle_minutes)]
-    if root_idle_minutes is not None:
-        cmd += ["--root-idle-minutes", str(root_idle_minutes)]
+    cmd = service_command(root, wait_pid, idle_minutes, root_idle_minutes)
     env = dict(os.environ)
     env[rundir.ENV] = folder  # the service serves the folder this client checked
     try:

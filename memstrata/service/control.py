@@ -1,70 +1,13 @@
-"""The user's service from the outside: run it in this process, start it detached, its status, stop it, `python -m`."""
+"""The user's service from the outside: start it (in the foreground or detached), its status, stop it."""
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 import time
 
 from memstrata.service import client, rundir
-from memstrata.service.process import few_malloc_arenas, log, note_previous_end, pid_alive, set_folder
-from memstrata.service.server import Service
-from memstrata.service.threads import install_process_hooks
-
-
-def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = None,
-                root_idle_minutes: float | None = None) -> int:
-    """Run the user's service in this process, opening the tree `root` first, until stopped.
-
-    0 also when the user's service already runs (it is asked to open the tree); 3 when `root`
-    is not a tree (nothing is started), 4 when the runtime folder is not safe.
-    `idle_minutes`: stop after that long without calls and close trees as soon (0: never);
-    None: each tree closes after its own service_idle_minutes and the service stops once none
-    is open. `root_idle_minutes` sets the trees' idle time alone.
-    """
-    few_malloc_arenas()
-    from memstrata.storage import tree
-
-    root = tree.resolve_root(root)
-    if not tree.is_initialised(root):
-        log(f"no memory tree at {root}")
-        return 3
-    folder, reason = rundir.ensure(create=True)
-    if reason:
-        log(reason)
-        return 4
-    service = Service(folder, idle_minutes, wait_pid, first_root=str(root), root_idle_minutes=root_idle_minutes)
-    if not service.acquire(wait=5.0):  # a service that is stopping (e.g. idle) holds the lock a moment longer
-        client.request({"op": "open", "root": str(root)}, folder=folder)
-        log(f"the service already runs (asked it to open {root})")
-        return 0
-    set_folder(folder)
-    note_previous_end(folder)
-    try:
-        import faulthandler
-
-        faulthandler.enable(file=sys.__stderr__)  # a fatal crash (a signal in native code) leaves its stacks here
-    except (OSError, ValueError, AttributeError):
-        pass
-    install_process_hooks()
-    service.bind()
-    log(f"serving on {service.sock_path} (pid {os.getpid()}), opening {root}; idle stop: "
-         + ("never" if service.idle_seconds == 0 else "once no tree is open" if service.idle_seconds is None
-            else f"{idle_minutes} min without calls"))
-
-    def _on_signal(signum, _frame):
-        threading.Thread(target=service.shutdown, args=(signal.Signals(signum).name,), daemon=True).start()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    try:
-        service.serve_forever()
-    finally:
-        service.shutdown("exit")
-    return 0
+from memstrata.service.process import pid_alive
 
 
 def silent_pid(folder: str) -> int | None:
@@ -117,13 +60,13 @@ def start_detached(root, wait: float = 60.0, idle_minutes: float | None = None,
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
+def run_foreground(root: str, idle_minutes: float | None = None, root_idle_minutes: float | None = None):
+    """Become the user's service (`mem serve`): this process is replaced by `python -m memstrata.service`.
 
-    parser = argparse.ArgumentParser(prog="python -m memstrata.service")
-    parser.add_argument("--root")
-    parser.add_argument("--idle-minutes", type=float)
-    parser.add_argument("--wait-pid", type=int)
-    parser.add_argument("--root-idle-minutes", type=float)
-    args = parser.parse_args(argv)
-    return run_service(args.root, args.idle_minutes, args.wait_pid, args.root_idle_minutes)
+    The service runs the CLI in-process for every call, so the CLI starts it as a program
+    rather than importing it: no import cycle, and the same pid, terminal and signals as before.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    cmd = client.service_command(root, idle_minutes=idle_minutes, root_idle_minutes=root_idle_minutes)
+    os.execv(cmd[0], cmd)
