@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from perf import timed  # noqa: E402  (the CLI runner the performance benchmark uses)
+from perf_cli import timed  # noqa: E402  (the CLI runner the performance benchmark uses)
 
 TARGET_TURNS = 150.0
 TARGET_PASSAGES = 20.0

@@ -43,12 +43,12 @@ import sys
 import time
 from pathlib import Path
 
-PY = sys.executable
-WORDS = ("memory agent project deploy billing postgres review weekly notes meeting decision cache index vector "
-         "archive summary tier weight friday budget server backup release alpha beta gamma customer invoice "
-         "kubernetes latency outage migration schema frontend backend design hiring roadmap quarter sprint "
-         "bug ticket security audit vendor contract pricing launch metrics dashboard onboarding").split()
-CATEGORIES = [f"projects/p{i}" for i in range(20)] + ["meetings", "long-term", "daily"] + [f"people/t{i}" for i in range(10)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import perf_cli  # noqa: E402  (perf_cli.RUNTIME: the benchmark's own service folder, set by main)
+from perf_cli import PY, env_for, mem_bin, pct, service_status, start_service, stats, stop_service, timed  # noqa: E402
+from perf_tree import SHORT, WORDS, build_tree_index, entries  # noqa: E402
+
 QUERIES = ["which database did we pick for billing", "kubernetes outage last friday", "hiring roadmap for next quarter",
            "security audit of the vendor contract", "frontend dashboard metrics launch", "backup server migration",
            "pricing decision in the weekly meeting", "customer invoice bug ticket", "latency of the cache index",
@@ -77,162 +77,7 @@ def pinned_settings(root: Path) -> list[str]:
     return re.findall(r"^(\w+):", head, re.M)
 
 
-SHORT = (8, 20)  # words of a "short entry" (the import target): one sentence, as a chat turn or a note
-# --------------------------------------------------------------------------- building trees
-
-def entries(n: int, seed: int = 7, words_per_entry: tuple[int, int] = (20, 80)):
-    rng = random.Random(seed)
-    for i in range(n):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(*words_per_entry))]
-        yield {"id": f"b{seed}x{i:06d}", "title": f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i}",
-               "body": " ".join(words) + ".", "category": rng.choice(CATEGORIES), "tags": rng.sample(WORDS, 2),
-               "created": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z"}
-
-
-class WordMeanEmbedder:
-    """The real model's tokenizer and window; vectors = normalised mean of real word vectors."""
-
-    def __init__(self, real):
-        import numpy as np
-
-        self.real = real
-        self.name, self.dim, self.max_tokens, self.backend = real.name, real.dim, real.max_tokens, real.backend
-        vocab = sorted(set(WORDS))
-        vecs = real.embed(vocab)
-        self.table = dict(zip(vocab, vecs))
-        self.np = np
-
-    def count_tokens(self, text):
-        return self.real.count_tokens(text)
-
-    def truncate_to_tokens(self, text, n):
-        return self.real.truncate_to_tokens(text, n)
-
-    def embed(self, texts, batch_size=32, progress=None):
-        np = self.np
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            ws = [self.table[w] for w in t.lower().replace(".", " ").split() if w in self.table]
-            v = np.mean(ws, axis=0) if ws else self.real.embed([t])[0]
-            out[i] = v / (np.linalg.norm(v) or 1.0)
-        if progress:
-            progress(len(texts), len(texts))
-        return out
-
-    def embed_query(self, text):
-        return self.embed([text])[0]
-
-
-def build_tree_index(root: Path, n: int) -> dict:
-    from memstrata import Memory, clock
-    from memstrata.models.embedder import get_embedder
-    from memstrata.retrieval.table import VectorIndex
-    from memstrata.storage import codec
-    from memstrata.storage.catalog import read_entry_file
-    from memstrata.storage.entry import Entry
-    from memstrata.storage.tree import unique_entry_path
-
-    t0 = time.perf_counter()
-    if root.exists():
-        shutil.rmtree(root)
-    m = Memory(root)
-    m.init()
-    rels = []
-    for item in entries(n):
-        e = Entry(id=item["id"], title=item["title"], body=item["body"] + "\n", category=item["category"],
-                  created=clock.parse_datetime(item["created"]), updated=clock.parse_datetime(item["created"]),
-                  tags=item["tags"])
-        e.path = unique_entry_path(root, e.category, e.title)
-        (root / e.path).parent.mkdir(parents=True, exist_ok=True)
-        (root / e.path).write_text(codec.render(e), encoding="utf-8")
-        rels.append(e.path)
-    t_files = time.perf_counter() - t0
-    m.rebuild_indexes()
-    t_idx = time.perf_counter() - t0
-    fake = WordMeanEmbedder(get_embedder(m.settings.embedding_model))
-    index = VectorIndex(root, m.settings)
-    batch = []
-    for rel in rels:
-        batch.append(read_entry_file(root, rel))
-        if len(batch) == 5000:
-            index.upsert(batch, lambda: fake)
-            batch = []
-    if batch:
-        index.upsert(batch, lambda: fake)
-    index.maybe_optimize(force=True)
-    try:
-        from memstrata.retrieval import ann
-
-        upkeep = ann.maintain(index)
-    except ImportError:
-        upkeep = {}
-    t_all = time.perf_counter() - t0
-    return {"entries": n, "files_s": round(t_files, 1), "indexes_s": round(t_idx - t_files, 1),
-            "vectors_s": round(t_all - t_idx, 1), "rows": index.table().count_rows(), "ann": upkeep.get("actions")}
-
-
 # --------------------------------------------------------------------------- measuring
-
-RUNTIME: Path | None = None   # the benchmark's own service folder (never the user's service)
-
-
-def env_for(root: Path, service: str = "auto") -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    env.update({"MEMSTRATA_HOME": str(root), "MEMSTRATA_SERVICE": service, "HF_HUB_OFFLINE": "1"})
-    if RUNTIME is not None:
-        env["MEMSTRATA_RUNTIME_DIR"] = str(RUNTIME)
-    return env
-
-
-def mem_bin() -> list[str]:
-    exe = shutil.which("mem", path=str(Path(PY).parent))
-    return [exe] if exe else [PY, "-m", "memstrata.cli.app"]
-
-
-def timed(args, root, service="auto", stdin=None) -> tuple[float, subprocess.CompletedProcess]:
-    t0 = time.perf_counter()
-    p = subprocess.run(mem_bin() + args, input=stdin, capture_output=True, text=True, env=env_for(root, service),
-                       timeout=900)
-    took = time.perf_counter() - t0
-    if p.returncode != 0:
-        raise RuntimeError(f"mem {' '.join(args)} failed ({p.returncode}): {p.stderr.strip()[-500:]}")
-    return took, p
-
-
-def service_status(root: Path | None = None):
-    """The status of the benchmark's service (it serves every tree of the run)."""
-    from memstrata.service import client
-
-    return client.request({"op": "status"}, timeout=5, folder=str(RUNTIME))
-
-
-def start_service(root: Path) -> dict:
-    timed(["serve", "--detach", "--idle-minutes", "60"], root, "off")
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        st = service_status(root)
-        if st and st.get("warm"):
-            return st
-        time.sleep(0.2)
-    raise RuntimeError("service did not warm up")
-
-
-def stop_service(root: Path) -> None:
-    subprocess.run(mem_bin() + ["serve", "--stop"], env=env_for(root, "off"), capture_output=True, timeout=120)
-    sock = RUNTIME / "mem.sock"
-    deadline = time.monotonic() + 60
-    while sock.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
-def stats(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
-def pct(values, q):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
-
 
 def inproc_worker(root: str, runs: int, per_run: int) -> dict:
     """In a fresh process: warm Memory.recall, then p50/p95 per run."""
@@ -382,10 +227,9 @@ def main(argv=None) -> int:
     runs = args.runs
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    global RUNTIME
-    RUNTIME = work / "run"
-    RUNTIME.mkdir(mode=0o700, exist_ok=True)
-    RUNTIME.chmod(0o700)
+    perf_cli.RUNTIME = work / "run"
+    perf_cli.RUNTIME.mkdir(mode=0o700, exist_ok=True)
+    perf_cli.RUNTIME.chmod(0o700)
     rows: list[tuple] = []   # (measure, size, result, target, verdict)
     notes: list[str] = []
     load0 = os.getloadavg()

@@ -70,7 +70,7 @@ def touched(entry: Entry, now, settings, correlation: float | None = None) -> En
 
 
 def text_hash(text: str) -> str:
-    """The sha256 of a file's text as a fold plan keeps it (storage.journal.file_hash of the file)."""
+    """The sha256 of a file's text as a fold plan keeps it (storage.fold_plan.file_hash of the file)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import math
-import re
 from datetime import date, datetime
-
-import yaml
 
 from memstrata.storage.clock import format_datetime, parse_datetime
 from memstrata.storage.errors import CorruptEntry, InvalidInput
 from memstrata.storage.entry import INVALID_ID_KEY, LAYERS, REVIEW_STATUSES, STATUSES, TIERS, Entry, valid_id
+# The YAML layer (codec.split_frontmatter and codec.FRONTMATTER_DELIMITER are used across the package).
+from memstrata.storage.frontmatter_yaml import (BAD_CHARS, FRONTMATTER_DELIMITER, dump_yaml, split_frontmatter,
+                                                value_problem)
 from memstrata.storage.history import HISTORY_KEY, history_from_frontmatter, legacy_history
 
 # Words of the second source document onto the 0-1 scale of the first.
@@ -32,126 +32,6 @@ ALIASES = {
     "tag": "tags",
 }
 _DATE_KEYS = ("created", "updated", "expires", "last_access", "last_reviewed", "next_review")
-
-FRONTMATTER_DELIMITER = "---"
-# The line that closes a frontmatter block ("---" or "...", trailing whitespace allowed).
-_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE)
-# Limits on what one frontmatter block may cost to read (a hand-made file is untrusted input).
-MAX_FRONTMATTER_BYTES = 256 * 1024
-MAX_FRONTMATTER_DEPTH = 32       # nested mappings/lists (the engine writes 2-3)
-MAX_FRONTMATTER_NODES = 100_000  # values once aliases are expanded
-
-
-# libyaml's C parser and emitter when PyYAML has them: parsing is the cost of every read.
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumperBase = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-class _Dumper(_SafeDumperBase):
-    pass
-
-
-def _str_presenter(dumper, data):
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str_presenter)
-
-
-class _BlockMapping(dict):
-    """A mapping always written in block style (one `key: value` line each), whatever it holds."""
-
-
-_Dumper.add_representer(_BlockMapping, lambda dumper, data: dumper.represent_mapping(
-    "tag:yaml.org,2002:map", data.items(), flow_style=False))
-
-
-def split_frontmatter(text: str) -> tuple[dict, str]:
-    """Split a Markdown file into (frontmatter dict, body). No frontmatter gives ({}, text).
-
-    CorruptEntry for malformed YAML, a block over MAX_FRONTMATTER_BYTES, or one whose
-    aliases or nesting go past the limits (see check_frontmatter_limits).
-    """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.startswith(FRONTMATTER_DELIMITER):
-        return {}, text
-    first_end = text.find("\n")
-    if (text if first_end < 0 else text[:first_end]).strip() != FRONTMATTER_DELIMITER:
-        return {}, text
-    close = _CLOSING_LINE.search(text, first_end + 1) if first_end >= 0 else None
-    if close is None:
-        raise CorruptEntry("frontmatter opened with '---' but never closed")
-    raw = text[first_end + 1:max(first_end + 1, close.start() - 1)]
-    body = text[close.end() + 1:]
-    if body.startswith("\n"):
-        body = body[1:]
-    elif body.startswith("\r\n"):  # the blank line after the block, in a CRLF file
-        body = body[2:]
-    return _load_yaml(raw), body
-
-
-def _load_yaml(raw: str) -> dict:
-    """The frontmatter mapping of a YAML block, within the limits (CorruptEntry otherwise)."""
-    if len(raw) > MAX_FRONTMATTER_BYTES // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
-        raise CorruptEntry(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KB")
-    try:
-        data = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise CorruptEntry(f"malformed YAML frontmatter{where}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise CorruptEntry("frontmatter is not a mapping of keys to values")
-    if "&" in raw:  # an anchor: aliases may repeat (or contain) it, count the values they expand to
-        check_frontmatter_limits(data)
-    else:  # nothing is shared: the size is bounded by the block's, only the depth needs a look
-        _check_depth_only(data)
-    problem = value_problem(data) if "\\" in raw else None  # an escape such as "\\0" in a quoted string
-    if problem:
-        raise CorruptEntry(f"frontmatter value {problem}")
-    return data
-
-
-def check_frontmatter_limits(data) -> None:
-    """CorruptEntry when a loaded value is cyclic, nests deeper than MAX_FRONTMATTER_DEPTH, or,
-    with its aliases expanded, holds more than MAX_FRONTMATTER_NODES values (a "billion laughs")."""
-    sizes: dict[int, int] = {}
-    _expanded_size(data, 0, sizes, set())
-
-
-def _expanded_size(value, depth: int, sizes: dict, open_ids: set) -> int:
-    if not isinstance(value, (dict, list)):
-        return 1
-    key = id(value)
-    if key in sizes:
-        return sizes[key]  # an alias of a value already measured: counted again, not walked again
-    if key in open_ids:
-        raise CorruptEntry("frontmatter refers to itself (a YAML alias inside its own anchor)")
-    if depth >= MAX_FRONTMATTER_DEPTH:
-        raise CorruptEntry(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
-    open_ids.add(key)
-    children = value.values() if isinstance(value, dict) else value
-    total = 1 + sum(_expanded_size(child, depth + 1, sizes, open_ids) for child in children)
-    open_ids.discard(key)
-    if total > MAX_FRONTMATTER_NODES:
-        raise CorruptEntry(f"frontmatter expands to more than {MAX_FRONTMATTER_NODES} values (YAML aliases?)")
-    sizes[key] = total
-    return total
-
-
-def _check_depth_only(data) -> None:
-    """The nesting limit alone (no anchors: nothing is shared, sizes are bounded by the block size)."""
-    level, depth = [v for v in data.values() if isinstance(v, (dict, list))], 1
-    while level:
-        depth += 1
-        if depth > MAX_FRONTMATTER_DEPTH:
-            raise CorruptEntry(f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
-        level = [c for v in level for c in (v.values() if isinstance(v, dict) else v) if isinstance(c, (dict, list))]
-
 
 def normalise_importance(value) -> tuple[float, bool]:
     """Importance from either vocabulary -> (0-1 float, important flag)."""
@@ -380,32 +260,6 @@ def _yaml_safe(value):
     return value
 
 
-# Characters no entry file may hold: NUL (the file would read as binary) and lone surrogates (not UTF-8).
-_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-# Values YAML safe_dump writes (and the codec reads back); containers are walked.
-_LEAF_TYPES = (str, bool, int, float, type(None), bytes, datetime, date)
-_CONTAINERS = (dict, list, tuple, set, frozenset)
-
-
-def value_problem(value, depth: int = 0) -> str | None:
-    """Why `value` cannot be written to an entry file (a NUL or lone surrogate in a string,
-    a type YAML safe_dump cannot write, nesting past MAX_FRONTMATTER_DEPTH), None when it can."""
-    if isinstance(value, str):
-        bad = _BAD_CHARS.search(value)
-        return None if bad is None else ("holds a NUL character" if bad.group() == "\x00"
-                                          else f"holds a lone surrogate (U+{ord(bad.group()):04X})")
-    if not isinstance(value, _CONTAINERS):
-        return None if type(value) in _LEAF_TYPES else f"holds a {type(value).__name__}, which YAML cannot store"
-    if depth >= MAX_FRONTMATTER_DEPTH:
-        return f"nests deeper than {MAX_FRONTMATTER_DEPTH} levels"
-    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
-    for key, item in items:
-        problem = (value_problem(str(key), depth + 1) if key is not None else None) or value_problem(item, depth + 1)
-        if problem:
-            return problem
-    return None
-
-
 def check_renderable(entry: Entry) -> None:
     """InvalidInput naming the field when any string of the entry (extra values included, recursively)
     holds a NUL or a lone surrogate, or an extra value is something YAML cannot write."""
@@ -416,18 +270,12 @@ def check_renderable(entry: Entry) -> None:
     for key, value in entry.extra.items():
         key_problem = value_problem(str(key))
         if key_problem:
-            raise InvalidInput(f"the name of extra field {_BAD_CHARS.sub('?', str(key))!r} {key_problem}")
+            raise InvalidInput(f"the name of extra field {BAD_CHARS.sub('?', str(key))!r} {key_problem}")
         named[f"extra field {key!r}"] = value
     for name, value in named.items():
         problem = value_problem(value)
         if problem:
             raise InvalidInput(f"{name} {problem}")
-
-
-def dump_yaml(mapping: dict) -> str:
-    """A frontmatter mapping as the YAML lines entry files hold (keys in the given order)."""
-    return yaml.dump(_BlockMapping(mapping), Dumper=_Dumper, allow_unicode=True, sort_keys=False,
-                     default_flow_style=None, width=100000)
 
 
 def render(entry: Entry) -> str:

@@ -14,17 +14,13 @@ file the same way (renamed to `*.<token>.moving`), appends its lines with a `# m
 line to the tracked file in one write, then removes it: after a crash between the two, the
 marker says the lines are already in the tracked file, so none is lost or counted twice.
 
-A fold writes a plan (`fold-<token>.plan`: the taken files, and per entry its file's hash
-before and after and its count after) before it saves any entry; a fold killed half-way
-leaves it, and the next fold first drops from those taken files the lines of every entry the
-plan shows saved (`settle`), so no read is counted twice. Files are read line by line (no
-size limit: a large file is counted, never dropped); a line dated after now counts as now.
+A fold records what it is about to save first (storage/fold_plan.py), so a fold killed
+half-way never counts a read twice. Files are read line by line (no size limit: a large file
+is counted, never dropped); a line dated after now counts as now.
 """
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import json
 import os
 import re
 import secrets
@@ -37,22 +33,21 @@ from memstrata.storage.clock import format_datetime, parse_datetime
 from memstrata.storage.errors import MemstrataError
 from memstrata.scoring.access import Access
 from memstrata.storage import layout
-from memstrata.storage.atomic import atomic_write_bytes, atomic_write_chunks, fsync_dir
+from memstrata.storage.atomic import fsync_dir
 from memstrata.storage.entry import valid_id
 from memstrata.storage.safe_io import check_write_target, is_regular_file
 
 JOURNAL_DIR = ".access"  # tracked: the lines team sync published, every machine's file
 PENDING_DIR = ".cache/access"  # git-ignored: this copy's accesses not yet published or folded
 _SUFFIX = ".log"
-_TAKEN = ".taken"  # taken by a fold
-_MOVING = ".moving"  # taken by a publish
-_PLAN = ".plan"  # a fold's plan: what it was about to save
+TAKEN = ".taken"  # taken by a fold
+MOVING = ".moving"  # taken by a publish
 _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
 _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
 MAX_LINE_BYTES = 4096  # a longer line is no journal line (a planted file is skipped line by line)
-_CHUNK = 1 << 20
+CHUNK = 1 << 20
 
 
 def machine_name(name: str | None = None) -> str:
@@ -60,7 +55,7 @@ def machine_name(name: str | None = None) -> str:
     return _MACHINE.sub("-", name or socket.gethostname() or "machine").strip("-.") or "machine"
 
 
-def _real_folder(root: Path, rel: str, create: bool) -> Path | None:
+def real_folder(root: Path, rel: str, create: bool) -> Path | None:
     """`root/rel` when each of its parts is a real folder (never a symlink), made if `create`."""
     folder, rel = Path(root), layout.at(root, rel)
     for part in Path(rel).parts:
@@ -98,7 +93,7 @@ def _append_to(root: Path, rel: str, name: str, data: bytes, sync: bool = False)
     try:
         rel = layout.at(root, rel)
         path = check_write_target(root, Path(root) / rel / name)
-        if _real_folder(root, rel, create=True) is None:
+        if real_folder(root, rel, create=True) is None:
             return False
         for _ in range(100):  # a fold took the file between open and lock: append to the new one
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
@@ -165,7 +160,8 @@ def days(root: Path, today: date | None = None) -> set[date]:
     return out
 
 
-def _names(folder: Path | None, suffixes: tuple[str, ...]) -> list[Path]:
+def files_in(folder: Path | None, suffixes: tuple[str, ...]) -> list[Path]:
+    """The regular files of `folder` whose names end in one of `suffixes`, sorted by name."""
     if folder is None:
         return []
     try:
@@ -177,11 +173,11 @@ def _names(folder: Path | None, suffixes: tuple[str, ...]) -> list[Path]:
 
 def _files(root: Path) -> list[Path]:
     """The journal's regular files: the pending ones, then the tracked ones (real folders only)."""
-    pending = _names(_real_folder(root, PENDING_DIR, create=False), (_SUFFIX, _TAKEN, _MOVING))
-    return pending + _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
+    pending = files_in(real_folder(root, PENDING_DIR, create=False), (_SUFFIX, TAKEN, MOVING))
+    return pending + files_in(real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, TAKEN))
 
 
-def _open(path: Path) -> int | None:
+def open_file(path: Path) -> int | None:
     """A read descriptor of a regular file (never through a symlink, never a FIFO), or None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -196,13 +192,13 @@ def _open(path: Path) -> int | None:
     return None
 
 
-def _stream(fd: int):
+def stream_lines(fd: int):
     """The lines (without their newline) of an open file, read a chunk at a time; a line longer
     than MAX_LINE_BYTES is skipped whole, so a file of any size costs little memory."""
     rest, skipping = b"", False
     try:
         while True:
-            chunk = os.read(fd, _CHUNK)
+            chunk = os.read(fd, CHUNK)
             if not chunk:
                 break
             parts = (rest + chunk).split(b"\n")
@@ -221,13 +217,13 @@ def _stream(fd: int):
 
 def _file_lines(path: Path):
     """The lines of a journal file (nothing when it is not a readable regular file)."""
-    fd = _open(path)
-    return _stream(fd) if fd is not None else iter(())
+    fd = open_file(path)
+    return stream_lines(fd) if fd is not None else iter(())
 
 
 def _token(path: Path) -> str:
     """The publish token in a `*.<token>.moving` name."""
-    return path.name[:-len(_MOVING)].rsplit(".", 1)[-1]
+    return path.name[:-len(MOVING)].rsplit(".", 1)[-1]
 
 
 def _lines(files: list[Path]):
@@ -235,15 +231,15 @@ def _lines(files: list[Path]):
     torn or foreign lines and unreadable files are skipped, and so is a file a publish had
     already appended to a tracked file (its marker is there) when it stopped."""
     published: set[str] = set()
-    moving = [p for p in files if p.name.endswith(_MOVING)]
-    for path in [p for p in files if not p.name.endswith(_MOVING)] + moving:
-        if path.name.endswith(_MOVING) and _token(path) in published:
+    moving = [p for p in files if p.name.endswith(MOVING)]
+    for path in [p for p in files if not p.name.endswith(MOVING)] + moving:
+        if path.name.endswith(MOVING) and _token(path) in published:
             continue
         for line in _file_lines(path):
             if moving and line.startswith("# moved "):  # only a stopped publish leaves one: markers count then
                 published.update(_MARK.findall(line))
                 continue
-            parts = _well_formed_line(line)
+            parts = well_formed_line(line)
             if parts is not None:
                 yield (*parts, _machine_of(path))
 
@@ -254,7 +250,8 @@ def _machine_of(path: Path) -> str:
     return name[:-len(_SUFFIX)] if name.endswith(_SUFFIX) else name.rsplit(_SUFFIX + ".", 1)[0]
 
 
-def _well_formed_line(line: str) -> tuple[str, str, str] | None:
+def well_formed_line(line: str) -> tuple[str, str, str] | None:
+    """(time, id, correlation) of a journal line, or None when it is no journal line."""
     parts = line.split("\t")
     if len(parts) == 3 and valid_id(parts[1]):
         return parts[0], parts[1], parts[2]
@@ -263,7 +260,7 @@ def _well_formed_line(line: str) -> tuple[str, str, str] | None:
 
 def _well_formed(lines):
     for line in lines:
-        parts = _well_formed_line(line)
+        parts = well_formed_line(line)
         if parts is not None:
             yield parts
 
@@ -317,16 +314,16 @@ def take(root: Path, machine: str | None = None, now: datetime | None = None) ->
     Taken files go to the git-ignored pending folder, so a fold that stops never leaves one for
     a sync to commit. Returns the accesses and the taken files, which the caller removes once
     the entries are written (`release`). Appenders waiting on a file being taken write to a new one."""
-    pending = _real_folder(root, PENDING_DIR, create=True)
+    pending = real_folder(root, PENDING_DIR, create=True)
     if pending is None:
         return {}, []
     _drop_dead_temps(pending)
     taken = []
     for path in _own_files(root, pending, machine):
-        if path.name.endswith((_TAKEN, _MOVING)):
+        if path.name.endswith((TAKEN, MOVING)):
             taken.append(path)  # left by a fold or a publish that did not finish: fold it now
             continue
-        into = pending / f"{'' if path.parent == pending else 'shared-'}{path.name}.{os.getpid()}{_TAKEN}"
+        into = pending / f"{'' if path.parent == pending else 'shared-'}{path.name}.{os.getpid()}{TAKEN}"
         target = _take_file(path, into)
         if target is not None:
             taken.append(target)
@@ -337,7 +334,7 @@ def take(root: Path, machine: str | None = None, now: datetime | None = None) ->
 def _drop_dead_temps(pending: Path) -> None:
     """Remove the temp files of a fold killed while it rewrote a taken file (`settle`): the file
     itself is still whole, so the temp holds nothing that is not counted elsewhere."""
-    for path in _names(pending, (".tmp",)):
+    for path in files_in(pending, (".tmp",)):
         match = _TEMP_PID.match(path.name)  # storage.atomic's `.{name}.{pid}.{random}.tmp`
         if match is None or int(match.group(1)) == os.getpid():
             continue
@@ -355,7 +352,7 @@ def _drop_dead_temps(pending: Path) -> None:
 
 
 def _readable(path: Path) -> bool:
-    fd = _open(path)
+    fd = open_file(path)
     if fd is None:
         return False
     os.close(fd)
@@ -365,14 +362,14 @@ def _readable(path: Path) -> bool:
 def _own_files(root: Path, pending: Path | None, machine: str | None) -> list[Path]:
     """The journal files a fold on this copy takes: the pending ones and this machine's tracked log."""
     own = f"{machine_name(machine)}{_SUFFIX}"
-    tracked = [p for p in _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, _TAKEN))
-               if p.name == own or (p.name.startswith(own + ".") and p.name.endswith(_TAKEN))]
-    return _names(pending, (_SUFFIX, _TAKEN, _MOVING)) + tracked
+    tracked = [p for p in files_in(real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, TAKEN))
+               if p.name == own or (p.name.startswith(own + ".") and p.name.endswith(TAKEN))]
+    return files_in(pending, (_SUFFIX, TAKEN, MOVING)) + tracked
 
 
 def to_fold(root: Path, machine: str | None = None) -> dict[str, Access]:
     """What a fold on this copy would take (`take`'s accesses), read without moving anything."""
-    return _parse_files(_own_files(root, _real_folder(root, PENDING_DIR, create=False), machine))
+    return _parse_files(_own_files(root, real_folder(root, PENDING_DIR, create=False), machine))
 
 
 def release(taken: list[Path]) -> None:
@@ -382,81 +379,6 @@ def release(taken: list[Path]) -> None:
             os.unlink(path)
         except OSError:
             pass
-
-
-def file_hash(path: Path) -> str | None:
-    """The sha256 of a regular file's bytes (None: missing or not a regular file); for fold plans."""
-    fd = _open(path)
-    if fd is None:
-        return None
-    digest = hashlib.sha256()
-    try:
-        while chunk := os.read(fd, _CHUNK):
-            digest.update(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return digest.hexdigest()
-
-
-def write_plan(root: Path, taken: list[Path], entries: dict[str, dict]) -> Path | None:
-    """Before a fold saves an entry: record (atomically) the taken files and, per entry id, what
-    its file is before and after (`old`/`new` hashes, `after` count). None when nothing to save."""
-    pending = _real_folder(root, PENDING_DIR, create=True)
-    if pending is None or not entries:
-        return None
-    path = pending / f"fold-{os.getpid()}-{secrets.token_hex(6)}{_PLAN}"
-    body = {"files": [p.name for p in taken if p.parent == pending], "entries": entries}
-    atomic_write_bytes(path, json.dumps(body, sort_keys=True).encode("utf-8"), root=root)
-    return path
-
-
-def plans(root: Path) -> list[tuple[Path, dict]]:
-    """The plans stopped folds left: (file, {"files": [...], "entries": {id: record}}); a
-    plan that cannot be read (torn: never, it is written atomically) is skipped."""
-    out = []
-    for path in _names(_real_folder(root, PENDING_DIR, create=False), (_PLAN,)):
-        fd = _open(path)
-        if fd is None:
-            continue
-        try:
-            body = json.loads(b"".join(iter(lambda: os.read(fd, _CHUNK), b"")).decode("utf-8"))
-        except (OSError, ValueError):
-            continue
-        finally:
-            os.close(fd)
-        if isinstance(body, dict) and isinstance(body.get("files"), list) and isinstance(body.get("entries"), dict):
-            out.append((path, body))
-    return out
-
-
-def settle(root: Path, plan_path: Path, plan: dict, saved: set[str]) -> None:
-    """Finish a stopped fold's plan: each taken file it lists is rewritten (atomically) without
-    the lines of the entries in `saved` (their counts are in their files already), then the
-    plan goes. Idempotent: a settle that stops is done again, alike, by the next fold."""
-    pending = plan_path.parent
-    for name in map(str, plan["files"]):
-        path = pending / name
-        if not saved or "/" in name or not name.endswith((_TAKEN, _MOVING)) or not is_regular_file(path):
-            continue
-        fd = _open(path)
-        if fd is None:
-            continue
-        kept = (line.encode("utf-8") + b"\n" for line in _stream(fd) if _line_id(line) not in saved)
-        atomic_write_chunks(path, kept, root=root)
-    remove_plan(plan_path)
-
-
-def _line_id(line: str) -> str | None:
-    parts = _well_formed_line(line)
-    return parts[1] if parts is not None else None
-
-
-def remove_plan(path: Path | None) -> None:
-    if path is not None:
-        release([path])
-        fsync_dir(path.parent)
 
 
 def sharing_problem(root: Path) -> str | None:
@@ -483,25 +405,25 @@ def publish(root: Path, machine: str) -> int:
     line are appended to the tracked file in one synced write, then it is removed. A file a
     stopped publish left is finished first: removed if its marker is in a tracked file,
     appended otherwise. Best effort: what cannot be moved stays pending and is still counted."""
-    pending = _real_folder(root, PENDING_DIR, create=False)
+    pending = real_folder(root, PENDING_DIR, create=False)
     if pending is None:
         return 0
-    moving = _names(pending, (_MOVING,))  # left by a publish that stopped: are its lines in already?
-    tracked = _names(_real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
+    moving = files_in(pending, (MOVING,))  # left by a publish that stopped: are its lines in already?
+    tracked = files_in(real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
     published = {token for path in tracked for line in _file_lines(path) if line.startswith("# moved ")
                  for token in _MARK.findall(line)}
-    for path in _names(pending, (_SUFFIX,)):
-        target = _take_file(path, path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(6)}{_MOVING}"))
+    for path in files_in(pending, (_SUFFIX,)):
+        target = _take_file(path, path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(6)}{MOVING}"))
         if target is not None:
             moving.append(target)
     if moving:
         fsync_dir(pending)  # the renames reach the disk before the lines are appended elsewhere
     moved = 0
     for path in moving:
-        token, fd = _token(path), _open(path)
+        token, fd = _token(path), open_file(path)
         if fd is None:
             continue  # unreadable now: stays pending
-        lines = ["\t".join(parts) + "\n" for parts in _well_formed(_stream(fd))]
+        lines = ["\t".join(parts) + "\n" for parts in _well_formed(stream_lines(fd))]
         if token in published:
             lines = []
         if lines:

@@ -24,23 +24,23 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.features.access_fold import AccessFold
 from memstrata.features.compression import compressed_body, may_shrink, shrinks, surely_shrinks
 from memstrata.features.maintain_report import MaintenanceReport, change_row, purge_row, reported_row
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
-from memstrata.scoring.access import fold_record, fold_saved, folded, touched
+from memstrata.scoring.access import touched
 from memstrata.scoring.lifecycle import Action
-from memstrata.storage import codec, journal, layout, sidecars, trash, tree, usage
+from memstrata.storage import journal, layout, sidecars, trash, tree, usage
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
 from memstrata.storage.safe_io import read_regular_bytes
 
 # maintain writes this many entries per lock-held step (one index update and INDEX.md rewrite each).
 MAINTAIN_BATCH = 32
-FOLD_BATCH = 256  # entries whose accesses are folded per save
 
 
-class Aging:
+class Aging(AccessFold):
     """Weight, maintain (tiers, compression, archive, expiry, forgetting, purge), decompress."""
 
     def __init__(self, state: TreeState, entries: Entries, save: SavePath):
@@ -177,65 +177,6 @@ class Aging:
             with self.state.lock():
                 purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()))
             report.purged = [purge_row(i, now) for i in purged]
-
-    def _machine(self) -> str | None:
-        """This copy's machine name as team sync names its journal file (None: the host name)."""
-        from memstrata.features.gitrepo import Git
-
-        try:
-            return Git(self.root).machine()
-        except OSError:  # no git installed: no team sync either, the host name it is
-            return None
-
-    def accesses_to_fold(self) -> int:
-        """How many entries `fold_accesses` would write now (this copy's journal, live entries only)."""
-        self.state.catalog.refresh()
-        live = set(self.state.catalog.ids())
-        return sum(1 for entry_id in journal.to_fold(self.root, self._machine()) if entry_id in live)
-
-    def fold_accesses(self) -> int:
-        """Write the access journal into the entries' frontmatter (last_access, access_count,
-        correlation, tier, weight) in batched saves, then remove the journal files taken (the
-        pending `.cache/access/` ones and this machine's tracked `.access/<machine>.log`; other
-        machines fold their own).
-        A plan of what it saves is written first (storage/journal.py): when a fold stops half-way
-        (a failure, a kill), the taken files stay and the next run folds them, less the lines of
-        the entries the plan shows saved, so no read is counted twice."""
-        now, settings = self.state.now(), self.state.settings
-        with self.state.lock():
-            self._settle_stopped_folds()
-            accesses, taken = journal.take(self.root, self._machine(), now)
-            changes, records = [], {}
-            for entry_id, access in accesses.items():
-                try:
-                    current = self.entries.resolve(entry_id)
-                    before = (self.root / current.path).read_bytes().decode("utf-8", "replace")
-                except (MemstrataError, OSError):
-                    continue  # deleted or unreadable since: its accesses no longer matter
-                new = folded(current, access, now, settings)
-                changes.append((new, current))
-                records[entry_id] = fold_record(before, codec.render(new), new)
-            plan = journal.write_plan(self.root, taken, records)
-            for start in range(0, len(changes), FOLD_BATCH):
-                self.save.save_many(changes[start:start + FOLD_BATCH])
-            journal.release(taken)
-            journal.remove_plan(plan)
-        return len(changes)
-
-    def _settle_stopped_folds(self) -> None:
-        """Each plan a stopped fold left: drop from its taken files the lines of the entries it
-        had saved (caller holds the lock)."""
-        for path, plan in journal.plans(self.root):
-            saved = set()
-            for entry_id, record in plan["entries"].items():
-                try:
-                    current = self.entries.resolve(entry_id)
-                    digest, count = journal.file_hash(self.root / current.path), current.access_count
-                except (MemstrataError, OSError):
-                    digest, count = None, None
-                if isinstance(record, dict) and fold_saved(record, digest, count):
-                    saved.add(entry_id)
-            journal.settle(self.root, path, plan, saved)
 
     def _maintain_batch(self, batch: list[Entry], now, referrers: dict[str, set[str]],
                         report: MaintenanceReport) -> None:

@@ -21,8 +21,8 @@ NOW = "2026-11-30T12:00:00Z"
 _FOLD = """
 import sys
 from memstrata import Memory
-from memstrata.features import aging
-aging.FOLD_BATCH = 2
+from memstrata.features import access_fold
+access_fold.FOLD_BATCH = 2
 m = Memory(sys.argv[1])
 m.list()
 print("ready", flush=True)

@@ -1,0 +1,77 @@
+"""Folding the access journal into the entries' frontmatter (a mixin of features/aging.py's Aging).
+
+Reads append to the journal (storage/journal.py) and never rewrite an entry; a fold, at the
+start of every `mem maintain`, writes what they counted into the entries and removes the
+journal files it took, recording a plan first (storage/fold_plan.py) so a fold that stops
+half-way never counts a read twice.
+"""
+from __future__ import annotations
+
+from memstrata.errors import MemstrataError
+from memstrata.scoring.access import fold_record, fold_saved, folded
+from memstrata.storage import codec, fold_plan, journal
+
+FOLD_BATCH = 256  # entries whose accesses are folded per save
+
+
+class AccessFold:
+    """accesses_to_fold / fold_accesses; the host provides state, entries, save and root."""
+
+    def _machine(self) -> str | None:
+        """This copy's machine name as team sync names its journal file (None: the host name)."""
+        from memstrata.features.gitrepo import Git
+
+        try:
+            return Git(self.root).machine()
+        except OSError:  # no git installed: no team sync either, the host name it is
+            return None
+
+    def accesses_to_fold(self) -> int:
+        """How many entries `fold_accesses` would write now (this copy's journal, live entries only)."""
+        self.state.catalog.refresh()
+        live = set(self.state.catalog.ids())
+        return sum(1 for entry_id in journal.to_fold(self.root, self._machine()) if entry_id in live)
+
+    def fold_accesses(self) -> int:
+        """Write the access journal into the entries' frontmatter (last_access, access_count,
+        correlation, tier, weight) in batched saves, then remove the journal files taken (the
+        pending `.cache/access/` ones and this machine's tracked `.access/<machine>.log`; other
+        machines fold their own).
+        A plan of what it saves is written first (storage/fold_plan.py): when a fold stops half-way
+        (a failure, a kill), the taken files stay and the next run folds them, less the lines of
+        the entries the plan shows saved, so no read is counted twice."""
+        now, settings = self.state.now(), self.state.settings
+        with self.state.lock():
+            self._settle_stopped_folds()
+            accesses, taken = journal.take(self.root, self._machine(), now)
+            changes, records = [], {}
+            for entry_id, access in accesses.items():
+                try:
+                    current = self.entries.resolve(entry_id)
+                    before = (self.root / current.path).read_bytes().decode("utf-8", "replace")
+                except (MemstrataError, OSError):
+                    continue  # deleted or unreadable since: its accesses no longer matter
+                new = folded(current, access, now, settings)
+                changes.append((new, current))
+                records[entry_id] = fold_record(before, codec.render(new), new)
+            plan = fold_plan.write_plan(self.root, taken, records)
+            for start in range(0, len(changes), FOLD_BATCH):
+                self.save.save_many(changes[start:start + FOLD_BATCH])
+            journal.release(taken)
+            fold_plan.remove_plan(plan)
+        return len(changes)
+
+    def _settle_stopped_folds(self) -> None:
+        """Each plan a stopped fold left: drop from its taken files the lines of the entries it
+        had saved (caller holds the lock)."""
+        for path, plan in fold_plan.plans(self.root):
+            saved = set()
+            for entry_id, record in plan["entries"].items():
+                try:
+                    current = self.entries.resolve(entry_id)
+                    digest, count = fold_plan.file_hash(self.root / current.path), current.access_count
+                except (MemstrataError, OSError):
+                    digest, count = None, None
+                if isinstance(record, dict) and fold_saved(record, digest, count):
+                    saved.add(entry_id)
+            fold_plan.settle(self.root, path, plan, saved)
