@@ -89,7 +89,11 @@ def write(
       mem write "We chose Postgres" --title "DB choice" --category projects/alpha --tag db
       echo "notes" | mem write - --title "Standup" --category meetings
     """
+    from memstrata.errors import InvalidInput
+
     text = read_body(body, file)
+    if not text.strip():  # a title alone is no memory: nothing a recall could ever find in it
+        raise InvalidInput("the text to remember is empty; give it as an argument, '-' for stdin, or --file F")
     result = memory(root).write(text, title=title, category=category, tags=tag, importance=importance,
                                 important=important, related=related, expires=expires, force=force, merge=merge,
                                 **({"share": True} if share else {}))

@@ -61,6 +61,19 @@ def test_errors_are_one_line_with_exit_codes(root, args, code):
     assert proc.stderr.startswith("mem: error:")
 
 
+@pytest.mark.parametrize("args,stdin", [
+    (("write", ""), None),
+    (("write", "", "--title", "A title alone"), None),
+    (("write", " \n\t ", "--title", "Whitespace only"), None),
+    (("write", "-", "--title", "Empty stdin"), " \n"),
+])
+def test_write_refuses_empty_text(root, args, stdin):
+    proc = run(root, *args, stdin=stdin)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "mem: error: the text to remember is empty; give it as an argument, '-' for stdin, or --file F")
+    assert json.loads(run(root, "list", "--json").stdout)["entries"] == []
+
+
 def test_json_errors_are_json(root):
     proc = run(root, "read", "0123456789ab", "--json")
     assert json.loads(proc.stdout)["error"] == "not_found"
