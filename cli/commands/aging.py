@@ -50,8 +50,8 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
     data = report.to_dict()
 
     def human():
-        verb = "would change" if dry_run else "changed"
-        table(data["changes"], ["id", "title", "change", "reason"])
+        if data["changes"]:
+            table(data["changes"], ["id", "title", "change", "reason"])
         if data["forgotten"]:
             _forgotten(data["forgotten"], dry_run)
         if data["reported"]:
@@ -64,14 +64,21 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
             table(data["purged"], ["id", "title", "trashed_from", "days_in_trash"])
         for error in data["errors"]:
             typer.echo(f"warning: {error['path']}: {error['error']}", err=True)
-        counts = ", ".join(f"{k} {v}" for k, v in data["counts"].items()) or "nothing"
-        typer.echo(f"{verb}: {counts}" + (" (dry run: nothing written)" if dry_run else ""))
-        folds = data["accesses_to_fold"] if dry_run else data["accesses_folded"]
-        if folds:
-            typer.echo(f"reads and loads {'to write' if dry_run else 'written'} into "
-                       f"{counted(folds, 'entry', 'entries')} (from the access journal)")
+        typer.echo(_changed_line(data, dry_run))
 
     emit(as_json, data, human)
+
+
+def _changed_line(data: dict, dry_run: bool) -> str:
+    """What maintain changed, in one line: the lifecycle actions, and the entry files the access
+    journal was written into (in an adopted folder those are the user's notes: never "nothing")."""
+    parts = [", ".join(f"{k} {v}" for k, v in data["counts"].items())]
+    folds = data["accesses_to_fold"] if dry_run else data["accesses_folded"]
+    if folds:
+        parts.append(f"reads and loads {'to write' if dry_run else 'written'} into the frontmatter of "
+                     f"{counted(folds, 'entry', 'entries')} (last_access, access_count, weight; from the access journal)")
+    said = "; ".join(p for p in parts if p) or "nothing"
+    return f"{'would change' if dry_run else 'changed'}: {said}" + (" (dry run: nothing written)" if dry_run else "")
 
 
 def _forgotten(rows: list[dict], dry_run: bool) -> None:

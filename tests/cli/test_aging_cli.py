@@ -83,3 +83,22 @@ def test_review_commands(tree):
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"] == "invalid_input"
     missing = run(root, "weight", "nosuchid0000")
     assert missing.returncode == 3 and missing.stderr.startswith("mem: error:")
+
+
+def test_maintain_says_it_wrote_the_reads_into_entries(tmp_path):
+    root = tmp_path / "mem"
+    assert run(root, "init").returncode == 0
+    entry_id = js(run(root, "write", "Postgres for billing", "--category", "projects", "--json"))["id"]
+    assert run(root, "read", entry_id).returncode == 0  # an access: a journal line, not yet in the file
+    before = (root / "projects" / "postgres-for-billing.md").read_text()
+    dry = run(root, "maintain", "--dry-run")
+    assert dry.stdout.strip().splitlines()[-1] == (
+        "would change: reads and loads to write into the frontmatter of 1 entry "
+        "(last_access, access_count, weight; from the access journal) (dry run: nothing written)")
+    out = run(root, "maintain")
+    assert out.returncode == 0 and "nothing" not in out.stdout and "(nothing)" not in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == (
+        "changed: reads and loads written into the frontmatter of 1 entry "
+        "(last_access, access_count, weight; from the access journal)")
+    assert (root / "projects" / "postgres-for-billing.md").read_text() != before  # it did write
+    assert run(root, "maintain").stdout.strip() == "changed: nothing"
