@@ -7,6 +7,7 @@ from memstrata.engine.index import IndexStep
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
+from memstrata.features.access_fold import AccessFold
 from memstrata.features.aging import Aging
 from memstrata.features.builtin_import import BuiltinImport
 from memstrata.features.daily import DailyNotes
@@ -38,7 +39,7 @@ class Memory:
         self.save_path = save = SavePath(state, IndexStep(state))
         self._entries = entries = Entries(state, save)
         self._versions = Versions(state, entries, save)
-        self._aging = Aging(state, entries, save)
+        self._aging = Aging(state, entries, save, AccessFold(state, entries, save))
         self._recall = Recall(state, entries)
         self._shared = SharedSpace(state, entries, self._recall, open_memory=_open_memory)
         self._promotion = Promotion(state, entries, save, self._aging, self._recall, self._shared)

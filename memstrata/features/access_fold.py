@@ -1,4 +1,4 @@
-"""Folding the access journal into the entries' frontmatter (a mixin of features/aging.py's Aging).
+"""Folding the access journal into the entries' frontmatter (the first step of every `mem maintain`).
 
 Reads append to the journal (storage/journal.py) and never rewrite an entry; a fold, at the
 start of every `mem maintain`, writes what they counted into the entries and removes the
@@ -7,6 +7,9 @@ half-way never counts a read twice.
 """
 from __future__ import annotations
 
+from memstrata.engine.entries import Entries
+from memstrata.engine.save import SavePath
+from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import fold_record, fold_saved, folded
 from memstrata.storage import codec, fold_plan, journal
@@ -15,7 +18,13 @@ FOLD_BATCH = 256  # entries whose accesses are folded per save
 
 
 class AccessFold:
-    """accesses_to_fold / fold_accesses; the host provides state, entries, save and root."""
+    """accesses_to_fold / fold_accesses (features/aging.py's Aging is given one)."""
+
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath):
+        self.state = state
+        self.entries = entries
+        self.save = save
+        self.root = state.root
 
     def _machine(self) -> str | None:
         """This copy's machine name as team sync names its journal file (None: the host name)."""

@@ -40,11 +40,12 @@ from memstrata.storage.safe_io import read_regular_bytes
 MAINTAIN_BATCH = 32
 
 
-class Aging(AccessFold):
+class Aging:
     """Weight, maintain (tiers, compression, archive, expiry, forgetting, purge), decompress."""
 
-    def __init__(self, state: TreeState, entries: Entries, save: SavePath):
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath, folds: AccessFold):
         self.state = state
+        self.folds = folds  # the access journal's fold, the first step of maintain
         self.entries = entries
         self.save = save
         self.root = state.root
@@ -119,9 +120,9 @@ class Aging(AccessFold):
         report = MaintenanceReport(now=now, dry_run=dry_run, retention_days=settings.trash_retention_days)
         journal_days = journal.days(self.root, now.date())
         if dry_run:  # what the fold would write, not claimed as written
-            report.accesses_to_fold = self.accesses_to_fold()
+            report.accesses_to_fold = self.folds.accesses_to_fold()
         else:
-            report.accesses_folded = self.fold_accesses()
+            report.accesses_folded = self.folds.fold_accesses()
         if not dry_run:
             self.entries.give_ids()  # hand-made files get their id (maintain, sync and writes do; reads never)
         entries = self.entries.list(as_stored=True)

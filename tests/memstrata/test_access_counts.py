@@ -26,7 +26,7 @@ access_fold.FOLD_BATCH = 2
 m = Memory(sys.argv[1])
 m.list()
 print("ready", flush=True)
-m._aging.fold_accesses()
+m._aging.folds.fold_accesses()
 """
 
 
