@@ -5,6 +5,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 from memstrata.service import client, rundir
 from memstrata.service.process import few_malloc_arenas, log, note_previous_end, set_folder
@@ -65,7 +66,8 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
+    """The service process's entry point: serve, then end the process at once with the exit code."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m memstrata.service")
@@ -74,4 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait-pid", type=int)
     parser.add_argument("--root-idle-minutes", type=float)
     args = parser.parse_args(argv)
-    return run_service(args.root, args.idle_minutes, args.wait_pid, args.root_idle_minutes)
+    code = run_service(args.root, args.idle_minutes, args.wait_pid, args.root_idle_minutes)
+    # Everything is saved and closed by now. A stop during warm-up leaves the model loading in a
+    # native thread, which the interpreter's own shutdown turns into SIGABRT ("terminate called
+    # without an active exception"): the process ends here instead, with its real exit code.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
