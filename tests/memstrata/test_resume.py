@@ -1,0 +1,165 @@
+"""Import and adopt killed and run again: exactly one entry per source row or note, all indexed.
+
+The kill tests run the real CLI (`mem import`, `mem init --adopt`, service off) and SIGKILL it
+at seeded random points: when its progress lines (stderr a pipe, one line per step) reach a
+chosen count, or after a chosen delay, so kills land in the model load, between files and their
+index rows and between batches. The last run is left to finish; then no duplicate, no missing
+entry, every entry indexed, `doctor` clean, and recall finds a sample.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+from memstrata import Memory
+from memstrata.retrieval import sync
+
+ROWS = 270          # two import batches (IMPORT_BATCH 256)
+NOTES = 40
+LINE = re.compile(r"^\w+: (\d+)/(\d+) ")
+
+
+def _env():
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "MEMSTRATA_SERVICE": "off", "MEMSTRATA_PROGRESS_SECONDS": "0"}
+
+
+def _mem(*args, kill_at: int | None = None, kill_after: float | None = None) -> tuple[int, list[str]]:
+    """Run `mem ARGS`; SIGKILL it when a progress line reaches `kill_at` done, or after `kill_after`
+    seconds. Returns (exit code, stderr lines)."""
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=_env())
+    started, lines = time.monotonic(), queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(l) for l in proc.stderr], daemon=True)
+    reader.start()
+    seen = []
+    while True:
+        try:
+            line = lines.get(timeout=0.05)
+        except queue.Empty:
+            line = None
+        if line is not None:
+            seen.append(line.rstrip("\n"))
+        elif proc.poll() is not None:
+            break
+        m = LINE.match(line or "")
+        if (kill_at is not None and m and int(m.group(1)) >= kill_at) or \
+                (kill_after is not None and time.monotonic() - started >= kill_after):
+            proc.send_signal(signal.SIGKILL)
+            break
+    code = proc.wait(timeout=300)
+    reader.join(timeout=10)
+    return code, seen
+
+
+def _kill_rounds(args: list[str], total: int, seed: int, rounds: int = 2) -> list[str]:
+    """`rounds` runs of `mem ARGS` killed at seeded random points (a progress count or a delay)."""
+    rng = random.Random(seed)
+    how = []
+    for _ in range(rounds):
+        if rng.random() < 0.75:
+            target = rng.randrange(1, total)
+            code, _ = _mem(*args, kill_at=target)
+            how.append(f"at {target}/{total}: exit {code}")
+        else:
+            delay = rng.uniform(1.0, 6.0)
+            code, _ = _mem(*args, kill_after=delay)
+            how.append(f"after {delay:.1f}s: exit {code}")
+    return how
+
+
+def _rows(path, count: int = ROWS):
+    """Turns without ids, a few with their own id, one compressed with its full text and kept versions."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(count):
+            row = {"title": f"turn {i}", "category": "conversation",
+                   "body": f"Speaker {i % 7} said build {i} listens on port {20000 + i} and ships on day {i % 30}."}
+            if i % 10 == 0:
+                row["id"] = f"row-{i:04d}"
+            if i == 7:
+                row.update(id="row-compressed", layer="L1", full_content_file=".full/row-compressed.md",
+                           full_content="The full text of turn seven: port 20007, a long story.\n",
+                           versions={"1": "turn seven, first draft\n"}, version=2)
+            f.write(json.dumps(row) + "\n")
+
+
+def _all_indexed(m: Memory) -> bool:
+    index = m.state.vector_index()
+    index.refresh()
+    todo = sync.plan(index, m.embedder.name, m.embedder.dim)
+    return not (todo.embed or todo.missing or todo.remove or todo.errors)
+
+
+def test_import_killed_at_random_points_then_rerun_ends_with_one_entry_per_row(tmp_path, embedder):
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src)
+    Memory(root, embedder=embedder).init()
+    how = _kill_rounds(["import", str(src), "--root", str(root)], ROWS, seed=28)
+    code, lines = _mem("import", str(src), "--root", str(root), "--json")
+    assert code == 0, (how, lines[-5:])
+    m = Memory(root, embedder=embedder)
+    titles = Counter(e.title for e in m.list())
+    assert len(titles) == ROWS and set(titles.values()) == {1}, (how, titles.most_common(3))
+    assert {f"row-{i:04d}" for i in range(10, ROWS, 10)} <= {e.id for e in m.list()}
+    assert m.history_show("row-compressed", 1) == "turn seven, first draft\n"  # its kept version came along
+    assert "a long story" in m.decompress("row-compressed", show=True)["body"]  # and its full text
+    assert _all_indexed(m), how
+    assert m.doctor().healthy, (how, m.doctor().to_dict())
+    hits = m.recall("which build listens on port 20123", k=3)
+    assert hits.results and hits.results[0].title == "turn 123", how
+    # once more: a no-op (the CLI says "nothing to import")
+    again = m.import_jsonl(src)
+    assert (again["imported"], again["unchanged"], again["updated"], again["reindexed"]) == (0, ROWS, 0, 0)
+
+
+def _vault(folder):
+    for n in range(NOTES):
+        note = folder / f"area{n % 4}" / f"note {n}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        sections = "\n\n".join(f"## Part {k}\n\nNote {n} part {k}: the kettle of room {100 + n} holds {k} litres."
+                               for k in range(4))
+        head = "---\ntags: [vault]\n---\n" if n % 3 == 0 else ""
+        note.write_text(f"{head}# Note {n}\n\n{sections}\n", encoding="utf-8")
+
+
+def test_adopt_killed_at_random_points_then_rerun_ends_with_every_note_once(tmp_path, embedder):
+    vault = tmp_path / "vault"
+    _vault(vault)
+    how = _kill_rounds(["init", "--adopt", "--root", str(vault)], NOTES, seed=2028)
+    code, lines = _mem("init", "--adopt", "--root", str(vault), "--json")
+    assert code == 0, (how, lines[-5:])
+    notes = sorted(vault.glob("area*/*.md"))
+    assert len(notes) == NOTES  # no copy of a note, no note lost
+    ids = [re.findall(r"^mem-id: (\S+)$", p.read_text(encoding="utf-8"), re.M) for p in notes]
+    assert all(len(i) == 1 for i in ids), how
+    m = Memory(vault, embedder=embedder)
+    assert sorted(e.id for e in m.list()) == sorted(i[0] for i in ids)
+    assert _all_indexed(m), how
+    assert m.doctor().healthy, (how, m.doctor().to_dict())
+    hits = m.recall("kettle of room 117", k=3)
+    assert hits.results and hits.results[0].path == "area1/note 17.md", how
+
+
+def test_progress_lines_on_a_pipe_and_a_json_summary(tmp_path, embedder):
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src, 60)
+    Memory(root, embedder=embedder).init()
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "import", str(src), "--root", str(root), "--json"],
+                          capture_output=True, text=True, env={**_env(), "MEMSTRATA_PROGRESS_SECONDS": "0.5"},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("importing: ")]
+    assert lines and lines[-1].startswith("importing: 60/60 (100%)") and lines[-1].endswith("done")
+    assert all(re.match(r"importing: \d+/60 \(\d+%\), [\d.]+/s, \d+ s, (about \d+ s left|done|starting)$", l)
+               for l in lines), lines
+    summary = json.loads(proc.stdout)
+    assert (summary["imported"], summary["duplicates_avoided"], summary["skipped"]) == (60, 0, 0)
+    assert summary["seconds"] > 0
