@@ -163,3 +163,52 @@ def test_progress_lines_on_a_pipe_and_a_json_summary(tmp_path, embedder):
     summary = json.loads(proc.stdout)
     assert (summary["imported"], summary["duplicates_avoided"], summary["skipped"]) == (60, 0, 0)
     assert summary["seconds"] > 0
+
+
+def test_reimport_leaves_unchanged_rows_updates_edited_ones_and_keeps_newer_entries(tmp_path, embedder, monkeypatch):
+    from datetime import datetime, timezone
+
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-11-30T10:00:00Z")
+    now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc).timestamp()
+    src = tmp_path / "rows.jsonl"
+
+    def write_rows(a: str, b: str, c: str, mtime: float):
+        rows = [{"title": "alpha", "body": a, "category": "notes"}, {"title": "beta", "body": b, "category": "notes"},
+                {"id": "c-1", "title": "gamma", "body": c, "category": "notes", "updated": "2026-11-01T00:00:00Z"}]
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        os.utime(src, (mtime, mtime))
+
+    write_rows("Alpha runs on port 1.", "Beta runs on port 2.", "Gamma runs on port 3.", now - 3600)
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    assert m.import_jsonl(src)["imported"] == 3
+    again = m.import_jsonl(src)
+    assert (again["imported"], again["unchanged"], again["duplicates_avoided"]) == (0, 3, 3)
+    ids = {e.title: e.id for e in m.list()}
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-11-30T10:30:00Z")
+    m.update(ids["beta"], "Beta moved to port 22 (edited here).")  # newer than the file's rows
+    write_rows("Alpha moved to port 11.", "Beta moved to port 2222.", "Gamma moved to port 33.", now + 60)
+    third = m.import_jsonl(src)
+    assert (third["imported"], third["updated"], third["unchanged"], third["skipped"]) == (0, 2, 0, 1)
+    assert "port 11" in m.read(ids["alpha"], count_access=False).body
+    assert "port 33" in m.read("c-1", count_access=False).body
+    assert "edited here" in m.read(ids["beta"], count_access=False).body  # the newer entry kept its change
+    assert m.history_show(ids["alpha"], 1).strip() == "Alpha runs on port 1."  # the imported text is a version
+    assert len(m.list()) == 3
+
+
+def test_a_run_killed_after_its_versions_and_sidecar_is_taken_up_again(tmp_path, embedder):
+    from memstrata.features.transfer_formats import write_sidecar
+    from memstrata.storage import versions
+
+    src = tmp_path / "one.jsonl"
+    _rows(src, 8)
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    # what a run killed just before the entry file leaves: the kept version and the full text (written first)
+    versions.save_snapshot(m.root, "row-compressed", 1, "turn seven, first draft\n")
+    write_sidecar(m.root, ".full/row-compressed.md", "The full text of turn seven: port 20007, a long story.\n")
+    report = m.import_jsonl(src)
+    assert (report["imported"], report["errors"], report["skipped"]) == (8, [], 0)
+    assert "a long story" in m.decompress("row-compressed", show=True)["body"]
+    assert m.doctor().healthy
