@@ -106,8 +106,8 @@ def _progress_lines(label: str):
 
     def show(done: int, total: int) -> None:
         now = time.monotonic()
-        if state["start"] is None:
-            state.update(start=now, first=done, last=now)
+        if state["start"] is None or done < state["first"]:  # the first call, or a step after another
+            state.update(start=now, first=done, last=now, shown=False, ended=False)
         if state["ended"]:
             return
         end = done >= total

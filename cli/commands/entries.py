@@ -53,7 +53,8 @@ def init(
     import time
 
     started = time.monotonic()
-    result = memory(root).init(adopt=adopt, progress=progress("embedding", as_json), indexes=indexes)
+    result = memory(root).init(adopt=adopt, progress=progress("adopting" if adopt else "embedding", as_json),
+                                  indexes=indexes)
     result["seconds"] = round(time.monotonic() - started, 2)
     adopted = (f"; {counted(result['entries'], 'note')} adopted ({result['adopted']} given an id)"
                if result.get("entries") else "")
