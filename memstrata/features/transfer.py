@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from memstrata.engine.entries import Entries
+from memstrata.engine.index import INDEX_FAILURES
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
@@ -169,7 +170,8 @@ class Transfer:
             catalog.refresh()
             live = {e.id: e for e in catalog.entries() if e.id}
             # ids in the trash (restorable: their versions are theirs) and with kept versions
-            taken = {i.id for i in trash.list_trash(self.root) if i.id} | versions.ids_with_snapshots(self.root)
+            trashed = {i.id for i in trash.list_trash(self.root) if i.id}
+            kept_only = versions.ids_with_snapshots(self.root) - trashed - set(live)
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
                 as_of = entry.extra.pop("__as_of__", None)
@@ -179,7 +181,7 @@ class Transfer:
                     elif entry.id and entry.id in live:
                         report.duplicates_avoided += 1
                         self._already_there(live[entry.id], entry, as_of, report, present)
-                    elif entry.id and entry.id in taken and not self._resumed(entry):
+                    elif entry.id and (entry.id in trashed or (entry.id in kept_only and not self._resumed(entry))):
                         report.skipped += 1
                     else:
                         entry.id = entry.id or new_id()
@@ -198,7 +200,11 @@ class Transfer:
                     batch = []
                 elif progress and not batch:
                     progress(done, total)
-            self._index_missing(present, report)
+            try:
+                report.reindexed += index_missing(self.state, present)
+            except INDEX_FAILURES as exc:
+                report.warnings.append(f"the index rows of entries already here could not be checked "
+                                       f"({type(exc).__name__}); run `mem sync`")
             if total:
                 self.save.write_indexes(None)  # also the listings a killed run did not get to
         if report.skipped:
@@ -240,29 +246,6 @@ class Transfer:
             return all(read_regular_text(path) == kept[n] for n, path in on_disk.items())
         except OSError:
             return False
-
-    def _index_missing(self, present: list[Entry], report: ImportReport) -> None:
-        """Index the entries of earlier runs whose rows are missing or stale (a run killed between
-        its files and its index rows): the same plan a sync makes, over their files only."""
-        if not present:
-            return
-        from memstrata.engine.index import INDEX_FAILURES
-        from memstrata.retrieval import sync
-
-        try:
-            embedder = self.state.model()
-        except MemstrataError:
-            return  # no model: the entries stand, the next sync indexes them
-        try:
-            index = self.state.vector_index()
-            index.refresh()
-            todo = sync.plan(index, embedder.name, embedder.dim, {e.path for e in present if e.path})
-            if todo.embed or todo.remove or todo.missing or todo.model_changed:
-                report.reindexed += len(todo.embed)
-                sync.apply(index, todo, embedder)
-        except INDEX_FAILURES as exc:
-            report.warnings.append(f"the index rows of entries already here could not be checked ({type(exc).__name__}); "
-                                   "run `mem sync`")
 
     def _save_batch(self, batch: list, report: ImportReport, progress: Progress | None, done: int, total: int) -> None:
         """Sidecars first, then the entries through the save path; a failed batch is rolled back and reported."""
@@ -336,6 +319,27 @@ class Transfer:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+def index_missing(state: TreeState, present: list[Entry]) -> int:
+    """Index the entries an earlier run left without their rows, or with stale ones (a run killed
+    between its files and its index rows): the plan a sync makes, over their files only.
+    Caller holds the tree lock. Returns how many were embedded (0 when the model cannot load)."""
+    from memstrata.retrieval import sync
+
+    if not present:
+        return 0
+    try:
+        embedder = state.model()
+    except MemstrataError:
+        return 0  # the entries stand; the next sync indexes them
+    index = state.vector_index()
+    index.refresh()
+    todo = sync.plan(index, embedder.name, embedder.dim, {e.path for e in present if e.path})
+    if not (todo.embed or todo.remove or todo.missing or todo.model_changed):
+        return 0
+    sync.apply(index, todo, embedder)
+    return len(todo.embed)
+
+
 def _later(a, b) -> bool:
     """a after b (dates as the entry model keeps them; a naive one is read as UTC)."""
     from datetime import timezone

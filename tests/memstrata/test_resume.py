@@ -212,3 +212,18 @@ def test_a_run_killed_after_its_versions_and_sidecar_is_taken_up_again(tmp_path,
     assert (report["imported"], report["errors"], report["skipped"]) == (8, [], 0)
     assert "a long story" in m.decompress("row-compressed", show=True)["body"]
     assert m.doctor().healthy
+
+
+def test_builtin_import_run_again_indexes_sections_a_killed_run_left_without_rows(tmp_path, embedder):
+    source = tmp_path / "agent" / "MEMORY.md"
+    source.parent.mkdir()
+    source.write_text("# Memory\n\n## Build\n\nThe build uses port 7001.\n\n## Deploy\n\nDeploys go out on Tuesdays.\n")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    first = m.import_builtin(source)
+    assert len(first["created"]) == 2
+    m.state.vector_index().delete([first["created"][0]])  # what a run killed after the file leaves
+    assert not _all_indexed(m)
+    again = m.import_builtin(source)
+    assert (len(again["unchanged"]), again["reindexed"]) == (2, 1)
+    assert _all_indexed(m) and m.doctor().healthy
