@@ -69,9 +69,16 @@ def bar(value: float, largest: float, width: int = 20) -> str:
     return "█" * max(1, round(width * value / largest))
 
 
+PROGRESS_SECONDS = 5.0  # a line on a stderr that is not a terminal at most this often (MEMSTRATA_PROGRESS_SECONDS)
+
+
 def progress(label: str, quiet: bool = False):
-    """A one-line progress bar on stderr (nothing when stderr is not a terminal or when quiet)."""
-    if quiet or not sys.stderr.isatty():
+    """Progress of a long step on stderr: a bar on a terminal (none when quiet, e.g. --json);
+    otherwise (an agent, a script, CI) one line every few seconds, --json or not:
+    `label: done/total (pct%), rate/s, about N s left`, and a last line when it ends."""
+    if not sys.stderr.isatty():
+        return _progress_lines(label)
+    if quiet:
         return None
 
     def show(done: int, total: int) -> None:
@@ -80,6 +87,40 @@ def progress(label: str, quiet: bool = False):
         sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
         if done >= total:
             sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _progress_lines(label: str):
+    """The progress callback for a stderr that is no terminal: plain lines, never more often than
+    every PROGRESS_SECONDS, so a log or an agent's transcript gets a few lines, not thousands."""
+    import os
+    import time
+
+    try:
+        every = max(0.0, float(os.environ.get("MEMSTRATA_PROGRESS_SECONDS", PROGRESS_SECONDS)))
+    except ValueError:
+        every = PROGRESS_SECONDS
+    state = {"start": None, "first": 0, "last": 0.0, "shown": False, "ended": False}
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if state["start"] is None or done < state["first"]:  # the first call, or a step after another
+            state.update(start=now, first=done, last=now, shown=False, ended=False)
+        if state["ended"]:
+            return
+        end = done >= total
+        if not ((now - state["last"] >= every) or (end and state["shown"]) or every == 0):
+            return
+        # the rate since the last line: a model load or a slow first batch does not weigh on the estimate
+        span, moved = now - state["last"], done - state["first"]
+        rate = moved / span if span > 0 and moved > 0 else 0.0
+        state.update(last=now, first=done, shown=True, ended=end)
+        elapsed = now - state["start"]
+        tail = ("done" if end else f"about {round((total - done) / rate)} s left" if rate > 0 else "starting")
+        sys.stderr.write(f"{label}: {done}/{total} ({100 * done // max(total, 1)}%), {rate:.1f}/s, "
+                         f"{elapsed:.0f} s, {tail}\n")
         sys.stderr.flush()
 
     return show

@@ -83,7 +83,7 @@ class Memory:
     def init(self, adopt: bool = False, progress=None, indexes: bool = False) -> dict:
         """Create the tree; adopted notes are indexed at once (`index` in the result: the sync's
         figures, or `error` when the index cannot be built now and `mem sync` must follow)."""
-        result = self._entries.init(adopt=adopt, indexes_wanted=indexes)
+        result = self._entries.init(adopt=adopt, indexes_wanted=indexes, progress=progress)
         if result.get("adopted") or result.get("entries"):
             try:
                 result["index"] = self._recall.sync(progress=progress)

@@ -26,7 +26,7 @@ import re
 import secrets
 import socket
 import stat
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from memstrata.storage.clock import format_datetime, parse_datetime
@@ -46,6 +46,10 @@ _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
 _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
+# Distinct machines whose reads of one entry count on one UTC day: the per machine and day cap
+# (scoring.access) does not bound how many machine files a pulled commit can plant. This copy's
+# own files are read first, so its reads always count.
+MAX_MACHINES_PER_DAY = 8
 MAX_LINE_BYTES = 4096  # a longer line is no journal line (a planted file is skipped line by line)
 CHUNK = 1 << 20
 
@@ -268,12 +272,19 @@ def _well_formed(lines):
 def _parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Access]:
     """Accesses per id; with `now`, a line dated later (a wrong clock, a planted line) counts as `now`."""
     out: dict[str, Access] = {}
+    machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
     for stamp, entry_id, corr_text, machine in _lines(files):
         try:
             when = clamp_time(parse_datetime(stamp), now)
             corr = None if corr_text == "-" else float(corr_text)
+            day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
         except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
             continue
+        counted = machines.setdefault((entry_id, day), set())
+        if machine not in counted:
+            if len(counted) >= MAX_MACHINES_PER_DAY:
+                continue  # one more machine file than a team has: a planted one adds nothing
+            counted.add(machine)
         seen = out.get(entry_id)
         if seen is None:
             seen = out[entry_id] = Access(when, 1, corr)

@@ -50,7 +50,12 @@ def init(
         return clone_tree(root, clone, machine, index_from, as_json)
     from memstrata.cli.output import progress
 
-    result = memory(root).init(adopt=adopt, progress=progress("embedding", as_json), indexes=indexes)
+    import time
+
+    started = time.monotonic()
+    result = memory(root).init(adopt=adopt, progress=progress("adopting" if adopt else "embedding", as_json),
+                                  indexes=indexes)
+    result["seconds"] = round(time.monotonic() - started, 2)
     adopted = (f"; {counted(result['entries'], 'note')} adopted ({result['adopted']} given an id)"
                if result.get("entries") else "")
     if "error" in result.get("index", {}):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Annotated, List, Optional
 
 import typer
@@ -142,8 +143,10 @@ def sync(
 
         return sync_remote(root, remote, name, watch, as_json)
     m = memory(root)
+    started = time.monotonic()
     result = m.sync(progress=progress("embedding", as_json),
                     announce=None if as_json else (lambda msg: sys.stderr.write(msg + "\n")))
+    result["seconds"] = round(time.monotonic() - started, 2)
     emit(as_json, result, f"synced: {result['embedded']} embedded, {result['updated']} updated, "
                           f"{result['removed']} removed ({result['model']})"
                           + (f"; {len(result['errors'])} unreadable" if result["errors"] else ""))
@@ -158,7 +161,9 @@ def reindex(root: RootOpt = None, as_json: JsonOpt = False):
     Example: mem reindex
     """
     m = memory(root)
+    started = time.monotonic()
     result = m.reindex(progress=progress("embedding", as_json))
+    result["seconds"] = round(time.monotonic() - started, 2)
     emit(as_json, result, f"reindexed {counted(result['embedded'], 'entry', 'entries')} with {result['model']}")
 
 
@@ -188,6 +193,14 @@ def import_(
         first = result["errors"][0]
         raise InvalidInput(f"nothing imported: {len(result['errors'])} lines failed, first: line "
                            f"{first.get('line', first.get('file'))}: {first.get('error')}", errors=result["errors"][:20])
-    emit(as_json, result, f"imported {counted(result['imported'], 'entry', 'entries')} ({result['embedded']} embedded)"
-                          + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
-                             if result["errors"] else ""))
+    if not result["imported"] and not result.get("updated") and not result["errors"] and result.get("unchanged"):
+        human = (f"nothing to import: all {counted(result['unchanged'], 'entry', 'entries')} of {file} are in this "
+                 f"root already, unchanged" + (f" ({result['reindexed']} indexed again)" if result.get("reindexed") else ""))
+    else:
+        human = (f"imported {counted(result['imported'], 'entry', 'entries')} ({result['embedded']} embedded)"
+                 + (f", updated {result['updated']}" if result.get("updated") else "")
+                 + (f", {result['skipped']} already here" if result.get("skipped") else "")
+                 + (f", {result['reindexed']} indexed again" if result.get("reindexed") else "")
+                 + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
+                    if result["errors"] else ""))
+    emit(as_json, result, human)

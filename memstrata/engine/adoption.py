@@ -62,7 +62,7 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
 
 
 
-def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) -> dict:
+def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False, progress=None) -> dict:
     """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
     A folder that already holds Markdown notes (a vault, a docs folder) becomes a tree only
@@ -70,6 +70,7 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     the engine's own files go into one hidden `.memstrata/` folder (storage/layout.py; docs/vault.md).
     Its settings are written first, so an adopt that was killed resumes with the vault's rules
     when run again. Category INDEX.md files in a vault only with `indexes_wanted`.
+    `progress(done, total)` follows the notes given an id (the embedding that follows reports its own).
     """
     if entries.root.exists() and not entries.root.is_dir():
         raise InvalidInput(f"{entries.root} exists and is not a folder")
@@ -99,7 +100,7 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     if layout.is_adopted(entries.root):
         with entries.state.lock():
             tree.ensure_gitignore(entries.root)
-        adopted = give_ids(entries)
+        adopted = give_ids(entries, progress=progress)
         skipped = _not_adoptable(entries.root)[1] + _not_adopted(entries)
         with entries.state.lock():
             entries.save.write_indexes(None)
@@ -121,7 +122,7 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False) ->
     return {"root": str(entries.root), "created": made, "adopted": 0, "entries": 0, "skipped": []}
 
 
-def give_ids(entries: Entries, left: list | None = None) -> int:
+def give_ids(entries: Entries, left: list | None = None, progress=None) -> int:
     """Give every entry file without a usable id a stable one, written once into the file (one
     id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
     Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes. A file
@@ -133,7 +134,10 @@ def give_ids(entries: Entries, left: list | None = None) -> int:
     with entries.state.lock():
         remove_dead_writers_temps(entries.root)  # a killed write's copy of a note is no note of the user's
         catalog.refresh()
-        for rel in catalog.unidentified():
+        todo = catalog.unidentified()
+        for done, rel in enumerate(todo, 1):
+            if progress is not None:
+                progress(done - 1, len(todo))
             fresh = new_id()
             try:
                 if not adopt.give_id(entries.root, rel, fresh):
@@ -151,6 +155,8 @@ def give_ids(entries: Entries, left: list | None = None) -> int:
                 given += 1
         if categories:
             entries.save.write_indexes(list(dict.fromkeys(categories)))
+        if progress is not None and todo:
+            progress(len(todo), len(todo))
     return given
 
 def _not_adopted(entries: Entries) -> list[str]:

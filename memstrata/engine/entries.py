@@ -40,11 +40,11 @@ class Entries:
         self.root = state.root
 
     # -- init and config ----------------------------------------------------------------
-    def init(self, adopt: bool = False, indexes_wanted: bool = False) -> dict:
+    def init(self, adopt: bool = False, indexes_wanted: bool = False, progress=None) -> dict:
         """Create the tree, or adopt a folder of notes (memstrata/engine/adoption.py)."""
         from memstrata.engine import adoption
 
-        return adoption.init(self, adopt, indexes_wanted)
+        return adoption.init(self, adopt, indexes_wanted, progress)
 
     def give_ids(self, left: list | None = None) -> int:
         """Give every entry file without a usable id a stable one (memstrata/engine/adoption.py)."""

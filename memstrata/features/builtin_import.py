@@ -8,7 +8,9 @@ from pathlib import Path
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
+from memstrata.engine.index import INDEX_FAILURES
 from memstrata.errors import InvalidInput, NotFound
+from memstrata.features.transfer import index_missing
 from memstrata.storage.paths import slugify, validate_category
 
 IMPORT_MAX_BYTES = 4 * 1024 * 1024
@@ -55,6 +57,7 @@ class BuiltinImport:
         result = {"source": str(source), "category": category, "sections": len(sections), "dry_run": dry_run,
                   "created": [], "updated": [], "unchanged": [], "skipped": [], "warnings": warnings}
         self.entries.require_tree()
+        present = []  # sections imported before: a run killed after a file and before its index rows
         with self.state.lock():
             for title, body in sections:
                 key = normalise_text(title)
@@ -70,6 +73,7 @@ class BuiltinImport:
                 if current is not None:
                     if current.extra.get("source_hash") == body_hash:
                         result["unchanged"].append(entry_id)
+                        present.append(current)
                         continue
                     if not dry_run:
                         changed = current.copy(title=title, body=body, updated=self.state.now(),
@@ -87,6 +91,12 @@ class BuiltinImport:
                     result["updated"].append(res.id)
                 else:  # duplicate / near_duplicate of an entry already in the category
                     result["skipped"].append({"title": title, "reason": res.message, "id": res.id})
+            if not dry_run:
+                try:
+                    result["reindexed"] = index_missing(self.state, present)
+                except INDEX_FAILURES:
+                    result["warnings"].append("the index rows of sections imported before could not be checked; "
+                                              "run `mem sync`")
         return result
 
 

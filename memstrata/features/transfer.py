@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from memstrata.engine.entries import Entries
+from memstrata.engine.index import INDEX_FAILURES
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
@@ -145,7 +146,16 @@ class Transfer:
         return self._bulk_import(entries, report, progress).to_dict()
 
     def _bulk_import(self, entries: list[Entry], report: ImportReport, progress: Progress | None) -> ImportReport:
-        """Save many entries under one lock, IMPORT_BATCH at a time; one bad entry is reported, not fatal."""
+        """Save many entries under one lock, IMPORT_BATCH at a time; one bad entry is reported, not fatal.
+
+        Resumable and idempotent: a row whose id is in the root already is never written again.
+        Unchanged, it is only checked for its index rows (a killed run may have written the file
+        and not the rows); edited in the source since (its text differs and the entry was not
+        changed after the row), its entry is updated through the save path, a version kept.
+        """
+        import time
+
+        started = time.monotonic()
         self.entries.require_tree()
         total = len(entries)
         progress = _monotonic(progress) if progress else None
@@ -153,16 +163,25 @@ class Transfer:
             progress(0, total)
         self.save.prepare()
         batch: list[tuple[Entry, str | None, object]] = []
+        present: list[Entry] = []   # rows whose entry is in the root: their index rows are checked
+        this_run: set[str] = set()
         with self.state.lock():
             catalog = self.state.catalog
             catalog.refresh()
-            # ids in the tree, in the trash (restorable: their versions are theirs) and with kept versions
-            taken = ({e.id for e in catalog.entries()} | {i.id for i in trash.list_trash(self.root) if i.id}
-                     | versions.ids_with_snapshots(self.root))
+            live = {e.id: e for e in catalog.entries() if e.id}
+            # ids in the trash (restorable: their versions are theirs) and with kept versions
+            trashed = {i.id for i in trash.list_trash(self.root) if i.id}
+            kept_only = versions.ids_with_snapshots(self.root) - trashed - set(live)
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
+                as_of = entry.extra.pop("__as_of__", None)
                 try:
-                    if entry.id and entry.id in taken:
+                    if entry.id and entry.id in this_run:
+                        report.skipped += 1  # the same id twice in one source: the first line is kept
+                    elif entry.id and entry.id in live:
+                        report.duplicates_avoided += 1
+                        self._already_there(live[entry.id], entry, as_of, report, present)
+                    elif entry.id and (entry.id in trashed or (entry.id in kept_only and not self._resumed(entry))):
                         report.skipped += 1
                     else:
                         entry.id = entry.id or new_id()
@@ -173,7 +192,7 @@ class Transfer:
                         self._place_imported(entry, {e.path for e, _, _ in batch})
                         entry.extra["__versions__"] = kept
                         batch.append((entry, full, where))
-                        taken.add(entry.id)
+                        this_run.add(entry.id)
                 except MemstrataError as exc:
                     report.error(where if where is not None else redact(entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH or (batch and done == total):
@@ -181,11 +200,52 @@ class Transfer:
                     batch = []
                 elif progress and not batch:
                     progress(done, total)
-            if report.imported:
-                self.save.write_indexes(None)
+            try:
+                report.reindexed += index_missing(self.state, present)
+            except INDEX_FAILURES as exc:
+                report.warnings.append(f"the index rows of entries already here could not be checked "
+                                       f"({type(exc).__name__}); run `mem sync`")
+            if total:
+                self.save.write_indexes(None)  # also the listings a killed run did not get to
         if report.skipped:
-            report.warnings.append(f"{report.skipped} entries skipped: their id is already in this root")
+            report.warnings.append(f"{report.skipped} entries skipped: their id is already in this root"
+                                   + (f" ({report.unchanged} unchanged)" if report.unchanged else ""))
+        report.seconds = time.monotonic() - started
         return report
+
+    def _already_there(self, meta: Entry, row: Entry, as_of, report: ImportReport, present: list) -> None:
+        """A row whose entry is in the root: unchanged, or updated when the row is the newer text."""
+        from memstrata.storage.catalog import read_entry_file
+
+        current = read_entry_file(self.root, meta.path)
+        present.append(current)
+        same = (current.title, current.body.strip(), sorted(current.tags)) == \
+            (row.title, row.body.strip(), sorted(row.tags))
+        newer_here = as_of is not None and current.updated is not None and _later(current.updated, as_of)
+        if same or newer_here:  # an entry changed in the root after the row was written keeps its change
+            report.skipped += 1
+            report.unchanged += same
+            return
+        changed = current.copy(title=row.title, body=row.body, tags=list(row.tags), updated=self.state.now())
+        report.warnings.extend(f"{redact(row.title)}: {w}" for w in self.save.check_entry(changed))
+        self.save.update(current, changed)
+        present.pop()
+        report.updated += 1
+        report.ids.append(current.id)
+
+    def _resumed(self, entry: Entry) -> bool:
+        """True when the kept versions of an id with no entry are exactly this row's: a killed
+        import wrote them and not the entry (versions go first), so the row may take the id."""
+        kept = entry.extra.get("__versions__") or {}
+        on_disk = versions.list_snapshots(self.root, entry.id)
+        if not kept or not on_disk or not set(on_disk) <= set(kept):
+            return False
+        from memstrata.storage.safe_io import read_regular_text
+
+        try:
+            return all(read_regular_text(path) == kept[n] for n, path in on_disk.items())
+        except OSError:
+            return False
 
     def _save_batch(self, batch: list, report: ImportReport, progress: Progress | None, done: int, total: int) -> None:
         """Sidecars first, then the entries through the save path; a failed batch is rolled back and reported."""
@@ -201,9 +261,12 @@ class Transfer:
                     # the original goes to this entry's own sidecar, never to a path the record names
                     entry.full_content_file = sidecars.relative_path(entry.id, self.root)
                     if sidecars.exists(self.root, entry.full_content_file):
-                        raise InvalidInput(f"{entry.full_content_file} exists already: not overwritten")
-                    write_sidecar(self.root, entry.full_content_file, full)
-                    undo.append(lambda rel=entry.full_content_file: sidecars.remove(self.root, rel))
+                        if _read_text(self.root, entry.full_content_file) != full:
+                            raise InvalidInput(f"{entry.full_content_file} exists already: not overwritten")
+                        # the same text: a killed import of this row wrote it (sidecars go first)
+                    else:
+                        write_sidecar(self.root, entry.full_content_file, full)
+                        undo.append(lambda rel=entry.full_content_file: sidecars.remove(self.root, rel))
                 for number, text in sorted(entry.extra.pop("__versions__", {}).items()):
                     if versions.save_snapshot(self.root, entry.id, number, text):
                         undo.append(lambda i=entry.id, n=number: versions.remove_snapshot(self.root, i, n))
@@ -256,6 +319,42 @@ class Transfer:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+def index_missing(state: TreeState, present: list[Entry]) -> int:
+    """Index the entries an earlier run left without their rows, or with stale ones (a run killed
+    between its files and its index rows): the plan a sync makes, over their files only.
+    Caller holds the tree lock. Returns how many were embedded (0 when the model cannot load)."""
+    from memstrata.retrieval import sync
+
+    if not present:
+        return 0
+    try:
+        embedder = state.model()
+    except MemstrataError:
+        return 0  # the entries stand; the next sync indexes them
+    index = state.vector_index()
+    index.refresh()
+    todo = sync.plan(index, embedder.name, embedder.dim, {e.path for e in present if e.path})
+    if not (todo.embed or todo.remove or todo.missing or todo.model_changed):
+        return 0
+    sync.apply(index, todo, embedder)
+    return len(todo.embed)
+
+
+def _later(a, b) -> bool:
+    """a after b (dates as the entry model keeps them; a naive one is read as UTC)."""
+    from datetime import timezone
+
+    a, b = (d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d for d in (a, b))
+    return a > b
+
+
+def _read_text(root, rel: str) -> str | None:
+    try:
+        return sidecars.read_bytes(root, rel).decode("utf-8")
+    except (MemstrataError, OSError, UnicodeDecodeError):
+        return None
+
+
 def _monotonic(progress: Progress) -> Progress:
     """A progress callback that only ever moves forward (each value reported once)."""
     last = [-1]

@@ -32,7 +32,12 @@ class ImportReport:
     layout: str
     imported: int = 0
     embedded: int = 0
-    skipped: int = 0
+    skipped: int = 0          # rows not written: unchanged, older than the entry, or an id taken otherwise
+    unchanged: int = 0        # rows whose entry is in the root as they are (a re-import, a resumed one)
+    updated: int = 0          # rows edited since they were imported: their entry updated (a version kept)
+    reindexed: int = 0        # entries of earlier (killed) runs whose index rows were missing, indexed now
+    duplicates_avoided: int = 0  # rows whose entry was in the root already: not written a second time
+    seconds: float = 0.0
     errors: list[dict] = field(default_factory=list)     # {"line" or "file": ..., "error": one line}
     warnings: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
@@ -43,7 +48,9 @@ class ImportReport:
 
     def to_dict(self) -> dict:
         return {"source": self.source, "layout": self.layout, "imported": self.imported,
-                "embedded": self.embedded, "skipped": self.skipped, "errors": list(self.errors),
+                "embedded": self.embedded, "skipped": self.skipped, "unchanged": self.unchanged,
+                "updated": self.updated, "reindexed": self.reindexed, "duplicates_avoided": self.duplicates_avoided,
+                "seconds": round(self.seconds, 2), "errors": list(self.errors),
                 "warnings": list(self.warnings), "ignored_fields": []}
 
 
@@ -136,6 +143,21 @@ def entry_from_record(record: dict, now) -> Entry:
 
 
 def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entry]:
+    """The entries of a JSONL file. A line without an id gets one derived from the file and its
+    title (and which occurrence of that title it is), so importing the file again, or after a
+    killed import, finds the entry it made instead of making another."""
+    from datetime import datetime, timezone
+
+    import hashlib
+
+    from memstrata.scoring.conflicts import normalise_text
+
+    where = str(Path(source).resolve())
+    try:  # what a line without its own `updated` is as of: the file's last change
+        file_time = datetime.fromtimestamp(source.stat().st_mtime, tz=timezone.utc)
+    except OSError:
+        file_time = now
+    seen: dict[str, int] = {}
     with open(source, "rb") as handle:
         for number, raw in enumerate(handle, 1):
             try:
@@ -156,6 +178,12 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
                 report.error(number, exc.message)
                 continue
             entry.extra["__where__"] = number
+            entry.extra["__as_of__"] = entry.updated if record.get("updated") else file_time
+            if not entry.id:
+                key = normalise_text(entry.title)
+                seen[key] = seen.get(key, 0) + 1
+                digest = hashlib.sha256(f"{where}\0{key}\0{seen[key]}".encode("utf-8")).hexdigest()
+                entry.id = "im" + digest[:14]
             yield entry
 
 
@@ -230,6 +258,10 @@ def _fill_dates(entry: Entry, path: Path, now) -> None:
             entry.created = now
     if entry.updated is None:
         entry.updated = entry.created
+    try:  # a file edited by hand may keep its `updated:`; its mtime says when it changed
+        entry.extra["__as_of__"] = max(entry.updated, datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc))
+    except (OSError, TypeError):
+        entry.extra["__as_of__"] = entry.updated
 
 
 def _md_files(folder: Path) -> list[Path]:

@@ -140,3 +140,26 @@ def test_a_fold_takes_this_machines_files_only_and_leaves_nothing_in_the_tracked
     assert _count(root) == 6  # taken, not yet released: still counted once
     journal.release(taken)
     assert _count(root) == 3  # the desktop's, until the desktop folds them
+
+
+def test_planted_files_of_many_machines_count_for_at_most_so_many_machines_a_day(tmp_path):
+    """Issue 28: the per machine and day cap did not bound the number of machines: 200 planted
+    machine files each added a day's worth of reads. Now at most MAX_MACHINES_PER_DAY machines
+    count per entry and day, and this copy's own reads always do."""
+    from memstrata.scoring.access import MAX_READS_PER_DAY
+
+    root = tmp_path / "r"
+    root.mkdir()
+    own = datetime(2026, 11, 29, 9, tzinfo=timezone.utc)
+    assert journal.append(root, [(ID, own, None)] * 3)
+    planted = root / journal.JOURNAL_DIR
+    planted.mkdir()
+    day = "".join(f"2026-11-29T{h:02d}:00:00Z\t{ID}\t-\n" for h in range(24)) * 3  # 72 reads a machine
+    for n in range(200):
+        (planted / f"a{n:03d}.log").write_text(day)
+    (planted / "a000.log").write_text(day + f"2026-11-28T10:00:00Z\t{ID}\t-\n")  # another day counts apart
+    access = journal.read(root)[ID]
+    cap = journal.MAX_MACHINES_PER_DAY
+    assert access.counted == 3 + (cap - 1) * MAX_READS_PER_DAY + 1
+    assert sum(1 for (machine, d) in access.per_day if d == own.date()) == cap
+    assert any(machine == journal.machine_name() for machine, _ in access.per_day)  # this copy's reads count

@@ -1,0 +1,229 @@
+"""Import and adopt killed and run again: exactly one entry per source row or note, all indexed.
+
+The kill tests run the real CLI (`mem import`, `mem init --adopt`, service off) and SIGKILL it
+at seeded random points: when its progress lines (stderr a pipe, one line per step) reach a
+chosen count, or after a chosen delay, so kills land in the model load, between files and their
+index rows and between batches. The last run is left to finish; then no duplicate, no missing
+entry, every entry indexed, `doctor` clean, and recall finds a sample.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+from memstrata import Memory
+from memstrata.retrieval import sync
+
+ROWS = 270          # two import batches (IMPORT_BATCH 256)
+NOTES = 40
+LINE = re.compile(r"^\w+: (\d+)/(\d+) ")
+
+
+def _env():
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "MEMSTRATA_SERVICE": "off", "MEMSTRATA_PROGRESS_SECONDS": "0"}
+
+
+def _mem(*args, kill_at: int | None = None, kill_after: float | None = None) -> tuple[int, list[str]]:
+    """Run `mem ARGS`; SIGKILL it when a progress line reaches `kill_at` done, or after `kill_after`
+    seconds. Returns (exit code, stderr lines)."""
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=_env())
+    started, lines = time.monotonic(), queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(l) for l in proc.stderr], daemon=True)
+    reader.start()
+    seen = []
+    while True:
+        try:
+            line = lines.get(timeout=0.05)
+        except queue.Empty:
+            line = None
+        if line is not None:
+            seen.append(line.rstrip("\n"))
+        elif proc.poll() is not None:
+            break
+        m = LINE.match(line or "")
+        if (kill_at is not None and m and int(m.group(1)) >= kill_at) or \
+                (kill_after is not None and time.monotonic() - started >= kill_after):
+            proc.send_signal(signal.SIGKILL)
+            break
+    code = proc.wait(timeout=300)
+    reader.join(timeout=10)
+    return code, seen
+
+
+def _kill_rounds(args: list[str], total: int, seed: int, rounds: int = 2) -> list[str]:
+    """`rounds` runs of `mem ARGS` killed at seeded random points (a progress count or a delay)."""
+    rng = random.Random(seed)
+    how = []
+    for _ in range(rounds):
+        if rng.random() < 0.75:
+            target = rng.randrange(1, total)
+            code, _ = _mem(*args, kill_at=target)
+            how.append(f"at {target}/{total}: exit {code}")
+        else:
+            delay = rng.uniform(1.0, 6.0)
+            code, _ = _mem(*args, kill_after=delay)
+            how.append(f"after {delay:.1f}s: exit {code}")
+    return how
+
+
+def _rows(path, count: int = ROWS):
+    """Turns without ids, a few with their own id, one compressed with its full text and kept versions."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(count):
+            row = {"title": f"turn {i}", "category": "conversation",
+                   "body": f"Speaker {i % 7} said build {i} listens on port {20000 + i} and ships on day {i % 30}."}
+            if i % 10 == 0:
+                row["id"] = f"row-{i:04d}"
+            if i == 7:
+                row.update(id="row-compressed", layer="L1", full_content_file=".full/row-compressed.md",
+                           full_content="The full text of turn seven: port 20007, a long story.\n",
+                           versions={"1": "turn seven, first draft\n"}, version=2)
+            f.write(json.dumps(row) + "\n")
+
+
+def _all_indexed(m: Memory) -> bool:
+    index = m.state.vector_index()
+    index.refresh()
+    todo = sync.plan(index, m.embedder.name, m.embedder.dim)
+    return not (todo.embed or todo.missing or todo.remove or todo.errors)
+
+
+def test_import_killed_at_random_points_then_rerun_ends_with_one_entry_per_row(tmp_path, embedder):
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src)
+    Memory(root, embedder=embedder).init()
+    how = _kill_rounds(["import", str(src), "--root", str(root)], ROWS, seed=28)
+    code, lines = _mem("import", str(src), "--root", str(root), "--json")
+    assert code == 0, (how, lines[-5:])
+    m = Memory(root, embedder=embedder)
+    titles = Counter(e.title for e in m.list())
+    assert len(titles) == ROWS and set(titles.values()) == {1}, (how, titles.most_common(3))
+    assert {f"row-{i:04d}" for i in range(10, ROWS, 10)} <= {e.id for e in m.list()}
+    assert m.history_show("row-compressed", 1) == "turn seven, first draft\n"  # its kept version came along
+    assert "a long story" in m.decompress("row-compressed", show=True)["body"]  # and its full text
+    assert _all_indexed(m), how
+    assert m.doctor().healthy, (how, m.doctor().to_dict())
+    hits = m.recall("which build listens on port 20123", k=3)
+    assert hits.results and hits.results[0].title == "turn 123", how
+    # once more: a no-op (the CLI says "nothing to import")
+    again = m.import_jsonl(src)
+    assert (again["imported"], again["unchanged"], again["updated"], again["reindexed"]) == (0, ROWS, 0, 0)
+
+
+def _vault(folder):
+    for n in range(NOTES):
+        note = folder / f"area{n % 4}" / f"note {n}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        sections = "\n\n".join(f"## Part {k}\n\nNote {n} part {k}: the kettle of room {100 + n} holds {k} litres."
+                               for k in range(4))
+        head = "---\ntags: [vault]\n---\n" if n % 3 == 0 else ""
+        note.write_text(f"{head}# Note {n}\n\n{sections}\n", encoding="utf-8")
+
+
+def test_adopt_killed_at_random_points_then_rerun_ends_with_every_note_once(tmp_path, embedder):
+    vault = tmp_path / "vault"
+    _vault(vault)
+    how = _kill_rounds(["init", "--adopt", "--root", str(vault)], NOTES, seed=2028)
+    code, lines = _mem("init", "--adopt", "--root", str(vault), "--json")
+    assert code == 0, (how, lines[-5:])
+    notes = sorted(vault.glob("area*/*.md"))
+    assert len(notes) == NOTES  # no copy of a note, no note lost
+    ids = [re.findall(r"^mem-id: (\S+)$", p.read_text(encoding="utf-8"), re.M) for p in notes]
+    assert all(len(i) == 1 for i in ids), how
+    m = Memory(vault, embedder=embedder)
+    assert sorted(e.id for e in m.list()) == sorted(i[0] for i in ids)
+    assert _all_indexed(m), how
+    assert m.doctor().healthy, (how, m.doctor().to_dict())
+    hits = m.recall("kettle of room 117", k=3)
+    assert hits.results and hits.results[0].path == "area1/note 17.md", how
+
+
+def test_progress_lines_on_a_pipe_and_a_json_summary(tmp_path, embedder):
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src, 60)
+    Memory(root, embedder=embedder).init()
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "import", str(src), "--root", str(root), "--json"],
+                          capture_output=True, text=True, env={**_env(), "MEMSTRATA_PROGRESS_SECONDS": "0.5"},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("importing: ")]
+    assert lines and lines[-1].startswith("importing: 60/60 (100%)") and lines[-1].endswith("done")
+    assert all(re.match(r"importing: \d+/60 \(\d+%\), [\d.]+/s, \d+ s, (about \d+ s left|done|starting)$", l)
+               for l in lines), lines
+    summary = json.loads(proc.stdout)
+    assert (summary["imported"], summary["duplicates_avoided"], summary["skipped"]) == (60, 0, 0)
+    assert summary["seconds"] > 0
+
+
+def test_reimport_leaves_unchanged_rows_updates_edited_ones_and_keeps_newer_entries(tmp_path, embedder, monkeypatch):
+    from datetime import datetime, timezone
+
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-11-30T10:00:00Z")
+    now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc).timestamp()
+    src = tmp_path / "rows.jsonl"
+
+    def write_rows(a: str, b: str, c: str, mtime: float):
+        rows = [{"title": "alpha", "body": a, "category": "notes"}, {"title": "beta", "body": b, "category": "notes"},
+                {"id": "c-1", "title": "gamma", "body": c, "category": "notes", "updated": "2026-11-01T00:00:00Z"}]
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        os.utime(src, (mtime, mtime))
+
+    write_rows("Alpha runs on port 1.", "Beta runs on port 2.", "Gamma runs on port 3.", now - 3600)
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    assert m.import_jsonl(src)["imported"] == 3
+    again = m.import_jsonl(src)
+    assert (again["imported"], again["unchanged"], again["duplicates_avoided"]) == (0, 3, 3)
+    ids = {e.title: e.id for e in m.list()}
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-11-30T10:30:00Z")
+    m.update(ids["beta"], "Beta moved to port 22 (edited here).")  # newer than the file's rows
+    write_rows("Alpha moved to port 11.", "Beta moved to port 2222.", "Gamma moved to port 33.", now + 60)
+    third = m.import_jsonl(src)
+    assert (third["imported"], third["updated"], third["unchanged"], third["skipped"]) == (0, 2, 0, 1)
+    assert "port 11" in m.read(ids["alpha"], count_access=False).body
+    assert "port 33" in m.read("c-1", count_access=False).body
+    assert "edited here" in m.read(ids["beta"], count_access=False).body  # the newer entry kept its change
+    assert m.history_show(ids["alpha"], 1).strip() == "Alpha runs on port 1."  # the imported text is a version
+    assert len(m.list()) == 3
+
+
+def test_a_run_killed_after_its_versions_and_sidecar_is_taken_up_again(tmp_path, embedder):
+    from memstrata.features.transfer_formats import write_sidecar
+    from memstrata.storage import versions
+
+    src = tmp_path / "one.jsonl"
+    _rows(src, 8)
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    # what a run killed just before the entry file leaves: the kept version and the full text (written first)
+    versions.save_snapshot(m.root, "row-compressed", 1, "turn seven, first draft\n")
+    write_sidecar(m.root, ".full/row-compressed.md", "The full text of turn seven: port 20007, a long story.\n")
+    report = m.import_jsonl(src)
+    assert (report["imported"], report["errors"], report["skipped"]) == (8, [], 0)
+    assert "a long story" in m.decompress("row-compressed", show=True)["body"]
+    assert m.doctor().healthy
+
+
+def test_builtin_import_run_again_indexes_sections_a_killed_run_left_without_rows(tmp_path, embedder):
+    source = tmp_path / "agent" / "MEMORY.md"
+    source.parent.mkdir()
+    source.write_text("# Memory\n\n## Build\n\nThe build uses port 7001.\n\n## Deploy\n\nDeploys go out on Tuesdays.\n")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    first = m.import_builtin(source)
+    assert len(first["created"]) == 2
+    m.state.vector_index().delete([first["created"][0]])  # what a run killed after the file leaves
+    assert not _all_indexed(m)
+    again = m.import_builtin(source)
+    assert (len(again["unchanged"]), again["reindexed"]) == (2, 1)
+    assert _all_indexed(m) and m.doctor().healthy
