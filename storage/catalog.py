@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec, layout
+from memstrata.storage import codec, holders, layout
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of
@@ -17,7 +17,7 @@ from memstrata.storage.safe_io import FileTooLarge, check_write_target, read_reg
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
-SCHEMA_VERSION = 3  # a catalog of another version is dropped and rebuilt from the tree
+SCHEMA_VERSION = 4  # a catalog of another version is dropped and rebuilt from the tree
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
 SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased: INDEX.md, Config.md ... are never entries
 VAULT_SKIPPED_FILES = VAULT_RESERVED_FILE_NAMES  # ... in an adopted vault (its README.md, config.md are notes)
@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
-"""
+""" + holders.TABLE + ";"
 
 
 @dataclass
@@ -270,6 +270,7 @@ class Catalog:
                     self._conn.execute("BEGIN")
                     self._conn.executemany(_INSERT, updates)
                     self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
+                    holders.note(self._conn, updates, report.removed)
             try:
                 store()
             except sqlite3.OperationalError as exc:  # the disk takes no writes: the same rows, in memory
@@ -295,7 +296,13 @@ class Catalog:
     def record(self, entry: Entry) -> None:
         """Note an entry just written by the engine (its file exists at entry.path)."""
         row = _row(entry.path, entry, (self.root / entry.path).stat())
-        self._write(lambda: self._conn.execute(_INSERT, row))
+
+        def store():
+            with self._conn:
+                self._conn.execute("BEGIN")
+                self._conn.execute(_INSERT, row)
+                holders.note(self._conn, [row], [])
+        self._write(store)
 
     def forget(self, rel: str) -> None:
         self._write(lambda: self._conn.execute("DELETE FROM entries WHERE path = ?", (rel,)))
@@ -308,6 +315,10 @@ class Catalog:
         return self.refresh()
 
     # -- questions --------------------------------------------------------------------
+    def first_seen(self, entry_id: str) -> str | None:
+        """The path that held `entry_id` first, as far as this catalog saw (storage/holders.py)."""
+        return holders.first_seen(self._conn, entry_id)
+
     def paths_of(self, entry_id: str) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT path FROM entries WHERE id = ? ORDER BY path", (entry_id,))]
 
@@ -413,6 +424,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             conn.execute("DROP TABLE IF EXISTS entries")
+            conn.execute("DROP TABLE IF EXISTS holders")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)

@@ -8,7 +8,8 @@ from memstrata.storage import adopt, indexes, layout, tree
 from memstrata.storage.atomic import ChangedMeanwhile
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.config import Settings
-from memstrata.storage.entry import Entry, holder_rank, new_id
+from memstrata.storage.entry import Entry, new_id
+from memstrata.storage.holders import keeper_first
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.safe_io import read_regular_bytes
 
@@ -165,7 +166,7 @@ def _not_adopted(entries: Entries) -> list[str]:
     for entry in catalog.entries():
         holders.setdefault(entry.id, []).append(entry)
     for entry_id, same in sorted(holders.items()):
-        keeper, *others = sorted(same, key=holder_rank)  # the one `mem read` shows and the doctor keeps
+        keeper, *others = keeper_first(entries.root, same, catalog.first_seen(entry_id))  # as `mem read`, the doctor
         for other in others:
             out.append(f"{other.path} has the id of {keeper.path} ({entry_id}): `mem doctor --fix` gives it a "
                        f"fresh id; until then `mem read {entry_id}` shows {keeper.path}")

@@ -18,7 +18,8 @@ from memstrata.scoring.access import folded
 from memstrata.storage import indexes, journal, trash, tree
 from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
-from memstrata.storage.entry import Entry, holder_rank, new_id
+from memstrata.storage.entry import Entry, new_id
+from memstrata.storage.holders import keeper_first
 from memstrata.storage.paths import category_of, inside_root, validate_category
 from memstrata.storage.safe_io import is_regular_file
 
@@ -98,7 +99,7 @@ class Entries:
                     if entry.id == ref:
                         holders.append(entry)
             if holders:  # several files with one id (a copy): the one the doctor lets keep it
-                return min(holders, key=holder_rank)
+                return keeper_first(self.root, holders, self.state.catalog.first_seen(ref))[0]
             if attempt == 0:
                 self.state.catalog.refresh()
         if len(ref) >= MIN_ID_PREFIX:  # a unique prefix, like git's
