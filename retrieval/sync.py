@@ -7,7 +7,7 @@ from memstrata.retrieval import chunking
 from memstrata.retrieval.table import VectorIndex, indexed_form, row_id
 from memstrata.storage.catalog import (
     entry_file_stat,
-    is_entry_path,
+    is_entry_path_in,
     iter_entry_files,
     read_entry_file,
 )
@@ -109,7 +109,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
     out = SyncPlan()
     at_path = frame.by_path
     found: dict[str, str] = {}  # row id -> path where it is now
-    for rel in sorted(p for p in paths if is_entry_path(p)):
+    for rel in sorted(p for p in paths if is_entry_path_in(index.root, p)):
         st = entry_file_stat(index.root, rel)
         if st is None:
             continue

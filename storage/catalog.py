@@ -9,17 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec, layout
+from memstrata.storage import codec, holders, layout
 from memstrata.storage.atomic import ensure_dir, is_temp_file
 from memstrata.storage.entry import Entry
-from memstrata.storage.paths import RESERVED_FILE_NAMES, category_of
+from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of
 from memstrata.storage.safe_io import FileTooLarge, check_write_target, read_regular_bytes
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
-SCHEMA_VERSION = 3  # a catalog of another version is dropped and rebuilt from the tree
+SCHEMA_VERSION = 4  # a catalog of another version is dropped and rebuilt from the tree
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
 SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased: INDEX.md, Config.md ... are never entries
+VAULT_SKIPPED_FILES = VAULT_RESERVED_FILE_NAMES  # ... in an adopted vault (its README.md, config.md are notes)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     path TEXT PRIMARY KEY,
@@ -35,7 +36,7 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
-"""
+""" + holders.TABLE + ";"
 
 
 @dataclass
@@ -67,13 +68,16 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
     MEMORY.md/CLAUDE.md, temporary files, files at the root, symlinks and anything that is not a
-    regular file (a FIFO, socket or device named x.md: opening it could block) are not entries.
+    regular file (a FIFO, socket or device named x.md: opening it could block) are not entries; in an
+    adopted vault, files at the root, README.md and config.md are (is_entry_path).
     Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
     A folder that cannot be opened (no permission) is skipped, and its relative path added to `skipped`.
     """
     base = str(root)
     cut = len(base) + 1
     stack = [base]
+    vault = layout.is_adopted(root)
+    names_out = VAULT_SKIPPED_FILES if vault else SKIPPED_FILES
     while stack:
         folder = stack.pop()
         try:
@@ -89,8 +93,8 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
                         continue
                     if item.is_dir(follow_symlinks=False):
                         stack.append(item.path)
-                    elif (folder != base and name.endswith(".md") and item.is_file(follow_symlinks=False)
-                          and not is_temp_file(name) and name.lower() not in SKIPPED_FILES):
+                    elif ((vault or folder != base) and name.endswith(".md") and item.is_file(follow_symlinks=False)
+                          and not is_temp_file(name) and name.lower() not in names_out):
                         st = _regular_stat(item)
                         if st is not None:
                             yield item.path[cut:].replace(os.sep, "/"), st
@@ -111,12 +115,22 @@ def _regular_stat(item: os.DirEntry):
     return st if stat_mod.S_ISREG(st.st_mode) else None
 
 
-def is_entry_path(rel: str) -> bool:
-    """Whether a path relative to the root is where an entry file can be (as iter_entry_files sees it)."""
+def is_entry_path(rel: str, vault: bool = False) -> bool:
+    """Whether a path relative to the root is where an entry file can be (as iter_entry_files sees it).
+
+    `vault` (an adopted tree, layout.is_adopted): notes at the top level are entries too, and so
+    are README.md and config.md (the engine's own files are in `.memstrata/`)."""
     parts = rel.split("/")
     name = parts[-1]
-    return (len(parts) > 1 and name.endswith(".md") and not any(p.startswith(".") or p in ("", "..") for p in parts)
-            and name.lower() not in SKIPPED_FILES and "\n" not in rel and "\r" not in rel and not _unencodable(rel))
+    return ((vault or len(parts) > 1) and name.endswith(".md")
+            and not any(p.startswith(".") or p in ("", "..") for p in parts)
+            and name.lower() not in (VAULT_SKIPPED_FILES if vault else SKIPPED_FILES)
+            and "\n" not in rel and "\r" not in rel and not _unencodable(rel))
+
+
+def is_entry_path_in(root, rel: str) -> bool:
+    """is_entry_path for the tree at `root` (a vault's rule when it is adopted)."""
+    return is_entry_path(rel, layout.is_adopted(root))
 
 
 def entry_file_stat(root: Path, rel: str):
@@ -140,7 +154,7 @@ def read_entry_file(root: Path, rel: str) -> Entry:
     INDEX.md or config.md, a hidden folder, the root itself); safe_io.NotRegularFile (an
     OSError) when it is a symlink, FIFO, socket or device: those are never opened.
     """
-    if not is_entry_path(str(rel)):
+    if not is_entry_path_in(root, str(rel)):
         raise NotFound(f"{rel} is not an entry file (a reserved name, a hidden folder or outside a category)")
     try:
         raw = read_regular_bytes(os.path.join(str(root), rel), ENTRY_FILE_MAX_BYTES)
@@ -173,6 +187,7 @@ class Catalog:
         self.skipped_folders: list[str] = []  # folders the last walk could not open (permissions)
         self.bad_names: list[str] = []  # names the last walk skipped: not UTF-8, or holding a newline
         self.id_key = layout.id_key(self.root)
+        self.vault = layout.is_adopted(self.root)
         self.db_path = check_write_target(self.root, layout.path(self.root, f"{CACHE_DIR}/{CATALOG_FILE}"))
         # Why this catalog lives in memory for this process (None: on disk). It is derived data:
         # a damaged file is rebuilt, and a disk that takes no writes still lets reads work.
@@ -227,7 +242,7 @@ class Catalog:
                                else (None, None))
         updates = []
         if changed is not None:  # the watcher names every file changed since the last refresh
-            for rel in sorted(p for p in changed if is_entry_path(p)):
+            for rel in sorted(p for p in changed if is_entry_path(p, self.vault)):
                 row = self._conn.execute("SELECT size, mtime_ns FROM entries WHERE path = ?", (rel,)).fetchone()
                 st = entry_file_stat(self.root, rel)
                 if st is None:
@@ -255,6 +270,7 @@ class Catalog:
                     self._conn.execute("BEGIN")
                     self._conn.executemany(_INSERT, updates)
                     self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
+                    holders.note(self._conn, updates, report.removed)
             try:
                 store()
             except sqlite3.OperationalError as exc:  # the disk takes no writes: the same rows, in memory
@@ -280,7 +296,13 @@ class Catalog:
     def record(self, entry: Entry) -> None:
         """Note an entry just written by the engine (its file exists at entry.path)."""
         row = _row(entry.path, entry, (self.root / entry.path).stat())
-        self._write(lambda: self._conn.execute(_INSERT, row))
+
+        def store():
+            with self._conn:
+                self._conn.execute("BEGIN")
+                self._conn.execute(_INSERT, row)
+                holders.note(self._conn, [row], [])
+        self._write(store)
 
     def forget(self, rel: str) -> None:
         self._write(lambda: self._conn.execute("DELETE FROM entries WHERE path = ?", (rel,)))
@@ -293,6 +315,10 @@ class Catalog:
         return self.refresh()
 
     # -- questions --------------------------------------------------------------------
+    def first_seen(self, entry_id: str) -> str | None:
+        """The path that held `entry_id` first, as far as this catalog saw (storage/holders.py)."""
+        return holders.first_seen(self._conn, entry_id)
+
     def paths_of(self, entry_id: str) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT path FROM entries WHERE id = ? ORDER BY path", (entry_id,))]
 
@@ -398,6 +424,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             conn.execute("DROP TABLE IF EXISTS entries")
+            conn.execute("DROP TABLE IF EXISTS holders")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)

@@ -10,7 +10,7 @@ from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.codec import split_frontmatter
 from memstrata.storage.entry import Entry
-from memstrata.storage.paths import ARCHIVED_DIR
+from memstrata.storage.paths import ARCHIVED_DIR, shown_category
 from memstrata.storage.safe_io import is_regular_file, read_regular_text
 
 INDEX_FILE = "INDEX.md"
@@ -139,8 +139,10 @@ def render_root_index(rows: list[tuple[str, str, int, int, datetime | None]], no
         "| --- | --- | --- | --- | --- |",
     ]
     for category, description, own, subtree, updated in rows:
-        target = f"{link_prefix}{category}/{INDEX_FILE if with_category_index else ''}"
-        lines.append(f"| [{_cell(category)}](<{target}>) | {_cell(description)} | {own} | {subtree} | {_day(updated)} |")
+        target = (f"{link_prefix}{category}/{INDEX_FILE if with_category_index else ''}" if category
+                  else link_prefix or "./")  # a vault's top level: the folder itself
+        lines.append(f"| [{_cell(shown_category(category))}](<{target}>) | {_cell(description)} | {own} | {subtree} "
+                     f"| {_day(updated)} |")
     lines.append("")
     return "\n".join(lines)
 
@@ -158,6 +160,9 @@ def _subcategories(category: str, known: list[str]) -> list[str]:
 def _root_rows(root: Path, known: list[str], summary: dict, per_category: bool = True) -> list[tuple]:
     """(category, description, own entries, entries with subcategories, last update) per category."""
     rows = []
+    if summary.get("", (0, None))[0]:  # notes at an adopted vault's top level: its first row, shown as "/"
+        own, updated = summary[""]
+        rows.append(("", "", own, sum(n for n, _ in summary.values()), parse_datetime(updated) if updated else None))
     for category in known:
         own, updated = summary.get(category, (0, None))
         subtree = sum(n for c, (n, _) in summary.items() if c == category or c.startswith(category + "/"))

@@ -18,6 +18,12 @@ RESERVED_FILE_NAMES = frozenset({"index.md", "config.md", "memory.md", "claude.m
 WINDOWS_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
                                   *(f"lpt{i}" for i in range(1, 10))})
 RESERVED_SEGMENTS = {ARCHIVED_DIR, *RESERVED_FILE_NAMES}  # category levels that are refused
+# In an adopted vault the engine's config.md lives in `.memstrata/` and no README.md is the engine's:
+# a vault's README.md and config.md are the user's notes. INDEX.md (the folder indexes asked for with
+# --indexes) and agents' instruction files (never modified: an id line would change what they say) stay out.
+VAULT_RESERVED_FILE_NAMES = frozenset({"index.md", "memory.md", "claude.md", "agents.md"})
+TOP_CATEGORY = ""  # an adopted vault's top level: notes there have no folder, so no category
+TOP_LABEL = "/"    # ... as people see it: no folder can be named "/", and it reads as "the vault's root"
 MAX_SLUG_BYTES = 120  # file names are limited to 255 bytes; leave room for suffixes
 # A whole category: levels and UTF-8 bytes. Limits of the file system, not preferences (so not
 # settings): a path past PATH_MAX (4096 bytes on Linux, with the root in front) fails deep in a
@@ -27,13 +33,16 @@ MAX_CATEGORY_BYTES = 1024
 _SLUG_DROP = re.compile(r"[^\w]+", re.UNICODE)
 
 
-def validate_category(category: str | None) -> str:
-    """Normalise a category path ('projects/web') or raise InvalidInput with the reason."""
+def validate_category(category: str | None, top: bool = False) -> str:
+    """Normalise a category path ('projects/web') or raise InvalidInput with the reason.
+
+    `top` (an adopted vault): none, "" or "/" is the vault's top level (TOP_CATEGORY), where Obsidian
+    puts new notes; elsewhere none is DEFAULT_CATEGORY (entries of a tree made by `mem init` live in folders)."""
     if category is None:
-        return DEFAULT_CATEGORY
+        return TOP_CATEGORY if top else DEFAULT_CATEGORY
     text = unicodedata.normalize("NFC", str(category)).strip()
-    if not text:
-        return DEFAULT_CATEGORY
+    if not text or (top and text == TOP_LABEL):
+        return TOP_CATEGORY if top else DEFAULT_CATEGORY
     if "\x00" in text or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
         raise InvalidInput("category contains control characters or lone surrogates")
     if text.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", text):
@@ -120,7 +129,14 @@ def is_archived_path(relative_path: str) -> bool:
 
 
 def entry_dir(category: str, archived: bool = False) -> str:
+    if not category:  # a vault's top level
+        return ARCHIVED_DIR if archived else TOP_CATEGORY
     return f"{category}/{ARCHIVED_DIR}" if archived else category
+
+
+def shown_category(category: str) -> str:
+    """A category as people read it: a vault's top level is TOP_LABEL."""
+    return category or TOP_LABEL
 
 
 def inside_root(root: Path, relative: str) -> Path:

@@ -131,12 +131,13 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
     inside_root(Path(root), folder)  # a symlinked category folder must not lead a write out of the root
     taken = _check_folder_levels(Path(root), folder)
     base = file_slug(title)
-    candidate = f"{folder}/{base}.md"
+    within = f"{folder}/" if folder else ""  # "" is an adopted vault's top level
+    candidate = f"{within}{base}.md"
     n = 2
     # a dangling symlink or FIFO is taken too, and so is a name that differs only in case
     while candidate != keep and (os.path.lexists(Path(root) / candidate) or candidate in avoid
                                  or candidate.rsplit("/", 1)[-1].casefold() in taken):
-        candidate = f"{folder}/{base}-{n}.md"
+        candidate = f"{within}{base}-{n}.md"
         n += 1
     return candidate
 
@@ -182,7 +183,7 @@ def _check_folder_levels(root: Path, folder: str) -> set[str]:
     folder beside it (`Proj` next to `proj`: one folder on macOS and Windows). Returns the casefolded
     names already in `folder` (empty when it does not exist yet)."""
     current = root
-    for level in folder.split("/"):
+    for level in folder.split("/") if folder else ():
         try:
             siblings = os.listdir(current)
         except (FileNotFoundError, NotADirectoryError):

@@ -180,13 +180,15 @@ def list_entries(
     Example: mem list --category projects --tier hot --json
     """
     from memstrata.results import entry_summary
+    from memstrata.storage.paths import shown_category
 
     _check_choice("tier", tier, ("hot", "warm", "cold", "archive"))
     _check_choice("status", status, ("active", "archived", "expired"))
     entries = memory(root).list(category=category, tier=tier, status=status, tags=tag)
     rows = [entry_summary(e) for e in entries]
     emit(as_json, {"count": len(rows), "entries": rows},
-         lambda: table(rows, ["id", "title", "category", "status", "tier", "updated"]))
+         lambda: table([{**r, "category": shown_category(r["category"])} for r in rows],  # a vault's top: "/"
+                       ["id", "title", "category", "status", "tier", "updated"]))
 
 
 def _check_choice(name: str, value, allowed) -> None:

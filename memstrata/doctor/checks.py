@@ -13,6 +13,7 @@ from memstrata.storage.atomic import is_temp_file
 from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, printable_name, read_entry_file
 from memstrata.storage.entry import Entry, holder_rank
+from memstrata.storage.holders import keeper_first
 from memstrata.storage.lock import LOCK_FILE
 from memstrata.storage.safe_io import ENGINE_DIRS
 
@@ -244,21 +245,26 @@ def check_unparseable(scan: Scan) -> list[Finding]:
             for rel, message in sorted(scan.errors.items())]
 
 
-def duplicate_plan(group: list[tuple[Entry, str, int]]) -> tuple[Entry, list[tuple[Entry, str]]]:
+def duplicate_plan(group: list[tuple[Entry, str, int]], order: list[Entry] | None = None,
+                   vault: bool = False) -> tuple[Entry, list[tuple[Entry, str]]]:
     """Which file of a duplicated id keeps it, and what happens to each other file.
 
-    group: (entry, content hash, mtime_ns). The keeper is the file `mem read ID` shows
-    (storage.entry.holder_rank: highest version, then latest `updated`, then the first path).
+    group: (entry, content hash, mtime_ns). The keeper is the file `mem read ID` shows: the first
+    of `order` (storage.holders.keeper_first: the file git added first, else the one the catalog
+    saw first), else by storage.entry.holder_rank (highest version, latest `updated`, first path).
     A file with the same content as the keeper or as another file already kept is a copy
     and goes to quarantine ("quarantine:copy"); a file with other content gets a fresh id
     ("new_id") and stays an entry: nothing is deleted and no text disappears from the tree.
+    In an adopted `vault` every file is the user's note (a fresh copy of a template too): each
+    other file gets a fresh id and stays where it is.
     """
-    ordered = sorted(group, key=lambda item: holder_rank(item[0]))
+    rank = {id(e): n for n, e in enumerate(order or [])}
+    ordered = sorted(group, key=lambda item: (rank.get(id(item[0]), len(rank)), holder_rank(item[0])))
     keeper, keeper_hash, _ = ordered[0]
     kept = {keeper_hash}
     plan = []
     for e, digest, _ in ordered[1:]:
-        if digest in kept:
+        if digest in kept and not vault:
             plan.append((e, "quarantine:copy"))
         else:
             kept.add(digest)
@@ -277,7 +283,9 @@ def entry_hash(e: Entry) -> str:
         return hashlib.sha256(f"{e.title}\n{e.body}".encode("utf-8")).hexdigest()
 
 
-def check_duplicates(scan: Scan) -> list[Finding]:
+def check_duplicates(scan: Scan, first_seen=None) -> list[Finding]:
+    """Files that share an id; `first_seen(id)`: the path the catalog saw hold it first."""
+    vault = layout.is_adopted(scan.root)
     groups: dict[str, list] = {}
     for e in scan.entries:
         if e.id:
@@ -286,7 +294,8 @@ def check_duplicates(scan: Scan) -> list[Finding]:
     for entry_id, group in sorted(groups.items()):
         if len(group) < 2:
             continue
-        keeper, plan = duplicate_plan(group)
+        order = keeper_first(scan.root, [e for e, _, _ in group], first_seen(entry_id) if first_seen else None)
+        keeper, plan = duplicate_plan(group, order, vault)
         for e, what in plan:
             action = ("give this file a fresh id (both stay entries)" if what == "new_id" else
                       "move to .quarantine/ (a copy of text kept in the tree)")

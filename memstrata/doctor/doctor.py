@@ -140,7 +140,7 @@ class Doctor:
         findings += check_unparseable(scan)
         findings += check_bad_names(scan)
         findings += check_secrets(scan)
-        findings += check_duplicates(scan)
+        findings += check_duplicates(scan, self._first_seen)
         findings += check_temp_files(scan)
         findings += check_orphans(scan)
         findings += check_missing_sidecars(scan)
@@ -149,6 +149,14 @@ class Doctor:
         findings += check_vectors(scan, self.state.settings)
         findings += check_permissions(self.root)
         return findings
+
+
+    def _first_seen(self, entry_id: str) -> str | None:
+        """The path the catalog saw hold an id first (None when it cannot tell: unreadable, rebuilt)."""
+        try:
+            return self.state.catalog.first_seen(entry_id)
+        except Exception:  # noqa: BLE001 - a broken catalog is the doctor's to report, not to stop on
+            return None
 
 
 def report_lines(report: DoctorReport) -> list[str]:

@@ -8,7 +8,8 @@ from memstrata.storage import adopt, indexes, layout, tree
 from memstrata.storage.atomic import ChangedMeanwhile
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.config import Settings
-from memstrata.storage.entry import Entry, holder_rank, new_id
+from memstrata.storage.entry import Entry, new_id
+from memstrata.storage.holders import keeper_first
 from memstrata.storage.lock import TreeLock
 from memstrata.storage.safe_io import read_regular_bytes
 
@@ -32,11 +33,11 @@ def _markdown_notes(root) -> int:
 
 def _not_adoptable(root) -> tuple[list[str], list[str]]:
     """(files `mem init` would overwrite, Markdown notes that cannot become entries and why) of a
-    folder that is not a tree yet: its own config.md or INDEX.md files; notes at the top level
-    (entries live in category folders) and notes with a reserved name."""
+    folder that is not a tree yet: its own config.md or INDEX.md files; notes with a reserved name
+    (is_entry_path: in an adopted vault, notes at the top level, README.md and config.md are entries)."""
     import os
 
-    from memstrata.storage.catalog import is_entry_path, printable_name
+    from memstrata.storage.catalog import is_entry_path_in, printable_name
 
     blocking, skipped = [], []
     for folder, dirs, files in os.walk(root):
@@ -51,11 +52,12 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                     head = ""
                 if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
                     blocking.append(rel)
-            elif low.endswith(".md") and not is_entry_path(rel):
+            elif low.endswith(".md") and not is_entry_path_in(root, rel):
                 shown = printable_name(rel)
                 why = ("a name that is not UTF-8 or holds a line break; rename it to make it an entry"
                        if shown != rel or "\n" in rel or "\r" in rel else
-                       "at the top level: entries live in folders" if "/" not in rel else "a reserved name")
+                       "at the top level: entries live in folders" if "/" not in rel and not layout.is_adopted(root)
+                       else "a reserved name")
                 skipped.append(f"not adopted: {shown!r} ({why})" if "\n" in rel or "\r" in rel
                                else f"not adopted: {shown} ({why})")
     return blocking, skipped
@@ -170,7 +172,7 @@ def _not_adopted(entries: Entries) -> list[str]:
     for entry in catalog.entries():
         holders.setdefault(entry.id, []).append(entry)
     for entry_id, same in sorted(holders.items()):
-        keeper, *others = sorted(same, key=holder_rank)  # the one `mem read` shows and the doctor keeps
+        keeper, *others = keeper_first(entries.root, same, catalog.first_seen(entry_id))  # as `mem read`, the doctor
         for other in others:
             out.append(f"{other.path} has the id of {keeper.path} ({entry_id}): `mem doctor --fix` gives it a "
                        f"fresh id; until then `mem read {entry_id}` shows {keeper.path}")

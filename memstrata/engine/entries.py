@@ -16,9 +16,10 @@ from memstrata.errors import InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
 from memstrata.storage import indexes, journal, trash, tree
-from memstrata.storage.catalog import is_entry_path, read_entry_file
+from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
-from memstrata.storage.entry import Entry, holder_rank, new_id
+from memstrata.storage.entry import Entry, new_id
+from memstrata.storage.holders import keeper_first
 from memstrata.storage.paths import category_of, inside_root, validate_category
 from memstrata.storage.safe_io import is_regular_file
 
@@ -85,7 +86,7 @@ class Entries:
         if "/" in ref or ref.endswith(".md"):
             path = inside_root(self.root, ref)
             rel = path.relative_to(self.root).as_posix()
-            if not is_entry_path(rel) or not is_regular_file(path):
+            if not is_entry_path_in(self.root, rel) or not is_regular_file(path):
                 raise NotFound(f"no entry at {ref}")
             return read_entry_file(self.root, rel)  # a read never writes: an id comes by sync, maintain or a write
         if not valid_id(ref):
@@ -98,7 +99,7 @@ class Entries:
                     if entry.id == ref:
                         holders.append(entry)
             if holders:  # several files with one id (a copy): the one the doctor lets keep it
-                return min(holders, key=holder_rank)
+                return keeper_first(self.root, holders, self.state.catalog.first_seen(ref))[0]
             if attempt == 0:
                 self.state.catalog.refresh()
         if len(ref) >= MIN_ID_PREFIX:  # a unique prefix, like git's
@@ -157,7 +158,7 @@ class Entries:
         Each shows the tier `mem maintain` gives it now (scoring.lifecycle.tier_now, the one rule);
         `as_stored`: the tier its file holds (what maintain plans from)."""
         tree.require_initialised(self.root)
-        scope = validate_category(category) if category else None
+        scope = validate_category(category, top=self.state.vault) if category else None
         self.state.catalog.refresh()  # a hand-made file is listed without an id: reads never write
         wanted_tags = set(clean_tags(tags))
         listed = self.state.catalog.entries(scope)
@@ -211,7 +212,7 @@ class Entries:
         body = clean_body(body)
         check_size(body, self.state.settings.max_entry_bytes)
         title = clean_title(title, body)
-        category = validate_category(category)
+        category = validate_category(category, top=self.state.vault)  # a vault's top level when none
         tags = clean_tags(tags)
         level, important_word = clean_importance(importance)
         if id is not None and not valid_id(str(id)):
@@ -275,8 +276,8 @@ class Entries:
                 changed.related = clean_tags(related, "related")
             if expires is not None:
                 changed.expires = clock.parse_datetime(expires) if expires else None
-            if category is not None and validate_category(category) != current.category:
-                changed.category = validate_category(category)
+            if category is not None and validate_category(category, top=self.state.vault) != current.category:
+                changed.category = validate_category(category, top=self.state.vault)
                 changed.path = tree.unique_entry_path(self.root, changed.category, changed.title,
                                                       archived=current.status == "archived")
             if _same_content(current, changed):  # e.g. --untag of a tag it does not have: no version, no write
@@ -316,8 +317,9 @@ class Entries:
             entry = trash.take_out(self.root, item)
             if not entry.id:
                 entry.id = new_id()
-            origin = item.trashed_from or f"{entry.category or 'general'}/x.md"
-            category = category_of(origin) or "general"
+            vault = self.state.vault  # a vault's top-level note comes back to the top level
+            origin = item.trashed_from or (f"{entry.category}/x.md" if entry.category or vault else "general/x.md")
+            category = category_of(origin) or ("" if vault else "general")
             now = self.state.now()
             entry = entry.copy(category=category, status="active", updated=now,
                                tier="hot" if entry.status != "active" else entry.tier)

@@ -41,6 +41,13 @@ class TreeState:
         """Adopt settings just written (or None: read config.md again on next use)."""
         self._settings = settings
 
+    @property
+    def vault(self) -> bool:
+        """Whether the tree is an adopted vault (its top-level notes are entries; storage/layout.py)."""
+        from memstrata.storage import layout
+
+        return layout.is_adopted(self.root)
+
     # -- catalog and watcher -----------------------------------------------------------
     @property
     def catalog(self) -> Catalog:

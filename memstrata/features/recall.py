@@ -313,8 +313,8 @@ class Recall:
         from memstrata.retrieval.search import Filters
         from memstrata.storage.paths import validate_category
 
-        return Filters(category=validate_category(category) if category else None, tier=tier or None,
-                       status=status or None, tags=clean_tags(tags) or None,
+        scope = validate_category(category, top=self.state.vault) if category else None
+        return Filters(category=scope or None, tier=tier or None, status=status or None, tags=clean_tags(tags) or None,
                        since=clock.parse_datetime(since) if since else None,
                        until=clock.parse_until(until) if until else None)
 

@@ -14,9 +14,9 @@ from memstrata.features.team_merge import resolve_all
 from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
-from memstrata.storage import codec, journal, trash, tree
+from memstrata.storage import codec, journal, layout, trash, tree, versions
 from memstrata.storage.atomic import atomic_write_text
-from memstrata.storage.catalog import is_entry_path
+from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.paths import category_of
 
 _UNABLE = re.compile(r"^error: unable to create file (.+?): ", re.MULTILINE)
@@ -109,9 +109,10 @@ class TeamSync:
         self._note_sharing_problem(result)  # also one the pull just brought in
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
-        if index and any(is_entry_path(p) for p in pulled):
+        if index and any(is_entry_path_in(self.root, p) for p in pulled):
             result["index"] = self.recall.sync()  # only files changed since the last sync are read
-        kept = {p.split("/")[1] for p in pulled if p.startswith(".versions/") and p.count("/") >= 2}
+        folder = layout.at(self.root, versions.VERSIONS_DIR) + "/"  # a vault's `.memstrata/versions/`
+        kept = {p[len(folder):].split("/")[0] for p in pulled if p.startswith(folder) and "/" in p[len(folder):]}
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
@@ -150,7 +151,8 @@ class TeamSync:
         git = self.git
         result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
         self._note_sharing_problem(result)
-        ensure_attributes(self.root)
+        if not layout.is_adopted(self.root):  # nothing at a vault's top: .git/info/attributes holds the line
+            ensure_attributes(self.root)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
         git.run("add", "-A", "--", *NOT_STAGED)
         # what .gitignore keeps out but a peer force-added (a `.lock`, a `.cache/` file) leaves the
@@ -163,7 +165,7 @@ class TeamSync:
             return
         counts = {"A": 0, "M": 0, "D": 0}
         for status, path in staged:
-            if is_entry_path(path) and status[0] in counts:
+            if is_entry_path_in(self.root, path) and status[0] in counts:
                 counts[status[0]] += 1
         summary = describe_changes(counts["A"], counts["M"], counts["D"])
         message = f"memstrata: {summary}\n\n{TRAILER_MACHINE}: {machine}\n"
@@ -240,7 +242,7 @@ class TeamSync:
         its kept versions are not orphans)."""
         if head is None:
             return
-        gone = [p for status, p in self.git.changed(head, tracking) if status == "D" and is_entry_path(p)]
+        gone = [p for status, p in self.git.changed(head, tracking) if status == "D" and is_entry_path_in(self.root, p)]
         if not gone:
             return
         catalog = self.state.catalog
@@ -250,7 +252,8 @@ class TeamSync:
                 continue  # kept: an edit won over the delete
             text = self.git.show(f"{head}:{path}")
             try:
-                entry = codec.parse(text or "", category=category_of(path), path=path)
+                entry = codec.parse(text or "", category=category_of(path), path=path,
+                                    id_key=layout.id_key(self.root))
             except CorruptEntry:
                 continue
             if not entry.id or catalog.paths_of(entry.id):

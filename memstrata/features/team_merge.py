@@ -8,13 +8,18 @@ from pathlib import Path, PurePosixPath
 from memstrata.errors import MemstrataError
 from memstrata.features.gitrepo import Git
 from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
-from memstrata.storage import codec, journal, tree, versions
+from memstrata.storage import codec, journal, layout, tree, versions
 from memstrata.storage.atomic import atomic_write_text
-from memstrata.storage.catalog import is_entry_path
+from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.indexes import INDEX_FILE
 from memstrata.storage.paths import category_of
 
-_SNAPSHOT = re.compile(r"^\.versions/([^/]+)/v(\d+)\.md$")
+
+
+def _snapshot(root: Path, path: str):
+    """The match (id, number) when `path` is a kept version (`.versions/`, a vault's `.memstrata/versions/`)."""
+    folder = layout.at(root, versions.VERSIONS_DIR)
+    return re.match(rf"^{re.escape(folder)}/([^/]+)/v(\d+)\.md$", path)
 
 
 def resolve_all(git: Git, root: Path, ours_by: str) -> list[dict]:
@@ -30,7 +35,7 @@ def resolve_all(git: Git, root: Path, ours_by: str) -> list[dict]:
     base = base[0] if base else None
     unmerged = git.unmerged()
     hidden = _hidden_by_pairing(git, base, set(unmerged))
-    moves = _Moves(git, base)
+    moves = _Moves(git, base, root)
     out = []
     for path in sorted(set(unmerged) | hidden):
         texts = _own_texts(git, base, path, unmerged.get(path, set()))
@@ -42,8 +47,8 @@ class _Moves:
     """Where each side of the merge put an entry it moved: the id of every entry file a side
     added since the merge base (read once per side, when first asked)."""
 
-    def __init__(self, git: Git, base: str | None):
-        self.git, self.base = git, base
+    def __init__(self, git: Git, base: str | None, root: Path):
+        self.git, self.base, self.root = git, base, root
         self._added: dict[str, dict[str, str]] = {}
 
     def new_path(self, rev: str, entry_id: str | None, old: str) -> str | None:
@@ -52,10 +57,10 @@ class _Moves:
         if rev not in self._added:
             found: dict[str, str] = {}
             for status, path in self.git.changed(self.base, rev):
-                if status[:1] != "A" or not is_entry_path(path) or path.startswith(".versions/"):
+                if status[:1] != "A" or not is_entry_path_in(self.root, path) or _snapshot(self.root, path):
                     continue
                 try:
-                    e = _parse(self.git.show(f"{rev}:{path}"), path)
+                    e = _parse(self.git.show(f"{rev}:{path}"), path, self.root)
                 except MemstrataError:
                     continue
                 if e is not None and e.id:
@@ -97,9 +102,9 @@ def _resolve(git: Git, root: Path, path: str, texts: dict, ours_by: str, moves: 
     if name == INDEX_FILE:
         _write(git, root, path, texts.get(2) or texts.get(3) or "")
         return {"path": path, "kind": "index", "message": "derived: regenerated"}
-    if _SNAPSHOT.match(path):
+    if _snapshot(root, path):
         return _resolve_snapshot(git, root, path, texts)
-    if is_entry_path(path):
+    if is_entry_path_in(root, path):
         try:
             return _resolve_entry(git, root, path, texts, ours_by, moves)
         except MemstrataError:  # a side that cannot be parsed: keep both files as they are
@@ -117,14 +122,15 @@ def _one_side(git: Git, root: Path, path: str, text: str | None) -> dict:
     return {"path": path, "kind": "same", "message": "changed on one side only: that side's file"}
 
 
-def _parse(text: str | None, path: str):
+def _parse(text: str | None, path: str, root: Path):
+    """An entry of a commit (its id under the tree's key: `mem-id` in an adopted vault)."""
     if text is None:
         return None
-    return codec.parse(text, category=category_of(path), path=path)
+    return codec.parse(text, category=category_of(path), path=path, id_key=layout.id_key(root))
 
 
 def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, moves: "_Moves | None" = None) -> dict:
-    base, ours, theirs = (_parse(texts.get(n), path) for n in (1, 2, 3))
+    base, ours, theirs = (_parse(texts.get(n), path, root) for n in (1, 2, 3))
     if ours is None or theirs is None:  # deleted on one side, changed on the other
         edited = ours if ours is not None else theirs
         mover = "MERGE_HEAD" if ours is not None else "HEAD"
@@ -157,7 +163,7 @@ def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, m
 def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, mover: str, ours_by: str) -> dict:
     """One side moved the entry to `moved_to` (another category), the other changed it at `path`:
     the two are merged by the team rules into the moved file, and `path` goes (one file per id)."""
-    moved = _parse(git.show(f"{mover}:{moved_to}"), moved_to)
+    moved = _parse(git.show(f"{mover}:{moved_to}"), moved_to, root)
     ours, theirs = (edited, moved) if mover == "MERGE_HEAD" else (moved, edited)
     theirs_by = git.writer_of("MERGE_HEAD", moved_to if mover == "MERGE_HEAD" else path)
     kept_numbers = list(versions.list_snapshots(root, edited.id))
@@ -188,8 +194,8 @@ def _resolve_snapshot(git: Git, root: Path, path: str, texts: dict) -> dict:
     """A kept version both machines wrote under one number: ours keeps it, theirs gets the next free one."""
     ours, theirs = texts.get(2), texts.get(3)
     _write(git, root, path, ours if ours is not None else theirs or "")
-    if ours is not None and theirs is not None and ours != theirs and not _same_text(ours, theirs, path):
-        entry_id = _SNAPSHOT.match(path).group(1)
+    if ours is not None and theirs is not None and ours != theirs and not _same_text(ours, theirs, path, root):
+        entry_id = _snapshot(root, path).group(1)
         n = max(versions.list_snapshots(root, entry_id) or {0: None}) + 1
         rel = versions.snapshot_path(root, entry_id, n).relative_to(root).as_posix()
         _write(git, root, rel, theirs)
@@ -197,10 +203,10 @@ def _resolve_snapshot(git: Git, root: Path, path: str, texts: dict) -> dict:
     return {"path": path, "kind": "kept", "message": "kept version"}
 
 
-def _same_text(a: str, b: str, path: str) -> bool:
+def _same_text(a: str, b: str, path: str, root: Path) -> bool:
     """Two kept versions with the same title and body (e.g. one was read once more): one is enough."""
     try:
-        return content(_parse(a, path)) == content(_parse(b, path))
+        return content(_parse(a, path, root)) == content(_parse(b, path, root))
     except MemstrataError:
         return False
 
@@ -213,7 +219,7 @@ def _resolve_other(git: Git, root: Path, path: str, texts: dict) -> dict:
         _write(git, root, path, ours if ours is not None else theirs)
         return {"path": path, "kind": "kept_edit", "message": "deleted on one side: the change is kept"}
     base_text = base or ""
-    if _is_journal(path) and ours.startswith(base_text) and theirs.startswith(base_text):
+    if _is_journal(root, path) and ours.startswith(base_text) and theirs.startswith(base_text):
         _write(git, root, path, ours + theirs[len(base_text):])  # append-only: both sides' new lines
         return {"path": path, "kind": "merged_lines", "message": "access journal: both sides' lines kept"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,14 +228,15 @@ def _resolve_other(git: Git, root: Path, path: str, texts: dict) -> dict:
             f = Path(tmp) / label
             f.write_text(text, encoding="utf-8")
             files.append(str(f))
-        side = "--union" if _is_journal(path) else "--ours"  # a journal someone edited: no line dropped
+        side = "--union" if _is_journal(root, path) else "--ours"  # a journal someone edited: no line dropped
         merged = git.run("merge-file", "-p", side, *files, check=False).stdout
     _write(git, root, path, merged)
     return {"path": path, "kind": "merged_lines", "message": "line merge; ours where both changed a line"}
 
 
-def _is_journal(path: str) -> bool:
-    return path.startswith(f"{journal.JOURNAL_DIR}/") and path.endswith(".log") and path.count("/") == 1
+def _is_journal(root: Path, path: str) -> bool:
+    folder = layout.at(root, journal.JOURNAL_DIR)  # `.access`, a vault's `.memstrata/access`
+    return path.startswith(f"{folder}/") and path.endswith(".log") and "/" not in path[len(folder) + 1:]
 
 
 def _write(git: Git, root: Path, rel: str, text: str) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from memstrata.features.gitrepo import Git
 from memstrata.scoring.pulled_settings import UNSET, held_back
-from memstrata.storage import codec
+from memstrata.storage import codec, layout
 from memstrata.storage.config import CONFIG_FILE, Settings, changed_settings, config_prose, render_config
 from memstrata.storage.atomic import atomic_write_text
 
@@ -16,7 +16,8 @@ def guard_pulled_config(git: Git, root: Path, before: str | None) -> tuple[list[
     back, one row per setting the pull changed here), so the user hears of both."""
     from memstrata.models.locate import is_available
 
-    ours_text = git.show(f"{before}:{CONFIG_FILE}") if before is not None else None
+    config = layout.at(root, CONFIG_FILE)  # a vault's `.memstrata/config.md`: its own config.md is a note
+    ours_text = git.show(f"{before}:{config}") if before is not None else None
     if ours_text is None:
         return [], []
     try:
@@ -26,7 +27,7 @@ def guard_pulled_config(git: Git, root: Path, before: str | None) -> tuple[list[
     try:
         pulled = changed_settings(root)
     except Exception:  # noqa: BLE001 - the pulled file cannot be read at all: ours comes back whole
-        atomic_write_text(Path(root) / CONFIG_FILE, ours_text, root=root)
+        atomic_write_text(Path(root) / config, ours_text, root=root)
         return [{"setting": "config.md", "kept": None, "why": "the pulled config.md cannot be read: this machine's "
                  "file is kept"}], []
     verdicts = held_back(ours, pulled, is_available)
@@ -41,6 +42,6 @@ def guard_pulled_config(git: Git, root: Path, before: str | None) -> tuple[list[
             pulled.pop(key, None)
         else:
             pulled[key] = mine
-    atomic_write_text(Path(root) / CONFIG_FILE, render_config(pulled, config_prose(root)), root=root)
+    atomic_write_text(Path(root) / config, render_config(pulled, config_prose(root)), root=root)
     return [{"setting": key, "kept": None if mine is UNSET else mine, "why": why}
             for key, (mine, why) in verdicts.items()], changed

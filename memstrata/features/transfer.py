@@ -289,8 +289,8 @@ class Transfer:
 
     def _place_imported(self, entry: Entry, claimed: set[str]) -> None:
         """Choose the file of an imported entry: its recorded path when free and consistent, else a new one."""
-        from memstrata.storage import tree
-        from memstrata.storage.catalog import is_entry_path
+        from memstrata.storage import layout, tree
+        from memstrata.storage.catalog import is_entry_path_in
         from memstrata.storage.paths import (
             category_of,
             inside_root,
@@ -298,7 +298,7 @@ class Transfer:
             validate_category,
         )
 
-        entry.category = validate_category(entry.category)
+        entry.category = validate_category(entry.category, top=layout.is_adopted(self.root))
         archived = entry.status == "archived"
         wanted, entry.path = entry.path, None
         if wanted:
@@ -309,7 +309,7 @@ class Transfer:
                 rel = None
             if (rel and rel.endswith(".md") and not rel.startswith(".") and not target.exists() and rel not in claimed
                     and category_of(rel) == entry.category and is_archived_path(rel) == archived
-                    and is_entry_path(rel)):
+                    and is_entry_path_in(self.root, rel)):
                 entry.path = rel
         if entry.path is None:
             # the other entries of this batch are not on disk yet. (Suffixing the title instead never

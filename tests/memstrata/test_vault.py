@@ -68,20 +68,20 @@ def test_adopting_a_vault_adds_one_line_per_note_and_one_hidden_folder(tmp_path,
     before = make_vault(vault)
     m = Memory(vault, embedder=embedder)
     result = m.init(adopt=True)
-    notes = [r for r in before if r.endswith(".md") and not r.startswith(".") and "/" in r]
-    assert result["adopted"] == len(notes) == result["entries"] == 5  # duplicate user ids stop nothing
-    assert result["index"]["embedded"] == 5
+    notes = [r for r in before if r.endswith(".md") and not r.startswith(".")]  # the top-level README too
+    assert result["adopted"] == len(notes) == result["entries"] == 6  # duplicate user ids stop nothing
+    assert result["index"]["embedded"] == 6
     after = user_files(vault)
     assert set(after) == set(before)  # no config.md, .gitignore, INDEX.md or starter folder among the notes
     for rel, data in before.items():
         if rel in notes:
             assert after[rel] != data and without_engine(after[rel]) == data, rel
         else:
-            assert after[rel] == data, rel  # .obsidian/, .trash/, attachments, the top-level README
+            assert after[rel] == data, rel  # .obsidian/, .trash/, attachments
     assert {p.name for p in (vault / ".memstrata").iterdir()} >= {"config.md", "INDEX.md"}
     # the user's own keys are theirs: never the engine's id
     listed = {e.path: e for e in m.list()}
-    assert len({e.id for e in listed.values()}) == 5
+    assert len({e.id for e in listed.values()}) == 6
     copy = m.read("Zettel/202301011200 copy.md", count_access=False)
     assert copy.id != "202301011200" and copy.extra["id"] == 202301011200
     assert m.recall("widgets").results[0].id == listed["Zettel/202301011200 first.md"].id
@@ -167,7 +167,7 @@ def test_a_killed_adopt_resumes_with_the_vaults_rules(tmp_path, clock, embedder)
     m = Memory(vault, embedder=embedder)
     assert m.settings.compress_bodies is False and m.settings.archive_moves_files is False
     result = m.init(adopt=True)  # run again: it finishes the adoption
-    assert result["entries"] == 5 and not (vault / "config.md").exists()
+    assert result["entries"] == 6 and not (vault / "config.md").exists()
     assert m.settings.compress_bodies is False
     assert all(without_engine(user_files(vault)[r]) == d for r, d in before.items())
 
