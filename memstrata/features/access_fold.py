@@ -24,14 +24,13 @@ class AccessFold:
         self.state = state
         self.entries = entries
         self.save = save
-        self.root = state.root
 
     def _machine(self) -> str | None:
         """This copy's machine name as team sync names its journal file (None: the host name)."""
         from memstrata.features.gitrepo import Git
 
         try:
-            return Git(self.root).machine()
+            return Git(self.state.root).machine()
         except OSError:  # no git installed: no team sync either, the host name it is
             return None
 
@@ -39,7 +38,7 @@ class AccessFold:
         """How many entries `fold_accesses` would write now (this copy's journal, live entries only)."""
         self.state.catalog.refresh()
         live = set(self.state.catalog.ids())
-        return sum(1 for entry_id in journal.to_fold(self.root, self._machine()) if entry_id in live)
+        return sum(1 for entry_id in journal.to_fold(self.state.root, self._machine()) if entry_id in live)
 
     def fold_accesses(self) -> int:
         """Write the access journal into the entries' frontmatter (last_access, access_count,
@@ -52,18 +51,18 @@ class AccessFold:
         now, settings = self.state.now(), self.state.settings
         with self.state.lock():
             self._settle_stopped_folds()
-            accesses, taken = journal.take(self.root, self._machine(), now)
+            accesses, taken = journal.take(self.state.root, self._machine(), now)
             changes, records = [], {}
             for entry_id, access in accesses.items():
                 try:
                     current = self.entries.resolve(entry_id)
-                    before = (self.root / current.path).read_bytes().decode("utf-8", "replace")
+                    before = (self.state.root / current.path).read_bytes().decode("utf-8", "replace")
                 except (MemstrataError, OSError):
                     continue  # deleted or unreadable since: its accesses no longer matter
                 new = folded(current, access, now, settings)
                 changes.append((new, current))
                 records[entry_id] = fold_record(before, codec.render(new), new)
-            plan = fold_plan.write_plan(self.root, taken, records)
+            plan = fold_plan.write_plan(self.state.root, taken, records)
             for start in range(0, len(changes), FOLD_BATCH):
                 self.save.save_many(changes[start:start + FOLD_BATCH])
             journal.release(taken)
@@ -73,14 +72,14 @@ class AccessFold:
     def _settle_stopped_folds(self) -> None:
         """Each plan a stopped fold left: drop from its taken files the lines of the entries it
         had saved (caller holds the lock)."""
-        for path, plan in fold_plan.plans(self.root):
+        for path, plan in fold_plan.plans(self.state.root):
             saved = set()
             for entry_id, record in plan["entries"].items():
                 try:
                     current = self.entries.resolve(entry_id)
-                    digest, count = fold_plan.file_hash(self.root / current.path), current.access_count
+                    digest, count = fold_plan.file_hash(self.state.root / current.path), current.access_count
                 except (MemstrataError, OSError):
                     digest, count = None, None
                 if isinstance(record, dict) and fold_saved(record, digest, count):
                     saved.add(entry_id)
-            fold_plan.settle(self.root, path, plan, saved)
+            fold_plan.settle(self.state.root, path, plan, saved)

@@ -1,4 +1,4 @@
-"""What the service tests share: waiting for a condition a real service process reaches."""
+"""What the service tests share: a service's status, waiting for a condition a real service process reaches."""
 from __future__ import annotations
 
 import time
@@ -13,3 +13,10 @@ def wait_for(predicate, timeout=120.0, step=0.1):
             return value
         time.sleep(step)
     return predicate()
+
+
+def status(folder):
+    """The status of the service whose runtime folder is `folder`, or None when none answers."""
+    from memstrata.service import client
+
+    return client.request({"op": "status"}, timeout=5, folder=str(folder))

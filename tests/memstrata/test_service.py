@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
-from memstrata.service import client, rundir
+from memstrata.service import rundir
 
 sys.path.insert(0, str(Path(__file__).parent))
-from service_helpers import wait_for  # noqa: E402
+from service_helpers import status, wait_for  # noqa: E402
 
 PY = sys.executable
 # This module's own runtime folder: its service is never the user's, nor another module's.
@@ -46,19 +46,13 @@ def mem(root, *args, service="auto", stdin=None, cwd=None, timeout=300, **env):
                           env=_env(root, service, **env), cwd=cwd, timeout=timeout)
 
 
-def status(root=None):
-    """The module's service status (it serves every tree of this module)."""
-    return client.request({"op": "status"}, timeout=5, folder=RUN)
-
-
-
 def start(root, idle=None, warm=True):
     args = ["serve", "--detach", "--json"] + (["--idle-minutes", str(idle)] if idle is not None else [])
     proc = mem(root, *args, service="off")
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     # wait until warm, so timing does not leak into what the tests check
-    assert not warm or wait_for(lambda: (status(root) or {}).get("warm"), timeout=180)
+    assert not warm or wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
     return info
 
 
@@ -110,23 +104,23 @@ IDENTICAL = [
 def test_results_identical_with_and_without_service(tree):
     off = {args: mem(tree, *args, service="off") for args in IDENTICAL}
     start(tree)
-    before = status(tree)["requests"]
+    before = status(RUN)["requests"]
     for args in IDENTICAL:
         on = mem(tree, *args)
         assert (on.returncode, on.stdout, on.stderr) == (off[args].returncode, off[args].stdout, off[args].stderr), args
-    assert status(tree)["requests"] - before == len(IDENTICAL)  # every call went through the service
+    assert status(RUN)["requests"] - before == len(IDENTICAL)  # every call went through the service
 
 
 def test_service_uses_callers_cwd_stdin_env_and_umask(tree, tmp_path):
     start(tree)
     (tmp_path / "body.md").write_text("Body read from a file relative to the caller's cwd.")
-    before = status(tree)["requests"]
+    before = status(RUN)["requests"]
     w = mem(tree, "write", "--file", "body.md", "--category", "meetings", "--title", "From file", "--json",
             cwd=tmp_path, MEMSTRATA_NOW="2020-02-02T02:02:02Z")
     assert w.returncode == 0, w.stderr
     s = mem(tree, "write", "-", "--category", "meetings", "--title", "From stdin", "--json", stdin="piped\n")
     assert s.returncode == 0, s.stderr
-    assert status(tree)["requests"] - before == 2
+    assert status(RUN)["requests"] - before == 2
     entry = json.loads(mem(tree, "read", json.loads(w.stdout)["id"], "--no-touch", "--json", service="off").stdout)
     assert entry["body"].startswith("Body read from a file")
     assert entry["frontmatter"]["created"].startswith("2020-02-02T02:02:02")
@@ -173,7 +167,7 @@ def test_status_and_stop(tree):
     data = json.loads(p.stdout)
     assert data["running"] and data["warm"] and data["pid"] > 0
     stop(tree)
-    assert status(tree) is None and not SOCK.exists()
+    assert status(RUN) is None and not SOCK.exists()
     assert json.loads(mem(tree, "serve", "--status", "--json", service="off").stdout)["running"] is False
 
 
@@ -185,13 +179,13 @@ def test_auto_start_on_demand_then_used(tree):
     stop(tree)
     first = mem(tree, "recall", "database", "--json")  # no service: runs in-process, starts one
     assert first.returncode == 0
-    info = wait_for(lambda: (status(tree) or {}).get("warm") and status(tree), timeout=180)
+    info = wait_for(lambda: (status(RUN) or {}).get("warm") and status(RUN), timeout=180)
     assert info, (Path(RUN) / rundir.LOG_NAME).read_text()
     before = info["requests"]
     assert _tree_calls(info, tree) == 0  # opening the tree is not a call
     second = mem(tree, "recall", "database", "--json")
     assert second.stdout == first.stdout
-    after = status(tree)
+    after = status(RUN)
     assert after["requests"] == before + 1 and _tree_calls(after, tree) == 1
 
 
@@ -200,14 +194,14 @@ def test_no_auto_start_when_off_or_light(tree):
     assert mem(tree, "recall", "database", service="off").returncode == 0
     assert mem(tree, "list").returncode == 0  # catalog-only commands start nothing
     time.sleep(1.0)
-    assert status(tree) is None
+    assert status(RUN) is None
 
 
 def test_idle_stop(tree):
     stop(tree)
     info = start(tree, idle=0.03, warm=False)  # about 2 s without calls
     assert info["pid"] > 0
-    assert wait_for(lambda: status(tree) is None, timeout=30)
+    assert wait_for(lambda: status(RUN) is None, timeout=30)
     assert not SOCK.exists()
     # the socket goes first, then the pid file: the service process is still exiting here
     assert wait_for(lambda: not (Path(RUN) / rundir.PID_NAME).exists(), timeout=10)
@@ -224,7 +218,7 @@ def test_crashed_service_is_replaced(tree):
     expected = mem(tree, "recall", "billing", "--json", service="off").stdout
     p = mem(tree, "recall", "billing", "--json")  # finds the dead socket: in-process, starts a new service
     assert p.returncode == 0 and p.stdout == expected and "Traceback" not in p.stderr
-    new = wait_for(lambda: status(tree), timeout=180)
+    new = wait_for(lambda: status(RUN), timeout=180)
     assert new and new["pid"] != info["pid"]
 
 
@@ -457,7 +451,7 @@ def test_a_prompt_hook_never_waits_for_a_cold_start(tree, tmp_path, embedder):
         first = mem(root, "autoload", "--hook", stdin=json.dumps({"prompt": "which database for alpha?",
                                                                    "session_id": "s1"}))
         assert first.returncode == 0 and first.stdout == ""
-        assert wait_for(lambda: (status(root) or {}).get("warm"), timeout=180)
+        assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
         second = mem(root, "autoload", "--hook", stdin=json.dumps({"prompt": "which database for alpha?",
                                                                     "session_id": "s1"}))
         assert second.returncode == 0 and "Postgres" in second.stdout
@@ -465,6 +459,6 @@ def test_a_prompt_hook_never_waits_for_a_cold_start(tree, tmp_path, embedder):
         other = mem(tree, "autoload", "--hook", stdin=json.dumps({"prompt": "when does dark mode ship?",
                                                                    "session_id": "s2"}))
         assert other.returncode == 0 and "dark mode" in other.stdout
-        assert str(Path(tree).resolve()) in {r["root"] for r in status()["roots"]}
+        assert str(Path(tree).resolve()) in {r["root"] for r in status(RUN)["roots"]}
     finally:
         stop(root)

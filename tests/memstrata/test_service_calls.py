@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
-from memstrata.service import client, rundir
+from memstrata.service import rundir
 
 sys.path.insert(0, str(Path(__file__).parent))
-from service_helpers import wait_for  # noqa: E402
+from service_helpers import status, wait_for  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-calls-run-")
@@ -48,15 +48,10 @@ def popen(root, *args, **extra):
                             stderr=subprocess.PIPE, text=True, env=_env(root, "auto", extra))
 
 
-def status():
-    return client.request({"op": "status"}, timeout=5, folder=RUN)
-
-
-
 def start(root):
     p = mem(root, "serve", "--detach", "--json", service="off")
     assert p.returncode == 0, p.stderr
-    assert wait_for(lambda: (status() or {}).get("warm"), timeout=180)
+    assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
     return json.loads(p.stdout)
 
 
@@ -100,7 +95,7 @@ def test_an_internal_error_is_logged_with_its_traceback_and_the_line_names_the_l
 
 
 def _calls_in_flight():
-    return (status() or {}).get("active", 0)
+    return (status(RUN) or {}).get("active", 0)
 
 
 def test_a_stop_never_drops_a_call_in_flight(trees):
@@ -113,7 +108,7 @@ def test_a_stop_never_drops_a_call_in_flight(trees):
 
     closed = mem(b, "serve", "--stop", "--root", str(b), "--json", service="off")
     assert closed.returncode == 0 and json.loads(closed.stdout)["closed"] is True
-    roots = {r["root"] for r in status()["roots"]}
+    roots = {r["root"] for r in status(RUN)["roots"]}
     assert str(b.resolve()) not in roots and str(a.resolve()) in roots  # tree b only
 
     stopper = threading.Thread(target=lambda: mem(a, "serve", "--stop", service="off", timeout=120))
@@ -125,7 +120,7 @@ def test_a_stop_never_drops_a_call_in_flight(trees):
     stopper.join(timeout=120)
     assert slow.returncode == 0, err
     written = json.loads(out)["id"]
-    assert not stopper.is_alive() and status() is None
+    assert not stopper.is_alive() and status(RUN) is None
     read = mem(a, "read", written, "--json", "--no-touch", service="off")
     assert json.loads(read.stdout)["body"].startswith("The body came late")
     log = LOG.read_text()
@@ -139,15 +134,15 @@ def test_a_hook_never_waits_for_a_warm_up(trees):
     service = subprocess.Popen([PY, "-m", "memstrata.service", "--root", str(a), "--wait-pid", str(blocker.pid)],
                                env=_env(a, "auto", {}), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert wait_for(lambda: status(), timeout=60)
+        assert wait_for(lambda: status(RUN), timeout=60)
         t0 = time.monotonic()
         hook = mem(a, "autoload", "--hook", stdin=json.dumps({"prompt": "which database?", "session_id": "h"}),
                    timeout=60)
         assert hook.returncode == 0 and hook.stdout == "" and hook.stderr == ""
         assert time.monotonic() - t0 < 30  # it would wait for the 120 s blocker if it waited for the warm-up
-        assert status()["warm"] is False
+        assert status(RUN)["warm"] is False
         blocker.kill()
-        assert wait_for(lambda: (status() or {}).get("warm"), timeout=180)
+        assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
         full = mem(a, "autoload", "--hook", stdin=json.dumps({"prompt": "which database?", "session_id": "h"}))
         assert full.returncode == 0 and "Postgres" in full.stdout
     finally:
@@ -159,7 +154,7 @@ def test_a_hook_never_waits_for_a_warm_up(trees):
 def test_status_counts_the_entries_of_an_open_tree(trees):
     a, _ = trees
     start(a)
-    info = status()
+    info = status(RUN)
     entry = next(r for r in info["roots"] if r["root"] == str(a.resolve()))
     assert entry["entries"] == json.loads(mem(a, "list", "--json", service="off").stdout)["count"] >= 1
     text = mem(a, "serve", "--status", service="off").stdout
@@ -173,7 +168,7 @@ def test_a_call_the_service_fails_before_it_starts_runs_here_and_says_so(trees):
     and says in one line on stderr why, the traceback in service.log."""
     a, _ = trees
     start(a)
-    pid = status()["pid"]
+    pid = status(RUN)["pid"]
     prompt = json.dumps({"prompt": "which database for the alpha project?"})
     here = mem(a, "autoload", "--hook", "--root", str(a), stdin=prompt, service="off")
     assert here.returncode == 0 and "Postgres" in here.stdout
@@ -194,4 +189,4 @@ def test_a_call_the_service_fails_before_it_starts_runs_here_and_says_so(trees):
     assert "ran in this process instead" in lines[0] and str(LOG) in lines[0]
     log = LOG.read_text()
     assert "request failed: OSError" in log and "Traceback" in log and "os.chdir" in log
-    assert status()["pid"] == pid  # no second service was started for it
+    assert status(RUN)["pid"] == pid  # no second service was started for it

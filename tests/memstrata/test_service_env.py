@@ -9,11 +9,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from memstrata import Memory
-from memstrata.service import client
+
+sys.path.insert(0, str(Path(__file__).parent))
+from service_helpers import status  # noqa: E402
 
 moto_server = pytest.importorskip("moto.server")
 
@@ -35,19 +38,15 @@ def mem(root, *args, service="auto", timeout=240, **extra):
                           timeout=timeout)
 
 
-def status():
-    return client.request({"op": "status"}, timeout=5, folder=RUN)
-
-
 def start_service(root, **env):
     """A warm service started by someone with other values in the environment."""
     mem(root, "serve", "--stop", service="off", timeout=120)
     p = mem(root, "serve", "--detach", "--json", service="off", **env)
     assert p.returncode == 0, p.stderr
     deadline = time.monotonic() + 180
-    while not (status() or {}).get("warm") and time.monotonic() < deadline:
+    while not (status(RUN) or {}).get("warm") and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert (status() or {}).get("warm")
+    assert (status(RUN) or {}).get("warm")
 
 
 def s3_server():
@@ -99,11 +98,11 @@ def test_a_team_sync_commits_as_the_callers_git_identity(team_tree):
     root, remote = team_tree
     start_service(root, GIT_AUTHOR_NAME="Mallory", GIT_AUTHOR_EMAIL="mallory@example.com",
                   GIT_COMMITTER_NAME="Mallory", GIT_COMMITTER_EMAIL="mallory@example.com")
-    before = status()["requests"]
+    before = status(RUN)["requests"]
     w = mem(root, "write", "Alice moved the deploy to 5 pm.", "--title", "Deploy time", "--category", "ops",
             "--json", GIT_AUTHOR_NAME="Alice", GIT_AUTHOR_EMAIL="alice@example.com")
     assert w.returncode == 0, w.stderr
-    assert status()["requests"] == before + 1  # the write went through the warm service
+    assert status(RUN)["requests"] == before + 1  # the write went through the warm service
     s = mem(root, "sync", "--remote", "--json", GIT_AUTHOR_NAME="Alice", GIT_AUTHOR_EMAIL="alice@example.com",
             GIT_COMMITTER_NAME="Alice", GIT_COMMITTER_EMAIL="alice@example.com")
     assert s.returncode == 0, s.stderr
@@ -117,12 +116,12 @@ def test_a_forwarded_call_sees_the_callers_environment_only(tmp_path, embedder):
     m = Memory(root, embedder=embedder)
     m.init()
     start_service(root, MEMSTRATA_NOW="2001-01-01T00:00:00Z")
-    before = status()["requests"]
+    before = status(RUN)["requests"]
     mine = mem(root, "write", "Caller's clock.", "--title", "Mine", "--category", "notes", "--json",
                MEMSTRATA_NOW="2020-02-02T02:02:02Z")
     none = mem(root, "write", "No clock given.", "--title", "None", "--category", "notes", "--json")
     assert mine.returncode == 0 and none.returncode == 0, (mine.stderr, none.stderr)
-    assert status()["requests"] == before + 2
+    assert status(RUN)["requests"] == before + 2
     created = {}
     for p in (mine, none):
         entry = json.loads(mem(root, "read", json.loads(p.stdout)["id"], "--json", "--no-touch", service="off").stdout)

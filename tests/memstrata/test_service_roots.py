@@ -16,7 +16,7 @@ import pytest
 from memstrata.service import client, rundir
 
 sys.path.insert(0, str(Path(__file__).parent))
-from service_helpers import wait_for  # noqa: E402
+from service_helpers import status, wait_for  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-roots-run-")
@@ -35,11 +35,6 @@ def mem(root, *args, service="auto", run=RUN, timeout=300, **extra):
                 "MEMSTRATA_RUNTIME_DIR": str(run), **{k: str(v) for k, v in extra.items()}})
     return subprocess.run([PY, "-m", "memstrata.cli.app", *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
-
-
-def status(run=RUN):
-    return client.request({"op": "status"}, timeout=5, folder=str(run))
-
 
 
 def open_roots(run=RUN):
@@ -83,14 +78,14 @@ def test_two_roots_through_one_service_answer_as_in_process(trees):
     started = mem(a, "serve", "--detach", "--json", service="off")
     assert started.returncode == 0, started.stderr
     pid = json.loads(started.stdout)["pid"]
-    assert wait_for(lambda: (status() or {}).get("warm"), timeout=180)
-    before = status()["requests"]
+    assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
+    before = status(RUN)["requests"]
     for root in (a, b):
         for call in CALLS:
             on = mem(root, *call)
             off = expected[(root, call)]
             assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr), (root, call)
-    info = status()
+    info = status(RUN)
     assert info["pid"] == pid and info["requests"] - before == 2 * len(CALLS)  # one process answered all
     assert set(open_roots()) == {str(a), str(b)}
     shown = json.loads(mem(a, "serve", "--status", "--json", service="off").stdout)
@@ -107,16 +102,16 @@ def test_an_idle_root_is_closed_and_reopened(trees):
                   service="off")  # trees close after ~6 s without calls; the service stays
     assert started.returncode == 0, started.stderr
     pid = json.loads(started.stdout)["pid"]
-    assert wait_for(lambda: (status() or {}).get("warm"), timeout=180)
+    assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
     expected = mem(b, "recall", "billing retries", "--json", "--no-touch", service="off").stdout
     assert mem(b, "recall", "billing retries", "--json", "--no-touch").stdout == expected
     assert str(b) in open_roots()
-    assert wait_for(lambda: status() is not None and open_roots() == [], timeout=60)  # both closed
+    assert wait_for(lambda: status(RUN) is not None and open_roots() == [], timeout=60)  # both closed
     # the root leaves the pool before its close is logged
     assert wait_for(lambda: "closed " + str(b) in (Path(RUN) / rundir.LOG_NAME).read_text(), timeout=30)
     again = mem(b, "recall", "billing retries", "--json", "--no-touch")
     assert again.returncode == 0 and again.stdout == expected
-    info = status()
+    info = status(RUN)
     assert info["pid"] == pid and str(b) in open_roots()  # reopened by the same process
     stop(a)
 
@@ -125,7 +120,7 @@ def test_idle_service_stops_once_no_tree_is_open(trees):
     a, _ = trees
     stop(a)
     assert mem(a, "serve", "--detach", "--root-idle-minutes", "0.03", service="off").returncode == 0
-    assert wait_for(lambda: status() is None, timeout=90)
+    assert wait_for(lambda: status(RUN) is None, timeout=90)
     assert "no tree open" in (Path(RUN) / rundir.LOG_NAME).read_text()
 
 
@@ -165,7 +160,7 @@ def test_a_folder_that_is_not_a_tree_is_refused(trees, tmp_path):
         sock.close()
         for fd in fds:
             os.close(fd)
-    assert status()["code"] == client.code_home()
+    assert status(RUN)["code"] == client.code_home()
     assert not any("from another install" in p.read_text() for p in a.rglob("*.md"))
     assert str(plain.resolve()) not in open_roots()
     assert list(plain.iterdir()) == []  # nothing written there
@@ -177,7 +172,7 @@ def test_the_server_refuses_a_peer_of_another_uid(trees):
     if os.getuid() != 0:
         pytest.skip("running a client under another uid needs root")
     a, _ = trees
-    if status() is None:
+    if status(RUN) is None:
         assert mem(a, "serve", "--detach", service="off").returncode == 0
     probe = ("import os, socket, struct, json, sys\n"
              "os.setgid(65534); os.setuid(65534)\n"
@@ -199,7 +194,7 @@ def test_the_server_refuses_a_peer_of_another_uid(trees):
         os.chmod(SOCK, mode_sock)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() in ("b''", "reset")  # connected, and closed on without a word
-    assert status()["t"] == "status"
+    assert status(RUN)["t"] == "status"
 
 
 def test_runtime_folder_must_be_private():

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.service import client, rundir
+from memstrata.service import rundir
+
+sys.path.insert(0, str(Path(__file__).parent))
+from service_helpers import status  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-stress-run-")
@@ -35,17 +38,13 @@ def mem(root, *args, service="auto", timeout=240):
                           timeout=timeout)
 
 
-def status():
-    return client.request({"op": "status"}, timeout=5, folder=RUN)
-
-
 def test_a_storm_of_writers_and_readers_with_a_stop_in_the_middle(tmp_path):
     root = tmp_path / "mem"
     assert mem(root, "init", service="off").returncode == 0
     started = mem(root, "serve", "--detach", "--json", service="off")
     assert started.returncode == 0, started.stderr
     deadline = time.monotonic() + 180
-    while not (status() or {}).get("warm") and time.monotonic() < deadline:
+    while not (status(RUN) or {}).get("warm") and time.monotonic() < deadline:
         time.sleep(0.1)
     first_pid = json.loads(started.stdout)["pid"]
 
