@@ -102,12 +102,12 @@ def _progress_lines(label: str):
         every = max(0.0, float(os.environ.get("MEMSTRATA_PROGRESS_SECONDS", PROGRESS_SECONDS)))
     except ValueError:
         every = PROGRESS_SECONDS
-    state = {"start": None, "first": 0, "last": 0.0, "shown": False, "ended": False}
+    state = {"start": None, "first": 0, "last": 0.0, "shown": False, "ended": False, "total": None}
 
     def show(done: int, total: int) -> None:
         now = time.monotonic()
-        if state["start"] is None or done < state["first"]:  # the first call, or a step after another
-            state.update(start=now, first=done, last=now, shown=False, ended=False)
+        if state["start"] is None or done < state["first"] or total != state["total"]:  # a first or next step
+            state.update(start=now, first=done, last=now, shown=False, ended=False, total=total)
         if state["ended"]:
             return
         end = done >= total

@@ -32,9 +32,10 @@ def _env():
     return {**os.environ, "HF_HUB_OFFLINE": "1", "MEMSTRATA_SERVICE": "off", "MEMSTRATA_PROGRESS_SECONDS": "0"}
 
 
-def _mem(*args, kill_at: int | None = None, kill_after: float | None = None) -> tuple[int, list[str]]:
-    """Run `mem ARGS`; SIGKILL it when a progress line reaches `kill_at` done, or after `kill_after`
-    seconds. Returns (exit code, stderr lines)."""
+def _mem(*args, kill_at: int | None = None, of_at_least: int = 0,
+         kill_after: float | None = None) -> tuple[int, list[str]]:
+    """Run `mem ARGS`; SIGKILL it when a progress line of a step of at least `of_at_least` items
+    reaches `kill_at` done, or after `kill_after` seconds. Returns (exit code, stderr lines)."""
     proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=_env())
     started, lines = time.monotonic(), queue.Queue()
@@ -51,7 +52,7 @@ def _mem(*args, kill_at: int | None = None, kill_after: float | None = None) -> 
         elif proc.poll() is not None:
             break
         m = LINE.match(line or "")
-        if (kill_at is not None and m and int(m.group(1)) >= kill_at) or \
+        if (kill_at is not None and m and int(m.group(1)) >= kill_at and int(m.group(2)) >= of_at_least) or \
                 (kill_after is not None and time.monotonic() - started >= kill_after):
             proc.send_signal(signal.SIGKILL)
             break
@@ -60,15 +61,16 @@ def _mem(*args, kill_at: int | None = None, kill_after: float | None = None) -> 
     return code, seen
 
 
-def _kill_rounds(args: list[str], total: int, seed: int, rounds: int = 2) -> list[str]:
-    """`rounds` runs of `mem ARGS` killed at seeded random points (a progress count or a delay)."""
+def _kill_rounds(args: list[str], totals: list[int], seed: int) -> list[str]:
+    """One run of `mem ARGS` per item of `totals`, killed at a seeded random point: mostly when a
+    progress line of a step of at least that many items reaches a random count, else after a delay."""
     rng = random.Random(seed)
     how = []
-    for _ in range(rounds):
+    for total in totals:
         if rng.random() < 0.75:
             target = rng.randrange(1, total)
-            code, _ = _mem(*args, kill_at=target)
-            how.append(f"at {target}/{total}: exit {code}")
+            code, _ = _mem(*args, kill_at=target, of_at_least=total)
+            how.append(f"at {target}/{total}+: exit {code}")
         else:
             delay = rng.uniform(1.0, 6.0)
             code, _ = _mem(*args, kill_after=delay)
@@ -102,7 +104,7 @@ def test_import_killed_at_random_points_then_rerun_ends_with_one_entry_per_row(t
     root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
     _rows(src)
     Memory(root, embedder=embedder).init()
-    how = _kill_rounds(["import", str(src), "--root", str(root)], ROWS, seed=28)
+    how = _kill_rounds(["import", str(src), "--root", str(root)], [ROWS, ROWS], seed=28)
     code, lines = _mem("import", str(src), "--root", str(root), "--json")
     assert code == 0, (how, lines[-5:])
     m = Memory(root, embedder=embedder)
@@ -133,7 +135,9 @@ def _vault(folder):
 def test_adopt_killed_at_random_points_then_rerun_ends_with_every_note_once(tmp_path, embedder):
     vault = tmp_path / "vault"
     _vault(vault)
-    how = _kill_rounds(["init", "--adopt", "--root", str(vault)], NOTES, seed=2028)
+    # the first kill while notes are given their ids (NOTES of them), the second while their
+    # sections are embedded (a step of more than 3 * NOTES texts)
+    how = _kill_rounds(["init", "--adopt", "--root", str(vault)], [NOTES, 3 * NOTES], seed=2028)
     code, lines = _mem("init", "--adopt", "--root", str(vault), "--json")
     assert code == 0, (how, lines[-5:])
     notes = sorted(vault.glob("area*/*.md"))
