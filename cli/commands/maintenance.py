@@ -17,6 +17,8 @@ def stats(root: RootOpt = None, as_json: JsonOpt = False):
 
     Example: mem stats --json
     """
+    from memstrata.storage.paths import shown_category
+
     data = memory(root).stats()
 
     def human():
@@ -26,7 +28,7 @@ def stats(root: RootOpt = None, as_json: JsonOpt = False):
         table([{"tier": t, "count": tiers.get(t, 0), "bar": bar(tiers.get(t, 0), most)}
                for t in ("hot", "warm", "cold", "archive") if t in tiers], ["tier", "count", "bar"])
         largest = max((r["entries"] for r in data["categories"].values()), default=0)
-        rows = [{"category": c, **r, "bar": bar(r["entries"], largest, width=12)}
+        rows = [{"category": shown_category(c), **r, "bar": bar(r["entries"], largest, width=12)}  # a vault's top: /
                 for c, r in data["categories"].items()]
         typer.echo("")
         table(rows, ["category", "entries", "bar", "archived", "strategy"])

@@ -20,10 +20,19 @@ _NOTES_COUNTED = 1000  # a folder's Markdown notes are counted up to this many
 
 
 def _markdown_notes(root) -> int:
-    """How many entry-like Markdown files a folder holds (0 for an empty or new folder)."""
-    from memstrata.storage.catalog import iter_entry_files
+    """How many entry-like Markdown files a folder holds (0 for an empty or new folder), its top
+    level included: a new Obsidian vault keeps its notes there (`Welcome.md`), and would become
+    adoptable only by `--adopt` (a README.md or config.md alone is no vault)."""
+    import os
 
-    count = 0
+    from memstrata.storage.catalog import SKIPPED_FILES, iter_entry_files
+
+    try:
+        with os.scandir(root) as items:
+            count = sum(1 for i in items if i.name.endswith(".md") and not i.name.startswith(".")
+                        and i.name.lower() not in SKIPPED_FILES and i.is_file(follow_symlinks=False))
+    except OSError:
+        count = 0
     for _ in iter_entry_files(root):
         count += 1
         if count >= _NOTES_COUNTED:

@@ -93,3 +93,15 @@ def test_without_git_or_the_catalog_the_engine_rule_decides_and_read_and_doctor_
     m.doctor(fix=True)
     assert m.read(template_id, count_access=False).path == "Daily/2026-11-30.md"
     assert m.doctor().findings == []
+
+
+def test_a_renamed_template_keeps_its_id_against_an_older_copy(tmp_path, clock, embedder):
+    m, template_id = vault_with_template(tmp_path, embedder)
+    m.list()
+    copy_template(m)
+    m.list()  # the catalog sees the copy: the template stays the first holder
+    (m.root / "Templates/Daily.md").rename(m.root / "Templates/Day.md")
+    m.sync()  # one sync sees the first holder go and its id appear elsewhere: a rename
+    assert m.read(template_id, count_access=False).path == "Templates/Day.md"
+    (finding,) = [f for f in m.doctor().findings if f.kind == "duplicate_id"]
+    assert finding.path == "Daily/2026-11-30.md"

@@ -124,3 +124,19 @@ def test_a_tree_made_by_mem_init_keeps_entries_in_folders(tmp_path, clock, embed
     assert "loose.md" not in {e.path for e in m.list()}
     assert (root / "loose.md").read_text() == "A note at the top of a tree made by mem init.\n"
     assert m.write("Filed.", title="Filed").path == "general/filed.md"
+
+
+def test_mem_init_without_adopt_refuses_a_vault_whose_notes_are_all_at_the_top(tmp_path, clock, embedder):
+    from memstrata.errors import InvalidInput
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Welcome.md").write_text("# Welcome\n")  # a new Obsidian vault: one note, at the top
+    with pytest.raises(InvalidInput, match="--adopt"):
+        Memory(vault, embedder=embedder).init()
+    assert sorted(os.listdir(vault)) == ["Welcome.md"]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("# A project\n")  # a README alone is no vault
+    Memory(repo, embedder=embedder).init()
+    assert (repo / "config.md").is_file() and (repo / "README.md").read_text() == "# A project\n"
