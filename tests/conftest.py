@@ -1,4 +1,4 @@
-"""Shared fixtures: one loaded model for the whole suite, fresh roots, a fixed clock, a private service folder."""
+"""Shared fixtures: one loaded model per test process, a private service folder, the heaviest files run first."""
 from __future__ import annotations
 
 import os
@@ -28,6 +28,19 @@ def stop_service_and_remove(folder: str) -> None:
     while info and info.get("pid") and pid_alive(info["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# The test files that take longest (measured, docs/testing.md), heaviest first. Under
+# `scripts/test.sh` (pytest-xdist, --dist loadfile --no-loadscope-reorder) each file runs on one
+# worker, in collection order: starting with these keeps a long file from starting last while the
+# other worker sits idle. Files not listed keep pytest's order after them.
+HEAVY_FIRST = (
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: n for n, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: files keep their order
 
 
 @pytest.fixture(scope="session")
