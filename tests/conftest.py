@@ -35,6 +35,24 @@ def stop_service_and_remove(folder: str) -> None:
 # worker, in collection order: starting with these keeps a long file from starting last while the
 # other worker sits idle. Files not listed keep pytest's order after them.
 HEAVY_FIRST = (
+    "tests/memstrata/test_team_sync.py",
+    "tests/memstrata/test_service.py",
+    "tests/memstrata/test_service_roots.py",
+    "tests/cli/test_cli.py",
+    "tests/memstrata/test_bad_input.py",
+    "tests/memstrata/test_team_recovery.py",
+    "tests/memstrata/test_service_calls.py",
+    "tests/cli/test_versions_cli.py",
+    "tests/memstrata/test_hostile_trees.py",
+    "tests/memstrata/test_doctor.py",
+    "tests/memstrata/test_daily_use.py",
+    "tests/memstrata/test_access_counts.py",
+    "tests/memstrata/test_crashes.py",
+    "tests/memstrata/test_concurrency.py",
+    "tests/memstrata/test_service_stress.py",
+    "tests/memstrata/test_service_env.py",
+    "tests/memstrata/test_attacks.py",
+    "tests/memstrata/test_concurrent_writes.py",
 )
 
 
