@@ -1,4 +1,4 @@
-"""Shared fixtures: one loaded model for the whole suite, fresh roots, a fixed clock, a private service folder."""
+"""Shared fixtures: one loaded model per test process, a private service folder, the heaviest files run first."""
 from __future__ import annotations
 
 import os
@@ -28,6 +28,44 @@ def stop_service_and_remove(folder: str) -> None:
     while info and info.get("pid") and pid_alive(info["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# The test files that take longest (measured, docs/testing.md), heaviest first. Under
+# `scripts/test.sh` (pytest-xdist, --dist loadfile --no-loadscope-reorder) each file runs on one
+# worker, in collection order: starting with these keeps a long file from starting last while the
+# other worker sits idle. Files not listed keep pytest's order after them.
+HEAVY_FIRST = (
+    "tests/memstrata/test_service.py",
+    "tests/memstrata/test_team_sync.py",
+    "tests/memstrata/test_service_roots.py",
+    "tests/memstrata/test_hostile_trees.py",
+    "tests/memstrata/test_secret_ways_in.py",
+    "tests/memstrata/test_index_snapshots.py",
+    "tests/cli/test_cli.py",
+    "tests/memstrata/test_team_recovery.py",
+    "tests/memstrata/test_service_calls.py",
+    "tests/memstrata/test_bad_input.py",
+    "tests/cli/test_versions_cli.py",
+    "tests/memstrata/test_doctor.py",
+    "tests/memstrata/test_mcp_http.py",
+    "tests/memstrata/test_crashes.py",
+    "tests/memstrata/test_access_counts.py",
+    "tests/memstrata/test_concurrency.py",
+    "tests/memstrata/test_service_stress.py",
+    "tests/memstrata/test_service_env.py",
+    "tests/memstrata/test_attacks.py",
+    "tests/memstrata/test_promotion.py",
+    "tests/memstrata/test_aging.py",
+    "tests/memstrata/test_concurrent_writes.py",
+    "tests/memstrata/test_mcp.py",
+    "tests/memstrata/test_hostile_properties.py",
+    "tests/memstrata/test_long_words.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: n for n, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: files keep their order
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,14 @@ def root(tmp_path):
     return r
 
 
+@pytest.fixture(scope="module")
+def refusing_root(tmp_path_factory):
+    """One tree for the commands that are refused (they change nothing): one `mem init`, not one per case."""
+    r = tmp_path_factory.mktemp("refusing") / "mem"
+    assert run(r, "init").returncode == 0
+    return r
+
+
 def test_write_read_list_json_shapes(root):
     w = run(root, "write", "body text", "--title", "Alpha项目", "--category", "projects/web", "--tag", "web",
             "--tag", "react", "--importance", "0.8", "--json")
@@ -54,8 +62,8 @@ def test_stdin_and_file_bodies(root, tmp_path):
     (("delete", "nope"), 3),
     (("restore", "nope"), 3),  # not in the trash: not found
 ])
-def test_errors_are_one_line_with_exit_codes(root, args, code):
-    proc = run(root, *args)
+def test_errors_are_one_line_with_exit_codes(refusing_root, args, code):
+    proc = run(refusing_root, *args)
     assert proc.returncode == code
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.startswith("mem: error:")

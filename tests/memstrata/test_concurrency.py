@@ -35,7 +35,7 @@ def safety():
 
 
 def test_storm_of_writers_loses_nothing(tmp_path, embedder, safety):
-    per_writer, cli_writes, mcp_writes = int(20 * SCALE), int(3 * SCALE), int(10 * SCALE)
+    per_writer, cli_writes, mcp_writes = int(14 * SCALE), int(2 * SCALE), int(6 * SCALE)
     result = safety.storm(tmp_path / "mem", api_writers=3, per_writer=per_writer, cli_writers=1,
                           cli_per_writer=cli_writes, mcp_writers=1, mcp_per_writer=mcp_writes,
                           update_rate=0.25, delete_rate=0.12, embedder=embedder)

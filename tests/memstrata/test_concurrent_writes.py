@@ -5,6 +5,8 @@ import textwrap
 
 from memstrata import Memory
 
+WRITES = 12  # per process
+
 WRITER = textwrap.dedent("""
     import sys
     from memstrata import Memory
@@ -18,14 +20,14 @@ WRITER = textwrap.dedent("""
 def test_four_processes_write_without_loss(tmp_path):
     root = tmp_path / "mem"
     Memory(root).init()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(n), "25"], stdout=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(n), str(WRITES)], stdout=subprocess.PIPE, text=True)
              for n in range(4)]
     acknowledged = set()
     for p in procs:
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0
         acknowledged.update(out.split())
-    assert len(acknowledged) == 100
+    assert len(acknowledged) == 4 * WRITES
     m = Memory(root)
     entries = m.list()
     assert {e.id for e in entries} == acknowledged

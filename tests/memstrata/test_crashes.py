@@ -38,7 +38,7 @@ def _env():
 
 def test_random_sigkills_lose_nothing(tmp_path, embedder):
     safety = load_harness()
-    kills = max(2, int(10 * SCALE))
+    kills = max(2, int(6 * SCALE))
     result = safety.crashes(tmp_path / "mem", kills=kills, writers_per_round=2, min_delay=1.0, max_delay=5.0,
                             embedder=embedder)
     assert result["failures"] == []

@@ -70,13 +70,16 @@ ENTRIES = [
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory):
+def tree(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("svc") / "mem"
     assert mem(root, "init", service="off").returncode == 0
-    for body, title, category, tag in ENTRIES:
-        p = mem(root, "write", body, "--title", title, "--category", category, "--tag", tag, service="off",
-                MEMSTRATA_NOW="2026-11-01T09:00:00Z")
-        assert p.returncode == 0, p.stderr
+    # The entries go in through the API on the session's model: the tests compare what the CLI
+    # answers through the service and without it, not how the tree was filled (five cold processes).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MEMSTRATA_NOW", "2026-11-01T09:00:00Z")
+        m = Memory(root, embedder=embedder)
+        for body, title, category, tag in ENTRIES:
+            m.write(body, title=title, category=category, tags=[tag])
     assert mem(root, "sync", service="off").returncode == 0
     yield root
     stop(root)
