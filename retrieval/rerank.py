@@ -23,7 +23,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}
-    whole = _whole_cosines(table, frame, qv, cand)
+    whole, heads = _whole_cosines(table, frame, qv, cand)
     by_pos = dict(zip(cand.tolist(), whole.tolist()))
     if not reorder or not (rk.WEIGHTS or signals_out is not None):
         return score, by_pos
@@ -37,9 +37,11 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
     title = (None if stats is None or not terms else
              np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
+    head = (None if stats is None or not terms else
+            np.array([heading_share(stats, terms, heads.get(frame.ids[p], ())) for p in cand.tolist()]))
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
                     date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
-                    title=title)
+                    title=title, head=head)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
     if not rk.WEIGHTS:
@@ -64,25 +66,49 @@ def title_share(stats, terms: list[str], title: str | None, path: str | None) ->
     return sum(stats.idf(s) for s in q & held) / total
 
 
+def heading_share(stats, terms: list[str], heads) -> float:
+    """The best idf share of the query's terms that one heading path of the note holds (its
+    section chunks' `Title > Heading > Subheading` lines, the title left out: `title_share` has
+    it); 0 for an entry with no sections (a chat turn, a short note)."""
+    if not heads:
+        return 0.0
+    q = {lexical.stem(t) for t in terms}
+    idf = {s: stats.idf(s) for s in q}
+    total = sum(idf.values())
+    if total <= 0:
+        return 0.0
+    return max(sum(idf[s] for s in q & held) for held in heads) / total
+
+
+def _heading_stems(text: str) -> frozenset:
+    """The stems of a section chunk's heading path (its first line), title (the first part) left out."""
+    path = text.split("\n", 1)[0].split(" > ")[1:]
+    return frozenset(lexical.stem(w) for w in lexical.words(" ".join(path)))
+
+
 def _whole_cosines(table, frame, qv, cand):
-    """Per candidate: the cosine between the query vector and the mean of its chunk vectors."""
+    """Per candidate: the cosine between the query vector and the mean of its chunk vectors; and
+    by id, the heading paths (stem sets) of its section chunks."""
     import numpy as np
 
     ids = [frame.ids[int(p)] for p in cand]
     where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
-    rows = table.search().where(where).select(["id", "vector"]).limit(None).to_arrow()
+    rows = table.search().where(where).select(["id", "vector", "kind", "text"]).limit(None).to_arrow()
     vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
                          dtype=np.float32).reshape(rows.num_rows, -1)
-    sums = {}
-    for rid, v in zip(rows.column("id").to_pylist(), vectors):
+    sums, heads = {}, {}
+    rids = rows.column("id").to_pylist()
+    for rid, v, kind, text in zip(rids, vectors, rows.column("kind").to_pylist(), rows.column("text").to_pylist()):
         sums[rid] = sums[rid] + v if rid in sums else v.copy()
+        if kind == "section" and text:
+            heads.setdefault(rid, set()).add(_heading_stems(text))
     out = np.zeros(len(ids))
     q = np.asarray(qv, dtype=np.float32)
     for n, rid in enumerate(ids):
         v = sums.get(rid)
         if v is not None:
             out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
-    return out
+    return out, heads
 
 
 def top_k(score, k: int):
