@@ -23,7 +23,10 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}
-    whole, heads = _whole_cosines(table, frame, qv, cand)
+    # the heading paths cost a read of the candidates' chunk texts: only when `head` has a weight
+    # (or bench/fit_notes.py asks for the features)
+    with_heads = bool(reorder and rk.WEIGHTS.get("head")) or signals_out is not None
+    whole, heads = _whole_cosines(table, frame, qv, cand, with_heads)
     by_pos = dict(zip(cand.tolist(), whole.tolist()))
     if not reorder or not (rk.WEIGHTS or signals_out is not None):
         return score, by_pos
@@ -37,7 +40,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
     title = (None if stats is None or not terms else
              np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
-    head = (None if stats is None or not terms else
+    head = (None if stats is None or not terms or not with_heads else
             np.array([heading_share(stats, terms, heads.get(frame.ids[p], ())) for p in cand.tolist()]))
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
                     date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
@@ -86,22 +89,25 @@ def _heading_stems(text: str) -> frozenset:
     return frozenset(lexical.stem(w) for w in lexical.words(" ".join(path)))
 
 
-def _whole_cosines(table, frame, qv, cand):
+def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
     """Per candidate: the cosine between the query vector and the mean of its chunk vectors; and
-    by id, the heading paths (stem sets) of its section chunks."""
+    by id, the heading paths (stem sets) of its section chunks (when `with_heads`)."""
     import numpy as np
 
     ids = [frame.ids[int(p)] for p in cand]
     where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
-    rows = table.search().where(where).select(["id", "vector", "kind", "text"]).limit(None).to_arrow()
+    columns = ["id", "vector"] + (["kind", "text"] if with_heads else [])
+    rows = table.search().where(where).select(columns).limit(None).to_arrow()
     vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
                          dtype=np.float32).reshape(rows.num_rows, -1)
     sums, heads = {}, {}
     rids = rows.column("id").to_pylist()
-    for rid, v, kind, text in zip(rids, vectors, rows.column("kind").to_pylist(), rows.column("text").to_pylist()):
+    for rid, v in zip(rids, vectors):
         sums[rid] = sums[rid] + v if rid in sums else v.copy()
-        if kind == "section" and text:
-            heads.setdefault(rid, set()).add(_heading_stems(text))
+    if with_heads:
+        for rid, kind, text in zip(rids, rows.column("kind").to_pylist(), rows.column("text").to_pylist()):
+            if kind == "section" and text:
+                heads.setdefault(rid, set()).add(_heading_stems(text))
     out = np.zeros(len(ids))
     q = np.asarray(qv, dtype=np.float32)
     for n, rid in enumerate(ids):
