@@ -10,7 +10,8 @@ corpus: on the other notes corpora and all of LoCoMo; a conversation: on the not
 other conversations) and measured on it: notes by hit@1, hit@3, MRR@10; conversations by
 recall@10. The objective of the coordinate ascent gives each corpus (LoCoMo as one) the same
 weight: MRR@10 on notes, recall@10 on the conversations. Beside each figure: the current
-WEIGHTS and the fused ranking, and the held-out gain of the fit over the current weights with its
+WEIGHTS (fitted on LoCoMo: in-sample for a conversation), the fused ranking, the ranker fitted on
+the other corpora of the same kind only (notes or conversations), and the held-out gain of the fit over the current weights with its
 paired standard error over the questions (the noise a feature's help or harm is judged against;
 `--without F` fits and measures with feature F left out). The weights fitted on everything are
 printed last. `--cache DIR` keeps each group's features (one npz a group; `--only` extracts some).
@@ -160,14 +161,17 @@ def main(argv=None):
         conv = [r for k in keys if groups[k][0] == "conv" for r in groups[k][1]]
         return notes_parts + ([("conv", conv)] if conv else [])
 
-    print("| held out | questions | measure | fused | current weights | fitted on the others | fit - current (s.e.) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    conv_held = {"fused": [], "current": [], "fit": []}
+    print("| held out | questions | measure | fused | current weights | fitted on the others of its kind "
+          "| fitted on all the others | fit on all - current (s.e.) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    conv_held = {"fused": [], "current": [], "kind": [], "fit": []}
     for held in groups:
         kind, rows = groups[held]
         w = fit(parts_of([k for k in groups if k != held]))
+        own = fit(parts_of([k for k in groups if k != held and groups[k][0] == kind]))
         batch = fr.stack(rows)
-        res = {label: metrics(batch, v) for label, v in (("fused", fused), ("current", current), ("fit", w))}
+        res = {label: metrics(batch, v) for label, v in (("fused", fused), ("current", current), ("kind", own),
+                                                         ("fit", w))}
         if kind == "conv":
             for label in res:
                 conv_held[label] += list(res[label][1])
@@ -180,7 +184,7 @@ def main(argv=None):
                 print(f"| {held} | {len(rows)} | {measure} | " + " | ".join(f"{fn(res[k][0]):.3f}" for k in res)
                       + f" | {gain} |")
     print(f"| LoCoMo, LOCO | {len(conv_held['fit'])} | recall@10 | "
-          + " | ".join(f"{np.mean(conv_held[k]):.3f}" for k in ("fused", "current", "fit"))
+          + " | ".join(f"{np.mean(conv_held[k]):.3f}" for k in ("fused", "current", "kind", "fit"))
           + f" | {_paired(np.array(conv_held['fit']), np.array(conv_held['current']))} |")
     w = fit(parts_of(list(groups)))
     w = w / max(float(np.abs(w).max()), 1e-9)
