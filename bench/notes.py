@@ -107,8 +107,8 @@ def paragraph_ranking(notes: dict[str, str], questions: list[dict], cache: Path 
 def build(name: str, tree: Path, reuse: bool, settings: dict) -> float:
     from memstrata import Memory
 
-    if reuse and (tree / ".vectors").exists():
-        return 0.0
+    if reuse and ((tree / ".memstrata" / "vectors").exists() or (tree / ".vectors").exists()):
+        return 0.0  # an adopted vault keeps its index in .memstrata/
     if tree.exists():
         shutil.rmtree(tree)
     shutil.copytree(CORPORA / name, tree)
