@@ -1,6 +1,7 @@
 """Fit the learned ranker (scoring/ranker.py) on notes and conversations together, leave-one-corpus-out.
 
-    python bench/fit_notes.py --notes /tmp/notes-trees --locomo /tmp/locomo-trees [--data .../locomo]
+    python bench/fit_notes.py --notes /tmp/notes-trees --locomo /tmp/locomo-trees --data /work/shared/bench/locomo \
+        --cache /tmp/fit-features [--without head] [--only conv26]
 
 The trees: those bench/notes.py --reuse and bench/locomo.py --reuse built. Groups: each English
 notes corpus (a Chinese query keeps the fused ranking: the ranker is not fitted on it) and each
@@ -9,12 +10,15 @@ corpus: on the other notes corpora and all of LoCoMo; a conversation: on the not
 other conversations) and measured on it: notes by hit@1, hit@3, MRR@10; conversations by
 recall@10. The objective of the coordinate ascent gives each corpus (LoCoMo as one) the same
 weight: MRR@10 on notes, recall@10 on the conversations. Beside each figure: the current
-WEIGHTS and the fused ranking. The weights fitted on everything are printed last.
+WEIGHTS (fitted on LoCoMo: in-sample for a conversation), the fused ranking, the ranker fitted on
+the other corpora of the same kind only (notes or conversations), and the held-out gain of the fit over the current weights with its
+paired standard error over the questions (the noise a feature's help or harm is judged against;
+`--without F` fits and measures with feature F left out). The weights fitted on everything are
+printed last. `--cache DIR` keeps each group's features (one npz a group; `--only` extracts some).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -94,30 +98,61 @@ def fit(parts):
     return w
 
 
+def _rr(first):
+    return np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
+
+
+def _paired(a, b) -> str:
+    """The mean of a - b over the questions, with its standard error (the fit's noise on this corpus)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    return f"{d.mean():+.3f} ({d.std(ddof=1) / np.sqrt(max(len(d), 1)):.3f})"
+
+
+def _cached(cache: Path | None, name: str, width: int, extract) -> list:
+    """The rows of one group, from `cache` when it holds them with this many features."""
+    path = None if cache is None else cache / f"{name}.npz"
+    if path is not None and path.exists():
+        data = np.load(path)
+        if data["x"].shape[2] == width:
+            return list(zip(data["x"], data["y"], data["n"]))
+    rows = extract()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        x, y, n = fr.stack(rows)
+        np.savez(path, x=x, y=y, n=n)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--notes", required=True)
     ap.add_argument("--locomo", required=True)
     ap.add_argument("--data", default=str(locomo.DATA))
-    ap.add_argument("--cache", help="keep the features here (npz) and read them from it next time")
+    ap.add_argument("--cache", help="a folder: each corpus's features are kept there (npz) and read from it next time")
+    ap.add_argument("--only", action="append", help="extract (and cache) the features of these groups only, no fit")
+    ap.add_argument("--without", action="append", default=[], metavar="FEATURE",
+                    help="fit and measure with this feature left out (its column 0): what it adds, per corpus")
     args = ap.parse_args(argv)
     from memstrata.scoring.ranker import WEIGHTS
 
     names = list(fr._features())
-    groups: dict[str, tuple[str, list]] = {}
     cache = Path(args.cache) if args.cache else None
-    if cache is not None and cache.exists():
-        data = np.load(cache, allow_pickle=True)
-        groups = data["groups"].item()
-    else:
-        for name in ENGLISH_NOTES:
-            groups[name] = ("note", note_examples(Path(args.notes) / name, notes.load_questions(name)))
-            sys.stderr.write(f"features of {name}\n")
-        for f in sorted(Path(args.data).glob("*.json")):
-            groups[f"conv{f.stem}"] = ("conv", fr.examples(Path(args.locomo) / f"conv{f.stem}", locomo.load(f)[1]))
-            sys.stderr.write(f"features of conversation {f.stem}\n")
-        if cache is not None:
-            np.savez(cache, groups=np.array(groups, dtype=object))
+    sources = {name: ("note", lambda name=name: note_examples(Path(args.notes) / name, notes.load_questions(name)))
+               for name in ENGLISH_NOTES}
+    for f in sorted(Path(args.data).glob("*.json")):
+        sources[f"conv{f.stem}"] = ("conv", lambda f=f: fr.examples(Path(args.locomo) / f"conv{f.stem}", locomo.load(f)[1]))
+    groups: dict[str, tuple[str, list]] = {}
+    for name, (kind, extract) in sources.items():
+        if args.only and name not in args.only:
+            continue
+        groups[name] = (kind, _cached(cache, name, len(names), extract))
+        sys.stderr.write(f"features of {name}: {len(groups[name][1])} questions\n")
+    if args.only:
+        return
+    for f in args.without:  # a feature left out: its column 0 everywhere (no weight can act)
+        for _, rows in groups.values():
+            for x, _, _ in rows:
+                x[:, names.index(f)] = 0.0
     current = np.array([WEIGHTS.get(n, 0.0) for n in names])
     fused = np.eye(len(names))[names.index("score")]
 
@@ -126,24 +161,31 @@ def main(argv=None):
         conv = [r for k in keys if groups[k][0] == "conv" for r in groups[k][1]]
         return notes_parts + ([("conv", conv)] if conv else [])
 
-    print("| held out | questions | measure | fused | current weights | fitted on the others |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    conv_held = {"fused": [], "current": [], "fit": []}
+    print("| held out | questions | measure | fused | current weights | fitted on the others of its kind "
+          "| fitted on all the others | fit on all - current (s.e.) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    conv_held = {"fused": [], "current": [], "kind": [], "fit": []}
     for held in groups:
         kind, rows = groups[held]
         w = fit(parts_of([k for k in groups if k != held]))
+        own = fit(parts_of([k for k in groups if k != held and groups[k][0] == kind]))
         batch = fr.stack(rows)
-        res = {label: metrics(batch, v) for label, v in (("fused", fused), ("current", current), ("fit", w))}
+        res = {label: metrics(batch, v) for label, v in (("fused", fused), ("current", current), ("kind", own),
+                                                         ("fit", w))}
         if kind == "conv":
             for label in res:
                 conv_held[label] += list(res[label][1])
-            print(f"| {held} | {len(rows)} | recall@10 | " + " | ".join(f"{res[k][1].mean():.3f}" for k in res) + " |")
+            print(f"| {held} | {len(rows)} | recall@10 | " + " | ".join(f"{res[k][1].mean():.3f}" for k in res)
+                  + f" | {_paired(res['fit'][1], res['current'][1])} |")
         else:
             for measure, fn in (("hit@1", lambda f: (f == 1).mean()), ("hit@3", lambda f: ((f > 0) & (f <= 3)).mean()),
                                 ("MRR@10", lambda f: np.where(f > 0, 1.0 / np.maximum(f, 1), 0).mean())):
-                print(f"| {held} | {len(rows)} | {measure} | " + " | ".join(f"{fn(res[k][0]):.3f}" for k in res) + " |")
+                gain = _paired(_rr(res["fit"][0]), _rr(res["current"][0])) if measure == "MRR@10" else ""
+                print(f"| {held} | {len(rows)} | {measure} | " + " | ".join(f"{fn(res[k][0]):.3f}" for k in res)
+                      + f" | {gain} |")
     print(f"| LoCoMo, LOCO | {len(conv_held['fit'])} | recall@10 | "
-          + " | ".join(f"{np.mean(conv_held[k]):.3f}" for k in ("fused", "current", "fit")) + " |")
+          + " | ".join(f"{np.mean(conv_held[k]):.3f}" for k in ("fused", "current", "kind", "fit"))
+          + f" | {_paired(np.array(conv_held['fit']), np.array(conv_held['current']))} |")
     w = fit(parts_of(list(groups)))
     w = w / max(float(np.abs(w).max()), 1e-9)
     print("\nWEIGHTS = {" + ", ".join(f'"{f}": {v:.4g}' for f, v in zip(names, w)) + "}")

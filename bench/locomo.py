@@ -26,7 +26,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = (REPO / "../shared/bench/locomo").resolve()
+# ../shared/bench/locomo beside the repository, or beside a folder above it (a git worktree in wt/)
+DATA = next((d / "shared/bench/locomo" for d in REPO.parents if (d / "shared/bench/locomo").is_dir()),
+            (REPO / "../shared/bench/locomo").resolve())
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D\d+:\d+")
 

@@ -107,8 +107,8 @@ def paragraph_ranking(notes: dict[str, str], questions: list[dict], cache: Path 
 def build(name: str, tree: Path, reuse: bool, settings: dict) -> float:
     from memstrata import Memory
 
-    if reuse and (tree / ".vectors").exists():
-        return 0.0
+    if reuse and ((tree / ".memstrata" / "vectors").exists() or (tree / ".vectors").exists()):
+        return 0.0  # an adopted vault keeps its index in .memstrata/
     if tree.exists():
         shutil.rmtree(tree)
     shutil.copytree(CORPORA / name, tree)
@@ -123,13 +123,16 @@ def build(name: str, tree: Path, reuse: bool, settings: dict) -> float:
     return time.perf_counter() - t
 
 
-def memstrata_ranking(tree: Path, questions: list[dict]) -> list[list[str]]:
+def memstrata_ranking(tree: Path, questions: list[dict]) -> tuple[list[list[str]], float]:
+    """memstrata's ranked paths per question, and the index's rows (embedded texts) per note."""
     from memstrata import Memory
 
     m = Memory(tree)
     m.recall("warm up", count_access=False)
+    index = m._recall.state.vector_index()
+    rows = index.table().count_rows() / max(len(index.frame().ids), 1)
     return [[h.path for h in m.recall(q["question"], k=10, min_relevance=0, count_access=False).results]
-            for q in questions]
+            for q in questions], rows
 
 
 def scores(rankings: list[list[str]], questions: list[dict]) -> dict:
@@ -158,6 +161,8 @@ def main(argv=None):
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--doc-min-tokens", type=int, help="experiment: chunk notes longer than this by sections "
                     "(retrieval.chunking.DOCUMENT_MIN_TOKENS; the trees built with it)")
+    ap.add_argument("--section-tokens", type=int, help="experiment: group a section's paragraphs up to this "
+                    "many tokens (retrieval.chunking.SECTION_TOKENS; the trees built with it)")
     ap.add_argument("--dump", help="write memstrata's ranked paths per question to this JSON file")
     args = ap.parse_args(argv)
     base = Path(args.reuse)
@@ -168,15 +173,19 @@ def main(argv=None):
         from memstrata.retrieval import chunking
 
         chunking.DOCUMENT_MIN_TOKENS = args.doc_min_tokens
+    if args.section_tokens is not None:
+        from memstrata.retrieval import chunking
+
+        chunking.SECTION_TOKENS = args.section_tokens
     names = args.only or sorted(p.stem for p in QUESTIONS.glob("*.jsonl"))
     rows, dump = [], {}
     for name in names:
         questions = load_questions(name)
         tree = base / name
         secs = build(name, tree, reuse=not args.rebuild, settings=settings)
-        ranked = memstrata_ranking(tree, questions)
+        ranked, per_note = memstrata_ranking(tree, questions)
         dump[name] = ranked
-        rows.append(line(name, "memstrata", scores(ranked, questions)))
+        rows.append(line(name, f"memstrata ({per_note:.1f} rows/note)", scores(ranked, questions)))
         if not args.no_baselines:
             notes = note_files(CORPORA / name)
             rows.append(line(name, "BM25, whole notes", scores(bm25_ranking(notes, questions), questions)))

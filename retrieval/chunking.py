@@ -228,9 +228,10 @@ def _is_document(parts) -> bool:
     return len(parts) > 1 or (len(parts) == 1 and len(parts[0][1]) > 1)
 
 
-def section_texts(title: str, parts, count_tokens, budget: int, target: int = SECTION_TOKENS) -> list[str]:
-    """One text per run of a section's paragraphs of about `target` tokens (a longer paragraph
-    alone, cut at sentences past `budget`), each headed by `title > heading > subheading`."""
+def section_texts(title: str, parts, count_tokens, budget: int, target: int | None = None) -> list[str]:
+    """One text per run of a section's paragraphs of about `target` tokens (SECTION_TOKENS; a longer
+    paragraph alone, cut at sentences past `budget`), each headed by `title > heading > subheading`."""
+    target = SECTION_TOKENS if target is None else target
     title = " ".join((title or "").split())
     out = []
     for path, paras in parts:

@@ -5,8 +5,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, cjk_bm25, dates, fusion, lexical
+from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, rerank
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
+from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
 
 STRATEGIES = ("auto", "hybrid", "vector", "text", "grep", "index")
@@ -232,9 +233,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     whole: dict[int, float] = {}
     fused = score  # the relevance model reads the fused score (one scale with or without the ranker)
     if qv is not None and dense:
-        score, whole = _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure,
-                                weights, _signals_out, rerank=not cjk_share, inactive=inactive,
-                                texts=(lambda: texts if texts is not None else index.texts(frame)))
+        score, whole = rerank.learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near,
+                                      structure, weights, _signals_out, reorder=not cjk_share, inactive=inactive,
+                                      texts=(lambda: texts if texts is not None else index.texts(frame)))
     order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
@@ -292,84 +293,6 @@ def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, 
             "nameless_whole": nameless * (whole or 0.0)}
 
 
-def _learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
-             signals_out=None, rerank: bool = True, inactive=None, texts=None):
-    """The fused ranking's top candidates ordered again by the learned ranker (scoring.ranker);
-    the other entries drop out (-inf). Also returns each candidate's whole-entry cosine by position.
-    Without `rerank` (a query with CJK text: the bundled model is English) the fused order stays.
-    `texts` gives the entries' column texts when called (read only when the ranker runs).
-    `signals_out` (bench/fit_ranking.py) gets the features."""
-    import numpy as np
-
-    from memstrata.scoring import ranker as rk
-
-    finite = np.isfinite(score)
-    top = top_k(score, rk.CANDIDATES)
-    cand = np.asarray(top[finite[top]], dtype=np.int64)
-    if not len(cand):
-        return score, {}
-    whole = _whole_cosines(table, frame, qv, cand)
-    by_pos = dict(zip(cand.tolist(), whole.tolist()))
-    if not rerank or not (rk.WEIGHTS or signals_out is not None):
-        return score, by_pos
-    coverage = np.zeros(len(score))
-    if stats is not None and terms:
-        for p, v in stats.coverage(cand.tolist(), terms).items():
-            coverage[p] = v
-    column = texts() if texts is not None else None
-    bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
-    asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
-    says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
-    title = (None if stats is None or not terms else
-             np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
-    x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
-                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
-                    title=title)
-    if signals_out is not None:
-        signals_out.update(candidates=cand, features=x, fused=score)
-    if not rk.WEIGHTS:
-        return score, by_pos
-    out = np.full(len(score), -np.inf)
-    out[cand] = rk.status_scaled(rk.rank(x), None if inactive is None else inactive[cand], weights.archived_factor)
-    return out, by_pos
-
-
-_PATH_SEPARATORS = re.compile(r"[/\\_.-]+")
-
-
-def title_share(stats, terms: list[str], title: str | None, path: str | None) -> float:
-    """The idf share of the query's terms that the entry's title or path (folder and file names)
-    holds: a note is named for what it is about."""
-    q = {lexical.stem(t) for t in terms}
-    total = sum(stats.idf(s) for s in q)
-    if total <= 0:
-        return 0.0
-    named = f"{title or ''} {_PATH_SEPARATORS.sub(' ', (path or '').removesuffix('.md'))}"
-    held = {lexical.stem(w) for w in lexical.words(named)}
-    return sum(stats.idf(s) for s in q & held) / total
-
-
-def _whole_cosines(table, frame, qv, cand):
-    """Per candidate: the cosine between the query vector and the mean of its chunk vectors."""
-    import numpy as np
-
-    ids = [frame.ids[int(p)] for p in cand]
-    where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
-    rows = table.search().where(where).select(["id", "vector"]).limit(None).to_arrow()
-    vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
-                         dtype=np.float32).reshape(rows.num_rows, -1)
-    sums = {}
-    for rid, v in zip(rows.column("id").to_pylist(), vectors):
-        sums[rid] = sums[rid] + v if rid in sums else v.copy()
-    out = np.zeros(len(ids))
-    q = np.asarray(qv, dtype=np.float32)
-    for n, rid in enumerate(ids):
-        v = sums.get(rid)
-        if v is not None:
-            out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
-    return out
-
-
 def _text_signal(parts, pos: int, held: float | None, cjk_share: float) -> float:
     """The relevance model's `text` of a hit: its scaled BM25 (at most 1); for a mostly CJK query
     the idf share of its terms the hit holds (`held`, None when it holds no CJK term), the figure
@@ -423,21 +346,6 @@ def _common_entities(index: VectorIndex, frame, entities: list[str], settings) -
 
 def _r(value):
     return None if value is None else round(float(value), 4)
-
-
-def top_k(score, k: int):
-    """np.argsort(-score, kind="stable")[:k] without sorting every entry: the entries scoring at
-    least the k-th best score, in stable order (ties by position), cut to k."""
-    import numpy as np
-
-    n = len(score)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if k >= n:
-        return np.argsort(-score, kind="stable")
-    kth = np.partition(-score, k - 1)[k - 1]
-    idx = np.flatnonzero(-score <= kth)
-    return idx[np.argsort(-score[idx], kind="stable")][:k]
 
 
 def _inactive(frame):

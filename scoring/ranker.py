@@ -25,12 +25,13 @@ import numpy as np
 #   says     the entry says when (a relative time word, a month, a weekday or a year: retrieval.dates);
 #            the same only for queries that ask when (`when`) got no weight and no gain: left out
 #   title    idf share of the query's terms in the entry's title and path (folders, file name)
+#   head     the best idf share of the query's terms in one heading path of a note's sections (0 without sections)
 # sit, asks, says and the excess features are 0 for an entry with no neighbour (not a turn of a
 # conversation: fusion.time_structure decides from the data), and so are nb1 nb2 nbmax there.
 # The adjacent entries' own cos, text, names and coverage as features raised LOCO recall@10 by
 # 0.006 more but let an unrelated note written next to a match outrank a weaker real match: left out.
 FEATURES = ("score", "cos", "text", "cov", "ent", "noname", "date", "nb1", "nb2", "sit", "nbmax", "cos2", "costxt",
-            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks", "says", "title")
+            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks", "says", "title", "head")
 TEXT_CAP = 2.0  # the text match the excess features read is capped here (a long repeated match counts as 2)
 
 # Fitted by bench/fit_ranking.py on the LoCoMo dev conversations (pairwise logistic over the top
@@ -51,7 +52,7 @@ CANDIDATES = 100  # the fused ranking's top entries the ranker orders again
 def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndarray, coverage: np.ndarray,
              entity_share, date_near, structure, whole: np.ndarray, dense_weight: float, text_weight: float,
              entity_weight: float, asks: np.ndarray | None = None, says: np.ndarray | None = None,
-             title: np.ndarray | None = None) -> np.ndarray:
+             title: np.ndarray | None = None, head: np.ndarray | None = None) -> np.ndarray:
     """The feature matrix (len(cand) x len(FEATURES)) of the candidate positions `cand`.
 
     Every array but `whole`, `asks` (one value per candidate: question_share of its text) and
@@ -101,7 +102,8 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
          "sit": turn * best[session[cand]], "nbmax": np.maximum(at(p1), at(n1)),
          "cos2": c ** 2, "costxt": c * t, "whole": whole, "xpcos": xpcos, "xncos": xncos, "xptxt": xptxt,
          "xntxt": xntxt, "xpent": xpent, "xnent": xnent, "asks": zero if asks is None else turn * asks,
-         "says": zero if says is None else turn * says, "title": zero if title is None else title}
+         "says": zero if says is None else turn * says, "title": zero if title is None else title,
+         "head": zero if head is None else head}
     return np.stack([np.asarray(f[name], dtype=np.float64) for name in FEATURES], axis=1)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memstrata.retrieval import chunking
 from memstrata.retrieval.table import embed_distinct
@@ -178,3 +179,30 @@ def test_a_table_question_reaches_the_tables_section_of_a_long_note(tmp_path, em
     best = max(texts, key=lambda t: float(embedder.embed_query("how do I make a table") @ embedder.embed([t])[0]))
     assert best.startswith("Basic formatting syntax > Tables")
     assert m.recall("how do I make a table", min_relevance=0).results[0].path == "help/Basic formatting syntax.md"
+
+
+def test_the_heading_feature_reads_the_best_section_heading_of_a_note(tmp_path, embedder):
+    # the ranker's `head`: the idf share of the query's words in one heading path of a note's
+    # sections (title left out); 0 for a note without sections
+    from memstrata import Memory
+    from memstrata.retrieval import fusion
+    from memstrata.retrieval.search import Filters, search
+    from memstrata.scoring.ranker import FEATURES
+
+    vault = tmp_path / "vault"
+    (vault / "help").mkdir(parents=True)
+    (vault / "help" / "Basic formatting syntax.md").write_text(_SYNTAX)
+    (vault / "help" / "Sync.md").write_text("# Sync\n\n" + "Sync your tables between devices with the sync service. " * 30)
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    m.recall("warm up", count_access=False)
+    state = m._recall.state
+    index = state.vector_index()
+    sig: dict = {}
+    search(index, embedder, "format content tables", 10, Filters(), "hybrid",
+           fusion.FusionWeights.from_settings(state.settings), state.settings, _signals_out=sig)
+    frame = index.frame()
+    head = dict(zip(sig["candidates"].tolist(), sig["features"][:, FEATURES.index("head")]))
+    syntax, sync = frame.by_path["help/Basic formatting syntax.md"], frame.by_path["help/Sync.md"]
+    # "Tables > Format content within a table" holds every word of the query; Sync has no sections
+    assert head[syntax] == pytest.approx(1.0) and head[sync] == 0.0

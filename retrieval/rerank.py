@@ -1,0 +1,132 @@
+"""The learned ranker's stage of a recall: the fused ranking's top candidates, their features, ordered again."""
+from __future__ import annotations
+
+import re
+
+from memstrata.retrieval import dates, lexical
+from memstrata.retrieval.table import sql_str
+
+
+def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near, structure, weights,
+             signals_out=None, reorder: bool = True, inactive=None, texts=None):
+    """The fused ranking's top candidates ordered again by the learned ranker (scoring.ranker);
+    the other entries drop out (-inf). Also returns each candidate's whole-entry cosine by position.
+    Without `reorder` (a query with CJK text: the bundled model is English) the fused order stays.
+    `texts` gives the entries' column texts when called (read only when the ranker runs).
+    `signals_out` (bench/fit_ranking.py) gets the features."""
+    import numpy as np
+
+    from memstrata.scoring import ranker as rk
+
+    finite = np.isfinite(score)
+    top = top_k(score, rk.CANDIDATES)
+    cand = np.asarray(top[finite[top]], dtype=np.int64)
+    if not len(cand):
+        return score, {}
+    # the heading paths cost a read of the candidates' chunk texts: only when `head` has a weight
+    # (or bench/fit_notes.py asks for the features)
+    with_heads = bool(reorder and rk.WEIGHTS.get("head")) or signals_out is not None
+    whole, heads = _whole_cosines(table, frame, qv, cand, with_heads)
+    by_pos = dict(zip(cand.tolist(), whole.tolist()))
+    if not reorder or not (rk.WEIGHTS or signals_out is not None):
+        return score, by_pos
+    coverage = np.zeros(len(score))
+    if stats is not None and terms:
+        for p, v in stats.coverage(cand.tolist(), terms).items():
+            coverage[p] = v
+    column = texts() if texts is not None else None
+    bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
+    asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
+    says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
+    title = (None if stats is None or not terms else
+             np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
+    head = (None if stats is None or not terms or not with_heads else
+            np.array([heading_share(stats, terms, heads.get(frame.ids[p], ())) for p in cand.tolist()]))
+    x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
+                    date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
+                    title=title, head=head)
+    if signals_out is not None:
+        signals_out.update(candidates=cand, features=x, fused=score)
+    if not rk.WEIGHTS:
+        return score, by_pos
+    out = np.full(len(score), -np.inf)
+    out[cand] = rk.status_scaled(rk.rank(x), None if inactive is None else inactive[cand], weights.archived_factor)
+    return out, by_pos
+
+
+_PATH_SEPARATORS = re.compile(r"[/\\_.-]+")
+
+
+def title_share(stats, terms: list[str], title: str | None, path: str | None) -> float:
+    """The idf share of the query's terms that the entry's title or path (folder and file names)
+    holds: a note is named for what it is about."""
+    q = {lexical.stem(t) for t in terms}
+    total = sum(stats.idf(s) for s in q)
+    if total <= 0:
+        return 0.0
+    named = f"{title or ''} {_PATH_SEPARATORS.sub(' ', (path or '').removesuffix('.md'))}"
+    held = {lexical.stem(w) for w in lexical.words(named)}
+    return sum(stats.idf(s) for s in q & held) / total
+
+
+def heading_share(stats, terms: list[str], heads) -> float:
+    """The best idf share of the query's terms that one heading path of the note holds (its
+    section chunks' `Title > Heading > Subheading` lines, the title left out: `title_share` has
+    it); 0 for an entry with no sections (a chat turn, a short note)."""
+    if not heads:
+        return 0.0
+    q = {lexical.stem(t) for t in terms}
+    idf = {s: stats.idf(s) for s in q}
+    total = sum(idf.values())
+    if total <= 0:
+        return 0.0
+    return max(sum(idf[s] for s in q & held) for held in heads) / total
+
+
+def _heading_stems(text: str) -> frozenset:
+    """The stems of a section chunk's heading path (its first line), title (the first part) left out."""
+    path = text.split("\n", 1)[0].split(" > ")[1:]
+    return frozenset(lexical.stem(w) for w in lexical.words(" ".join(path)))
+
+
+def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
+    """Per candidate: the cosine between the query vector and the mean of its chunk vectors; and
+    by id, the heading paths (stem sets) of its section chunks (when `with_heads`)."""
+    import numpy as np
+
+    ids = [frame.ids[int(p)] for p in cand]
+    where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
+    columns = ["id", "vector"] + (["kind", "text"] if with_heads else [])
+    rows = table.search().where(where).select(columns).limit(None).to_arrow()
+    vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
+                         dtype=np.float32).reshape(rows.num_rows, -1)
+    sums, heads = {}, {}
+    rids = rows.column("id").to_pylist()
+    for rid, v in zip(rids, vectors):
+        sums[rid] = sums[rid] + v if rid in sums else v.copy()
+    if with_heads:
+        for rid, kind, text in zip(rids, rows.column("kind").to_pylist(), rows.column("text").to_pylist()):
+            if kind == "section" and text:
+                heads.setdefault(rid, set()).add(_heading_stems(text))
+    out = np.zeros(len(ids))
+    q = np.asarray(qv, dtype=np.float32)
+    for n, rid in enumerate(ids):
+        v = sums.get(rid)
+        if v is not None:
+            out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
+    return out, heads
+
+
+def top_k(score, k: int):
+    """np.argsort(-score, kind="stable")[:k] without sorting every entry: the entries scoring at
+    least the k-th best score, in stable order (ties by position), cut to k."""
+    import numpy as np
+
+    n = len(score)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= n:
+        return np.argsort(-score, kind="stable")
+    kth = np.partition(-score, k - 1)[k - 1]
+    idx = np.flatnonzero(-score <= kth)
+    return idx[np.argsort(-score[idx], kind="stable")][:k]
