@@ -74,6 +74,13 @@ def stop_service():
     return stop_service_and_remove
 
 
+def pytest_unconfigure(config):
+    """The xdist controller runs no fixtures: its own (unused) runtime folder goes here."""
+    import shutil
+
+    shutil.rmtree(_RUNTIME, ignore_errors=True)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_service_left_behind():
     """Stop a service some test left in the session's runtime folder."""
