@@ -4,23 +4,24 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage.errors import CorruptEntry
 from memstrata.storage import codec, holders, layout
-from memstrata.storage.atomic import ensure_dir, is_temp_file
+from memstrata.storage.atomic import ensure_dir
 from memstrata.storage.entry import Entry
-from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of
-from memstrata.storage.safe_io import FileTooLarge, check_write_target, read_regular_bytes
+from memstrata.storage.entry_files import (  # noqa: F401  (where entry files are; imported from here too)
+    ENTRY_FILE_MAX_BYTES, SKIPPED_FILES, VAULT_SKIPPED_FILES, entry_file_stat, is_entry_path, is_entry_path_in,
+    iter_entry_files, printable_name, read_entry_file,
+)
+from memstrata.storage.paths import category_of
+from memstrata.storage.safe_io import check_write_target
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
 SCHEMA_VERSION = 4  # a catalog of another version is dropped and rebuilt from the tree
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
-SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased: INDEX.md, Config.md ... are never entries
-VAULT_SKIPPED_FILES = VAULT_RESERVED_FILE_NAMES  # ... in an adopted vault (its README.md, config.md are notes)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     path TEXT PRIMARY KEY,
@@ -46,132 +47,6 @@ class RefreshReport:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
-
-
-def _unencodable(name: str) -> bool:
-    """A name that is not valid UTF-8 on disk (os gives it with surrogates): never an entry."""
-    try:
-        name.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
-
-
-def printable_name(rel: str) -> str:
-    """A relative path as one line a report can show (undecodable bytes as \\xNN, newlines escaped)."""
-    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if _unencodable(rel) else rel
-    return text.replace("\n", "\\n").replace("\r", "\\r")
-
-
-def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | None = None):
-    """Yield (relative path, os.stat_result) of every entry file in the tree.
-
-    Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
-    MEMORY.md/CLAUDE.md, temporary files, files at the root, symlinks and anything that is not a
-    regular file (a FIFO, socket or device named x.md: opening it could block) are not entries; in an
-    adopted vault, files at the root, README.md and config.md are (is_entry_path).
-    Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
-    A folder that cannot be opened (no permission) is skipped, and its relative path added to `skipped`.
-    """
-    base = str(root)
-    cut = len(base) + 1
-    stack = [base]
-    vault = layout.is_adopted(root)
-    names_out = VAULT_SKIPPED_FILES if vault else SKIPPED_FILES
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as items:
-                for item in items:
-                    name = item.name
-                    if name.startswith("."):
-                        continue
-                    if _unencodable(name) or "\n" in name or "\r" in name:
-                        # one file a teammate named badly never stops the tree: reported, skipped
-                        if bad_names is not None and (name.endswith(".md") or item.is_dir(follow_symlinks=False)):
-                            bad_names.append(printable_name(item.path[cut:].replace(os.sep, "/")))
-                        continue
-                    if item.is_dir(follow_symlinks=False):
-                        stack.append(item.path)
-                    elif ((vault or folder != base) and name.endswith(".md") and item.is_file(follow_symlinks=False)
-                          and not is_temp_file(name) and name.lower() not in names_out):
-                        st = _regular_stat(item)
-                        if st is not None:
-                            yield item.path[cut:].replace(os.sep, "/"), st
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except PermissionError:
-            if skipped is not None:
-                skipped.append(folder[cut:].replace(os.sep, "/") or ".")
-            continue
-
-
-def _regular_stat(item: os.DirEntry):
-    """The lstat of a scandir item when it is (still) a regular file, else None."""
-    try:
-        st = item.stat(follow_symlinks=False)
-    except OSError:
-        return None
-    return st if stat_mod.S_ISREG(st.st_mode) else None
-
-
-def is_entry_path(rel: str, vault: bool = False) -> bool:
-    """Whether a path relative to the root is where an entry file can be (as iter_entry_files sees it).
-
-    `vault` (an adopted tree, layout.is_adopted): notes at the top level are entries too, and so
-    are README.md and config.md (the engine's own files are in `.memstrata/`)."""
-    parts = rel.split("/")
-    name = parts[-1]
-    return ((vault or len(parts) > 1) and name.endswith(".md")
-            and not any(p.startswith(".") or p in ("", "..") for p in parts)
-            and name.lower() not in (VAULT_SKIPPED_FILES if vault else SKIPPED_FILES)
-            and "\n" not in rel and "\r" not in rel and not _unencodable(rel))
-
-
-def is_entry_path_in(root, rel: str) -> bool:
-    """is_entry_path for the tree at `root` (a vault's rule when it is adopted)."""
-    return is_entry_path(rel, layout.is_adopted(root))
-
-
-def entry_file_stat(root: Path, rel: str):
-    """os.stat_result of the entry file at `rel`, None if there is none (gone, a symlink, a folder, a FIFO ...)."""
-    try:
-        st = os.lstat(os.path.join(str(root), rel))
-    except OSError:
-        return None
-    return st if stat_mod.S_ISREG(st.st_mode) else None
-
-
-# An entry file past this is never parsed or indexed (a hand-made or pulled dump: it would take
-# the service's memory to gigabytes and overflow LanceDB's offsets); max_entry_bytes stays below.
-ENTRY_FILE_MAX_BYTES = 16 * 1024 * 1024
-
-
-def read_entry_file(root: Path, rel: str) -> Entry:
-    """Parse one entry file (CorruptEntry if it cannot be decoded or parsed).
-
-    NotFound when `rel` is not where an entry can be (is_entry_path: a reserved name such as
-    INDEX.md or config.md, a hidden folder, the root itself); safe_io.NotRegularFile (an
-    OSError) when it is a symlink, FIFO, socket or device: those are never opened.
-    """
-    if not is_entry_path_in(root, str(rel)):
-        raise NotFound(f"{rel} is not an entry file (a reserved name, a hidden folder or outside a category)")
-    try:
-        raw = read_regular_bytes(os.path.join(str(root), rel), ENTRY_FILE_MAX_BYTES)
-    except FileTooLarge:
-        raise CorruptEntry(f"{rel} is larger than {ENTRY_FILE_MAX_BYTES // (1024 * 1024)} MB: not read "
-                           f"(an entry that size is a pasted dump, not a memory)") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CorruptEntry(f"{rel} is not UTF-8 text") from None
-    stem = Path(rel).stem
-    try:
-        return codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem, id_key=layout.id_key(root))
-    except InvalidInput as exc:  # a value the codec refuses (e.g. importance: urgent): this file only
-        raise CorruptEntry(exc.message) from None
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. created: -62135596801
-        raise CorruptEntry(f"frontmatter value cannot be read ({type(exc).__name__}: {exc})") from None
 
 
 class Catalog:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from memstrata.doctor.permissions import check_permissions
 from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's public names
     DERIVED_DIRS,
     FULL_DIR,
@@ -33,7 +34,6 @@ from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's 
     check_bad_names,
     check_missing_sidecars,
     check_orphans,
-    check_permissions,
     check_symlinks,
     check_temp_files,
     check_secrets,

@@ -7,14 +7,12 @@ import stat
 from pathlib import Path
 
 from memstrata.clock import format_datetime
+from memstrata.doctor.permissions import chmod_safe, mode_problems, private_base
 from memstrata.doctor.checks import (
     QUARANTINE_DIR,
     VECTORS_DIR,
     Finding,
-    private_base,
     scan_tree,
-    chmod_safe,
-    mode_problems,
 )
 from memstrata.doctor.derived import catalog_rows, check_vectors
 from memstrata.engine.save import SavePath
