@@ -1,4 +1,4 @@
-"""Commands for agents: mcp (the MCP server), daily, share, import, export."""
+"""Commands for agents: mcp (the MCP server), daily, share, export."""
 from __future__ import annotations
 
 import sys
@@ -7,18 +7,12 @@ from typing import Annotated, Optional
 import typer
 from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory
 
-LAYOUTS = ("auto", "jsonl", "viking", "pme")
-
 
 def register(app: typer.Typer) -> None:
-    taken = {c.name for c in app.registered_commands}
     app.command("mcp")(mcp)
     app.command("daily")(daily)
     app.command("share")(share)
-    if "import" not in taken:  # the recall module may own `import`; then it is theirs
-        app.command("import")(import_)
-    if "export" not in taken:
-        app.command("export")(export)
+    app.command("export")(export)  # `mem import` lives with recall (cli/commands/recall.py)
 
 
 def mcp(
@@ -83,45 +77,6 @@ def share(
                           f"({result.get('action')}, agent {result.get('agent')})")
 
 
-def import_(
-    path: Annotated[str, typer.Argument(help="A .jsonl file, or a folder (Viking or Persistent Memory Engine tree).")],
-    layout: Annotated[str, typer.Option("--layout", help="auto, jsonl, viking or pme.")] = "auto",
-    category: Annotated[Optional[str], typer.Option(
-        "--category", "-c", help="Viking: category of the files directly in hot/ warm/ cold/ archive/ "
-                                 "(default: general).")] = None,
-    root: RootOpt = None,
-    as_json: JsonOpt = False,
-):
-    """Import entries: a JSONL file (one entry per line), a Viking tree (hot/ warm/ cold/ archive/ daily/
-    meetings/ long-term/) or a Persistent Memory Engine tree (categories, INDEX.md, archived/).
-
-    Every frontmatter field is kept; ids already in the root are skipped. Embeds in batches.
-
-    \b
-      mem import backup.jsonl
-      mem import ~/viking/agent/memories --layout viking
-      mem import ~/old-memory --layout pme
-    """
-    from memstrata.errors import InvalidInput
-
-    if layout not in LAYOUTS:
-        raise InvalidInput(f"--layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-    m = memory(root)
-    with _progress(not as_json) as progress:
-        result = m.import_path(path, layout=layout, progress=progress, category=category)
-
-    def human():
-        for warning in result.get("warnings", [])[:20]:
-            typer.echo(f"warning: {warning}", err=True)
-        for error in result.get("errors", [])[:20]:
-            where = error.get("line", error.get("file"))
-            typer.echo(f"error: {where}: {error.get('error')}", err=True)
-        typer.echo(f"imported {counted(result['imported'], 'entry', 'entries')} ({result.get('layout', layout)}), "
-                   f"skipped {result.get('skipped', 0)}, errors {len(result.get('errors', []))}")
-
-    emit(as_json, result, human)
-
-
 def export(
     file: Annotated[Optional[str], typer.Argument(help="Output file (default: stdout).")] = None,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="JSON lines, one entry per line (the only format).")] = True,
@@ -148,39 +103,3 @@ def export(
         return
     result = m.export_jsonl(file)
     emit(as_json, result, f"exported {counted(result['entries'], 'entry', 'entries')} to {result['path']}")
-
-
-class _progress:
-    """A rich progress bar on stderr for long imports (only on a terminal, only when asked)."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self._bar = None
-        self._task = None
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self._bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                             console=Console(stderr=True), transient=True)
-        self._bar.__enter__()
-        self._task = self._bar.add_task("import", total=None)
-
-        def update(done: int, total: int) -> None:
-            self._bar.update(self._task, completed=done, total=total)
-
-        return update
-
-    def __exit__(self, *exc):
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-        return None
