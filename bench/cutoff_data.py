@@ -32,7 +32,9 @@ import everyday  # noqa: E402
 OFFTOPIC = ["How do I renew my passport?", "How many cups are in a litre?", "Which train goes to the airport?",
             "Why is the sky blue?", "What is the longest river in South America?", "How do vaccines work?",
             "What's the plot of Hamlet?", "What is inflation?", "Who invented the telephone?",
-            "How do I sharpen a kitchen knife?", "What does GDPR stand for?", "How do bees make honey?"]
+            "How do I sharpen a kitchen knife?", "What does GDPR stand for?", "How do bees make honey?",
+            "明年去哪里旅游好？", "怎么做红烧肉？", "北京今天限行吗？", "最近有什么好看的电影？", "感冒了吃什么药？",
+            "苹果手机怎么截图？", "世界上最高的山是哪座？", "怎么学好英语？", "地铁几点停运？", "猫为什么喜欢睡觉？"]
 
 
 def hits_of(m, query, want, key="id"):
@@ -84,7 +86,8 @@ def tiny_trees(base: Path, notes_dir: Path, zh_data: Path, embedder):
                 title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("#")), rel)
                 e = m.write(text, title=title[:80], category=rel.split("/")[0], created=f"2026-0{g + 1}-0{len(wanted) + 1}T10:00:00Z")
                 wanted[rel] = e.id
-        yield m, [(q["question"], {wanted[r] for r in q["notes"] if r in wanted}) for q in qs]
+        others = [q["question"] for h in groups if h is not qs for q in h][:10]
+        yield m, [(q["question"], {wanted[r] for r in q["notes"] if r in wanted}) for q in qs], others
     import chinese_passages as zh
 
     passages, questions = zh.load(zh_data, None, 7)
@@ -104,7 +107,8 @@ def tiny_trees(base: Path, notes_dir: Path, zh_data: Path, embedder):
             p = next(x for x in passages if x["id"] == pid)
             ids[pid] = m.write(p["body"], title=p["title"], category="zh", created=f"2026-0{g + 1}-0{n + 1}T10:00:00Z").id
             qs += [(q, {ids[pid]}) for q in by[pid][:2]]
-        yield m, qs
+        others = [q for pid in pids[15:25] for q in by[pid][:1]]
+        yield m, qs, others
 
 
 def main(argv=None):
@@ -159,8 +163,8 @@ def main(argv=None):
         save("zh", ask(m, "zh", [(q["query"], {q["answer"]}) for q in questions], offtopic=OFFTOPIC))
     if "tiny" in want and args.notes and args.zh_data:
         records = []
-        for m, qs in tiny_trees(args.out / "tiny", args.notes, args.zh_data, embedder):
-            records += ask(m, "tiny", qs, offtopic=OFFTOPIC[:4])
+        for m, qs, others in tiny_trees(args.out / "tiny", args.notes, args.zh_data, embedder):
+            records += ask(m, "tiny", qs, offtopic=OFFTOPIC[:4] + OFFTOPIC[-4:] + others)
         save("tiny", records)
 
 

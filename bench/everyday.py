@@ -8,62 +8,7 @@ second list was written before anything ran on it), so it holds every kind again
 """
 from __future__ import annotations
 
-PROMPTS = """hello
-hi there
-hey!
-good morning
-good evening :)
-thanks!
-thank you so much
-thanks, that helps
-cheers mate
-ok
-okay
-ok sounds good
-got it
-sure, go ahead
-yes please
-no thanks
-continue
-please continue
-keep going
-go on
-next
-lol
-haha nice
-awesome, great job
-perfect
-how are you?
-how's it going?
-what's up?
-how was your weekend?
-nice weather today
-have a good day
-see you tomorrow
-bye
-I'm back
-sorry, my bad
-never mind
-hmm, let me think
-that makes sense
-你好
-您好！
-谢谢
-非常感谢！
-好的
-好的，继续
-继续
-嗯嗯
-收到
-没问题
-早上好
-哈哈哈
-辛苦了
-再见
-你今天怎么样？
-周末过得好吗？
-明白了，谢谢
-不用了""".splitlines()
+from memstrata.retrieval.prompts import EVERYDAY as PROMPTS  # the engine's list (retrieval/prompts.py)
 
 HELD_OUT = """hiya
 morning!

@@ -46,6 +46,42 @@ def has_topic(prompt: str) -> bool:
     return lexical.has_cjk(lexical.cjk_without_questions(_CJK_PHATIC.sub(" ", lexical.cjk_text(prompt))))
 
 
+# Everyday prompts the hook answers with nothing (bench/everyday.py's FIT list: greetings, thanks,
+# "ok", "continue", small talk, in English and Chinese). A prompt that names a topic by its words
+# but reads like one of these to the model ("take care", "talk to you later") is small talk too.
+EVERYDAY = tuple("""hello|hi there|hey!|good morning|good evening :)|thanks!|thank you so much|thanks, that helps|cheers mate
+ok|okay|ok sounds good|got it|sure, go ahead|yes please|no thanks|continue|please continue|keep going|go on|next|lol
+haha nice|awesome, great job|perfect|how are you?|how's it going?|what's up?|how was your weekend?|nice weather today
+have a good day|see you tomorrow|bye|I'm back|sorry, my bad|never mind|hmm, let me think|that makes sense|你好|您好！
+谢谢|非常感谢！|好的|好的，继续|继续|嗯嗯|收到|没问题|早上好|哈哈哈|辛苦了|再见|你今天怎么样？|周末过得好吗？|明白了，谢谢|不用了""".replace(
+    "\n", "|").split("|"))
+# The cosine (bundled model) to the nearest of EVERYDAY from which an English prompt is small talk:
+# bench/fit_relevance.py; no answerable question of the benchmarks comes above 0.39, and half of
+# EVERYDAY is above it to another of the list. Mostly Chinese prompts are left to the words (the
+# bundled model is English: any two Chinese texts look alike to it).
+EVERYDAY_COSINE = 0.5
+
+
+def is_everyday(prompt: str, embedder=None) -> bool:
+    """Whether a prompt is everyday talk the hook answers with nothing: it names no topic
+    (`has_topic`), or, with an `embedder`, an English prompt is as close to one of EVERYDAY."""
+    if not has_topic(prompt):
+        return True
+    if embedder is None or lexical.cjk_share(prompt) >= 0.5:
+        return False
+    return everyday_cosine(prompt, embedder) >= EVERYDAY_COSINE
+
+
+def everyday_cosine(prompt: str, embedder) -> float:
+    """The prompt's cosine to the nearest of EVERYDAY (their vectors are kept on the embedder)."""
+    import numpy as np
+
+    vectors = embedder.__dict__.get("_everyday_vectors")
+    if vectors is None:
+        vectors = embedder.__dict__.setdefault("_everyday_vectors", np.asarray(embedder.embed(list(EVERYDAY))))
+    return float(np.max(vectors @ np.asarray(embedder.embed_query(prompt))))
+
+
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+\S")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
