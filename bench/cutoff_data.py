@@ -64,7 +64,7 @@ def ask(m, corpus, questions, key="id", offtopic=()):
     return out
 
 
-def tiny_trees(base: Path, notes_dir: Path, zh_data: Path, embedder):
+def tiny_trees(base: Path, zh_data: Path, embedder):
     """Trees of five entries: five til notes with their questions; five CMRC trial passages with theirs."""
     from memstrata import Memory
     import notes as notes_bench
@@ -82,7 +82,7 @@ def tiny_trees(base: Path, notes_dir: Path, zh_data: Path, embedder):
         wanted = {}
         for q in qs:
             for rel in q["notes"][:1]:
-                text = (Path("/tmp/notes-corpora/til") / rel).read_text(encoding="utf-8")
+                text = (notes_bench.CORPORA / "til" / rel).read_text(encoding="utf-8")
                 title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("#")), rel)
                 e = m.write(text, title=title[:80], category=rel.split("/")[0], created=f"2026-0{g + 1}-0{len(wanted) + 1}T10:00:00Z")
                 wanted[rel] = e.id
@@ -163,7 +163,7 @@ def main(argv=None):
         save("zh", ask(m, "zh", [(q["query"], {q["answer"]}) for q in questions], offtopic=OFFTOPIC))
     if "tiny" in want and args.notes and args.zh_data:
         records = []
-        for m, qs, others in tiny_trees(args.out / "tiny", args.notes, args.zh_data, embedder):
+        for m, qs, others in tiny_trees(args.out / "tiny", args.zh_data, embedder):
             records += ask(m, "tiny", qs, offtopic=OFFTOPIC[:4] + OFFTOPIC[-4:] + others)
         save("tiny", records)
 

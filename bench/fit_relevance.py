@@ -118,13 +118,13 @@ def fit_on(corpora: dict, names) -> dict:
             x, y = rows(corpora[n], mode)
             if len(y):
                 xs.append(x), ys.append(y), ws.append(np.full(len(y), 1000.0 / len(y)))
-        w = fit(np.vstack(xs), np.concatenate(ys), np.concatenate(ws))
-        if mode == "text":  # the vector signals are never seen: keep them at 0
+        x, y, sw = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+        if mode == "text":  # the vector signals are never seen (all 0): their weights stay 0
+            w = fit(x, y, sw)
             for f in VECTOR_ONLY:
                 w[1 + FEATURES.index(f)] = 0.0
         else:  # CJK coverage is TEXT's business (HYBRID serves queries mostly not CJK)
-            w = fit(np.delete(np.vstack(xs), len(FEATURES), axis=1), np.concatenate(ys), np.concatenate(ws))
-            w = np.r_[w, 0.0]
+            w = np.r_[fit(x[:, :len(FEATURES)], y, sw), np.zeros(len(DERIVED))]
         out[mode] = w
     return out
 
