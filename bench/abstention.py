@@ -82,7 +82,7 @@ What's the offside rule in football?
 How long does it take to fly to New York?
 Any tips for growing tomatoes on a balcony?""".splitlines()
 
-CUTS = [0.0, 0.01, 0.012, 0.015, 0.02, 0.03, 0.05, 0.1]
+CUTS = [0.0, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1]
 
 
 def main(argv=None):

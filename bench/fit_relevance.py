@@ -1,182 +1,235 @@
-"""Fit the calibrated relevance model (scoring/relevance.py) on the LoCoMo dev trees; prints LOCO figures.
+"""Fit the relevance model and the cut-off (scoring/relevance.py, recall_min_relevance) leave-one-corpus-out.
 
-    python bench/fit_relevance.py --reuse DIR    # DIR: the trees bench/locomo.py --reuse DIR built
+    python bench/cutoff_data.py --out DATA ...     # the hits' signals of every query (see there)
+    python bench/fit_relevance.py DATA [--apply]
 
-Examples: the top 10 hits of every question asked of its own conversation's tree (label 1
-for an annotated evidence turn, else 0), of the next conversation's tree and of the everyday
-queries below asked of every tree (all 0: those turns cannot answer them). The everyday
-queries here are not those bench/abstention.py measures with (that slice stays held out).
-Every fold's training set also holds bench/paraphrases.py: notes asked for in other words and
-with no name (LoCoMo questions always share words and a name with their evidence), so a
-plain paraphrase is not taken for an off-topic query. A logistic regression over the absolute signals of
-scoring.relevance.FEATURES; for each conversation it is fitted on the other four and its
-calibration measured on it (log loss, Brier score, mean predicted vs observed rate).
-The coefficients fitted on all five are printed last, for HYBRID and TEXT.
+Corpora: LoCoMo (five conversations, one corpus), the notes corpora til, rustbook and vuezh
+(bench/notes_corpora.py), Chinese passages (CMRC trial set) and tiny trees (five entries). For
+each corpus held out: a logistic regression over scoring.relevance.FEATURES is fitted on the
+others (label 1: an answer among a question's first CUT_DEPTH hits; 0: the other hits, every hit
+of an everyday prompt of bench/everyday.FIT and of an off-topic question; each corpus weighs the
+same), the cut-off (min relevance, share of the best) is chosen on the others (the highest
+min relevance that keeps an answer for >= TARGET of the answerable questions on every one of
+them, then the most silence on their FIT prompts and off-topic questions), and both are measured
+on the held-out corpus: answerable questions that keep an answer, everyday prompts silenced
+(the FIT half and the HELD_OUT half, which nothing is fitted or chosen on; a prompt is silent
+when retrieval.prompts.is_everyday says it is everyday talk, as the hook asks, or no hit clears
+the cut-off), off-topic
+questions silenced. The model and cut-off fitted on all corpora are printed last.
 """
 from __future__ import annotations
 
-import os
+import json
 import sys
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import locomo  # noqa: E402
-
-
-TRAIN_EVERYDAY = """How do I renew my passport?
-What's a good name for a golden retriever puppy?
-How many cups are in a litre?
-Which train goes to the airport?
-What does a mortgage broker do?
-How do I back up my phone?
-What's the healthiest breakfast cereal?
-Why is the sky blue?
-How do I get rid of fruit flies in the kitchen?
-When does daylight saving time end?
-What is the longest river in South America?
-How do I write a cover letter?
-Is it safe to eat raw cookie dough?
-How do you play sudoku?
-What's the best way to learn the guitar as an adult?
-How do vaccines work?
-Where is the nearest pharmacy open late?
-What's the plot of Hamlet?
-How do I defrost a freezer quickly?
-What is inflation?
-Suggest a board game for six people
-How much should I tip a taxi driver in the US?
-What's the difference between baking soda and baking powder?
-How do I set up a VPN on my laptop?
-What is the chemical symbol for gold?
-How long can cooked rice stay in the fridge?
-Who invented the telephone?
-What are some easy houseplants for low light?
-How do I get a stain out of a white shirt?
-What's a good workout for beginners at the gym?
-How do solar panels produce electricity?
-Which vitamins are in spinach?
-What is the time difference between Sydney and Berlin?
-How do I sharpen a kitchen knife?
-What's the best podcast app for Android?
-How do I jump start a car battery?
-What does GDPR stand for?
-How do I make cold brew coffee at home?
-What are the planets in order from the sun?
-How can I improve my credit score?
-good night
-yes please
-cool, thanks
-What's on TV tonight?
-How do I knit a scarf?
-Which airlines fly direct to Singapore?
-How do I calm down before a job interview?
-What is the square root of 144?
-How do I descale a kettle?
-Tell me a joke
-What is a black hole?
-How do I register to vote?
-Best hiking trails near Denver
-How do I cancel a gym membership?
-What is the difference between weather and climate?
-How do I make homemade pizza dough?
-What's the minimum wage in California?
-How do bees make honey?
-How do I format a USB drive?
-What should I pack for a beach holiday?""".splitlines()
+TARGET = 0.98
+# The cut-off is chosen to keep an answer for this share on every training corpus: a margin over
+# TARGET, since a corpus not seen differs from the ones the cut-off was chosen on.
+CHOOSE_AT = 0.99
+CUTS = [0.0, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2]
+RELATIVE = [0.0, 0.02, 0.05, 0.1, 0.2]
 
 
-def examples(m, questions, own: bool, strategy: str = "auto"):
-    from memstrata.scoring.relevance import FEATURES
+def load(folder: Path) -> dict[str, list[dict]]:
+    """{corpus: records}; an everyday prompt's kind is read from bench/everyday.py (FIT or HELD_OUT)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import everyday
 
-    rows, labels = [], []
-    for q in questions:
-        res = m.recall(q["query"], k=10, explain=True, min_relevance=0, strategy=strategy, count_access=False)
-        for hit in res.results:
-            sig = hit.signals["relevance_signals"]
-            rows.append([float(sig.get(f) or 0.0) for f in FEATURES])
-            labels.append(1.0 if own and hit.id in q["evidence"] else 0.0)
-    return np.array(rows), np.array(labels)
+    from memstrata import Memory
+    from memstrata.retrieval.prompts import is_everyday
+
+    embedder = Memory(folder).state.model()  # the bundled model, as the hook's has it
+
+    corpora: dict[str, list[dict]] = {}
+    for f in sorted(folder.glob("*.json")):
+        for r in json.loads(f.read_text()):
+            if r["kind"].startswith("everyday"):
+                if r["query"] in everyday.FIT and not f.name.endswith(".held.json"):
+                    r["kind"] = "everyday-fit"
+                elif r["query"] in everyday.HELD_OUT:
+                    r["kind"] = "everyday-held"
+                else:
+                    continue
+            r["topic"] = not is_everyday(r["query"], embedder)
+            name = "locomo" if r["corpus"].startswith("locomo") else r["corpus"]
+            corpora.setdefault(name, []).append(r)
+    return corpora
 
 
-def fit(x, y, l2=1e-2, iters=50):
-    """Logistic regression by Newton's method (bias first)."""
+# The previous release's models and cut-off (LoCoMo only), measured side by side.
+PREVIOUS = {"hybrid": {"bias": -4.14, "cosine": 0.584, "text": -7.155, "coverage": 8.936, "names": 0.879,
+                       "no_names": -1.285, "agree": 0.668, "score": 0.108, "whole": 2.52, "unknown": -3.478,
+                       "known": -1.681, "nameless": -4.638, "nameless_whole": 12.741},
+            "text": {"bias": -3.266, "text": -5.331, "coverage": 9.186, "names": 0.602, "no_names": -1.539,
+                     "score": -0.232, "unknown": -4.0, "known": -1.236, "nameless": -1.744}}
+PREVIOUS_CUT = (0.02, 0.1)
+
+VECTOR_ONLY = ("cosine", "agree", "whole", "nameless_whole")  # unknown when only words are compared
+
+
+def mode_of(record) -> str:
+    """The model search.py uses for a query: TEXT for a mostly CJK one (the bundled model is English)."""
+    from memstrata.retrieval import lexical
+
+    return "text" if lexical.cjk_share(record["query"]) >= 0.5 else "hybrid"
+
+
+def features(hits, mode) -> np.ndarray:
+    """The model's inputs of these hits: the signals (the vector ones 0 for TEXT) and the derived ones."""
+    x = np.array([h[1:-1] for h in hits], dtype=float).reshape(-1, len(FEATURES))
+    if mode == "text":
+        x[:, [FEATURES.index(f) for f in VECTOR_ONLY]] = 0.0
+    return np.hstack([x, np.array([[d(dict(zip(FEATURES, r))) for d in DERIVED.values()] for r in x]).reshape(len(x), -1)])
+
+
+def rows(records, mode, kinds=("answer", "everyday-fit", "offtopic")):
+    """TEXT learns from every query with its vector signals hidden (it also serves the text strategy);
+    HYBRID from the queries it serves."""
+    x, y = [], []
+    for r in records:
+        if r["kind"] in kinds and r["hits"] and (mode == "text" or mode_of(r) == "hybrid"):
+            x.append(features(r["hits"], mode))
+            y += [h[0] if r["kind"] == "answer" else 0 for h in r["hits"]]
+    width = len(FEATURES) + len(DERIVED)
+    return (np.vstack(x) if x else np.zeros((0, width))), np.array(y, dtype=float)
+
+
+def fit(x, y, sw, l2=1e-2, iters=40):
+    """Weighted logistic regression by Newton's method (bias first)."""
     x1 = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(x1.shape[1])
     for _ in range(iters):
-        p = 1 / (1 + np.exp(-x1 @ w))
-        grad = x1.T @ (p - y) + l2 * np.r_[0, w[1:]]
-        hess = (x1 * (p * (1 - p))[:, None]).T @ x1 + l2 * np.eye(len(w))
+        p = 1 / (1 + np.exp(-np.clip(x1 @ w, -60, 60)))
+        grad = x1.T @ (sw * (p - y)) + l2 * np.r_[0, w[1:]]
+        hess = (x1 * (sw * p * (1 - p))[:, None]).T @ x1 + l2 * np.eye(len(w))
         w -= np.linalg.solve(hess, grad)
     return w
 
 
-def predict(w, x):
-    return 1 / (1 + np.exp(-(w[0] + x @ w[1:])))
+def fit_on(corpora: dict, names) -> dict:
+    """{mode: weights}, each corpus weighing the same."""
+    out = {}
+    for mode in ("hybrid", "text"):
+        xs, ys, ws = [], [], []
+        for n in names:
+            x, y = rows(corpora[n], mode)
+            if len(y):
+                xs.append(x), ys.append(y), ws.append(np.full(len(y), 1000.0 / len(y)))
+        x, y, sw = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+        if mode == "text":  # the vector signals are never seen (all 0): their weights stay 0
+            w = fit(x, y, sw)
+            for f in VECTOR_ONLY:
+                w[1 + FEATURES.index(f)] = 0.0
+        else:  # CJK coverage is TEXT's business (HYBRID serves queries mostly not CJK)
+            w = np.r_[fit(x[:, :len(FEATURES)], y, sw), np.zeros(len(DERIVED))]
+        out[mode] = w
+    return out
 
 
-def paraphrase_examples(folder: Path) -> dict:
-    """{mode: (rows, labels)} of bench/paraphrases.py asked of a tree of its notes."""
-    from memstrata import Memory
-    from paraphrases import PAIRS
+def relevances(w, record) -> list[float]:
+    if not record["hits"]:
+        return []
+    mode = mode_of(record)
+    x = features(record["hits"], mode)
+    ww = w[mode]
+    return (1 / (1 + np.exp(-np.clip(ww[0] + x @ ww[1:], -60, 60)))).tolist()
 
-    m = Memory(folder / "paraphrases")
-    m.init()
-    ids = [m.write(note, title=note.split(";")[0].split(",")[0][:60], category="notes") for note, _ in PAIRS]
-    ids = [getattr(i, "id", i) for i in ids]
-    questions = [{"query": q, "evidence": {i}} for (_, q), i in zip(PAIRS, ids)]
-    return {mode: examples(m, questions, True, strategy) for mode, strategy in (("hybrid", "auto"), ("text", "text"))}
+
+def model_dict(w) -> dict:
+    names = list(FEATURES) + list(DERIVED)
+    return {"bias": round(float(w[0]), 3), **{f: round(float(v), 3) for f, v in zip(names, w[1:])}}
+
+
+def measure(w, records, cut, relative) -> dict:
+    def kept(r):
+        rel = relevances(w, r) if w is not None else [h[-1] for h in r["hits"]]
+        return [r["hits"][i] for i in keep(rel, cut, relative)]
+
+    had = [r for r in records if r["kind"] == "answer" and any(h[0] for h in r["hits"])]
+    out = {"answerable": len(had), "answered": np.mean([any(h[0] for h in kept(r)) for r in had]) if had else 1.0}
+    for kind in ("everyday-fit", "everyday-held", "offtopic"):
+        rs = [r for r in records if r["kind"] == kind]
+        out[kind] = np.mean([not r["topic"] or not kept(r) for r in rs]) if rs else 1.0
+    return out
+
+
+def choose(w, corpora, names, mode=None) -> tuple[float, float]:
+    """The cut-off (min relevance, share of the best) for the queries of one model (`mode`)."""
+    best, best_key = (CUTS[0], RELATIVE[0]), None
+    parts = [[r for r in corpora[n] if mode is None or mode_of(r) == mode] for n in names]
+    parts = [p for p in parts if any(r["kind"] == "answer" for r in p)]
+    for cut in CUTS[1:]:
+        for relative in RELATIVE:
+            m = [measure(w, p, cut, relative) for p in parts]
+            worst = min(x["answered"] for x in m)
+            silence = np.mean([x["everyday-fit"] for x in m]) + np.mean([x["offtopic"] for x in m])
+            key = (worst >= CHOOSE_AT, silence if worst >= CHOOSE_AT else worst, cut, relative)
+            if best_key is None or key > best_key:
+                best, best_key = (cut, relative), key
+    return best
+
+
+def fit_and_choose(corpora, names) -> tuple[dict, float, float]:
+    """Both models fitted on `names`, and one cut-off: each model's is chosen on its own queries,
+    and TEXT's bias is shifted so that its chosen cut-off falls on HYBRID's (one setting serves both)."""
+    w = fit_on(corpora, names)
+    cut, relative = choose(w, corpora, names, "hybrid")
+    cut_text, _ = choose(w, corpora, names, "text")
+    w["text"][0] += np.log(cut / (1 - cut)) - np.log(cut_text / (1 - cut_text))
+    return w, cut, relative
+
+
+def row(name, m, cut, relative) -> str:
+    return (f"| {name} | {m['answerable']} | {m['answered']:.3f} | {m['everyday-fit']:.3f} | "
+            f"{m['everyday-held']:.3f} | {m['offtopic']:.3f} | {cut:g} / {relative:g} |")
+
+
+HEADER = ("| held-out corpus | answerable questions | answer kept | everyday (fit half) silenced | "
+          "everyday (held-out half) silenced | off-topic silenced | cut-off / share of best |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
 
 
 def main(argv=None):
-    import tempfile
+    argv = sys.argv[1:] if argv is None else argv
+    corpora = load(Path(argv[0]))
+    names = list(corpora)
+    from memstrata.scoring import relevance as rel
+    from memstrata.storage.config import Settings
 
-    from memstrata import Memory
-    from memstrata.scoring.relevance import FEATURES
-    from paraphrases import PAIRS
+    def as_weights(models):
+        return {m: np.array([d.get("bias", 0.0)] + [d.get(f, 0.0) for f in list(FEATURES) + list(DERIVED)])
+                for m, d in models.items()}
 
-    reuse, convs = locomo.questions_of_built_trees(__doc__, argv)
-    names = list(convs)
-    data = {"hybrid": {}, "text": {}}
-    with tempfile.TemporaryDirectory(prefix="paraphrases-") as tmp:
-        extra = paraphrase_examples(Path(tmp))
-    sys.stderr.write(f"paraphrases: the asked-for note is in the top 10 of {int(extra['hybrid'][1].sum())} "
-                     f"of {len(PAIRS)} queries\n")
-    for i, name in enumerate(names):
-        m = Memory(reuse / f"conv{name}")
-        other = convs[names[(i + 1) % len(names)]] + [{"query": q, "evidence": set()} for q in TRAIN_EVERYDAY]
-        for mode, strategy in (("hybrid", "auto"), ("text", "text")):
-            xo, yo = examples(m, convs[name], True, strategy)
-            xf, yf = examples(m, other, False, strategy)
-            data[mode][name] = (np.vstack([xo, xf]), np.r_[yo, yf])
-        sys.stderr.write(f"examples of conversation {name}\n")
-    for mode, folds in data.items():
-        vector_only = ("cosine", "agree", "whole", "nameless_whole")  # unknown when only words are compared
-        cols = [FEATURES.index(f) for f in FEATURES if mode == "hybrid" or f not in vector_only]
-        print(f"\n### {mode}: leave one conversation out\n")
-        print("| held-out | hits | relevant share | mean predicted | log loss | Brier |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for name in folds:
-            x = np.vstack([folds[o][0] for o in folds if o != name] + [extra[mode][0]])[:, cols]
-            y = np.concatenate([folds[o][1] for o in folds if o != name] + [extra[mode][1]])
-            w = fit(x, y)
-            xt, yt = folds[name][0][:, cols], folds[name][1]
-            p = np.clip(predict(w, xt), 1e-6, 1 - 1e-6)
-            ll = -np.mean(yt * np.log(p) + (1 - yt) * np.log(1 - p))
-            brier = np.mean((p - yt) ** 2)
-            print(f"| {name} | {len(yt)} | {yt.mean():.3f} | {p.mean():.3f} | {ll:.3f} | {brier:.3f} |")
-        x = np.vstack([f[0] for f in folds.values()] + [extra[mode][0]])[:, cols]
-        y = np.concatenate([f[1] for f in folds.values()] + [extra[mode][1]])
-        w = fit(x, y)
-        coef = {"bias": round(float(w[0]), 3)}
-        coef.update({f: 0.0 for f in FEATURES})
-        coef.update({FEATURES[c]: round(float(v), 3) for c, v in zip(cols, w[1:])})
-        print(f"\n{mode.upper()} = {coef}")
+    s = Settings()
+    today = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT})
+    drift = max((abs(a - h[-1]) for c in corpora.values() for r in c for a, h in zip(relevances(today, r), r["hits"])),
+                default=0.0)
+    print(f"(scoring.relevance's models on the stored signals: largest difference from the stored relevance "
+          f"{drift:.4f}; 0 when the data was collected with them)\n")
+    for title, w, (cut, relative) in (("The previous release's model and cut-off", as_weights(PREVIOUS), PREVIOUS_CUT),
+                                      ("scoring.relevance's model and the default cut-off", today,
+                                       (s.recall_min_relevance, s.recall_relative_relevance))):
+        print(f"### {title} (everyday prompts: is_everyday as the hook asks)\n\n" + HEADER)
+        for n in names:
+            print(row(n, measure(w, corpora[n], cut, relative), cut, relative))
+        print()
+    print("### Leave one corpus out (model and cut-off fitted on the others)\n\n" + HEADER)
+    for held in names:
+        rest = [n for n in names if n != held]
+        w, cut, relative = fit_and_choose(corpora, rest)
+        print(row(held, measure(w, corpora[held], cut, relative), cut, relative))
+    w, cut, relative = fit_and_choose(corpora, names)
+    print("\n### Fitted on all corpora\n\n" + HEADER)
+    for n in names:
+        print(row(n, measure(w, corpora[n], cut, relative), cut, relative))
+    print(f"\nHYBRID = {model_dict(w['hybrid'])}\nTEXT = {model_dict(w['text'])}\n"
+          f"recall_min_relevance = {cut}, recall_relative_relevance = {relative}")
 
+
+from memstrata.scoring.relevance import DERIVED, FEATURES, keep  # noqa: E402
 
 if __name__ == "__main__":
     main()

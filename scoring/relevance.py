@@ -19,23 +19,30 @@ import math
 FEATURES = ("cosine", "text", "coverage", "names", "no_names", "agree", "score", "whole", "unknown", "known",
             "nameless", "nameless_whole")
 
-# Logistic models fitted by bench/fit_relevance.py on the LoCoMo dev conversations (labels:
-# annotated evidence turns among the top 10 hits of each question asked of its own tree, and
-# none among those of a question asked of another conversation's tree or of an everyday query
-# (weather, recipes...: a list of its own, not bench/abstention.py's); it prints the
-# leave-one-conversation-out figures. HYBRID has the vector side; TEXT is used when only words are compared (text, grep
-# and index strategies), where `cosine` and `agree` are unknown.
-HYBRID = {"bias": -4.14, "cosine": 0.584, "text": -7.155, "coverage": 8.936, "names": 0.879, "no_names": -1.285,
-          "agree": 0.668, "score": 0.108, "whole": 2.52, "unknown": -3.478, "known": -1.681, "nameless": -4.638,
-          "nameless_whole": 12.741}
-TEXT = {"bias": -3.266, "cosine": 0.0, "text": -5.331, "coverage": 9.186, "names": 0.602, "no_names": -1.539,
-        "agree": 0.0, "score": -0.232, "whole": 0.0, "unknown": -4.0, "known": -1.236, "nameless": -1.744,
-        "nameless_whole": 0.0}
+# Signals derived from those: `cjk_cover`, the coverage no English term of the query explains
+# (coverage with `known` 0 only comes from CJK bigrams: Chinese text judged on its words).
+DERIVED = {"cjk_cover": lambda s: float(s.get("coverage") or 0.0) * (1.0 - float(s.get("known") or 0.0))}
+
+# Logistic models fitted by bench/fit_relevance.py on every corpus together (LoCoMo conversations,
+# the notes corpora til, rustbook and vuezh, Chinese passages, tiny trees of five entries; each
+# corpus weighs the same): label 1 for an answer among a question's first CUT_DEPTH hits, 0 for
+# the other hits and for every hit of an everyday prompt or an off-topic question. It prints the
+# leave-one-corpus-out figures (docs/recall.md, "The relevance cut-off"). HYBRID serves queries
+# the vector side judges; TEXT mostly Chinese queries (the bundled model is English) and the
+# text, grep and index strategies, where the vector signals are unknown; each model's cut-off is
+# chosen on its own queries and TEXT's bias shifted so both cut at recall_min_relevance.
+HYBRID = {"bias": -4.746, "cosine": -0.279, "text": -0.666, "coverage": 1.975, "names": 0.216, "no_names": -1.479,
+          "agree": 0.982, "score": 0.862, "whole": 0.935, "unknown": -2.377, "known": -1.372, "nameless": -4.307,
+          "nameless_whole": 9.446}
+TEXT = {"bias": -6.275, "cosine": 0.0, "text": 1.561, "coverage": -0.816, "names": 0.11, "no_names": -0.546,
+        "agree": 0.0, "score": 1.69, "whole": 0.0, "unknown": -1.74, "known": -1.67, "nameless": 0.434,
+        "nameless_whole": 0.0, "cjk_cover": 0.194}
 
 
 def probability(signals: dict, model: dict = HYBRID) -> float:
     """The model's probability that a hit with these signals is relevant (missing ones: 0)."""
     z = model["bias"] + sum(model.get(f, 0.0) * float(signals.get(f) or 0.0) for f in FEATURES)
+    z += sum(model.get(f, 0.0) * derive(signals) for f, derive in DERIVED.items() if model.get(f))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 

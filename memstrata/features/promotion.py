@@ -268,14 +268,14 @@ class Promotion:
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
                  include_shared: bool = True, hot: bool = True, session_id: str | None = None) -> AutoloadResult:
         """The memories an agent should start with: relevant ones first (hits that clear the
-        recall_min_relevance cut-off; none for a context that names no topic, as "hello" or
-        "thanks!"), then, with `hot`, hot ones by weight, within `budget` tokens (the model's
+        recall_min_relevance cut-off; none for everyday talk, as "hello", "thanks!" or "take care":
+        retrieval.prompts.is_everyday), then, with `hot`, hot ones by weight, within `budget` tokens (the model's
         tokenizer). A relevant hit brings the part of its note the context asks about, at most
         HIT_TOKENS. With a `session_id`, an entry already loaded in that session is not loaded
         again. Loading a hot entry counts as an access (correlation 1.0); a relevant hit does not
         (an injection answering a prompt is no read that should make the entry hot)."""
         from memstrata.features import hook_sessions
-        from memstrata.retrieval.prompts import has_topic
+        from memstrata.retrieval.prompts import has_topic, is_everyday
         from memstrata.scoring.weight import compute_weight
 
         settings = self.state.settings
@@ -286,7 +286,7 @@ class Promotion:
         result = AutoloadResult(context=context, budget=budget)
         already = hook_sessions.injected(self.root, session_id)
         now = self.state.now()
-        topic = context is not None and has_topic(context)
+        topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
         if context and not topic:
             result.notes.append("the context names no topic: no relevant memories")
         if promote and topic:
@@ -321,6 +321,13 @@ class Promotion:
         hook_sessions.record(self.root, session_id, [i.entry.id for i in result.items])
         self._count_loads([i.entry for i in result.items if not i.shared and i.section == "hot"])
         return result
+
+    def _model_or_none(self):
+        """The embedder, or None when it cannot load (the words alone then decide small talk)."""
+        try:
+            return self.state.model()
+        except Exception:  # noqa: BLE001 - ModelUnavailable or a broken install: recall says why
+            return None
 
     def _fill(self, result: AutoloadResult, ranked, shared) -> None:
         from memstrata.retrieval.prompts import relevant_part

