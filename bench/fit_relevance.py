@@ -2,6 +2,7 @@
 
     python bench/cutoff_data.py --out DATA ...     # the hits' signals of every query (see there)
     python bench/fit_relevance.py DATA [--apply]
+    python bench/fit_relevance.py DATA --sweep      # the default model at a range of cut-offs
 
 Corpora: LoCoMo (five conversations, one corpus), the notes corpora til, rustbook and vuezh
 (bench/notes_corpora.py), Chinese passages (CMRC trial set) and tiny trees (five entries). For
@@ -194,7 +195,12 @@ HEADER = ("| held-out corpus | answerable questions | answer kept | everyday (fi
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return
     corpora = load(Path(argv[0]))
+    if "--sweep" in argv[1:]:
+        return sweep(corpora)
     names = list(corpora)
     from memstrata.scoring import relevance as rel
     from memstrata.storage.config import Settings
@@ -227,6 +233,19 @@ def main(argv=None):
         print(row(n, measure(w, corpora[n], cut, relative), cut, relative))
     print(f"\nHYBRID = {model_dict(w['hybrid'])}\nTEXT = {model_dict(w['text'])}\n"
           f"recall_min_relevance = {cut}, recall_relative_relevance = {relative}")
+
+
+def sweep(corpora) -> None:
+    """scoring.relevance's models at a range of cut-offs: answer kept / off-topic / everyday held-out silenced."""
+    from memstrata.scoring import relevance as rel
+
+    w = {m: np.array([d.get("bias", 0.0)] + [d.get(f, 0.0) for f in list(FEATURES) + list(DERIVED)])
+         for m, d in {"hybrid": rel.HYBRID, "text": rel.TEXT}.items()}
+    print("| min / share of best | " + " | ".join(corpora) + " |\n|" + " --- |" * (len(corpora) + 1))
+    for cut in (0.003, 0.005, 0.0075, 0.01, 0.02):
+        cells = [measure(w, records, cut, 0.02) for records in corpora.values()]
+        print(f"| {cut:g} / 0.02 | " + " | ".join(f"{m['answered']:.3f} / {m['offtopic']:.2f} / {m['everyday-held']:.2f}"
+                                               for m in cells) + " |")
 
 
 from memstrata.scoring.relevance import DERIVED, FEATURES, keep  # noqa: E402
