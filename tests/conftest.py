@@ -1,4 +1,4 @@
-"""Shared fixtures: one loaded model per test process, a private service folder, the heaviest files run first."""
+"""Shared fixtures: one loaded model per test process, a private service folder, a daily-use clock; heaviest files first."""
 from __future__ import annotations
 
 import os
