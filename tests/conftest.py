@@ -1,4 +1,4 @@
-"""Shared fixtures: one loaded model per test process, a private service folder, the heaviest files run first."""
+"""Shared fixtures: one loaded model per test process, a private service folder, a daily-use clock; heaviest files first."""
 from __future__ import annotations
 
 import os
@@ -30,36 +30,37 @@ def stop_service_and_remove(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-# The test files that take longest (measured, docs/testing.md), heaviest first. Under
+# The test files that take 30 s or more (measured, docs/testing.md), heaviest first. Under
 # `scripts/test.sh` (pytest-xdist, --dist loadfile --no-loadscope-reorder) each file runs on one
 # worker, in collection order: starting with these keeps a long file from starting last while the
 # other worker sits idle. Files not listed keep pytest's order after them.
 HEAVY_FIRST = (
     "tests/memstrata/test_service.py",
-    "tests/memstrata/test_team_sync.py",
     "tests/memstrata/test_service_roots.py",
-    "tests/memstrata/test_hostile_trees.py",
-    "tests/memstrata/test_secret_ways_in.py",
-    "tests/memstrata/test_index_snapshots.py",
+    "tests/memstrata/test_team_sync.py",
     "tests/cli/test_cli.py",
-    "tests/memstrata/test_team_recovery.py",
-    "tests/memstrata/test_service_calls.py",
-    "tests/memstrata/test_bad_input.py",
     "tests/cli/test_versions_cli.py",
+    "tests/memstrata/test_hostile_trees.py",
+    "tests/memstrata/test_service_calls.py",
+    "tests/memstrata/test_team_recovery.py",
+    "tests/memstrata/test_service_stress.py",
+    "tests/memstrata/test_concurrent_writes.py",
+    "tests/memstrata/test_service_env.py",
+    "tests/memstrata/test_bad_input.py",
+    "tests/models/test_models_embedder.py",
+    "tests/memstrata/test_attacks.py",
+    "tests/memstrata/test_secret_ways_in.py",
     "tests/memstrata/test_doctor.py",
-    "tests/memstrata/test_mcp_http.py",
+    "tests/cli/test_aging_cli.py",
+    "tests/memstrata/test_vault_defects.py",
+    "tests/memstrata/test_concurrency.py",
+    "tests/test_readme.py",
     "tests/memstrata/test_crashes.py",
     "tests/memstrata/test_access_counts.py",
-    "tests/memstrata/test_concurrency.py",
-    "tests/memstrata/test_service_stress.py",
-    "tests/memstrata/test_service_env.py",
-    "tests/memstrata/test_attacks.py",
-    "tests/memstrata/test_promotion.py",
+    "tests/memstrata/test_index_snapshots.py",
     "tests/memstrata/test_aging.py",
-    "tests/memstrata/test_concurrent_writes.py",
+    "tests/memstrata/test_hook_relevance.py",
     "tests/memstrata/test_mcp.py",
-    "tests/memstrata/test_hostile_properties.py",
-    "tests/memstrata/test_long_words.py",
 )
 
 
