@@ -163,6 +163,8 @@ def main(argv=None):
                     "(retrieval.chunking.DOCUMENT_MIN_TOKENS; the trees built with it)")
     ap.add_argument("--section-tokens", type=int, help="experiment: group a section's paragraphs up to this "
                     "many tokens (retrieval.chunking.SECTION_TOKENS; the trees built with it)")
+    ap.add_argument("--long-section-tokens", type=int, help="experiment: the same for notes past the model window "
+                    "only (retrieval.chunking.LONG_SECTION_TOKENS)")
     ap.add_argument("--dump", help="write memstrata's ranked paths per question to this JSON file")
     args = ap.parse_args(argv)
     base = Path(args.reuse)
@@ -177,6 +179,10 @@ def main(argv=None):
         from memstrata.retrieval import chunking
 
         chunking.SECTION_TOKENS = args.section_tokens
+    if args.long_section_tokens is not None:
+        from memstrata.retrieval import chunking
+
+        chunking.LONG_SECTION_TOKENS = args.long_section_tokens
     names = args.only or sorted(p.stem for p in QUESTIONS.glob("*.jsonl"))
     rows, dump = [], {}
     for name in names:

@@ -77,7 +77,8 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     if count_tokens(full) > (budget if DOCUMENT_MIN_TOKENS is None else DOCUMENT_MIN_TOKENS) and _is_document(parts):
         # a note: its heading sections, cut at paragraphs, each with the title and heading
         # path in front (no sentence chunks, no windows: bench/notes.py, docs/recall.md)
-        texts = section_texts(title, parts, count_tokens, budget)
+        long_note = LONG_SECTION_TOKENS is not None and count_tokens(full) > budget
+        texts = section_texts(title, parts, count_tokens, budget, LONG_SECTION_TOKENS if long_note else None)
         if len(texts) == 1 and count_tokens(full) <= budget:
             return chunks  # one section that fits the window is chunk 0 again
         for text in texts:
@@ -174,6 +175,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>|[`*\\]")
 DOCUMENT_MIN_TOKENS = 0  # a note longer than this is chunked by sections (None: the model window; bench/notes.py: 0 was better on til)
 SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
+LONG_SECTION_TOKENS = None  # a note past the model window groups them up to this instead (None: SECTION_TOKENS)
 
 
 def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
