@@ -16,7 +16,12 @@ _NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
 
 
 class ChangedMeanwhile(Exception):
-    """The file changed between the caller's read and the replace: nothing was written."""
+    """The file changed between the caller's read and the replace: nothing was written to it.
+    `paths`: the files left as they were (several when a one_sync block ends)."""
+
+    def __init__(self, *paths: str):
+        super().__init__(", ".join(paths))
+        self.paths = list(paths)
 
 
 def temp_name(name: str) -> str:
@@ -152,7 +157,7 @@ def _commit(pending) -> None:
     for folder in folders.values():
         fsync_dir(folder)
     if changed:
-        raise ChangedMeanwhile(", ".join(changed))
+        raise ChangedMeanwhile(*changed)
 
 
 def fsync_dir(path: Path) -> None:
@@ -168,16 +173,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None, unchanged=None) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None, unchanged=None,
+                       mode: int | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never half.
 
     With `root`, refuse (InvalidInput) a target outside it (safe_io.check_write_target).
     `unchanged`: called right before the replace; False leaves `path` as it is (ChangedMeanwhile).
+    `mode`: the new file's permissions (default FILE_MODE).
     """
-    atomic_write_chunks(path, (data,), root=root, unchanged=unchanged)
+    atomic_write_chunks(path, (data,), root=root, unchanged=unchanged, mode=mode)
 
 
-def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchanged=None) -> None:
+def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchanged=None,
+                        mode: int | None = None) -> None:
     """`atomic_write_bytes` for data given piece by piece (a file too large to hold in memory)."""
     path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
@@ -185,6 +193,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
     pending = getattr(_batch, "pending", None)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             for data in chunks:
                 handle.write(data)
@@ -205,8 +215,9 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
     fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), root=root, unchanged=unchanged)
+def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None,
+                      mode: int | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), root=root, unchanged=unchanged, mode=mode)
 
 
 def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None:

@@ -100,3 +100,28 @@ def test_one_sync_renames_together_at_the_end_and_discards_on_error(tmp_path):
             atomic_write_text(other, "b2")
     assert (target.read_text(), other.read_text()) == ("new", "b2")
     assert not [p for p in tmp_path.rglob("*") if is_temp_file(p.name)]
+
+
+def test_adopt_gives_ids_in_one_flush_and_keeps_a_note_an_editor_saved_meanwhile(tmp_path, embedder, monkeypatch):
+    from memstrata.storage import adopt
+
+    root = tmp_path / "vault"
+    (root / "a").mkdir(parents=True)
+    for name in ("one", "two"):
+        (root / "a" / f"{name}.md").write_text(f"# {name}\n\nA note called {name}.\n")
+        os.chmod(root / "a" / f"{name}.md", 0o644)
+    real = adopt.give_id
+
+    def and_an_editor(where, rel, fresh):
+        done = real(where, rel, fresh)
+        if rel == "a/one.md":  # saved by hand after the engine read it, before the batch's flush
+            (where / rel).write_text("# one\n\nEdited by hand.\n")
+        return done
+
+    monkeypatch.setattr(adopt, "give_id", and_an_editor)
+    Memory(root, embedder=embedder).init(adopt=True)
+    assert (root / "a" / "one.md").read_text() == "# one\n\nEdited by hand.\n"  # the editor's save is kept
+    two = (root / "a" / "two.md").read_text()
+    assert "mem-id:" in two and two.endswith("# two\n\nA note called two.\n")
+    assert oct(os.stat(root / "a" / "two.md").st_mode & 0o777) == "0o644"  # its permissions stay
+    assert not [p for p in root.rglob("*") if is_temp_file(p.name)]
