@@ -332,6 +332,11 @@ class OnnxEmbedder(Embedder):
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
+        # Both cores, and threads that sleep when idle instead of spinning: with other work on the
+        # machine (an IDE, a build, another agent) spinning threads fight it for the cores. On 2
+        # cores at load 18, 400 note paragraphs: spinning 2 threads 75 s and 9.4 CPU s per pass,
+        # 1 thread 72 s / 6.6, 2 sleeping threads 57 s / 6.8 (docs/performance.md).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._sess = ort.InferenceSession(
                 str(export_dir / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
