@@ -94,9 +94,13 @@ def _discard(pending) -> None:
             pass
 
 
+SYNCFS_FROM = 8  # fewer files are fsynced one by one: syncfs also flushes other programs' writes
+
+
 def _flush(temps: list[Path]) -> None:
-    """Make the temp files' data durable: one syncfs per file system where Linux offers it, else an fsync each."""
-    syncfs = _syncfs()
+    """Make the temp files' data durable: one syncfs per file system where Linux offers it and
+    the batch is large enough to gain, else an fsync each."""
+    syncfs = _syncfs() if len(temps) >= SYNCFS_FROM else None
     devices: dict[int, Path] = {}
     for temp in temps:
         devices.setdefault(os.stat(temp).st_dev, temp)

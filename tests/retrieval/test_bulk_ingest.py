@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memstrata import Memory
-from memstrata.storage.atomic import ChangedMeanwhile, atomic_write_text, is_temp_file, one_sync
+from memstrata.storage.atomic import SYNCFS_FROM, ChangedMeanwhile, atomic_write_text, is_temp_file, one_sync
 
 LONG = ("# Deploy notes\n\nThe deploy runs every Tuesday from the release branch after the tests pass.\n\n"
         "## Rollback\n\nA rollback takes the previous image and replays the migrations backwards; "
@@ -99,6 +99,12 @@ def test_one_sync_renames_together_at_the_end_and_discards_on_error(tmp_path):
             atomic_write_text(target, "kept?", unchanged=lambda: False)
             atomic_write_text(other, "b2")
     assert (target.read_text(), other.read_text()) == ("new", "b2")
+    many = [tmp_path / "many" / f"{n}.md" for n in range(SYNCFS_FROM + 2)]  # flushed with one syncfs
+    with one_sync():
+        for n, path in enumerate(many):
+            atomic_write_text(path, f"note {n}")
+        assert not any(path.exists() for path in many)
+    assert [path.read_text() for path in many] == [f"note {n}" for n in range(len(many))]
     assert not [p for p in tmp_path.rglob("*") if is_temp_file(p.name)]
 
 
