@@ -38,6 +38,10 @@ MIN_EXPORT_COSINE = 0.999
 
 ProgressFn = Optional[Callable[[int, int], None]]
 
+# Token ids of the texts counted or embedded lately (chunking counts a chunk's tokens, then the
+# chunk is embedded: one tokenisation serves both). Bounded: a service lives long.
+TOKEN_CACHE_TEXTS = 20000
+
 
 # --------------------------------------------------------------------------- helpers
 
@@ -93,6 +97,7 @@ class Embedder:
         self.per_text = backend == "onnx-int8"  # see embed()
         self._count_tok = None  # tokenizers.Tokenizer without truncation/padding
         self._special_count: Optional[int] = None
+        self._ids: dict[str, np.ndarray] = {}  # text (words capped) -> its token ids, special tokens included
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -119,13 +124,18 @@ class Embedder:
         # batched with others would get a slightly different vector (cosine ~0.99) than alone, and
         # the index would depend on how writes were batched. Alone it is as fast as batched.
         batch_size = max(1, int(batch_size))
-        # Longest first, so each batch pads to similar lengths; order restored on output.
-        order = sorted(range(total), key=lambda i: -len(texts[i]))
+        # Longest first, so each batch pads to similar lengths (padding is most of the work of a
+        # batch of mixed lengths); order restored on output. A backend that takes token ids sorts
+        # by tokens, tokenising each text once (or not at all: chunking counted it already).
+        ids = self.token_ids(texts) if self.takes_ids else None
+        order = sorted(range(total), key=(lambda i: -len(ids[i])) if ids is not None else (lambda i: -len(texts[i])))
         done = 0
         for start in range(0, total, batch_size):
             idx = order[start:start + batch_size]
             if self.per_text:
                 vecs = np.concatenate([self._encode([texts[i]]) for i in idx])
+            elif ids is not None:
+                vecs = self._encode_ids([ids[i] for i in idx])
             else:
                 vecs = self._encode([texts[i] for i in idx])
             out[idx] = l2_normalise(vecs)
@@ -159,12 +169,41 @@ class Embedder:
                     self._count_tok = tok
         return self._count_tok
 
+    takes_ids = False  # whether _encode_ids exists (the text is tokenised here, once)
+
+    def _encode_ids(self, ids: list[np.ndarray]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def token_ids(self, texts: list[str]) -> list[np.ndarray]:
+        """Token ids of each text (words capped; special tokens included; not truncated), from the
+        cache where the text was counted or embedded lately; the others in one parallel batch."""
+        cache = self._ids
+        out = [cache.get(t) for t in texts]
+        missing = list(dict.fromkeys(t for t, got in zip(texts, out) if got is None))
+        if missing:
+            made = {t: np.asarray(e.ids, dtype=np.int32)
+                    for t, e in zip(missing, self._counter().encode_batch(missing, add_special_tokens=True))}
+            self._remember(made)
+            out = [got if got is not None else made[t] for t, got in zip(texts, out)]
+        return out
+
+    def _remember(self, made: dict) -> None:
+        with self._lock:
+            if len(self._ids) + len(made) > TOKEN_CACHE_TEXTS:
+                self._ids.clear()
+            self._ids.update(made)
+
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees for `text`, special tokens ([CLS], [SEP]) included.
 
         `count_tokens(t) <= max_tokens` means `t` fits the model's window whole.
         """
-        return len(self._counter().encode(cap_words(text or ""), add_special_tokens=True).ids)
+        text = cap_words(text or "")
+        ids = self._ids.get(text)
+        if ids is None:
+            ids = np.asarray(self._counter().encode(text, add_special_tokens=True).ids, dtype=np.int32)
+            self._remember({text: ids})
+        return len(ids)
 
     def truncate_to_tokens(self, text: str, n: int) -> str:
         """The longest prefix of `text` (cut at a token boundary) with count_tokens <= n."""
@@ -293,6 +332,11 @@ class OnnxEmbedder(Embedder):
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
+        # Both cores, and threads that sleep when idle instead of spinning: with other work on the
+        # machine (an IDE, a build, another agent) spinning threads fight it for the cores. On 2
+        # cores at load 18, 400 note paragraphs: spinning 2 threads 75 s and 9.4 CPU s per pass,
+        # 1 thread 72 s / 6.6, 2 sleeping threads 57 s / 6.8 (docs/performance.md).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._sess = ort.InferenceSession(
                 str(export_dir / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
@@ -313,14 +357,32 @@ class OnnxEmbedder(Embedder):
         tok.enable_truncation(max_length=self.max_tokens)
         tok.enable_padding(pad_id=int(meta.get("pad_id", 0)), pad_token=meta.get("pad_token", "[PAD]"))
         self._tok = tok
+        self._pad_id = int(meta.get("pad_id", 0))
+        # Token ids are cut and padded here only for the [CLS] text [SEP] template this truncation
+        # matches (BERT-like models, the bundled one); any other model keeps the tokenizer's own path.
+        self._template = _single_template(tok) and self.per_text is False
 
     def _raw_tokenizer(self):
         return _load_tokenizer(self._dir / "tokenizer.json")
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        encs = self._tok.encode_batch(texts)
-        ids = np.asarray([e.ids for e in encs], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encs], dtype=np.int64)
+    @property
+    def takes_ids(self) -> bool:
+        return self._template
+
+    def _encode_ids(self, ids: list[np.ndarray]) -> np.ndarray:
+        """_encode for texts already tokenised (token_ids): cut to the window as the tokenizer's
+        truncation does ([CLS] first tokens [SEP]) and padded to the longest."""
+        window = self.max_tokens
+        cut = [i if len(i) <= window else np.concatenate([i[:window - 1], i[-1:]]) for i in ids]
+        width = max(len(i) for i in cut)
+        input_ids = np.full((len(cut), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(cut), width), dtype=np.int64)
+        for row, i in enumerate(cut):
+            input_ids[row, :len(i)] = i
+            mask[row, :len(i)] = 1
+        return self._run(input_ids, mask, np.zeros_like(input_ids))
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         feed = {}
         for name in self._inputs:
             if name == "input_ids":
@@ -328,9 +390,26 @@ class OnnxEmbedder(Embedder):
             elif name == "attention_mask":
                 feed[name] = mask
             elif name == "token_type_ids":
-                feed[name] = np.asarray([e.type_ids for e in encs], dtype=np.int64)
+                feed[name] = types
         hidden = self._sess.run(None, feed, self._run_options)[0]
         return _pool(hidden, mask, self._pooling)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        encs = self._tok.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encs], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encs], dtype=np.int64)
+        return self._run(ids, mask, np.asarray([e.type_ids for e in encs], dtype=np.int64))
+
+
+def _single_template(tok) -> bool:
+    """Whether a text is encoded as one special token, its tokens, one special token (and type id 0)."""
+    try:
+        enc = tok.encode("a b", add_special_tokens=True)
+        bare = tok.encode("a b", add_special_tokens=False)
+    except Exception:  # noqa: BLE001 - an unusual tokenizer: the tokenizer's own path
+        return False
+    return (len(enc.ids) == len(bare.ids) + 2 and enc.ids[1:-1] == bare.ids
+            and not any(enc.type_ids) and enc.special_tokens_mask[0] == 1 and enc.special_tokens_mask[-1] == 1)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:

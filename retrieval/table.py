@@ -239,8 +239,22 @@ class VectorIndex(FrameCache):
                 rows.append({**base, "chunk": c.number, "kind": c.kind, "text": c.text,
                              lexical.EN_COLUMN: lexical.en_text(full, e.created, e.tags) if first else None,
                              lexical.CJK_COLUMN: lexical.cjk_text(full) if first else None,
-                             "vector": vector.tolist()})
+                             "vector": vector})
         return rows
+
+    def _arrow(self, rows: list[dict]):
+        """The rows as one Arrow table of the table's schema; the vectors go in as one float32
+        block (a list of Python floats per row was most of the cost of a write)."""
+        import numpy as np
+        import pyarrow as pa
+
+        full = self._table.schema
+        dim = full.field("vector").type.list_size
+        vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
+        others = pa.schema([f for f in full if f.name != "vector"])
+        data = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "vector"} for r in rows], schema=others)
+        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim)
+        return data.append_column(full.field("vector"), column).select(full.names)
 
     def previous_texts(self, entries: list[Entry]) -> dict[str, str]:
         """For each entry, the text of the entry written just before it in its category, if that
@@ -341,9 +355,10 @@ class VectorIndex(FrameCache):
                     if r["chunk"] == 0:
                         r[lexical.EN_COLUMN] = lexical.en_text(r["text"], e.created, e.tags)
                 rows.extend(old)
-        self.delete(ids, _optimize=False)
+        # only rows that exist are deleted: a batch of new entries is one write (one table version)
+        self.delete([i for i in ids if i in existing], _optimize=False)
         if rows:
-            table.add(rows)
+            table.add(self._arrow(rows))
         self._ensure_fts()
         self._stale_frame()
         if current is not None and not fresh and self._patch_frame(current, entries):

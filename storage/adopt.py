@@ -93,7 +93,8 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
     """Write `entry_id` into the entry file at `rel` (atomically); False when it needs none or cannot take one.
 
     The caller holds the tree lock and checks afterwards that the file parses to the new id. A file
-    an editor changed since it was read is left as it is (ChangedMeanwhile): the next sync gives it one."""
+    an editor changed since it was read is left as it is (ChangedMeanwhile): the next sync gives it one.
+    Inside storage.atomic.one_sync the file changes when the block ends (and ChangedMeanwhile comes then)."""
     path = Path(root) / rel
     seen = os.stat(path)
     raw = read_regular_bytes(path)
@@ -104,9 +105,9 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
     new = text_with_id(text, entry_id, layout.id_key(root))
     if new is None:
         return False
-    mode = seen.st_mode & 0o777
-    atomic_write_text(path, new, root=Path(root), unchanged=lambda: _unchanged(path, seen, raw))
-    os.chmod(path, mode)  # an adopted file keeps its permissions
+    # an adopted file keeps its permissions (set on the new file before it takes the old one's place)
+    atomic_write_text(path, new, root=Path(root), unchanged=lambda: _unchanged(path, seen, raw),
+                      mode=seen.st_mode & 0o777)
     return True
 
 

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.storage import adopt, indexes, layout, tree
-from memstrata.storage.atomic import ChangedMeanwhile
+from memstrata.storage.atomic import ChangedMeanwhile, one_sync
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry, new_id
@@ -146,18 +146,27 @@ def give_ids(entries: Entries, left: list | None = None, progress=None) -> int:
         remove_dead_writers_temps(entries.root)  # a killed write's copy of a note is no note of the user's
         catalog.refresh()
         todo = catalog.unidentified()
-        for done, rel in enumerate(todo, 1):
-            if progress is not None:
-                progress(done - 1, len(todo))
-            fresh = new_id()
-            try:
-                if not adopt.give_id(entries.root, rel, fresh):
-                    continue
-                entry = read_entry_file(entries.root, rel)
-            except ChangedMeanwhile:
+        written, changed = [], set()
+        try:
+            with one_sync():  # one flush of the disk for every file given an id, not two fsyncs each
+                for done, rel in enumerate(todo):
+                    if progress is not None:
+                        progress(done, len(todo))
+                    fresh = new_id()
+                    try:
+                        if adopt.give_id(entries.root, rel, fresh):
+                            written.append((rel, fresh))
+                    except (MemstrataError, OSError):
+                        continue  # left for the doctor to report
+        except ChangedMeanwhile as exc:  # the others are written; these an editor saved meanwhile
+            changed = set(exc.paths)
+        for rel, fresh in written:
+            if str(entries.root / rel) in changed:
                 if left is not None:
                     left.append(rel)
                 continue
+            try:
+                entry = read_entry_file(entries.root, rel)
             except (MemstrataError, OSError):
                 continue  # left for the doctor to report
             if entry.id == fresh:

@@ -9,7 +9,7 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput
 from memstrata.results import WriteResult
 from memstrata.storage import codec, frontmatter_edit, indexes, layout, tree
-from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text
+from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text, one_sync
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.paths import inside_root
 from memstrata.storage.safe_io import read_regular_bytes
@@ -100,7 +100,8 @@ class SavePath:
             if not entry.id:  # a hand-made file the user writes to: a write gives it its id
                 entry.id = new_id()
         try:
-            categories = self._write_files(changes, files)
+            with one_sync():  # the batch's files reach the disk with one flush (storage/atomic.py)
+                categories = self._write_files(changes, files)
             self._record_catalog(changes)
             counts = self.index.upsert([entry for entry, _ in changes], progress=index_progress)
             if categories and write_indexes:
@@ -126,7 +127,7 @@ class SavePath:
             old_path = previous.path if previous is not None else None
             old_file = root / old_path if old_path else None
             old_bytes = read_regular_bytes(old_file) if old_file is not None and os.path.lexists(old_file) else None
-            if entry.path != old_path and target.exists():
+            if entry.path != old_path and (target.exists() or any(entry.path == e.path for e, _, _ in files)):
                 raise InvalidInput(f"{entry.path} already exists")
             files.append((entry, old_path, old_bytes))
             if old_bytes is not None and old_path != entry.path:
