@@ -206,3 +206,58 @@ def test_the_heading_feature_reads_the_best_section_heading_of_a_note(tmp_path, 
     syntax, sync = frame.by_path["help/Basic formatting syntax.md"], frame.by_path["help/Sync.md"]
     # "Tables > Format content within a table" holds every word of the query; Sync has no sections
     assert head[syntax] == pytest.approx(1.0) and head[sync] == 0.0
+
+
+def _runs_word_by_word(words, sep, count_tokens, room):
+    """The cut as it was made before: the growing join counted after every word."""
+    out, part = [], []
+    for w in words:
+        part.append(w)
+        if count_tokens(sep.join(part)) > room:
+            part.pop()
+            if part:
+                out.append(sep.join(part))
+            part = [w]
+    if part:
+        out.append(sep.join(part))
+    return out
+
+
+def test_long_sentences_are_cut_where_counting_word_by_word_cuts_them(embedder):
+    import random
+
+    rng = random.Random(24)
+    vocab = ("the a memory engine unaffable tokenisation x ab abc recall, notes. 2026-12-02 "
+             "https://example.com/a/b?c=d 数据库 发布 星期五 松鸦属于什么科目 Vue 组件 "
+             "supercalifragilisticexpialidocious naïve café ÀÉÎ").split()
+    for trial in range(60):
+        words = [rng.choice(vocab) for _ in range(rng.randint(1, 400))]
+        if trial % 5 == 0:
+            words.append("z" * rng.randint(50, 400))  # one word longer than any room
+        sep = "" if trial % 4 == 0 else " "
+        room = rng.choice([8, 16, 40, 120, 254])
+        items = list(sep.join(words)) if not sep else words
+        runs = chunking._runs(items, sep, embedder.count_tokens, room)
+        if sep:  # words add their tokens up: the very cuts of the word-by-word count
+            assert runs == _runs_word_by_word(items, sep, embedder.count_tokens, room), (trial, room)
+        else:  # letters with no space merge into fewer tokens as a run grows: every run fits and is maximal
+            assert "".join(runs) == "".join(items)
+            at = 0
+            for run in runs:
+                at += len(run)
+                assert len(run) == 1 or embedder.count_tokens(run) <= room, (trial, room, run)
+                assert at == len(items) or embedder.count_tokens(run + items[at]) > room, (trial, room, run)
+
+
+def test_a_pasted_image_is_not_embedded_as_text(embedder):
+    import base64
+    import random
+
+    blob = base64.b64encode(random.Random(7).randbytes(60_000)).decode()
+    body = ("# Deploys\n\nWe deploy with a blue-green switch behind the load balancer.\n\n"
+            f"![screenshot](data:image/png;base64,{blob})\n\n## Rollback\n\nFlip the switch back within five minutes.")
+    chunks = _chunks(embedder, "Deploy notes", body)
+    assert len(chunks) <= 4
+    assert all(len(c.text) < 1000 for c in chunks)
+    assert any("blue-green" in c.text for c in chunks) and any("Flip the switch" in c.text for c in chunks)
+    assert chunking.content_hash("Deploy notes", body) != chunking.content_hash("Deploy notes", "")
