@@ -187,12 +187,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     date_near = (fusion.date_proximity(frame.cols["created"], dates, 86400.0 * settings.recall_date_after_days)
                  if dates else None)
     text_arr, cjk_arr = fusion.scaled(n, text_scores, ideal), fusion.scaled(n, cjk_scores, 1.0)
-    # a query with words and CJK text is one BM25 over its words and bigrams together, as
-    # character-bigram BM25 is: an entry holding only the query's year (2007年...) does not
-    # outrank the one holding its Chinese words (each side weighs by its share of the query's idf)
-    en_share = ideal / (ideal + cjk_ideal) if cjk_ideal > 0 else 1.0
-    if 0.0 < en_share < 1.0:
-        text_arr, cjk_arr = en_share * text_arr + (1.0 - en_share) * cjk_arr, np.zeros(n)
+    if cjk_ideal > 0 and terms:
+        text_arr, cjk_arr = _mixed_sides(n, stats, terms, mask, settings, text_arr, cjk_arr, cjk_ideal)
 
     def rank(feedback_scores):
         cosine = fusion.dense_scores(n, dense) if dense else np.zeros(n)
@@ -309,6 +305,29 @@ def _cjk_stats(frame, texts) -> "cjk_bm25.CjkStats":
     if stats is None:
         stats = frame._cjk_stats = cjk_bm25.CjkStats(texts)
     return stats
+
+
+def _mixed_sides(n: int, stats, terms: list[str], mask, settings, text_arr, cjk_arr, cjk_ideal: float):
+    """The (text, cjk) columns of a query with Latin terms and CJK text. Its numbers join the
+    bigrams in one BM25, each side weighed by its share of their idf, as character-bigram BM25
+    does: an entry holding only the query's year (2007年...) does not outrank the one holding its
+    Chinese words (CMRC passages: hit@1 0.93 -> 0.98). Its Latin words keep their own side, the
+    better of the two counting: in Chinese text they name the topic (v-if, props, body), and
+    weighed by idf against a long question's many bigrams they counted for little (vuezh docs:
+    MRR@10 0.811 -> 0.760 when they joined)."""
+    import numpy as np
+
+    numbers = [t for t in terms if not any(c.isalpha() for c in t)]
+    if not numbers:
+        return text_arr, cjk_arr
+    words = [t for t in terms if t not in numbers]
+    num_ideal = stats.ideal(numbers)
+    share = num_ideal / (num_ideal + cjk_ideal)
+    joined = share * fusion.scaled(n, _text_side(stats, numbers, mask, settings), num_ideal) + (1.0 - share) * cjk_arr
+    if not words:
+        return joined, np.zeros(n)
+    word_ideal = stats.ideal(words)
+    return fusion.scaled(n, _text_side(stats, words, mask, settings), word_ideal), joined
 
 
 def _text_side(stats, terms: list[str], mask, settings) -> dict[int, float]:
