@@ -13,9 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from memstrata.retrieval import chunking, lexical, stats_cache
-
-# Frame is imported from here too (stats_cache.py); META_COLUMNS are what the frame holds of each entry.
-from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache
+from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache  # META_COLUMNS: what the frame holds of an entry
 from memstrata.storage import layout
 from memstrata.storage.entry import Entry
 from memstrata.storage.sidecars import with_full_body
