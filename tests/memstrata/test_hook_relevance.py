@@ -166,13 +166,18 @@ EVERYDAY = ["hello", "hi!", "thanks!", "thank you so much", "ok", "okay, sounds 
             "how was your weekend?", "你好", "谢谢！", "好的，继续"]
 
 
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory, embedder):
-    m = Memory(tmp_path_factory.mktemp("docs") / "mem", embedder=embedder)
+def _tree(tmp_path_factory, embedder, name, notes):
+    """A tree of `notes` (title, category, body), written a day apart."""
+    m = Memory(tmp_path_factory.mktemp(name) / "mem", embedder=embedder)
     m.init()
-    for n, (title, category, body) in enumerate(DOCS):
+    for n, (title, category, body) in enumerate(notes):
         m.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
     return m
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory, embedder):
+    return _tree(tmp_path_factory, embedder, "docs", DOCS)
 
 
 def test_everyday_prompts_inject_nothing_on_a_docs_vault(docs):
@@ -245,11 +250,7 @@ TINY = [("Release schedule", "work", "We release on Friday afternoons, after QA 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory, embedder):
-    m = Memory(tmp_path_factory.mktemp("tiny") / "mem", embedder=embedder)
-    m.init()
-    for n, (title, category, body) in enumerate(TINY):
-        m.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
-    return m
+    return _tree(tmp_path_factory, embedder, "tiny", TINY)
 
 
 @pytest.mark.parametrize("question, title", [
