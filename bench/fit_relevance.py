@@ -242,10 +242,11 @@ def sweep(corpora) -> None:
     w = {m: np.array([d.get("bias", 0.0)] + [d.get(f, 0.0) for f in list(FEATURES) + list(DERIVED)])
          for m, d in {"hybrid": rel.HYBRID, "text": rel.TEXT}.items()}
     print("| min / share of best | " + " | ".join(corpora) + " |\n|" + " --- |" * (len(corpora) + 1))
-    for cut in (0.003, 0.005, 0.0075, 0.01, 0.02):
-        cells = [measure(w, records, cut, 0.02) for records in corpora.values()]
-        print(f"| {cut:g} / 0.02 | " + " | ".join(f"{m['answered']:.3f} / {m['offtopic']:.2f} / {m['everyday-held']:.2f}"
-                                               for m in cells) + " |")
+    for cut, share in ((0.003, 0.02), (0.005, 0.02), (0.0075, 0.02), (0.0075, 0.05), (0.0075, 0.1), (0.01, 0.02),
+                       (0.02, 0.02)):
+        cells = [measure(w, records, cut, share) for records in corpora.values()]
+        print(f"| {cut:g} / {share:g} | " + " | ".join(
+            f"{m['answered']:.3f} / {m['offtopic']:.2f} / {m['everyday-held']:.2f}" for m in cells) + " |")
 
 
 from memstrata.scoring.relevance import DERIVED, FEATURES, keep  # noqa: E402
