@@ -347,8 +347,10 @@ def test_prose_and_ordinary_content_pass(text):
 
 
 def _locomo_dir() -> Path:
-    # tests/storage/test_secrets.py -> parents[2] is the repo root; `shared` lies beside it.
-    return (Path(__file__).resolve().parents[2] / ".." / "shared" / "bench" / "locomo").resolve()
+    # `shared` lies beside the repository, or beside a folder above it (a clone or worktree kept deeper)
+    repo = Path(__file__).resolve().parents[2]
+    return next((d / "shared/bench/locomo" for d in repo.parents if (d / "shared/bench/locomo").is_dir()),
+                (repo / ".." / "shared" / "bench" / "locomo").resolve())
 
 
 def test_locomo_conversations_have_no_findings():
