@@ -101,9 +101,12 @@ def command_of(argv: list[str]) -> str | None:
 
 
 def config_head(root: str) -> str | None:
-    """The start of the root's config.md, or None when there is none (never blocks on a FIFO)."""
+    """The start of the root's config.md (an adopted vault's is in `.memstrata/`), or None when
+    there is none (never blocks on a FIFO)."""
+    from memstrata.storage import layout
+
     try:
-        fd = os.open(os.path.join(root, "config.md"), os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(str(layout.path(root, "config.md")), os.O_RDONLY | os.O_NONBLOCK)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None

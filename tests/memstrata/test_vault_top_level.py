@@ -140,3 +140,16 @@ def test_mem_init_without_adopt_refuses_a_vault_whose_notes_are_all_at_the_top(t
     (repo / "README.md").write_text("# A project\n")  # a README alone is no vault
     Memory(repo, embedder=embedder).init()
     assert (repo / "config.md").is_file() and (repo / "README.md").read_text() == "# A project\n"
+
+
+def test_the_warm_service_takes_calls_for_an_adopted_vault(tmp_path, clock, embedder):
+    from memstrata.service import client
+
+    vault = tmp_path / "vault"
+    make_vault(vault)
+    Memory(vault, embedder=embedder).init(adopt=True)
+    assert client.is_tree(str(vault))  # its settings are in .memstrata/: calls go to the service
+    (vault / ".memstrata/config.md").write_text((vault / ".memstrata/config.md").read_text().replace(
+        "---\n", "---\nservice: off\n", 1))
+    os.environ.pop("MEMSTRATA_SERVICE", None)
+    assert client.service_mode(str(vault)) == "off"
