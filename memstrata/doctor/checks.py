@@ -46,6 +46,7 @@ class Finding:
     fixed: bool = False
     fixable: bool = True
     action: str | None = None  # what --fix did (or would do)
+    notice: bool | None = None  # True: said, but no damage (the tree is healthy with it)
 
     def key(self) -> tuple:
         return (self.kind, self.path, self.id)
@@ -241,6 +242,11 @@ def check_secrets(scan: Scan) -> list[Finding]:
 
 
 def check_unparseable(scan: Scan) -> list[Finding]:
+    if layout.is_adopted(scan.root):  # a vault's note (an Obsidian template's `date: {{date}}`): the
+        # user's file, never moved (a quarantine is git-ignored: team sync would push it as deleted)
+        return [Finding("unparseable", f"{message}; not a memory until its frontmatter is YAML (left as it is)",
+                        path=rel, fixable=False, action="none", notice=True)
+                for rel, message in sorted(scan.errors.items())]
     return [Finding("unparseable", message, path=rel, action="move to .quarantine/")
             for rel, message in sorted(scan.errors.items())]
 

@@ -67,8 +67,8 @@ class DoctorReport:
 
     @property
     def problems(self) -> list[Finding]:
-        """Findings still wrong (not fixed)."""
-        return [f for f in self.findings if not f.fixed]
+        """Findings still wrong (not fixed; a notice is no damage)."""
+        return [f for f in self.findings if not f.fixed and not f.notice]
 
     @property
     def healthy(self) -> bool:

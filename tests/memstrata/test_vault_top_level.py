@@ -153,3 +153,20 @@ def test_the_warm_service_takes_calls_for_an_adopted_vault(tmp_path, clock, embe
         "---\n", "---\nservice: off\n", 1))
     os.environ.pop("MEMSTRATA_SERVICE", None)
     assert client.service_mode(str(vault)) == "off"
+
+
+def test_a_template_whose_frontmatter_is_not_yaml_is_left_where_it_is(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    make_vault(vault)
+    template = vault / "templates/Daily Note.md"
+    template.parent.mkdir()
+    template.write_text("---\ndate: {{date}}\ntags: daily\n---\n# {{title}}\n")
+    before = template.read_bytes()
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    for fix in (False, True):
+        report = m.doctor(fix=fix)
+        assert report.healthy, report.to_dict()
+        said = [f for f in report.findings if f.kind == "unparseable"]
+        assert [(f.path, f.fixable, f.fixed) for f in said] == [("templates/Daily Note.md", False, False)]
+    assert template.read_bytes() == before  # never quarantined: a team sync would push it as deleted
