@@ -15,10 +15,10 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
     """The snippet of every strategy: the sentence of the entry's current text holding most query
     terms (the first sentence when none holds any). The title line and the earlier versions the
     index carries along (storage.versions.with_kept_versions) are never the snippet."""
-    from memstrata.retrieval.chunking import sentences
+    from memstrata.retrieval.chunking import sentences, without_inline_data
     from memstrata.storage.versions import EARLIER_VERSION
 
-    text = text or ""
+    text = without_inline_data(text)  # a pasted image's base64 is no sentence to show
     cut = text.find("\n" + EARLIER_VERSION)
     if cut >= 0:
         text = text[:cut]

@@ -107,8 +107,11 @@ def parts(body: str) -> list[str]:
 def relevant_part(body: str, prompt: str, snippet: str | None = None) -> str:
     """The part of a note (`parts`) a prompt asks about: the one holding the most of the prompt's
     topic words and CJK bigrams (the one holding recall's snippet, the hit's best sentence, on a
-    tie); the first part (a note's opening usually defines it) when none holds any."""
-    units = parts(body)
+    tie); the first part (a note's opening usually defines it) when none holds any. A pasted
+    image's base64 payload is left out (chunking.without_inline_data): it would fill the budget."""
+    from memstrata.retrieval.chunking import without_inline_data
+
+    units = parts(without_inline_data(body))
     if len(units) == 1:
         return units[0]
     terms = {lexical.stem(t) for t in lexical.query_terms(prompt)}

@@ -261,3 +261,14 @@ def test_a_pasted_image_is_not_embedded_as_text(embedder):
     assert all(len(c.text) < 1000 for c in chunks)
     assert any("blue-green" in c.text for c in chunks) and any("Flip the switch" in c.text for c in chunks)
     assert chunking.content_hash("Deploy notes", body) != chunking.content_hash("Deploy notes", "")
+
+
+def test_a_pasted_image_is_never_a_snippet_nor_injected():
+    from memstrata.retrieval.hits import best_sentence
+    from memstrata.retrieval.prompts import relevant_part
+
+    blob = "iVBORw0KGgoAAAANSUhEUgAA" * 40
+    body = f"Kafka is fast because it appends to a log.\n\n![diagram](data:image/png;base64,{blob})\n"
+    assert blob[:40] not in best_sentence(body, ["kafka"]) and blob[:40] not in best_sentence(body, ["diagram"])
+    assert blob[:40] not in relevant_part(body, "why is kafka fast?")
+    assert "appends to a log" in relevant_part(body, "why is kafka fast?")
