@@ -144,7 +144,8 @@ def unique_entry_path(root: Path, category: str, title: str, archived: bool = Fa
 
 def ensure_gitignore(root: Path) -> bool:
     """Add the lines of GITIGNORE a tree's .gitignore lacks (a tree made by an older version, a
-    peer's edit); the user's own lines stay. True when the file changed."""
+    peer's edit); the user's own lines stay. An adopted vault's `.memstrata/.gitignore` is the
+    engine's alone: rewritten to its lines. True when the file changed."""
     from memstrata.storage.safe_io import read_regular_text
 
     adopted = layout.is_adopted(root)
@@ -157,8 +158,14 @@ def ensure_gitignore(root: Path) -> bool:
         text = ""  # the vault's own root .gitignore is never touched; the engine's folder has its own
     except (OSError, ValueError):
         return False  # missing, a link, a special file, not UTF-8: left as it is
+    if adopted:  # the engine's own file in its own folder: exactly its lines (a peer's `*` would hide
+        # every engine file from git)
+        if text == layout.ADOPTED_GITIGNORE:
+            return False
+        atomic_write_text(path, layout.ADOPTED_GITIGNORE, root=Path(root))
+        return True
     have = {line.strip() for line in text.splitlines()}
-    missing = [line for line in (layout.ADOPTED_GITIGNORE if adopted else GITIGNORE).splitlines() if line not in have]
+    missing = [line for line in GITIGNORE.splitlines() if line not in have]
     if not missing:
         return False
     atomic_write_text(path, text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(missing) + "\n",

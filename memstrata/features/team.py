@@ -25,6 +25,28 @@ NOT_STAGED = (".", ":(exclude,glob)**/.*.[0-9]*.[0-9a-f]*.tmp")
 MAX_ATTEMPTS = 8  # pull/push rounds when the remote keeps moving meanwhile
 
 
+def engine_ignores(root, rel: str) -> bool:
+    """Whether the engine's own .gitignore lines (storage.tree.GITIGNORE, layout.ADOPTED_GITIGNORE
+    inside an adopted vault's `.memstrata/`) keep `rel` out of git, whatever else a .gitignore says."""
+    import fnmatch
+
+    if layout.is_adopted(root):
+        home = layout.ENGINE_HOME + "/"
+        if not rel.startswith(home):
+            return False
+        rel, lines = rel[len(home):], layout.ADOPTED_GITIGNORE
+    else:
+        lines = tree.GITIGNORE
+    parts = rel.split("/")
+    for line in lines.split():
+        if line.endswith("/"):
+            if line[:-1] in parts[:-1]:
+                return True
+        elif fnmatch.fnmatchcase(parts[-1], line):
+            return True
+    return False
+
+
 class TeamSync:
     """`mem sync --remote`, `mem init --clone`: the tree's git remote as the team's meeting point."""
 
@@ -157,7 +179,10 @@ class TeamSync:
         git.run("add", "-A", "--", *NOT_STAGED)
         # what .gitignore keeps out but a peer force-added (a `.lock`, a `.cache/` file) leaves the
         # index: the file stays on disk, the next commit removes it from the team's tree
-        tracked_ignored = [p for p in git.out("ls-files", "-ci", "--exclude-standard", "-z").split("\0") if p]
+        # ... only what the engine's own rules ignore: a peer's `.gitignore` of `*` must not take the
+        # notes or the engine's settings out of the team's tree
+        tracked_ignored = [p for p in git.out("ls-files", "-ci", "--exclude-standard", "-z").split("\0")
+                           if p and engine_ignores(self.root, p)]
         if tracked_ignored:
             git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", *tracked_ignored)
         staged = git.staged()

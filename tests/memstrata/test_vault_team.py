@@ -127,3 +127,24 @@ def test_a_peers_engine_settings_in_a_vault_are_guarded_and_the_users_config_md_
         again.write("aws key AKIAIOSFODNN7EXAMPLE", title="creds")
     assert (b.root / "config.md").read_bytes() == users  # the vault's own config.md: a note, never the engine's
     assert again.doctor().findings == []
+
+
+def test_a_peers_gitignore_never_takes_engine_files_or_notes_out_of_git(tmp_path):
+    from memstrata.features.team import engine_ignores
+    from memstrata.storage import layout, tree
+
+    vault = tmp_path / "v"
+    (vault / ".memstrata").mkdir(parents=True)
+    (vault / ".memstrata/config.md").write_text("---\n---\nmemstrata\n")
+    assert layout.is_adopted(vault)
+    (vault / ".memstrata/.gitignore").write_text("*\n")  # a peer's commit
+    assert tree.ensure_gitignore(vault) and (vault / ".memstrata/.gitignore").read_text() == layout.ADOPTED_GITIGNORE
+    assert not tree.ensure_gitignore(vault)
+    for kept in (".memstrata/config.md", ".memstrata/INDEX.md", ".memstrata/versions/x.md", "notes/a.md", "a.md"):
+        assert not engine_ignores(vault, kept), kept
+    for out in (".memstrata/vectors/t.lance", ".memstrata/.lock", ".memstrata/cache/c.db", ".memstrata/.a.1.f.tmp"):
+        assert engine_ignores(vault, out), out
+    plain = tmp_path / "tree"
+    plain.mkdir()
+    assert engine_ignores(plain, ".vectors/chunks.lance/x") and engine_ignores(plain, "p/.lock")
+    assert not engine_ignores(plain, "projects/a.md") and not engine_ignores(plain, "config.md")
