@@ -245,7 +245,7 @@ def check_unparseable(scan: Scan) -> list[Finding]:
     if layout.is_adopted(scan.root):  # a vault's note (an Obsidian template's `date: {{date}}`): the
         # user's file, never moved (a quarantine is git-ignored: team sync would push it as deleted)
         return [Finding("unparseable", f"{message}; not a memory until its frontmatter is YAML (left as it is)",
-                        path=rel, fixable=False, action="none", notice=True)
+                        path=rel, fixable=False, notice=True)
                 for rel, message in sorted(scan.errors.items())]
     return [Finding("unparseable", message, path=rel, action="move to .quarantine/")
             for rel, message in sorted(scan.errors.items())]

@@ -163,7 +163,7 @@ def report_lines(report: DoctorReport) -> list[str]:
     """One line per finding, for people."""
     lines = []
     for f in report.findings:
-        state = "fixed" if f.fixed else ("problem" if f.fixable else "needs you")
+        state = "note" if f.notice else "fixed" if f.fixed else ("problem" if f.fixable else "needs you")
         where = f.path or f.id or ""
         action = f" -> {f.action}" if f.action else ""
         lines.append(f"[{state}] {f.kind} {where}: {f.detail}{action}")

@@ -170,3 +170,6 @@ def test_a_template_whose_frontmatter_is_not_yaml_is_left_where_it_is(tmp_path, 
         said = [f for f in report.findings if f.kind == "unparseable"]
         assert [(f.path, f.fixable, f.fixed) for f in said] == [("templates/Daily Note.md", False, False)]
     assert template.read_bytes() == before  # never quarantined: a team sync would push it as deleted
+    from memstrata.doctor import report_lines
+
+    assert [line for line in report_lines(report) if "Daily Note" in line][0].startswith("[note] unparseable")
