@@ -15,6 +15,24 @@ from mcp.client.stdio import stdio_client
 MARKERS = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.MULTILINE)
 
 
+def two_clones(tmp_path: Path, embedder, machine_a: str = "A", machine_b: str = "B"):
+    """Two trees cloned from one bare remote (tmp_path/r.git), as two machines of a team."""
+    from memstrata import Memory
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
+    a.clone(str(tmp_path / "r.git"), machine=machine_a)
+    b.clone(str(tmp_path / "r.git"), machine=machine_b)
+    return a, b
+
+
+def plain_git_peer(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A peer of that remote using plain git (a hostile one, in the tests): its clone and its git command."""
+    peer = tmp_path / "peer"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    return peer, ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+
+
 def env(**extra) -> dict:
     out = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if key in os.environ}
     out.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from team_scenario import env  # noqa: E402
+from team_scenario import env, two_clones  # noqa: E402
 
 # A `git` first on PATH that runs the real one and then kills the calling `mem` process (its
 # parent) at one step of the merge; at "commit" it dies holding the index lock, as a git killed
@@ -49,10 +49,7 @@ def _texts(root: Path) -> str:
 def test_a_sync_killed_at_each_step_of_a_conflicted_merge_loses_no_pushed_edit(tmp_path, embedder, step):
     from memstrata import Memory
 
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="A")
-    b.clone(str(tmp_path / "r.git"), machine="B")
+    a, b = two_clones(tmp_path, embedder)
     standup = a.write("The standup is at 09:30 in room 4.", title="Standup", category="meetings")
     other = a.write("Deploys happen on Tuesdays.", title="Deploys", category="ops")
     a.sync_remote()
@@ -97,12 +94,7 @@ def test_a_sync_killed_at_each_step_of_a_conflicted_merge_loses_no_pushed_edit(t
 
 def test_an_edit_written_after_the_kill_is_kept(tmp_path, embedder):
     """An entry updated between the killed sync and the next one is not reset with the merge."""
-    from memstrata import Memory
-
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="A")
-    b.clone(str(tmp_path / "r.git"), machine="B")
+    a, b = two_clones(tmp_path, embedder)
     one = a.write("Lunch is at noon.", title="Lunch", category="misc")
     two = a.write("The printer is on floor 2.", title="Printer", category="misc")
     a.sync_remote()
@@ -127,12 +119,7 @@ def test_an_edit_written_after_the_kill_is_kept(tmp_path, embedder):
 def test_a_rebase_stopped_by_a_conflict_is_undone_and_merged_with_the_rules(tmp_path, embedder):
     """Someone ran `git pull --rebase` by hand in the tree and it stopped on a conflict: the next sync
     aborts it and keeps both sides' texts (one current, one kept version)."""
-    from memstrata import Memory
-
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine="A")
-    b.clone(str(tmp_path / "r.git"), machine="B")
+    a, b = two_clones(tmp_path, embedder)
     one = a.write("The fire drill is in May.", title="Fire drill", category="misc")
     a.sync_remote()
     b.sync_remote()

@@ -8,23 +8,12 @@ import pytest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from team_scenario import Team  # noqa: E402  (shared with bench/team_sync.py)
+from team_scenario import Team, plain_git_peer, two_clones  # noqa: E402  (shared with bench/team_sync.py)
 
 
 @pytest.fixture(autouse=True)
 def _no_service(monkeypatch):
     monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
-
-
-def _two_clones(tmp_path, embedder, machine_a: str, machine_b: str):
-    """Two trees cloned from one bare remote, as two machines of a team."""
-    from memstrata import Memory
-
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
-    a, b = Memory(tmp_path / "a", embedder=embedder), Memory(tmp_path / "b", embedder=embedder)
-    a.clone(str(tmp_path / "r.git"), machine=machine_a)
-    b.clone(str(tmp_path / "r.git"), machine=machine_b)
-    return a, b
 
 
 def test_three_writers_three_clones_lose_nothing(tmp_path, embedder):
@@ -35,7 +24,7 @@ def test_three_writers_three_clones_lose_nothing(tmp_path, embedder):
 
 
 def test_both_changed_one_entry_is_the_conflict_rule(tmp_path, embedder):
-    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
     r = a.write("The release train leaves on Thursdays.", title="Release day", category="ops")
     a.sync_remote()
     b.sync_remote()
@@ -60,7 +49,7 @@ def test_both_changed_one_entry_is_the_conflict_rule(tmp_path, embedder):
 
 
 def test_delete_against_edit_keeps_the_edit_and_reads_do_not(tmp_path, embedder):
-    a, b = _two_clones(tmp_path, embedder, "a", "b")
+    a, b = two_clones(tmp_path, embedder, "a", "b")
     kept = a.write("Backups run nightly at 02:00.", title="Backups", category="ops")
     gone = a.write("The office plant needs water on Mondays.", title="Plant", category="misc")
     a.sync_remote()
@@ -101,14 +90,12 @@ def test_a_pulled_symlink_is_reported_and_never_followed(tmp_path, embedder):
     """A peer commits `notes/leak.md -> a file outside the tree`: the sync names it, nothing reads it."""
     secret = tmp_path / "outside.md"
     secret.write_text("---\nid: aaaaaaaaaaaa\ntitle: Outside\n---\nthe outside secret is swordfish\n")
-    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
     a.write("The backup runs at midnight.", title="Backups", category="ops")
     a.sync_remote()
-    peer = tmp_path / "peer"  # a hostile peer using plain git
-    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
+    peer, git = plain_git_peer(tmp_path)
     (peer / "notes").mkdir()
     (peer / "notes" / "leak.md").symlink_to(secret)
-    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "leak"], check=True)
     subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
@@ -129,9 +116,7 @@ def test_a_peers_merge_attribute_never_merges_two_texts(tmp_path, embedder):
     a.clone(str(tmp_path / "r.git"), machine="laptop")
     r = a.write("The rate limit is 100 requests per minute per key.", title="Rate limit", category="ops")
     a.sync_remote()
-    peer = tmp_path / "peer"
-    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
-    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    peer, git = plain_git_peer(tmp_path)
     with open(peer / ".gitattributes", "a") as f:
         f.write("*.md merge=union\n")
     subprocess.run([*git, "commit", "-qam", "union"], check=True)
@@ -159,7 +144,7 @@ def test_reads_stay_out_of_git_until_a_sync_shares_them(tmp_path, embedder):
     side counts each read once."""
     from memstrata.storage import journal
 
-    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
     r = a.write("The staging database is rebuilt every Sunday.", title="Staging", category="ops")
     a.sync_remote()
     b.sync_remote()
@@ -184,7 +169,7 @@ def test_reads_stay_out_of_git_until_a_sync_shares_them(tmp_path, embedder):
 
 def test_two_clones_with_one_machine_name_keep_both_sides_reads(tmp_path, embedder):
     """Two clones that share a machine name append to one tracked journal file: the merge keeps both sides' lines."""
-    a, b = _two_clones(tmp_path, embedder, "twin", "twin")
+    a, b = two_clones(tmp_path, embedder, "twin", "twin")
     r = a.write("The VPN certificate expires in March.", title="VPN", category="ops")
     a.read(r.id)
     a.sync_remote()
@@ -206,7 +191,7 @@ def test_an_edit_of_an_entry_deleted_beside_another_update_stays_with_its_entry(
     the other adds a tag to X and syncs first. X and Y are alike, so git's merge pairs X's delete
     with Y's new version file (a "rename"). The edit wins over the delete: X comes back with the
     tag on both machines, and Y's kept versions hold Y's texts only."""
-    a, b = _two_clones(tmp_path, embedder, "a", "b")
+    a, b = two_clones(tmp_path, embedder, "a", "b")
     text = ("The staging database is refreshed every {} night at 23:00 from the production backup; the refresh "
             "takes two hours and the staging site is down meanwhile, so nobody deploys to staging then.")
     x = a.write(text.format("Sunday"), title="Staging refresh", category="ops", force=True)
@@ -235,12 +220,10 @@ def test_a_pushed_gitattributes_never_changes_the_bytes_of_the_tree(tmp_path, em
     the UTF-8 files that were committed, recall finds them, and later syncs still work."""
     from memstrata import Memory
 
-    a, _ = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, _ = two_clones(tmp_path, embedder, "laptop", "desktop")
     a.write("The backup runs at midnight.", title="Backups", category="ops")
     a.sync_remote()
-    peer = tmp_path / "peer"
-    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
-    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    peer, git = plain_git_peer(tmp_path)
     (peer / "notes").mkdir()
     note = ("---\nid: 0123456789ab\ntitle: Key rotation\ncategory: notes\n---\n\n"
             "The signing keys of $Id$ rotate every ninety days.\n").encode()
@@ -270,12 +253,10 @@ def test_a_committed_name_too_long_for_the_file_system_never_stops_the_sync(tmp_
     and still pulls and pushes everything else."""
     from memstrata import Memory
 
-    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
     a.write("The backup runs at midnight.", title="Backups", category="ops")
     a.sync_remote()
-    peer = tmp_path / "peer"
-    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
-    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    peer, git = plain_git_peer(tmp_path)
     long = "notes/" + "n" * 300 + ".md"
     blob = subprocess.run([*git, "hash-object", "-w", "--stdin"], input="---\nid: 0123456789ab\n---\nhi\n",
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -364,7 +345,7 @@ def test_a_remote_that_never_answers_gives_a_one_line_error_in_bounded_time(tmp_
 def test_a_move_crossing_an_edit_ends_with_one_file_per_id(tmp_path, embedder, who_moves):
     """One machine moves an entry to another category (its file to another folder), the other edits it:
     after the syncs there is one file for the id, at the new place, with the edit."""
-    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
     r = a.write("The staging database is refreshed on Sundays.", title="Staging refresh", category="ops")
     a.sync_remote()
     b.sync_remote()
@@ -388,16 +369,14 @@ def test_a_clone_that_already_took_a_converting_attribute_is_repaired(tmp_path, 
     """A clone protected the old way (`*.md -merge` only) pulled `*.md working-tree-encoding=UTF-16LE-BOM
     eol=crlf`: its files are UTF-16. The first sync with the full protection writes them back as committed
     and never commits the converted bytes."""
-    a, b = _two_clones(tmp_path, embedder, "laptop", "desktop")
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
     a.write("The VPN certificate expires in March.", title="VPN", category="ops")
     a.sync_remote()
     b.sync_remote()
     r = b.write("The backup runs at midnight.", title="Backups", category="ops")  # arrives with the attack
     b.sync_remote()
     committed = (tmp_path / "b" / r.path).read_bytes()
-    peer = tmp_path / "peer"
-    subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(peer)], check=True)
-    git = ["git", "-C", str(peer), "-c", "user.name=p", "-c", "user.email=p@x"]
+    peer, git = plain_git_peer(tmp_path)
     (peer / ".gitattributes").write_text("*.md -merge\n*.md working-tree-encoding=UTF-16LE-BOM eol=crlf\n")
     subprocess.run([*git, "add", ".gitattributes"], check=True)
     subprocess.run([*git, "commit", "-qm", "attributes"], check=True)
