@@ -10,7 +10,11 @@ work tree), chosen for different kinds of notes:
            (git, python, tmux, mac);
 - rustbook: rust-lang/book, a project's docs folder: long chapters (2-60 KB) with deep headings, in its src/ folder;
 - vuezh:   vuejs-translations/docs-zh-cn, Chinese docs in nested folders (guide/essentials/...),
-           frontmatter on some pages.
+           frontmatter on some pages;
+- vault:   wrewsama/obsidian-vault, an Obsidian personal-knowledge vault: short bullet notes in
+           `Main Notes/` and `Source Materials/{Books,Videos,Websites,Papers}/`, each opening with a
+           `Tags:` list of `[[wikilinks]]` to tag notes (empty files, left out) and linking other notes
+           in its text; notes past 40 KB (pasted drawings) are left out.
 
 The files are not committed (only bench/notes/<corpus>.jsonl, the questions, are); the subset is
 defined here so a rerun from the same mirror gives the same notes. Paths in the question files are
@@ -29,19 +33,24 @@ CORPORA = {
     "rustbook": ("rust-lang+book", "src/", None, ""),  # kept in src/: adopt takes notes in folders
     "vuezh": ("vuejs-translations+docs-zh-cn", "src/", ("src/about/", "src/api/", "src/guide/", "src/glossary/",
                                                         "src/tutorial/"), "src/"),
+    "vault": ("wrewsama+obsidian-vault", "", ("Main Notes/", "Source Materials/"), ""),
 }
+MAX_BYTES = {"vault": 40_000}  # its largest notes are pasted Excalidraw drawings, not text
 MIN_BYTES = 300  # stubs (index pages, redirects) are no notes
 SKIP = ("SUMMARY.md", "title-page.md", "PLEADE_DO_NOT_TRANSLATE.md", "index.md")  # index.md: a name the tree keeps for itself
 
 
-def files(git_dir: Path, prefix: str, keep) -> list[tuple[str, int]]:
-    out = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-l", "HEAD", "--", prefix or "."],
+def files(git_dir: Path, prefix: str, keep, max_bytes: int | None = None) -> list[tuple[str, int]]:
+    # -z: a path with a quote or a non-ASCII letter comes unquoted
+    out = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-l", "-z", "HEAD", "--", prefix or "."],
                          check=True, capture_output=True, text=True).stdout
     found = []
-    for line in out.splitlines():
+    for line in filter(None, out.split("\0")):
         meta, path = line.split("\t", 1)
         size = meta.split()[3]
         if not path.endswith(".md") or size == "-" or int(size) < MIN_BYTES or path.rsplit("/", 1)[-1] in SKIP:
+            continue
+        if max_bytes and int(size) > max_bytes:
             continue
         if "/" not in path.removeprefix(prefix) and not prefix and keep:
             continue  # a repository's top-level README and the like
@@ -56,7 +65,7 @@ def extract(name: str, git_dir: Path, out: Path) -> int:
     target = out / name
     target.mkdir(parents=True, exist_ok=True)
     n = 0
-    for path, _ in files(git_dir, prefix, keep):
+    for path, _ in files(git_dir, prefix, keep, MAX_BYTES.get(name)):
         text = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"HEAD:{path}"], check=True,
                               capture_output=True).stdout
         dest = target / path.removeprefix(strip)
