@@ -36,7 +36,7 @@ import fit_ranking as fr  # noqa: E402
 import locomo  # noqa: E402
 import notes  # noqa: E402
 
-ENGLISH_NOTES = ("til", "rustbook")
+ENGLISH_NOTES = ("til", "rustbook", "vault")
 
 
 def note_examples(root: Path, questions):

@@ -26,6 +26,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     # the heading paths cost a read of the candidates' chunk texts: only when `head` has a weight
     # (or bench/fit_notes.py asks for the features)
     with_heads = bool(reorder and rk.WEIGHTS.get("head")) or signals_out is not None
+    with_links = bool(reorder and rk.WEIGHTS.get("link")) or signals_out is not None
     whole, heads = _whole_cosines(table, frame, qv, cand, with_heads)
     by_pos = dict(zip(cand.tolist(), whole.tolist()))
     if not reorder or not (rk.WEIGHTS or signals_out is not None):
@@ -42,9 +43,10 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
              np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
     head = (None if stats is None or not terms or not with_heads else
             np.array([heading_share(stats, terms, heads.get(frame.ids[p], ())) for p in cand.tolist()]))
+    links = candidate_links(cand.tolist(), column, frame) if column and with_links else None
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
                     date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
-                    title=title, head=head)
+                    title=title, head=head, links=links)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
     if not rk.WEIGHTS:
@@ -67,6 +69,35 @@ def title_share(stats, terms: list[str], title: str | None, path: str | None) ->
     named = f"{title or ''} {_PATH_SEPARATORS.sub(' ', (path or '').removesuffix('.md'))}"
     held = {lexical.stem(w) for w in lexical.words(named)}
     return sum(stats.idf(s) for s in q & held) / total
+
+
+# [[Target]], [[Folder/Target#Heading|shown]]; a Markdown link to a note's file, or to the page a
+# docs site builds from it ([shown](ch04-01.html#anchor), [shown](../git/undo.md))
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]+)[^\]\n]*\]\]")
+_FILE_LINK = re.compile(r"\]\(([^)\s#]+?)\.(?:md|html)(?:#[^)\s]*)?\)")
+
+
+def link_targets(text: str) -> set[str]:
+    """The lower-cased names (file stems) of the notes a text links to."""
+    from urllib.parse import unquote
+
+    found = {m.strip().rsplit("/", 1)[-1] for m in _WIKILINK.findall(text or "")}
+    found |= {unquote(m).rsplit("/", 1)[-1] for m in _FILE_LINK.findall(text or "")}
+    return {f.lower() for f in found if f}
+
+
+def candidate_links(cand: list[int], column, frame):
+    """The (source, target) pairs of positions in `cand` where one candidate links another (by its
+    title or file stem): a vault's graph among the notes a query brought up."""
+    import numpy as np
+
+    named: dict[str, list[int]] = {}
+    for j, p in enumerate(cand):
+        stem = (frame.cols["path"][p] or "").rsplit("/", 1)[-1].removesuffix(".md").lower()
+        for name in {stem, (frame.cols["title"][p] or "").lower()} - {""}:
+            named.setdefault(name, []).append(j)
+    pairs = {(j, i) for j, p in enumerate(cand) for t in link_targets(column[p]) for i in named.get(t, ()) if i != j}
+    return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
 
 
 def heading_share(stats, terms: list[str], heads) -> float:

@@ -26,12 +26,15 @@ import numpy as np
 #            the same only for queries that ask when (`when`) got no weight and no gain: left out
 #   title    idf share of the query's terms in the entry's title and path (folders, file name)
 #   head     the best idf share of the query's terms in one heading path of a note's sections (0 without sections)
+#   link     the best relevance (dense + text + names) among the other candidates that link to it
+#            (`[[wikilink]]`, or a Markdown link to its file: retrieval.rerank.candidate_links); 0
+#            for an entry no candidate links to (every chat turn)
 # sit, asks, says and the excess features are 0 for an entry with no neighbour (not a turn of a
 # conversation: fusion.time_structure decides from the data), and so are nb1 nb2 nbmax there.
 # The adjacent entries' own cos, text, names and coverage as features raised LOCO recall@10 by
 # 0.006 more but let an unrelated note written next to a match outrank a weaker real match: left out.
 FEATURES = ("score", "cos", "text", "cov", "ent", "noname", "date", "nb1", "nb2", "sit", "nbmax", "cos2", "costxt",
-            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks", "says", "title", "head")
+            "whole", "xpcos", "xncos", "xptxt", "xntxt", "xpent", "xnent", "asks", "says", "title", "head", "link")
 TEXT_CAP = 2.0  # the text match the excess features read is capped here (a long repeated match counts as 2)
 
 # Fitted by bench/fit_ranking.py on the LoCoMo dev conversations (pairwise logistic over the top
@@ -52,12 +55,13 @@ CANDIDATES = 100  # the fused ranking's top entries the ranker orders again
 def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndarray, coverage: np.ndarray,
              entity_share, date_near, structure, whole: np.ndarray, dense_weight: float, text_weight: float,
              entity_weight: float, asks: np.ndarray | None = None, says: np.ndarray | None = None,
-             title: np.ndarray | None = None, head: np.ndarray | None = None) -> np.ndarray:
+             title: np.ndarray | None = None, head: np.ndarray | None = None,
+             links: np.ndarray | None = None) -> np.ndarray:
     """The feature matrix (len(cand) x len(FEATURES)) of the candidate positions `cand`.
 
     Every array but `whole`, `asks` (one value per candidate: question_share of its text) and
     `says` (per candidate: 1 if its text says when, retrieval.dates.states_time) has one slot per
-    indexed entry;
+    indexed entry; `links` holds (source, target) pairs of positions in `cand` (a candidate linking another);
     `coverage` must be filled at least at the candidates. Only the sitting's best needs every
     entry; the rest is read at the candidates and their neighbours (100 of 100k)."""
     n = len(score)
@@ -92,6 +96,9 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
         after = np.where(n1 >= 0, values[np.maximum(n1, 0)], 0.0)
         return turn * np.maximum(own - before, 0.0), turn * np.maximum(own - after, 0.0)
 
+    link = np.zeros(len(cand))
+    if links is not None and len(links):
+        np.maximum.at(link, links[:, 1], base[cand[links[:, 0]]])
     xpcos, xncos = excess(cos)
     xptxt, xntxt = excess(np.minimum(text, TEXT_CAP))
     xpent, xnent = (zero, zero) if entity_share is None else excess(entity_share)
@@ -103,7 +110,7 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
          "cos2": c ** 2, "costxt": c * t, "whole": whole, "xpcos": xpcos, "xncos": xncos, "xptxt": xptxt,
          "xntxt": xntxt, "xpent": xpent, "xnent": xnent, "asks": zero if asks is None else turn * asks,
          "says": zero if says is None else turn * says, "title": zero if title is None else title,
-         "head": zero if head is None else head}
+         "head": zero if head is None else head, "link": link}
     return np.stack([np.asarray(f[name], dtype=np.float64) for name in FEATURES], axis=1)
 
 

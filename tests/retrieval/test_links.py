@@ -1,0 +1,84 @@
+"""The ranker's `link` feature: a note linked from the other candidates of a query (a vault's graph)."""
+from __future__ import annotations
+
+import pytest
+
+
+def test_link_targets_reads_wikilinks_and_links_to_note_files():
+    from memstrata.retrieval.rerank import link_targets
+
+    text = ("See [[Deadlock Conditions]], [[Tags/Operating Systems|OS]] and [[Python Generators#send]].\n"
+            "![[Pasted image 2024.png]] [the ownership chapter](ch04-01-what-is-ownership.html#moves), "
+            "[undo](../git/Undo%20a%20commit.md), [site](https://example.com/page) and [[ ]].")
+    assert link_targets(text) == {"deadlock conditions", "operating systems", "python generators",
+                                  "pasted image 2024.png", "ch04-01-what-is-ownership", "undo a commit"}
+    assert link_targets("no links here [x](https://example.com)") == set()
+
+
+def _features_of(vault, embedder, query):
+    from memstrata import Memory
+    from memstrata.retrieval import fusion
+    from memstrata.retrieval.search import Filters, search
+    from memstrata.scoring.ranker import FEATURES
+
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    m.recall("warm up", count_access=False)
+    state = m._recall.state
+    index = state.vector_index()
+    sig: dict = {}
+    search(index, embedder, query, 10, Filters(), "hybrid", fusion.FusionWeights.from_settings(state.settings),
+           state.settings, _signals_out=sig)
+    frame = index.frame()
+    col = FEATURES.index("link")
+    by_pos = dict(zip(sig["candidates"].tolist(), sig["features"][:, col]))
+    return {p: by_pos.get(frame.by_path[p]) for p in frame.by_path}
+
+
+def test_a_note_linked_from_the_strong_hits_gets_their_relevance_as_its_link_feature(tmp_path, embedder):
+    # The book the deadlock notes cite says little about deadlocks itself; the two deadlock notes
+    # link it, so its `link` is their relevance. A note nobody links gets 0, and so does a note
+    # linked only from a note the query does not bring up as strongly (the linker's relevance counts).
+    vault = tmp_path / "vault"
+    (vault / "notes").mkdir(parents=True)
+    (vault / "books").mkdir()
+    (vault / "notes" / "Deadlock Conditions.md").write_text(
+        "Tags:\n- [[Operating Systems]]\n---\nFour conditions must all hold for a deadlock: mutual exclusion, "
+        "hold and wait, no preemption and circular wait.\n\n## References\n- [[OSTEP]]\n")
+    (vault / "notes" / "Deadlock Prevention.md").write_text(
+        "Make sure one of the deadlock conditions cannot hold: acquire every lock at once, or order the "
+        "locks.\n\nSee [[Deadlock Conditions]]. From [[books/OSTEP|the OS book]].\n")
+    (vault / "books" / "OSTEP.md").write_text(
+        "## Chapter 7: Scheduling\n- multi-level feedback queue\n\n## Chapter 13: Address spaces\n"
+        "- every process gets the illusion of its own memory\n")
+    (vault / "notes" / "Sourdough.md").write_text("Feed the starter the night before; bake at 250 degrees "
+                                                  "for twenty minutes with steam. See [[Pizza]].\n")
+    (vault / "notes" / "Pizza.md").write_text("A hot stone and a thin dough: three minutes in a very hot oven.\n")
+    link = _features_of(vault, embedder, "what causes a deadlock")
+    book, conditions = link["books/OSTEP.md"], link["notes/Deadlock Conditions.md"]
+    assert book is not None and book > 0.3  # linked from both deadlock notes
+    assert conditions is not None and conditions > 0.3  # linked from Deadlock Prevention
+    assert link["notes/Deadlock Prevention.md"] == 0.0  # no candidate links to it
+    assert link["notes/Pizza.md"] is None or link["notes/Pizza.md"] < book / 3  # its linker is no match
+
+
+def test_chat_turns_have_no_link_feature(tmp_path, embedder):
+    from memstrata.retrieval.rerank import candidate_links
+
+    class Frame:
+        cols = {"path": ["chat/a.md", "chat/b.md"], "title": ["Turn one", "Turn two"]}
+
+    pairs = candidate_links([0, 1], ["Caroline: I went to the support group [yesterday].", "Melanie: Turn one?"],
+                            Frame())
+    assert pairs.shape == (0, 2)
+    # a link by title or file stem, either way, never to itself
+    Frame.cols = {"path": ["x/Alpha.md", "x/beta.md"], "title": ["Alpha", "Beta note"]}
+    got = candidate_links([0, 1], ["[[Alpha]] [[beta]]", "[[Alpha]] and [[Beta note]]"], Frame())
+    assert sorted(map(tuple, got.tolist())) == [(0, 1), (1, 0)]
+
+
+@pytest.mark.parametrize("weight", [0.0])
+def test_the_link_weight_is_what_the_joint_fit_kept(weight):
+    from memstrata.scoring.ranker import WEIGHTS
+
+    assert WEIGHTS.get("link", 0.0) == pytest.approx(weight, abs=1e-3)
