@@ -10,11 +10,14 @@ corpus: on the other notes corpora and all of LoCoMo; a conversation: on the not
 other conversations) and measured on it: notes by hit@1, hit@3, MRR@10; conversations by
 recall@10. The objective of the coordinate ascent gives each corpus (LoCoMo as one) the same
 weight: MRR@10 on notes, recall@10 on the conversations. Beside each figure: the current
-WEIGHTS (fitted on LoCoMo: in-sample for a conversation), the fused ranking, the ranker fitted on
+weights (WEIGHTS for a conversation, fitted on LoCoMo: in-sample there; NOTES_WEIGHTS for notes,
+fitted here on all corpora: in-sample there), the fused ranking, the ranker fitted on
 the other corpora of the same kind only (notes or conversations), and the held-out gain of the fit over the current weights with its
 paired standard error over the questions (the noise a feature's help or harm is judged against;
 `--without F` fits and measures with feature F left out). The weights fitted on everything are
-printed last. `--cache DIR` keeps each group's features (one npz a group; `--only` extracts some).
+printed last: scoring.ranker.NOTES_WEIGHTS (with `--without link`), the weights of a query whose
+candidates are notes; a conversation keeps WEIGHTS (bench/fit_ranking.py). `--cache DIR` keeps
+each group's features (one npz a group; `--only` extracts some).
 """
 from __future__ import annotations
 
@@ -133,7 +136,7 @@ def main(argv=None):
     ap.add_argument("--without", action="append", default=[], metavar="FEATURE",
                     help="fit and measure with this feature left out (its column 0): what it adds, per corpus")
     args = ap.parse_args(argv)
-    from memstrata.scoring.ranker import WEIGHTS
+    from memstrata.scoring.ranker import NOTES_WEIGHTS, WEIGHTS
 
     names = list(fr._features())
     cache = Path(args.cache) if args.cache else None
@@ -153,7 +156,8 @@ def main(argv=None):
         for _, rows in groups.values():
             for x, _, _ in rows:
                 x[:, names.index(f)] = 0.0
-    current = np.array([WEIGHTS.get(n, 0.0) for n in names])
+    current_of = {kind: np.array([ws.get(n, 0.0) for n in names]) for kind, ws in (("conv", WEIGHTS),
+                                                                                   ("note", NOTES_WEIGHTS))}
     fused = np.eye(len(names))[names.index("score")]
 
     def parts_of(keys):
@@ -170,8 +174,8 @@ def main(argv=None):
         w = fit(parts_of([k for k in groups if k != held]))
         own = fit(parts_of([k for k in groups if k != held and groups[k][0] == kind]))
         batch = fr.stack(rows)
-        res = {label: metrics(batch, v) for label, v in (("fused", fused), ("current", current), ("kind", own),
-                                                         ("fit", w))}
+        res = {label: metrics(batch, v) for label, v in (("fused", fused), ("current", current_of[kind]),
+                                                         ("kind", own), ("fit", w))}
         if kind == "conv":
             for label in res:
                 conv_held[label] += list(res[label][1])
@@ -179,6 +183,7 @@ def main(argv=None):
                   + f" | {_paired(res['fit'][1], res['current'][1])} |")
         else:
             for measure, fn in (("hit@1", lambda f: (f == 1).mean()), ("hit@3", lambda f: ((f > 0) & (f <= 3)).mean()),
+                                ("hit@10", lambda f: (f > 0).mean()),
                                 ("MRR@10", lambda f: np.where(f > 0, 1.0 / np.maximum(f, 1), 0).mean())):
                 gain = _paired(_rr(res["fit"][0]), _rr(res["current"][0])) if measure == "MRR@10" else ""
                 print(f"| {held} | {len(rows)} | {measure} | " + " | ".join(f"{fn(res[k][0]):.3f}" for k in res)
@@ -188,7 +193,7 @@ def main(argv=None):
           + f" | {_paired(np.array(conv_held['fit']), np.array(conv_held['current']))} |")
     w = fit(parts_of(list(groups)))
     w = w / max(float(np.abs(w).max()), 1e-9)
-    print("\nWEIGHTS = {" + ", ".join(f'"{f}": {v:.4g}' for f, v in zip(names, w)) + "}")
+    print("\nNOTES_WEIGHTS = {" + ", ".join(f'"{f}": {v:.4g}' for f, v in zip(names, w) if round(v, 4)) + "}")
 
 
 if __name__ == "__main__":

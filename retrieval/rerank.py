@@ -25,11 +25,12 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
         return score, {}
     # the heading paths cost a read of the candidates' chunk texts: only when `head` has a weight
     # (or bench/fit_notes.py asks for the features)
-    with_heads = bool(reorder and rk.WEIGHTS.get("head")) or signals_out is not None
-    with_links = bool(reorder and rk.WEIGHTS.get("link")) or signals_out is not None
+    chosen = rk.WEIGHTS if rk.is_conversation(structure, cand) else rk.NOTES_WEIGHTS
+    with_heads = bool(reorder and chosen.get("head")) or signals_out is not None
+    with_links = bool(reorder and chosen.get("link")) or signals_out is not None
     whole, heads = _whole_cosines(table, frame, qv, cand, with_heads)
     by_pos = dict(zip(cand.tolist(), whole.tolist()))
-    if not reorder or not (rk.WEIGHTS or signals_out is not None):
+    if not reorder or not (chosen or signals_out is not None):
         return score, by_pos
     coverage = np.zeros(len(score))
     if stats is not None and terms:
@@ -49,10 +50,10 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
                     title=title, head=head, links=links)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
-    if not rk.WEIGHTS:
+    if not chosen:
         return score, by_pos
     out = np.full(len(score), -np.inf)
-    out[cand] = rk.status_scaled(rk.rank(x), None if inactive is None else inactive[cand], weights.archived_factor)
+    out[cand] = rk.status_scaled(rk.rank(x, chosen), None if inactive is None else inactive[cand], weights.archived_factor)
     return out, by_pos
 
 

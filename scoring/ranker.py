@@ -49,6 +49,17 @@ WEIGHTS = {"score": 0.1295, "cos": 0.04507, "text": 0.0, "cov": 0.0, "ent": 0.13
            "date": 0.7551, "nb1": 0.1419, "nb2": 0.1722, "sit": 0.1755, "nbmax": 0.2576, "cos2": 0.7268,
            "costxt": 0.0, "whole": 1.0, "xpcos": 0.863, "xncos": 0.2167, "xptxt": 0.4566, "xntxt": 0.376,
            "xpent": 0.1478, "xnent": 0.1348, "asks": -0.4404, "says": 0.1844}
+# Notes (no candidate of the query is a conversation's turn: `is_conversation`) are ordered by
+# their own weights, fitted by bench/fit_notes.py on all corpora together (til, rustbook, vault and
+# the five LoCoMo conversations; `--without link`). Held out, each notes corpus fitted on all the
+# others: MRR@10 til 0.888, rustbook 0.883, vault 0.868 (with WEIGHTS: 0.889, 0.893, 0.837; every
+# difference within its paired standard error, docs/recall.md). Conversations keep WEIGHTS (the
+# joint fit lost 0.027 recall@10 on LoCoMo held out). Only score, cos2, whole and the names, date
+# and title features act on notes; the dialogue ones are 0 there.
+NOTES_WEIGHTS = {"score": 0.4267, "noname": -0.2229, "date": 0.01755, "nb2": 0.03884, "sit": 0.004714,
+                 "nbmax": 0.03708, "cos2": -0.009186, "whole": 1.0, "xpcos": 0.1719, "xptxt": 0.06373,
+                 "xntxt": 0.1003, "xpent": 0.007369, "xnent": 0.03763, "asks": -0.1165, "says": 0.1401,
+                 "title": 0.008198}
 CANDIDATES = 100  # the fused ranking's top entries the ranker orders again
 
 
@@ -87,8 +98,7 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
     # own match decides. Decided for the whole candidate list, not per entry: an entry that lost its
     # neighbour (deleted, or written apart) among turns keeps its own match as its excess, as every
     # entry did before, instead of dropping below the turns around it.
-    linked = (p1 >= 0) | (n1 >= 0)
-    turn = np.full(len(linked), 1.0 if linked.any() else 0.0)
+    turn = np.full(len(cand), 1.0 if is_conversation(structure, cand) else 0.0)
 
     def excess(values):  # max(0, own - the entry before) and max(0, own - the entry after), on a turn
         own = values[cand]
@@ -112,6 +122,13 @@ def features(cand: np.ndarray, score: np.ndarray, cos: np.ndarray, text: np.ndar
          "says": zero if says is None else turn * says, "title": zero if title is None else title,
          "head": zero if head is None else head, "link": link}
     return np.stack([np.asarray(f[name], dtype=np.float64) for name in FEATURES], axis=1)
+
+
+def is_conversation(structure, cand: np.ndarray) -> bool:
+    """Whether the candidates are a conversation's turns: some is linked to a neighbour written just
+    before or after it (retrieval.fusion.time_structure decides from the data)."""
+    prev, nxt, _ = structure
+    return bool(((prev[cand] >= 0) | (nxt[cand] >= 0)).any())
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -77,8 +77,9 @@ def test_chat_turns_have_no_link_feature(tmp_path, embedder):
     assert sorted(map(tuple, got.tolist())) == [(0, 1), (1, 0)]
 
 
-@pytest.mark.parametrize("weight", [0.0])
-def test_the_link_weight_is_what_the_joint_fit_kept(weight):
-    from memstrata.scoring.ranker import WEIGHTS
+def test_the_link_feature_has_no_weight_until_a_fit_keeps_it():
+    # docs/recall.md: on the current weights it costs vault MRR from a weight of 0.1 on, and no
+    # held-out fit can weigh it (only one corpus has wikilinks)
+    from memstrata.scoring.ranker import NOTES_WEIGHTS, WEIGHTS
 
-    assert WEIGHTS.get("link", 0.0) == pytest.approx(weight, abs=1e-3)
+    assert WEIGHTS.get("link", 0.0) == 0.0 and NOTES_WEIGHTS.get("link", 0.0) == 0.0

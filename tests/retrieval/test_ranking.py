@@ -94,3 +94,35 @@ def test_dialogue_features_are_zero_on_a_note():
     f = dict(zip(ranker.FEATURES, x.T))
     for name in ("nb1", "nb2", "nbmax", "sit", "xpcos", "xncos", "xptxt", "xntxt", "asks", "says"):
         assert f[name][0] == 0.0, name
+
+
+def test_notes_are_ordered_by_the_notes_weights_and_turns_by_the_conversation_weights(tmp_path, embedder,
+                                                                                       monkeypatch):
+    # the weight set follows the data: the candidates of a query on an adopted vault (no entry linked
+    # to a neighbour) are notes; one linked turn among them makes it a conversation
+    from memstrata import Memory
+    from memstrata.scoring import ranker
+
+    created = [0.0, 10.0, 20.0, None]
+    structure = fusion.time_structure(["c", "c", "c", "notes"], created, 3600.0, [300, 300, 300, 9000])
+    assert ranker.is_conversation(structure, np.array([3, 1])) and not ranker.is_conversation(structure, np.array([3]))
+    assert ranker.NOTES_WEIGHTS != ranker.WEIGHTS and ranker.NOTES_WEIGHTS["whole"] > 0
+    vault = tmp_path / "vault"
+    (vault / "os").mkdir(parents=True)
+    for name, body in [("Crontab", "A daemon wakes every minute and runs the commands whose five time fields match."),
+                       ("Niceness", "A value from -20 to 19; a higher value gives the process a lower priority."),
+                       ("Umask", "The permission bits a new file does not get, three octal digits.")]:
+        (vault / "os" / f"{name}.md").write_text(f"{body}\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    seen = []
+    real = ranker.rank
+
+    def spy(x, weights=None):
+        seen.append(weights)
+        return real(x, weights)
+
+    monkeypatch.setattr(ranker, "rank", spy)  # the real ranker runs; the spy sees which weights it got
+    hits = m.recall("how do I make a job run every night", min_relevance=0, count_access=False).results
+    assert hits[0].path == "os/Crontab.md"
+    assert seen == [ranker.NOTES_WEIGHTS]
