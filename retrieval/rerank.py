@@ -53,7 +53,8 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     if not chosen:
         return score, by_pos
     out = np.full(len(score), -np.inf)
-    out[cand] = rk.status_scaled(rk.rank(x, chosen), None if inactive is None else inactive[cand], weights.archived_factor)
+    out[cand] = rk.status_scaled(rk.rank(x, chosen), None if inactive is None else inactive[cand],
+                                 weights.archived_factor)
     return out, by_pos
 
 
