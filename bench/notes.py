@@ -9,7 +9,9 @@ A question is answered at k when one of its notes is among the first k notes ret
 memstrata (`mem init --adopt` of a copy of the corpus, then `recall(q, min_relevance=0)`): BM25
 over whole notes (words; CJK as character bigrams) and the bundled MiniLM, max cosine over the
 notes' paragraphs (blank-line separated), as a new user would write them in 30 lines.
-`--dump FILE` keeps memstrata's ranked paths per question (for bench/fit_notes.py).
+`--dump FILE` keeps memstrata's ranked paths per question (for bench/fit_notes.py). `--cut` also
+asks each question at the default relevance cut-off and prints the share of the answerable ones
+(an answer in the first 10 without a cut-off) that keep an answer.
 """
 from __future__ import annotations
 
@@ -135,6 +137,23 @@ def memstrata_ranking(tree: Path, questions: list[dict]) -> tuple[list[list[str]
             for q in questions], rows
 
 
+def cut_kept(tree: Path, questions: list[dict], ranked: list[list[str]]) -> tuple[int, int]:
+    """(kept, answerable): questions with an answer in the first 10 without a cut-off, and those of
+    them that keep one at the default relevance cut-off."""
+    from memstrata import Memory
+
+    m = Memory(tree)
+    kept = answerable = 0
+    for q, paths in zip(questions, ranked):
+        want = set(q["notes"])
+        if not want & set(paths[:10]):
+            continue
+        answerable += 1
+        got = {h.path for h in m.recall(q["question"], k=10, count_access=False).results}
+        kept += bool(want & got)
+    return kept, answerable
+
+
 def scores(rankings: list[list[str]], questions: list[dict]) -> dict:
     hits = {1: 0, 3: 0, 10: 0}
     mrr = 0.0
@@ -166,6 +185,7 @@ def main(argv=None):
     ap.add_argument("--long-section-tokens", type=int, help="experiment: the same for notes past the model window "
                     "only (retrieval.chunking.LONG_SECTION_TOKENS)")
     ap.add_argument("--dump", help="write memstrata's ranked paths per question to this JSON file")
+    ap.add_argument("--cut", action="store_true", help="also: answers kept at the default relevance cut-off")
     args = ap.parse_args(argv)
     base = Path(args.reuse)
     base.mkdir(parents=True, exist_ok=True)
@@ -192,6 +212,10 @@ def main(argv=None):
         ranked, per_note = memstrata_ranking(tree, questions)
         dump[name] = ranked
         rows.append(line(name, f"memstrata ({per_note:.1f} rows/note)", scores(ranked, questions)))
+        if args.cut:
+            kept = cut_kept(tree, questions, ranked)
+            rows.append(f"| {name} | answerable questions keeping an answer at the default cut-off | {kept[1]} "
+                        f"| {kept[0] / max(kept[1], 1):.3f} | | | |")
         if not args.no_baselines:
             notes = note_files(CORPORA / name)
             rows.append(line(name, "BM25, whole notes", scores(bm25_ranking(notes, questions), questions)))
