@@ -279,10 +279,6 @@ def main(argv=None):
     from memstrata.scoring import relevance as rel
     from memstrata.storage.config import Settings
 
-    def as_weights(models):
-        return {m: np.array([d.get("bias", 0.0)] + [d.get(f, 0.0) for f in list(FEATURES) + list(DERIVED)])
-                for m, d in models.items()}
-
     s = Settings()
     today = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT})
     drift = max((abs(a - h[-1]) for c in corpora.values() for r in c for a, h in zip(relevances(today, r), r["hits"])),
@@ -315,19 +311,30 @@ def main(argv=None):
           f"recall_min_relevance = {cut}, recall_relative_relevance = {relative}")
 
 
+def as_weights(models) -> dict:
+    """scoring.relevance's model dicts as arrays: (logit, calibration) when calibrated."""
+    out = {}
+    for m, d in models.items():
+        w = np.array([d.get("bias", 0.0)] + [d.get(f, 0.0) for f in COLUMNS])
+        c = d.get("calibration")
+        out[m] = (w, np.array([c["bias"], c["logit"], c["gap"]])) if c else w
+    return out
+
+
+SWEEP = ((0.003, 0.02), (0.005, 0.02), (0.005, 0.05), (0.0075, 0.02), (0.01, 0.02), (0.02, 0.02), (0.05, 0.05),
+         (0.1, 0.1))
+
+
 def sweep(corpora) -> None:
     """scoring.relevance's models at a range of cut-offs: answer kept / off-topic / everyday held-out silenced."""
     from memstrata.scoring import relevance as rel
 
-    w = {m: np.array([d.get("bias", 0.0)] + [d.get(f, 0.0) for f in list(FEATURES) + list(DERIVED)])
-         for m, d in {"hybrid": rel.HYBRID, "text": rel.TEXT}.items()}
+    w = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT})
     print("| min / share of best | " + " | ".join(corpora) + " |\n|" + " --- |" * (len(corpora) + 1))
-    for cut, share in ((0.003, 0.02), (0.005, 0.02), (0.0075, 0.02), (0.0075, 0.05), (0.0075, 0.1), (0.01, 0.02),
-                       (0.02, 0.02)):
+    for cut, share in SWEEP:
         cells = [measure(w, records, cut, share) for records in corpora.values()]
         print(f"| {cut:g} / {share:g} | " + " | ".join(
             f"{m['answered']:.3f} / {m['offtopic']:.2f} / {m['everyday-held']:.2f}" for m in cells) + " |")
-
 
 
 if __name__ == "__main__":

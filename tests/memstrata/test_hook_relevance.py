@@ -294,3 +294,16 @@ def test_the_hook_injection_does_not_feed_the_next_session_start(tmp_path, embed
     assert docs.read(syntax.id, count_access=False).access_count == 0
     start = hook({"session_id": "h2", "hook_event_name": "SessionStart"})
     assert "Basic formatting syntax" not in start and "Tables" not in start
+
+
+@pytest.mark.parametrize("question, title", [
+    ("can I get my money back after buying a license", "Refund policy"), ("how do I make a table", "Basic formatting syntax"),
+    ("how do I open the command palette?", "Keyboard shortcuts")])
+def test_a_right_answer_on_a_vault_reads_as_likely(docs, question, title):
+    # the relevance is calibrated (docs/recall.md, the reliability table): a plain question's right
+    # top hit, far ahead of the rest, is shown as likely to answer, not as 0.01; a greeting on the
+    # same tree injects nothing
+    hits = docs.recall(question, count_access=False).results
+    assert hits[0].title == title and hits[0].relevance >= 0.3, [(h.title, h.relevance) for h in hits]
+    assert all(h.relevance < hits[0].relevance / 10 for h in hits[1:])
+    assert docs.autoload("hello!", hot=False).items == []
