@@ -65,9 +65,19 @@ def relevances(signals: list[dict], model: dict = HYBRID) -> list[float]:
 
 
 def probability(signals: dict, model: dict = HYBRID) -> float:
-    """The calibrated probability for a hit judged alone (found by words alone: grep, index): a top
-    hit with no second to be ahead of."""
+    """The calibrated probability for a hit judged alone: a top hit with no second to be ahead of."""
     return relevances([signals], model)[0]
+
+
+# A hit found by words alone (grep, index) has no fused score; TEXT reads one, so such a hit is
+# given the score a top answer holding every query word has on the benchmarks (per corpus, the
+# median is 3.0-4.0: the lowest is taken), in proportion to the share of the words it holds.
+WORDS_SCORE = 3.0
+
+
+def words_only(share: float) -> float:
+    """Relevance of a hit found by words alone that holds `share` of the query's words."""
+    return probability({"text": share, "coverage": share, "score": WORDS_SCORE * share}, TEXT)
 
 
 # The cut-off is decided on this many hits whatever k a caller asks for (recall asks for this
