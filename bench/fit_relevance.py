@@ -1,22 +1,23 @@
 """Fit the relevance model and the cut-off (scoring/relevance.py, recall_min_relevance) leave-one-corpus-out.
 
     python bench/cutoff_data.py --out DATA ...     # the hits' signals of every query (see there)
-    python bench/fit_relevance.py DATA [--apply]
+    python bench/fit_relevance.py DATA
     python bench/fit_relevance.py DATA --sweep      # the default model at a range of cut-offs
 
-Corpora: LoCoMo (five conversations, one corpus), the notes corpora til, rustbook and vuezh
-(bench/notes_corpora.py), Chinese passages (CMRC trial set) and tiny trees (five entries). For
-each corpus held out: a logistic regression over scoring.relevance.FEATURES is fitted on the
-others (label 1: an answer among a question's first CUT_DEPTH hits; 0: the other hits, every hit
-of an everyday prompt of bench/everyday.FIT and of an off-topic question; each corpus weighs the
-same), the cut-off (min relevance, share of the best) is chosen on the others (the highest
-min relevance that keeps an answer for >= TARGET of the answerable questions on every one of
-them, then the most silence on their FIT prompts and off-topic questions), and both are measured
-on the held-out corpus: answerable questions that keep an answer, everyday prompts silenced
-(the FIT half and the HELD_OUT half, which nothing is fitted or chosen on; a prompt is silent
-when retrieval.prompts.is_everyday says it is everyday talk, as the hook asks, or no hit clears
-the cut-off), off-topic
-questions silenced. The model and cut-off fitted on all corpora are printed last.
+Corpora: LoCoMo (five conversations, one corpus), the notes corpora til, rustbook, vuezh (and
+vault when collected; bench/notes_corpora.py), Chinese passages (CMRC trial set) and tiny trees
+(five entries). For each corpus held out, on the others: two logistic regressions (HYBRID, TEXT;
+what each reads: USES) over scoring.relevance's signals (label 1: an answer among a question's
+first CUT_DEPTH hits; 0: the other hits, every hit of an everyday prompt of bench/everyday.FIT and
+of an off-topic question; each corpus weighs the same), each calibrated on the questions' hits
+alone (list_features), and one cut-off (min relevance, share of the best: the most silence on FIT
+prompts and off-topic questions while every one of them keeps an answer for CHOOSE_AT of its
+answerable questions); then measured on the held-out corpus: answerable questions that keep an
+answer, everyday prompts silenced (FIT and HELD_OUT; a prompt is silent when
+retrieval.prompts.is_everyday says it is everyday talk, as the hook asks, or no hit clears the
+cut-off), off-topic questions silenced, and the reliability of the relevance (predicted against
+observed share, pooled over the held-out corpora). The models and cut-off fitted on all corpora
+are printed last, in scoring.relevance's form.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Calibrated relevance: the probability that a recall hit is relevant, from absolute signals."""
+"""Calibrated relevance: the probability that a recall hit answers, from its absolute signals and its lead over the next hit."""
 from __future__ import annotations
 
 import math
@@ -31,12 +31,12 @@ DERIVED = {"cjk_cover": lambda s: float(s.get("coverage") or 0.0) * (1.0 - float
 # the other hits and for every hit of an everyday prompt or an off-topic question; then calibrated
 # on the questions' hits alone (`calibration`: the logit, and the top hit's margin over the second),
 # so a relevance reads as the share of such hits that answer (docs/recall.md: the reliability
-# table, held out). HYBRID serves queries the vector side judges
-# and reads the best chunk's cosine, not `whole` (a long note's mean chunk vector is far from any
-# question: a docs vault's answers looked weak); TEXT mostly Chinese queries (the bundled model is
-# English) and the text, grep and index strategies, where the vector signals are unknown; it
-# leaves out `known` (a Chinese query with English words is fully known and looked like an English
-# one). Both are on one scale, and one recall_min_relevance cuts both.
+# table, held out). HYBRID serves queries the vector side judges and reads the best chunk's
+# cosine, not `whole` (a long note's mean chunk vector is far from any question: a docs vault's
+# answers looked weak); TEXT mostly Chinese queries (the bundled model is English) and the text,
+# grep and index strategies, where the vector signals are unknown; it leaves out `known` (a
+# Chinese query with English words is fully known and looked like an English one). Both are on
+# one scale, and one recall_min_relevance cuts both.
 HYBRID = {"bias": -4.394, "cosine": 1.086, "text": 0.742, "coverage": 0.567, "names": 0.334, "no_names": -1.444,
           "agree": 0.926, "score": 0.627, "unknown": -2.656, "known": -1.353, "nameless": -5.429,
           "nameless_cosine": 10.053, "calibration": {"bias": -0.516, "logit": 0.873, "gap": 0.71}}
