@@ -5,7 +5,9 @@
 DIR1: the trees `bench/locomo.py --reuse DIR1` built; DIR2: those `bench/notes.py --reuse DIR2`
 built; DIR3: the tree `bench/chinese_passages.py --dir DIR3` built (CMRC trial set only). Tiny
 trees (five notes or passages each, drawn from til and the CMRC trial set, with their own
-questions) are built under DIR/tiny. For each corpus it writes DIR/<corpus>.json: one record per
+questions) are built under DIR/tiny. The notes corpora: til, rustbook, vuezh and vault (when
+bench/notes/vault.jsonl and its tree are there). For each corpus it writes DIR/<corpus>.json: one
+record per
 query ({corpus, kind, query, topic, hits: [[label, signals...]]}) for the first
 scoring.relevance.CUT_DEPTH hits (no cut-off). Kinds: `answer` (a question whose answer is in
 the tree; label 1 on its answer), `everyday-fit` and `everyday-held` (bench/everyday.py),
@@ -25,7 +27,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MEMSTRATA_SERVICE", "off")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 import everyday  # noqa: E402
 
@@ -128,15 +131,16 @@ def main(argv=None):
     from memstrata import Memory
 
     args.out.mkdir(parents=True, exist_ok=True)
-    want = set(args.only or ["locomo", "til", "rustbook", "vuezh", "zh", "tiny"])
+    want = set(args.only or ["locomo", "til", "rustbook", "vuezh", "vault", "zh", "tiny"])
     embedder = Memory(args.notes / "til").state.model() if args.notes else None  # one model for every tree
 
     def save(name, records):
         (args.out / f"{name}{'.held' if HELD_ONLY else ''}.json").write_text(json.dumps(records, ensure_ascii=False))
         sys.stderr.write(f"{name}: {len(records)} queries\n")
 
-    for name in ("til", "rustbook", "vuezh"):
-        if name in want and args.notes:
+    for name in ("til", "rustbook", "vuezh", "vault"):
+        # vault (bench/notes/vault.jsonl, the Obsidian-style corpus) only where its questions and tree are
+        if name in want and args.notes and (args.notes / name).is_dir() and (HERE / "notes" / f"{name}.jsonl").exists():
             import notes as notes_bench
 
             m = Memory(args.notes / name, embedder=embedder)

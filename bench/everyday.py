@@ -40,3 +40,47 @@ you're welcome
 行，继续吧""".splitlines()
 
 FIT = PROMPTS
+
+# Written after HELD_OUT had been measured (issue 24, second round), before anything ran on it:
+# its first look, the gate alone (retrieval.prompts.is_everyday), silenced 29 of 38; the
+# vocabulary of retrieval.prompts was then extended from its misses and HELD_OUT's three ("take
+# care", "talk to you later", "brilliant, thanks a lot"): neither list is unseen any more, and
+# cutoff_data.py does not ask this one (the gate now silences all of it).
+LATER = """hey there
+good afternoon
+evening all
+thanks again
+thank you!
+much appreciated
+great, thanks
+okie dokie
+sure thing
+yes
+no
+nope, that's all
+go ahead
+keep it up
+let's continue
+next please
+nice one
+neat
+that's great
+awesome
+hmm
+I see
+makes sense, thanks
+got it, cheers
+how are you doing today?
+what a week
+hope you're well
+have a nice evening
+see ya
+catch you later
+goodnight
+bye for now
+早
+晚上好呀
+谢啦
+好嘞
+OK，继续
+明白""".splitlines()

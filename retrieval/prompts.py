@@ -17,21 +17,23 @@ ok okay k kk sure yep yeah yup ya yes nope nah alright right correct agreed agre
 continue continuing go going ahead proceed next carry keep on onwards done finished ready
 lol haha hah hehe wow oh ah hmm hm um uh er oops sorry bye goodbye later see soon np worries problem
 sounds makes sense got understood understand noted clear fair enough well doing today day lgtm tysm brb ttyl
-mate buddy dude pal folks guys help helps helped helpful
+mate buddy dude pal folks guys help helps helped helpful okie dokie neat
 """.split())
 
 # Small talk asks about the hour, the day or the weather, and nothing a memory holds: these count
 # as no topic only when nothing else in the prompt does ("how was your weekend?"; "what did we
 # plan for the weekend?" keeps "plan"), as do a few phatic phrases whose words alone could be topics.
 SMALL_TALK = frozenset("weekend weekends tonight tomorrow weather".split())
-PHATIC_PHRASES = re.compile(r"\b(?:my bad|let me think|let me see|never mind|nevermind|(?:great|good|nice) job|i'?m back|no worries)\b", re.I)
+PHATIC_PHRASES = re.compile(r"\b(?:my bad|let me think|let me see|never mind|nevermind|(?:great|good|nice) job|i'?m back|no worries"
+                            r"|take care|(?:talk to|catch) you (?:later|soon)|see ya|thanks? (?:you )?a lot|nice one"
+                            r"|what a (?:day|week)|hope you'?re (?:doing )?well)\b", re.I)
 
 # The same in Chinese (matched as phrases, longest first, like the question words).
 CJK_PHATIC = ("你好", "您好", "大家好", "早上好", "下午好", "晚上好", "早安", "晚安", "再见", "拜拜", "谢谢", "多谢",
               "感谢", "辛苦了", "辛苦", "不客气", "没问题", "好的", "好吧", "好", "嗯", "哦", "哈哈", "继续", "可以",
               "行", "收到", "明白了", "明白", "知道了", "对", "是的", "没事", "加油",
               # small talk (the day, the weekend, the weather) and the particles left around it
-              "今天", "明天", "今晚", "周末", "天气", "怎么样", "过得", "你", "非常", "不用", "了", "啊", "呀", "吧", "呢", "嘛", "哈")
+              "今天", "明天", "今晚", "周末", "天气", "怎么样", "过得", "你", "非常", "不用", "了", "啊", "呀", "吧", "呢", "嘛", "哈", "啦", "嘞", "早", "谢")
 _CJK_PHATIC = re.compile("|".join(sorted(map(re.escape, CJK_PHATIC), key=len, reverse=True)))
 
 

@@ -244,6 +244,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     # the relevance model reads the better of the two sides' shares, as it was calibrated (a
     # share over both, weighted by idf, drops answers to mixed queries: 0.85 kept, not 0.88)
     cover = {p: max(coverage.get(p, 0.0), cjk_cover.get(p, 0.0)) for p in order}
+    judged: list[dict] = []  # the hits' signals in rank order: their relevance is judged as a list
     for pos in order:
         c = frame.cols
         signals = relevance_signals(
@@ -257,8 +258,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
-                        path=c["path"][pos], created=_iso(c["created"][pos]),
-                        relevance=rel.probability(signals, model))
+                        path=c["path"][pos], created=_iso(c["created"][pos]))
+        judged.append(signals)
         if explain:
             low = text.lower()
             hit.signals = {
@@ -272,6 +273,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 "status_factor": weights.archived_factor if inactive[pos] else 1.0,
             }
         result.results.append(hit)
+    for hit, relevance in zip(result.results, rel.relevances(judged, model)):
+        hit.relevance = relevance
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
                        "dense_query": dense_query, "named_dates": len(dates)}

@@ -1,4 +1,4 @@
-"""Calibrated relevance: the probability that a recall hit is relevant, from absolute signals."""
+"""Calibrated relevance: the probability that a recall hit answers, from its absolute signals and its lead over the next hit."""
 from __future__ import annotations
 
 import math
@@ -20,32 +20,64 @@ FEATURES = ("cosine", "text", "coverage", "names", "no_names", "agree", "score",
             "nameless", "nameless_whole")
 
 # Signals derived from those: `cjk_cover`, the coverage no English term of the query explains
-# (coverage with `known` 0 only comes from CJK bigrams: Chinese text judged on its words).
-DERIVED = {"cjk_cover": lambda s: float(s.get("coverage") or 0.0) * (1.0 - float(s.get("known") or 0.0))}
+# (coverage with `known` 0 only comes from CJK bigrams), and `nameless_cosine`, the best chunk's
+# cosine for a query that names nothing.
+DERIVED = {"cjk_cover": lambda s: float(s.get("coverage") or 0.0) * (1.0 - float(s.get("known") or 0.0)),
+           "nameless_cosine": lambda s: float(s.get("nameless") or 0.0) * float(s.get("cosine") or 0.0)}
 
 # Logistic models fitted by bench/fit_relevance.py on every corpus together (LoCoMo conversations,
 # the notes corpora til, rustbook and vuezh, Chinese passages, tiny trees of five entries; each
 # corpus weighs the same): label 1 for an answer among a question's first CUT_DEPTH hits, 0 for
-# the other hits and for every hit of an everyday prompt or an off-topic question. It prints the
-# leave-one-corpus-out figures (docs/recall.md, "The relevance cut-off"). HYBRID serves queries
-# the vector side judges; TEXT mostly Chinese queries (the bundled model is English) and the
-# text, grep and index strategies, where the vector signals are unknown; each model's cut-off is
-# chosen on its own queries and TEXT's bias shifted so both cut at recall_min_relevance. The fit
-# chose 0.003; the default is 0.0075 (docs/recall.md), so TEXT's bias is shifted by the log-odds
-# between the two (-6.275 -> -5.354): words-only and Chinese queries keep the cut the fit chose.
-HYBRID = {"bias": -4.746, "cosine": -0.279, "text": -0.666, "coverage": 1.975, "names": 0.216, "no_names": -1.479,
-          "agree": 0.982, "score": 0.862, "whole": 0.935, "unknown": -2.377, "known": -1.372, "nameless": -4.307,
-          "nameless_whole": 9.446}
-TEXT = {"bias": -5.354, "cosine": 0.0, "text": 1.561, "coverage": -0.816, "names": 0.11, "no_names": -0.546,
-        "agree": 0.0, "score": 1.69, "whole": 0.0, "unknown": -1.74, "known": -1.67, "nameless": 0.434,
-        "nameless_whole": 0.0, "cjk_cover": 0.194}
+# the other hits and for every hit of an everyday prompt or an off-topic question; then calibrated
+# on the questions' hits alone (`calibration`: the logit, and the top hit's margin over the second),
+# so a relevance reads as the share of such hits that answer (docs/recall.md: the reliability
+# table, held out). HYBRID serves queries the vector side judges and reads the best chunk's
+# cosine, not `whole` (a long note's mean chunk vector is far from any question: a docs vault's
+# answers looked weak); TEXT mostly Chinese queries (the bundled model is English) and the text,
+# grep and index strategies, where the vector signals are unknown; it leaves out `known` (a
+# Chinese query with English words is fully known and looked like an English one). Both are on
+# one scale, and one recall_min_relevance cuts both.
+HYBRID = {"bias": -4.394, "cosine": 1.086, "text": 0.742, "coverage": 0.567, "names": 0.334, "no_names": -1.444,
+          "agree": 0.926, "score": 0.627, "unknown": -2.656, "known": -1.353, "nameless": -5.429,
+          "nameless_cosine": 10.053, "calibration": {"bias": -0.516, "logit": 0.873, "gap": 0.71}}
+TEXT = {"bias": -5.739, "text": -0.597, "coverage": 0.767, "names": -0.967, "no_names": -1.531, "score": 1.617,
+        "unknown": -1.976, "calibration": {"bias": -0.844, "logit": 0.762, "gap": 2.397}}
+
+
+def logit(signals: dict, model: dict = HYBRID) -> float:
+    """The model's log-odds that a hit with these signals answers (missing ones: 0), before calibration."""
+    z = model["bias"] + sum(model.get(f, 0.0) * float(signals.get(f) or 0.0) for f in FEATURES)
+    return z + sum(model.get(f, 0.0) * derive(signals) for f, derive in DERIVED.items() if model.get(f))
+
+
+def relevances(signals: list[dict], model: dict = HYBRID) -> list[float]:
+    """The calibrated probability that each hit answers, for one query's hits in rank order: the
+    hit's logit and, for the top hit, its margin over the second (an answer far ahead of the rest
+    is no 0.01; recall asks for CUT_DEPTH hits at least, so the margin does not depend on k)."""
+    z = [logit(s, model) for s in signals]
+    c = model["calibration"]
+    gap = z[0] - z[1] if len(z) > 1 else 0.0
+    out = []
+    for n, v in enumerate(z):
+        x = c["bias"] + c["logit"] * v + (c["gap"] * gap if n == 0 else 0.0)
+        out.append(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x)))))
+    return out
 
 
 def probability(signals: dict, model: dict = HYBRID) -> float:
-    """The model's probability that a hit with these signals is relevant (missing ones: 0)."""
-    z = model["bias"] + sum(model.get(f, 0.0) * float(signals.get(f) or 0.0) for f in FEATURES)
-    z += sum(model.get(f, 0.0) * derive(signals) for f, derive in DERIVED.items() if model.get(f))
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+    """The calibrated probability for a hit judged alone: a top hit with no second to be ahead of."""
+    return relevances([signals], model)[0]
+
+
+# A hit found by words alone (grep, index) has no fused score; TEXT reads one, so such a hit is
+# given the score a top answer holding every query word has on the benchmarks (per corpus, the
+# median is 3.0-4.0: the lowest is taken), in proportion to the share of the words it holds.
+WORDS_SCORE = 3.0
+
+
+def words_only(share: float) -> float:
+    """Relevance of a hit found by words alone that holds `share` of the query's words."""
+    return probability({"text": share, "coverage": share, "score": WORDS_SCORE * share}, TEXT)
 
 
 # The cut-off is decided on this many hits whatever k a caller asks for (recall asks for this

@@ -368,7 +368,7 @@ def word_relevance(matched: list[str], terms: list[str]) -> float:
     from memstrata.scoring import relevance
 
     share = len(set(matched) & set(terms)) / len(terms) if terms else 0.0
-    return relevance.probability({"text": share, "coverage": share}, relevance.TEXT)
+    return relevance.words_only(share)
 
 
 def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0, k: int | None = None) -> RecallResult:

@@ -38,6 +38,19 @@ def test_relevance_is_a_probability_that_grows_with_the_signals():
     assert relevance.keep([0.5, 0.01], 0.0) == [0, 1]
 
 
+def test_a_top_hit_far_ahead_of_the_rest_reads_likelier_and_a_full_words_match_clears_the_cut():
+    from memstrata.storage.config import Settings
+
+    answer = {"cosine": 0.55, "coverage": 0.4, "text": 0.5, "agree": 1.0, "score": 2.1, "nameless": 1.0}
+    far = relevance.relevances([answer, {"cosine": 0.05, "score": 0.1, "nameless": 1.0}])
+    close = relevance.relevances([answer, {**answer, "cosine": 0.5}])
+    assert far[0] > 2 * close[0] and far[0] >= 0.3
+    assert relevance.relevances([answer])[0] == relevance.probability(answer)
+    # a hit found by words alone (grep): the more of the query's words, the likelier; all of them clears the cut
+    assert relevance.words_only(0.3) < relevance.words_only(1.0)
+    assert relevance.words_only(1.0) >= Settings().recall_min_relevance
+
+
 def test_zebra_a_real_weak_match_outranks_an_unrelated_neighbour(mem):
     _zebra(mem)
     hybrid = _titles(mem.recall("zebra", min_relevance=0))
