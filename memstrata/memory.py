@@ -80,13 +80,14 @@ class Memory:
     def now(self):
         return self.state.now()
 
-    def init(self, adopt: bool = False, progress=None, indexes: bool = False) -> dict:
+    def init(self, adopt: bool = False, progress=None, indexes: bool = False, index_progress=None) -> dict:
         """Create the tree; adopted notes are indexed at once (`index` in the result: the sync's
-        figures, or `error` when the index cannot be built now and `mem sync` must follow)."""
+        figures, or `error` when the index cannot be built now and `mem sync` must follow).
+        progress(done, total) follows the notes given ids, index_progress (default: progress) the notes indexed."""
         result = self._entries.init(adopt=adopt, indexes_wanted=indexes, progress=progress)
         if result.get("adopted") or result.get("entries"):
             try:
-                result["index"] = self._recall.sync(progress=progress)
+                result["index"] = self._recall.sync(progress=index_progress or progress)
             except MemstrataError as exc:
                 result["index"] = {"error": exc.message}
         return result

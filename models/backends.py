@@ -43,6 +43,27 @@ ProgressFn = Optional[Callable[[int, int], None]]
 TOKEN_CACHE_TEXTS = 20000
 
 
+# Padded tokens per onnxruntime run, where texts come as token ids (the batch is cut by this as
+# well as by batch_size): a run's activations and attention tensors grow with its tokens, and
+# smaller runs used less CPU per text, with identical vectors (320 of a vault's note chunks, 2
+# threads, load 19-26, CPU s per pass: 32 texts a run 8.5-9.4, 2,048 tokens 8.0, 1,024 tokens
+# 6.8-7.3; docs/performance.md). Short texts still go batch_size to a run.
+BATCH_TOKENS = 1024
+
+
+def _batches(order: list[int], batch_size: int, lengths: list[int] | None, window: int):
+    """Runs of `order` (texts sorted longest first): at most batch_size texts each and, when
+    `lengths` (token counts in that order) are known, at most BATCH_TOKENS padded tokens (the
+    first text of a run is its longest, cut to the model's window)."""
+    start, total = 0, len(order)
+    while start < total:
+        size = batch_size
+        if lengths is not None:
+            size = max(1, min(batch_size, BATCH_TOKENS // max(1, min(lengths[start], window))))
+        yield order[start:start + size]
+        start += size
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -130,8 +151,8 @@ class Embedder:
         ids = self.token_ids(texts) if self.takes_ids else None
         order = sorted(range(total), key=(lambda i: -len(ids[i])) if ids is not None else (lambda i: -len(texts[i])))
         done = 0
-        for start in range(0, total, batch_size):
-            idx = order[start:start + batch_size]
+        for idx in _batches(order, batch_size, [len(ids[i]) for i in order] if ids is not None else None,
+                            self.max_tokens):
             if self.per_text:
                 vecs = np.concatenate([self._encode([texts[i]]) for i in idx])
             elif ids is not None:

@@ -151,15 +151,31 @@ def _hash_of(frame, rid: str):
     return frame.cols["hash"][n] if n is not None else None
 
 
+UPSERT_BATCH = 2000  # entries per upsert: one sorted embedding run and one table write each
+
+
+def _in_entries(progress, start: int, size: int, total: int):
+    """The embedder's progress (texts of one upsert) as entries of the whole sync: `start` plus
+    this upsert's share, so a run of several upserts shows one count and one end, not one per upsert."""
+    if progress is None:
+        return None
+    return lambda done, texts: progress(min(start + size * done // max(texts, 1), total - 1), total)
+
+
 def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
-    """Carry out a plan (caller holds the tree lock). A model change rebuilds the whole table."""
+    """Carry out a plan (caller holds the tree lock). A model change rebuilds the whole table.
+    progress(done, total) counts entries (notes), the last call (total, total) once all are written."""
+    entries = todo.embed + todo.metadata
     if todo.model_changed or todo.missing:
-        index.create(embedder)
+        if todo.model_changed or index.exists() or not entries:
+            index.create(embedder)  # else the first upsert creates it once its rows are embedded
         todo.remove = []
     if todo.remove:
         index.delete(todo.remove)
-    entries = todo.embed + todo.metadata
-    for start in range(0, len(entries), 2000):
-        index.upsert(entries[start:start + 2000], lambda: embedder, progress=progress)
+    for start in range(0, len(entries), UPSERT_BATCH):
+        part = entries[start:start + UPSERT_BATCH]
+        index.upsert(part, lambda: embedder, progress=_in_entries(progress, start, len(part), len(entries)))
+    if progress is not None and entries:
+        progress(len(entries), len(entries))
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))
     return todo.summary()

@@ -25,6 +25,13 @@ META_FILE = "meta.json"
 SCHEMA_VERSION = 1
 
 
+def preload() -> None:
+    """Import LanceDB and pyarrow now (in a background thread while files are read and the model
+    embeds: ~2 s of a fresh process's start otherwise spent waiting at the first table write)."""
+    import lancedb  # noqa: F401
+    import pyarrow  # noqa: F401
+
+
 def row_id(entry: Entry) -> str:
     """The row key of an entry: its id (a file without one is keyed by its path)."""
     return entry.id or f"path:{entry.path}"
@@ -324,8 +331,7 @@ class VectorIndex(FrameCache):
         entries = [indexed_form(self.root, e) for e in entries]
         table = self.table()
         if table is None:
-            self.create(embedder_fn())
-            table = self._table
+            return self._create_with(entries, embedder_fn(), progress)
         ids = [row_id(e) for e in entries]
         current = self._frame if self._frame is not None and self._frame.version == int(table.version) else None
         reuse: dict[str, list[dict]] = {}
@@ -363,6 +369,20 @@ class VectorIndex(FrameCache):
             self._frame = current  # only metadata changed: no need to reload every entry's
         self.maybe_optimize()
         return {"embedded": len(fresh) - skipped, "updated": len(reuse), "skipped": skipped}
+
+    def _create_with(self, entries: list[Entry], embedder, progress=None) -> dict:
+        """`upsert` into a tree without a table (an adopt, a first sync): the rows are embedded
+        before the table is created, so LanceDB's import (~2 s of Python, begun in the background by
+        `preload`) runs while onnxruntime embeds (it releases the GIL), not before. A kill before
+        the table exists leaves no table; one after leaves a table the next sync fills."""
+        rows = self.rows_for(entries, embedder, progress)
+        self.create(embedder)
+        if rows:
+            self._table.add(self._arrow(rows))
+        self._ensure_fts()
+        self._stale_frame()
+        self.maybe_optimize()
+        return {"embedded": len(entries), "updated": 0, "skipped": 0}
 
     def _patch_frame(self, frame: Frame, entries: list[Entry]) -> bool:
         """Bring `frame` to the table's new version after a metadata-only upsert of `entries`

@@ -54,7 +54,7 @@ def init(
 
     started = time.monotonic()
     result = memory(root).init(adopt=adopt, progress=progress("adopting" if adopt else "embedding", as_json),
-                                  indexes=indexes)
+                               index_progress=progress("indexing", as_json), indexes=indexes)
     result["seconds"] = round(time.monotonic() - started, 2)
     adopted = (f"; {counted(result['entries'], 'note')} adopted ({result['adopted']} given an id)"
                if result.get("entries") else "")

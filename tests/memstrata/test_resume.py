@@ -25,17 +25,17 @@ from memstrata.retrieval import sync
 
 ROWS = 270          # two import batches (IMPORT_BATCH 256)
 NOTES = 40
-LINE = re.compile(r"^\w+: (\d+)/(\d+) ")
+LINE = re.compile(r"^(\w+): (\d+)/(\d+) ")
 
 
 def _env():
     return {**os.environ, "HF_HUB_OFFLINE": "1", "MEMSTRATA_SERVICE": "off", "MEMSTRATA_PROGRESS_SECONDS": "0"}
 
 
-def _mem(*args, kill_at: int | None = None, of_at_least: int = 0,
+def _mem(*args, kill_at: int | None = None, of_at_least: int = 0, step: str | None = None,
          kill_after: float | None = None) -> tuple[int, list[str]]:
-    """Run `mem ARGS`; SIGKILL it when a progress line of a step of at least `of_at_least` items
-    reaches `kill_at` done, or after `kill_after` seconds. Returns (exit code, stderr lines)."""
+    """Run `mem ARGS`; SIGKILL it when a progress line of a step (named `step`, or any) of at least
+    `of_at_least` items reaches `kill_at` done, or after `kill_after` seconds. Returns (exit code, stderr lines)."""
     proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=_env())
     started, lines = time.monotonic(), queue.Queue()
@@ -52,7 +52,8 @@ def _mem(*args, kill_at: int | None = None, of_at_least: int = 0,
         elif proc.poll() is not None:
             break
         m = LINE.match(line or "")
-        if (kill_at is not None and m and int(m.group(1)) >= kill_at and int(m.group(2)) >= of_at_least) or \
+        if (kill_at is not None and m and step in (None, m.group(1)) and int(m.group(2)) >= kill_at
+                and int(m.group(3)) >= of_at_least) or \
                 (kill_after is not None and time.monotonic() - started >= kill_after):
             proc.send_signal(signal.SIGKILL)
             break
@@ -61,16 +62,18 @@ def _mem(*args, kill_at: int | None = None, of_at_least: int = 0,
     return code, seen
 
 
-def _kill_rounds(args: list[str], totals: list[int], seed: int) -> list[str]:
-    """One run of `mem ARGS` per item of `totals`, killed at a seeded random point: mostly when a
-    progress line of a step of at least that many items reaches a random count, else after a delay."""
+def _kill_rounds(args: list[str], totals: list, seed: int) -> list[str]:
+    """One run of `mem ARGS` per item of `totals` (a count, or (step, count)), killed at a seeded
+    random point: mostly when a progress line of a step of at least that many items reaches a
+    random count, else after a delay."""
     rng = random.Random(seed)
     how = []
     for total in totals:
+        step, total = total if isinstance(total, tuple) else (None, total)
         if rng.random() < 0.75:
             target = rng.randrange(1, total)
-            code, _ = _mem(*args, kill_at=target, of_at_least=total)
-            how.append(f"at {target}/{total}+: exit {code}")
+            code, _ = _mem(*args, kill_at=target, of_at_least=total, step=step)
+            how.append(f"at {step or ''} {target}/{total}+: exit {code}")
         else:
             delay = rng.uniform(1.0, 6.0)
             code, _ = _mem(*args, kill_after=delay)
@@ -135,9 +138,10 @@ def _vault(folder):
 def test_adopt_killed_at_random_points_then_rerun_ends_with_every_note_once(tmp_path, embedder):
     vault = tmp_path / "vault"
     _vault(vault)
-    # the first kill while notes are given their ids (NOTES of them), the second while their
-    # sections are embedded (a step of more than 3 * NOTES texts)
-    how = _kill_rounds(["init", "--adopt", "--root", str(vault)], [NOTES, 3 * NOTES], seed=2028)
+    # the first kill while notes are given their ids, the second while they are embedded
+    # (both steps count notes; the second is `indexing`)
+    how = _kill_rounds(["init", "--adopt", "--root", str(vault)], [("adopting", NOTES), ("indexing", NOTES)],
+                       seed=2028)
     code, lines = _mem("init", "--adopt", "--root", str(vault), "--json")
     assert code == 0, (how, lines[-5:])
     notes = sorted(vault.glob("area*/*.md"))
@@ -167,6 +171,29 @@ def test_progress_lines_on_a_pipe_and_a_json_summary(tmp_path, embedder):
     summary = json.loads(proc.stdout)
     assert (summary["imported"], summary["duplicates_avoided"], summary["skipped"]) == (60, 0, 0)
     assert summary["seconds"] > 0
+
+
+def test_adopt_progress_counts_notes_with_one_end(tmp_path):
+    """`mem init --adopt` on a pipe: the ids step and the indexing step each count the vault's notes
+    (not texts or batches of texts) and end once; --json still prints the summary alone on stdout."""
+    vault = tmp_path / "vault"
+    for n in range(12):
+        note = vault / f"area{n % 3}" / f"note {n}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Note {n}\n\n" + "\n\n".join(f"## Part {k}\n\nNote {n}, part {k}: a line about "
+                                                          f"kettle {n * 10 + k}." for k in range(3)) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "init", "--adopt", "--root", str(vault), "--json"],
+                          capture_output=True, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    for step in ("adopting", "indexing"):
+        lines = [l for l in proc.stderr.splitlines() if l.startswith(f"{step}: ")]
+        assert lines and all(re.match(rf"{step}: \d+/12 \(\d+%\), [\d.]+/s, \d+ s, (about \d+ s left|done|starting)$", l)
+                             for l in lines), proc.stderr
+        counts = [int(LINE.match(l).group(2)) for l in lines]
+        assert counts == sorted(counts) and [l.endswith("done") for l in lines].count(True) == 1, lines
+        assert lines[-1].startswith(f"{step}: 12/12 (100%)"), lines
+    summary = json.loads(proc.stdout)
+    assert summary["entries"] == 12 and summary["index"]["embedded"] == 12
 
 
 def test_reimport_leaves_unchanged_rows_updates_edited_ones_and_keeps_newer_entries(tmp_path, embedder, monkeypatch):

@@ -58,6 +58,22 @@ def test_empty_batch_order_and_progress(embedder):
         embedder.embed("not a list")
 
 
+def test_runs_are_cut_by_padded_tokens(embedder):
+    """Long texts go fewer to a run (at most BATCH_TOKENS padded tokens), short ones batch_size to
+    a run, and each text's vector is the one it gets alone."""
+    from memstrata.models.backends import BATCH_TOKENS
+
+    long = [f"paragraph {i} " + "about kettles and tea " * 80 for i in range(10)]  # past the window
+    short = [f"short note {i}" for i in range(40)]
+    calls = []
+    vecs = embedder.embed(long + short, batch_size=32, progress=lambda d, t: calls.append((d, t)))
+    sizes = [b - a for (a, _), (b, _) in zip([(0, 0)] + calls, calls)]
+    per_long = BATCH_TOKENS // embedder.max_tokens
+    assert sizes[:2] == [per_long, per_long] and max(sizes) == 32 and sum(sizes) == 50, sizes
+    for i in (0, 9, 10, 49):
+        assert float(vecs[i] @ embedder.embed([(long + short)[i]])[0]) > 0.9999
+
+
 def test_count_and_truncate_tokens(embedder):
     assert embedder.count_tokens("") == 2  # [CLS] [SEP]
     assert embedder.count_tokens("hello world") == 4
