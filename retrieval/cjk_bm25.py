@@ -1,4 +1,4 @@
-"""BM25 of the CJK side: character bigrams of the entries' CJK runs, weighted by idf."""
+"""BM25 of the CJK side: character bigrams of the entries' CJK runs (and, lightly, characters), weighted by idf."""
 from __future__ import annotations
 
 import math
@@ -16,7 +16,8 @@ CJK_CHAR_WEIGHT = 0.3
 class CjkStats:
     """BM25 over the character bigrams of the entries' CJK runs (a run of one character is its
     own term): what each query bigram is worth is its idf, so a rare name (松鸦) outweighs a
-    common word (属于) as it does in BM25, for a query of any length. Built from the column
+    common word (属于) as it does in BM25, for a query of any length; the query's characters
+    add CJK_CHAR_WEIGHT of their idf beside the bigrams. Built from the column
     texts once per table version; a term's document frequency is counted when first asked."""
 
     def __init__(self, texts: list[str]):
