@@ -1,4 +1,4 @@
-"""BM25 of the CJK side: character bigrams of the entries' CJK runs, weighted by idf."""
+"""BM25 of the CJK side: character bigrams of the entries' CJK runs (and, lightly, characters), weighted by idf."""
 from __future__ import annotations
 
 import math
@@ -7,12 +7,17 @@ from memstrata.retrieval.lexical import cjk_text
 
 # BM25 of the CJK side (Robertson's k1, b: the English pair is fitted to chat turns)
 CJK_K1, CJK_B = 1.2, 0.75
+# what a query character counts beside its bigrams, times its idf (0: bigrams only). A name of one
+# rare character (蓍, 鯨) or one split by a question word forms no bigram the passage holds; its
+# character still finds it, and a common character's idf is near 0.
+CJK_CHAR_WEIGHT = 0.3
 
 
 class CjkStats:
     """BM25 over the character bigrams of the entries' CJK runs (a run of one character is its
     own term): what each query bigram is worth is its idf, so a rare name (松鸦) outweighs a
-    common word (属于) as it does in BM25, for a query of any length. Built from the column
+    common word (属于) as it does in BM25, for a query of any length; the query's characters
+    add CJK_CHAR_WEIGHT of their idf beside the bigrams. Built from the column
     texts once per table version; a term's document frequency is counted when first asked."""
 
     def __init__(self, texts: list[str]):
@@ -38,17 +43,28 @@ class CjkStats:
         df = self.df(gram)
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
-    def ideal(self, grams: set[str]) -> float:
-        """The BM25 of an average-length entry holding each of `grams` once (the sum of their idf)."""
-        return sum(self.idf(g) for g in grams)
-
-    def scores(self, grams: set[str], positions) -> dict[int, tuple[float, float]]:
-        """Per position: (BM25 over the BM25 of an average-length entry holding each query
-        bigram once, share of the query's idf weight the entry holds); entries holding none left out."""
+    def weights(self, grams: set[str], chars: set[str] = frozenset()) -> tuple[dict[str, float], dict[str, float]]:
+        """What each query term is worth: a bigram its idf, a character (one not already a
+        term) CJK_CHAR_WEIGHT times its idf."""
         idf = {g: self.idf(g) for g in grams}
+        extra = {c: CJK_CHAR_WEIGHT * self.idf(c) for c in chars if c not in idf} if CJK_CHAR_WEIGHT else {}
+        return idf, extra
+
+    def ideal(self, grams: set[str], chars: set[str] = frozenset()) -> float:
+        """The BM25 of an average-length entry holding each query term once (the sum of their weights)."""
+        idf, extra = self.weights(grams, chars)
+        return sum(idf.values()) + sum(extra.values())
+
+    def scores(self, grams: set[str], positions, chars: set[str] = frozenset()) -> dict[int, tuple[float, float]]:
+        """Per position: (BM25 over the BM25 of an average-length entry holding each query
+        term once, share of the query bigrams' idf weight the entry holds); entries holding
+        no bigram or character left out. The share reads bigrams only (what the relevance
+        model was calibrated on)."""
+        idf, extra = self.weights(grams, chars)
         total = sum(idf.values())
+        whole = total + sum(extra.values())
         out: dict[int, tuple[float, float]] = {}
-        if total <= 0:
+        if whole <= 0:
             return out
         for p in positions:
             text = self.runs.get(p)
@@ -61,6 +77,10 @@ class CjkStats:
                 if f:
                     score += w * f * (CJK_K1 + 1.0) / (f + norm)
                     held += w
-            if held:
-                out[p] = (score / total, held / total)
+            for c, w in extra.items():
+                f = text.count(c)
+                if f:
+                    score += w * f * (CJK_K1 + 1.0) / (f + norm)
+            if score:
+                out[p] = (score / whole, held / total if total > 0 else 0.0)
         return out

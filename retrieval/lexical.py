@@ -64,7 +64,10 @@ monday tuesday wednesday thursday friday saturday sunday today yesterday tomorro
 # ("护照什么时候过期" asks for 护照 and 过期). Longest first, so 什么时候 goes whole.
 CJK_QUESTION_WORDS = ("什么时候", "为什么", "怎么样", "怎么办", "什么", "怎么", "怎样", "如何", "哪里", "哪儿",
                       "哪个", "哪些", "哪天", "多少", "几时", "是不是", "有没有", "谁", "几", "吗", "呢", "吧",
-                      "在哪里", "在哪儿", "在哪", "哪一", "哪位", "哪", "何时", "为何", "何处", "是否", "请问")
+                      "在哪里", "在哪儿", "在哪", "哪一", "哪位", "哪", "何时", "为何", "何处", "是否", "请问",
+                      # the same in traditional characters (Taiwan, Hong Kong)
+                      "什麼時候", "為什麼", "怎麼樣", "怎麼辦", "什麼", "甚麼", "怎麼", "哪裡", "哪個", "誰", "嗎", "幾時",
+                      "幾", "有沒有", "在哪裡", "何時", "為何", "何處", "請問")
 _CJK_QUESTION = re.compile("|".join(sorted(map(re.escape, CJK_QUESTION_WORDS), key=len, reverse=True)))
 
 
@@ -388,6 +391,11 @@ def fts_configs():
 def cjk_query(query: str) -> str:
     """The CJK part of a query as space-separated runs; single characters kept as written."""
     return " ".join(r for r in _CJK_RUN.findall(query or ""))
+
+
+def cjk_chars(text: str) -> set[str]:
+    """The characters of a text's CJK runs."""
+    return set("".join(_CJK_RUN.findall(text or "")))
 
 
 def cjk_bigrams(text: str) -> set[str]:

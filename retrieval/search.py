@@ -165,9 +165,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
             found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
                                                        limit) if rid in frame.pos]
-            cjk, grams = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic)
-            cjk_ideal = cjk.ideal(grams)
-            for pos, (share, held) in cjk.scores(grams, found).items():
+            cjk, grams, chars = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic), lexical.cjk_chars(topic)
+            cjk_ideal = cjk.ideal(grams, chars)
+            for pos, (share, held) in cjk.scores(grams, found, chars).items():
                 cjk_scores[pos], cjk_cover[pos] = share, held
     if mask is None:
         mask = np.ones(n, dtype=bool)

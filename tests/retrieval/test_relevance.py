@@ -255,6 +255,16 @@ def test_chinese_terms_weigh_by_idf_as_in_bm25(mem):
         assert _titles(mem.recall(query))[:1] == [answer], query
 
 
+def test_a_name_of_one_chinese_character_counts(mem):
+    # 蓍 (a plant) forms no bigram the question shares with its passage ("蓍生" is nowhere); both
+    # passages hold 生长, the shorter one would win on bigrams alone. The rare character decides.
+    mem.write("蓍，菊科多年生草本，茎直立，夏秋开白色小花，古人取蓍草的茎占卜。生长于山坡草地。", title="蓍", category="zh")
+    mem.write("黄花蒿，菊科一年生草本，有浓烈香气，夏秋开黄色小花。生长于路旁荒地。", title="黄花蒿", category="zh")
+    mem.write("驯鹿是鹿科动物，雌雄都长角，生活在北极苔原，冬季迁徙到森林边缘。", title="驯鹿", category="zh")
+    assert _titles(mem.recall("蓍生长在什么地方？", min_relevance=0))[:2] == ["蓍", "黄花蒿"]
+    assert _titles(mem.recall("黄花蒿生长在什么地方？", min_relevance=0))[:1] == ["黄花蒿"]
+
+
 def test_cjk_bm25_statistics():
     from memstrata.retrieval import lexical
     from memstrata.retrieval.cjk_bm25 import CjkStats
@@ -267,6 +277,12 @@ def test_cjk_bm25_statistics():
     assert got[0][1] == pytest.approx(1.0) and got[1][1] == pytest.approx(got[3][1]) and got[1][1] < 0.2
     assert lexical.cjk_topic("松鸦属于什么科目？") == "松鸦属于 科目？"
     assert lexical.cjk_bigrams(lexical.cjk_topic("王江泾镇在哪里")) == {"王江", "江泾", "泾镇"}
+    assert lexical.cjk_bigrams(lexical.cjk_topic("王江涇鎮在哪裡？")) == {"王江", "江涇", "涇鎮"}
+    assert lexical.cjk_chars(lexical.cjk_topic("蓍是什麼？")) == {"蓍", "是"}
+    # a character that is not already a term counts CJK_CHAR_WEIGHT of its idf
+    chars = stats.scores({"鸦科"}, [0, 1, 3], {"松", "属"})
+    assert set(chars) == {0, 1, 3} and chars[0][1] == pytest.approx(1.0) and chars[1][1] == 0.0
+    assert chars[0][0] > chars[1][0] > 0
 
 
 def test_a_smaller_k_only_cuts_the_same_list_shorter(mem):
