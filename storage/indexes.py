@@ -217,7 +217,7 @@ def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | No
     else:  # an adopted vault's folders get no INDEX.md: a user's own INDEX.md files stay theirs
         known, targets = with_ancestors(c for c, (n, _) in summary.items() if n), []
     for category in targets:
-        text = render_category_index(category, read_description(root, category), catalog.entries_exact(category),
+        text = render_category_index(category, read_description(root, category), catalog.entries_exact(category, read_only=True),
                                      _subcategories(category, known), now)
         _write_if_changed(root, root / category / INDEX_FILE, text)
     root_text = _render_root(root, known, summary, now, per_category)
@@ -242,7 +242,7 @@ def _write_if_changed(root: Path, path: Path, text: str) -> None:
 def set_description(root: Path, category: str, description: str, catalog, now: datetime) -> None:
     """Store a category's description in its INDEX.md (and show it in the root index)."""
     path = Path(root) / category / INDEX_FILE
-    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category), [], now),
+    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category, read_only=True), [], now),
                       root=root)
     write_indexes(root, catalog, now, [category])
 
