@@ -255,6 +255,11 @@ class Catalog:
             (category,))
         return [self._entry(r, copy=not read_only) for r in rows]
 
+    def file_stats(self) -> list[tuple]:
+        """(path, size, mtime_ns, parsed) of every row: the files as the catalog last read them."""
+        return self._conn.execute(
+            "SELECT path, size, mtime_ns, meta IS NOT NULL FROM entries ORDER BY path").fetchall()
+
     def category_summary(self) -> dict[str, tuple[int, str | None]]:
         """category -> (entries directly in it, latest `updated` as ISO text)."""
         rows = self._conn.execute(

@@ -226,6 +226,42 @@ def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | No
         atomic_write_text(root_path, root_text, root=root)
 
 
+SIGNATURE_FILE = ".cache/indexes.sig"  # listing_signature() of the INDEX.md files sync last wrote
+
+
+def listing_signature(root: Path, catalog) -> str:
+    """A digest of what the INDEX.md files are made of: each catalog row's path, size and mtime (the
+    entry files as the catalog last read them), each INDEX.md's size and mtime (descriptions, hand
+    edits) and the layout. Equal digests, equal INDEX.md files: sync need not render 10k listings."""
+    import hashlib
+
+    root = Path(root)
+    digest = hashlib.sha1(repr((writes_category_indexes(root), catalog.id_key)).encode())
+    for row in catalog.file_stats():
+        digest.update(repr(row).encode())
+    for rel in sorted(f"{c}/{INDEX_FILE}" for c in categories_with_index(root)) + [root_index_rel(root)]:
+        try:
+            st = os.lstat(root / rel)
+            digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            digest.update(f"{rel}\0-\n".encode())
+    return digest.hexdigest()
+
+
+def saved_signature(root: Path) -> str:
+    try:
+        return read_regular_text(layout.path(root, SIGNATURE_FILE), 1024).strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def save_signature(root: Path, signature: str) -> None:
+    try:
+        atomic_write_text(layout.path(root, SIGNATURE_FILE), signature + "\n", root=Path(root))
+    except OSError:
+        pass  # derived: the next sync renders the listings again
+
+
 def _current_text(path: Path) -> str:
     """An INDEX.md as it is now ("" when missing, not a regular file, too large or not UTF-8: rewrite it)."""
     try:

@@ -98,16 +98,24 @@ class Recall:
         return result
 
     def _write_indexes(self) -> None:
-        """Every INDEX.md from the tree, unless the watcher saw no file of it change since sync
-        last wrote them (they are a function of the notes and INDEX.md files it watches): a warm
-        sync with nothing changed re-rendered 10k entries' listings (0.5 CPU s) for nothing."""
+        """Every INDEX.md from the tree, unless nothing they are made of changed since sync last
+        wrote them: the watcher saw no file change (a warm service), or the listing signature is
+        the one saved then (a fresh process). Rendering 10k entries' listings for nothing cost
+        0.5 CPU s per sync."""
+        from memstrata.storage import indexes
+
         watcher, settings = self.state.watcher(), self.state.settings
         last = self.state.indexes_in_step
         if watcher is not None and last is not None and last[1] == settings:
             if watcher.changes_since(last[0])[1] == set():
                 return
         self.state.indexes_in_step = None
-        self.entries.save.write_indexes(None)
+        catalog = self.state.catalog
+        catalog.refresh()
+        signature = indexes.listing_signature(self.root, catalog)
+        if signature != indexes.saved_signature(self.root):  # a fresh process: unchanged since the last sync?
+            indexes.write_indexes(self.root, catalog, self.state.now(), None)
+            indexes.save_signature(self.root, indexes.listing_signature(self.root, catalog))
         generation = watcher.generation() if watcher is not None else None  # our own writes included
         self.state.indexes_in_step = (generation, settings) if generation is not None else None
 

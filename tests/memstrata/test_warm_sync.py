@@ -62,3 +62,25 @@ def test_a_warm_sync_removes_temps_left_after_its_last_sweep(tmp_path, embedder)
     _age(folder, 900)
     m.sync()
     assert not dead.exists()
+
+
+def test_a_fresh_sync_after_an_unchanged_one_still_sees_hand_edits(tmp_path, embedder):
+    # Each Memory is a new process's view: no watcher history, only the saved listing signature.
+    root = tmp_path / "mem"
+    Memory(root, embedder=embedder).init()
+    Memory(root, embedder=embedder).write("The standup moved to 9:30.", title="Standup time", category="meetings")
+    Memory(root, embedder=embedder).sync()
+    Memory(root, embedder=embedder).sync()
+    index = root / "meetings" / "INDEX.md"
+    (root / "meetings" / "retro.md").write_text("---\ntitle: Sprint retro\n---\nWe keep the demo on Fridays.\n")
+    Memory(root, embedder=embedder).sync()
+    assert "Sprint retro" in index.read_text()
+    (root / "meetings" / "retro.md").rename(root / "meetings" / "retro-42.md")  # same size and mtime
+    Memory(root, embedder=embedder).sync()
+    assert "retro-42.md" in index.read_text() and "(<retro.md>)" not in index.read_text()
+    index.write_text("edited by hand\n")
+    Memory(root, embedder=embedder).sync()
+    assert "Standup time" in index.read_text() and "Sprint retro" in index.read_text()
+    (root / "INDEX.md").unlink()
+    Memory(root, embedder=embedder).sync()
+    assert "meetings" in (root / "INDEX.md").read_text()
