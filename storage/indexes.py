@@ -232,11 +232,20 @@ SIGNATURE_FILE = ".cache/indexes.sig"  # listing_signature() of the INDEX.md fil
 def listing_signature(root: Path, catalog) -> str:
     """A digest of what the INDEX.md files are made of: each catalog row's path, size and mtime (the
     entry files as the catalog last read them), each INDEX.md's size and mtime (descriptions, hand
-    edits) and the layout. Equal digests, equal INDEX.md files: sync need not render 10k listings."""
+    edits), the layout and the rendering code's files (an upgrade renders again). Equal digests,
+    equal INDEX.md files: sync need not render 10k listings."""
     import hashlib
+
+    import sys
 
     root = Path(root)
     digest = hashlib.sha1(repr((writes_category_indexes(root), catalog.id_key)).encode())
+    for module in (__name__, format_datetime.__module__, shown_category.__module__):  # the code that renders
+        try:
+            st = os.stat(sys.modules[module].__file__)
+            digest.update(f"{module}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except (KeyError, AttributeError, TypeError, OSError):
+            digest.update(f"{module}\0-\n".encode())
     for row in catalog.file_stats():
         digest.update(repr(row).encode())
     for rel in sorted(f"{c}/{INDEX_FILE}" for c in categories_with_index(root)) + [root_index_rel(root)]:
