@@ -1,7 +1,8 @@
 """The public Python API: `Memory(root)`, one facade over the engine's explicit parts."""
 from __future__ import annotations
 
-from memstrata.doctor import Doctor
+from functools import cached_property
+
 from memstrata.engine.entries import Entries
 from memstrata.engine.index import IndexStep
 from memstrata.engine.save import SavePath
@@ -9,16 +10,7 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
 from memstrata.features.access_fold import AccessFold
 from memstrata.features.aging import Aging
-from memstrata.features.builtin_import import BuiltinImport
-from memstrata.features.daily import DailyNotes
-from memstrata.features.promotion import Promotion
 from memstrata.features.recall import Recall
-from memstrata.features.review import Review
-from memstrata.features.shared import SharedSpace
-from memstrata.features.snapshots import IndexSnapshots
-from memstrata.features.split import Split
-from memstrata.features.team import TeamSync
-from memstrata.features.transfer import Transfer
 from memstrata.features.versions import Versions
 
 
@@ -41,21 +33,75 @@ class Memory:
         self._versions = Versions(state, entries, save)
         self._aging = Aging(state, entries, save, AccessFold(state, entries, save))
         self._recall = Recall(state, entries)
-        self._shared = SharedSpace(state, entries, self._recall, open_memory=_open_memory)
-        self._promotion = Promotion(state, entries, save, self._aging, self._recall, self._shared)
-        self._review = Review(state, entries, save, self._aging)
-        self._split = Split(state, save)
-        self._daily = DailyNotes(state, entries, save, self._shared)
-        self._transfer = Transfer(state, entries, save)
-        self._builtin = BuiltinImport(state, entries, save)
-        self._doctor = Doctor(state, save, self._recall)
-        self._team = TeamSync(state, save, self._recall)
-        self._snapshots = IndexSnapshots(state, self._recall)
+        # The other parts are built (and their modules imported) on first use: a first `mem
+        # recall` in a fresh process loaded the doctor, import/export, team sync and the secret
+        # rules (~0.1 CPU s) before it could start.
         # The save path's steps, in order: a new entry is checked for duplicates and conflicts;
         # a changed entry's body is full text again if it was compressed, then its old version is kept.
         save.write_checks.append(self._versions.check_new)
         save.update_steps.append(self._aging.full_text_again)
         save.update_steps.append(self._versions.keep_version)
+
+    # -- the parts built on first use -----------------------------------------------------
+    @cached_property
+    def _shared(self):
+        from memstrata.features.shared import SharedSpace
+
+        return SharedSpace(self.state, self._entries, self._recall, open_memory=_open_memory)
+
+    @cached_property
+    def _promotion(self):
+        from memstrata.features.promotion import Promotion
+
+        return Promotion(self.state, self._entries, self.save_path, self._aging, self._recall, self._shared)
+
+    @cached_property
+    def _review(self):
+        from memstrata.features.review import Review
+
+        return Review(self.state, self._entries, self.save_path, self._aging)
+
+    @cached_property
+    def _split(self):
+        from memstrata.features.split import Split
+
+        return Split(self.state, self.save_path)
+
+    @cached_property
+    def _daily(self):
+        from memstrata.features.daily import DailyNotes
+
+        return DailyNotes(self.state, self._entries, self.save_path, self._shared)
+
+    @cached_property
+    def _transfer(self):
+        from memstrata.features.transfer import Transfer
+
+        return Transfer(self.state, self._entries, self.save_path)
+
+    @cached_property
+    def _builtin(self):
+        from memstrata.features.builtin_import import BuiltinImport
+
+        return BuiltinImport(self.state, self._entries, self.save_path)
+
+    @cached_property
+    def _doctor(self):
+        from memstrata.doctor import Doctor
+
+        return Doctor(self.state, self.save_path, self._recall)
+
+    @cached_property
+    def _team(self):
+        from memstrata.features.team import TeamSync
+
+        return TeamSync(self.state, self.save_path, self._recall)
+
+    @cached_property
+    def _snapshots(self):
+        from memstrata.features.snapshots import IndexSnapshots
+
+        return IndexSnapshots(self.state, self._recall)
 
     # -- the tree ------------------------------------------------------------------------
     @property

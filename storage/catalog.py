@@ -216,7 +216,7 @@ class Catalog:
                                   args)
         return [self._entry(r) for r in rows]
 
-    def _entry(self, row) -> Entry:
+    def _entry(self, row, copy: bool = True) -> Entry:
         """The entry of a catalog row, parsed once per metadata text (callers get their own copy)."""
         path, _category, meta = row
         cached = self._parsed.get(path)
@@ -225,7 +225,7 @@ class Catalog:
                 self._parsed.clear()  # bounded: a long-lived service must not hold a huge tree twice
             cached = (meta, _entry_from_row(row, self.id_key))
             self._parsed[path] = cached
-        return cached[1].copy()
+        return cached[1].copy() if copy else cached[1]
 
     def ids(self) -> list[str]:
         """The ids of all parseable entries."""
@@ -246,12 +246,19 @@ class Catalog:
     def errors(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self._conn.execute("SELECT path, error FROM entries WHERE error IS NOT NULL")}
 
-    def entries_exact(self, category: str) -> list[Entry]:
-        """Metadata of the entries directly in `category` (its archived/ included, not subcategories)."""
+    def entries_exact(self, category: str, read_only: bool = False) -> list[Entry]:
+        """Metadata of the entries directly in `category` (its archived/ included, not subcategories).
+        `read_only`: the cached entries themselves, not copies, for a caller that never changes them
+        (the INDEX.md listings: copying 10k entries was most of a full rewrite's cost)."""
         rows = self._conn.execute(
             "SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND category = ? ORDER BY path",
             (category,))
-        return [self._entry(r) for r in rows]
+        return [self._entry(r, copy=not read_only) for r in rows]
+
+    def file_stats(self) -> list[tuple]:
+        """(path, size, mtime_ns, parsed) of every row: the files as the catalog last read them."""
+        return self._conn.execute(
+            "SELECT path, size, mtime_ns, meta IS NOT NULL FROM entries ORDER BY path").fetchall()
 
     def category_summary(self) -> dict[str, tuple[int, str | None]]:
         """category -> (entries directly in it, latest `updated` as ISO text)."""

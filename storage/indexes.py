@@ -217,13 +217,58 @@ def write_indexes(root: Path, catalog, now: datetime, categories: list[str] | No
     else:  # an adopted vault's folders get no INDEX.md: a user's own INDEX.md files stay theirs
         known, targets = with_ancestors(c for c, (n, _) in summary.items() if n), []
     for category in targets:
-        text = render_category_index(category, read_description(root, category), catalog.entries_exact(category),
+        text = render_category_index(category, read_description(root, category), catalog.entries_exact(category, read_only=True),
                                      _subcategories(category, known), now)
         _write_if_changed(root, root / category / INDEX_FILE, text)
     root_text = _render_root(root, known, summary, now, per_category)
     root_path = root / root_index_rel(root)
     if _without_stamp(_current_text(root_path)) != _without_stamp(root_text):
         atomic_write_text(root_path, root_text, root=root)
+
+
+SIGNATURE_FILE = ".cache/indexes.sig"  # listing_signature() of the INDEX.md files sync last wrote
+
+
+def listing_signature(root: Path, catalog) -> str:
+    """A digest of what the INDEX.md files are made of: each catalog row's path, size and mtime (the
+    entry files as the catalog last read them), each INDEX.md's size and mtime (descriptions, hand
+    edits), the layout and the rendering code's files (an upgrade renders again). Equal digests,
+    equal INDEX.md files: sync need not render 10k listings."""
+    import hashlib
+
+    import sys
+
+    root = Path(root)
+    digest = hashlib.sha1(repr((writes_category_indexes(root), catalog.id_key)).encode())
+    for module in (__name__, format_datetime.__module__, shown_category.__module__):  # the code that renders
+        try:
+            st = os.stat(sys.modules[module].__file__)
+            digest.update(f"{module}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except (KeyError, AttributeError, TypeError, OSError):
+            digest.update(f"{module}\0-\n".encode())
+    for row in catalog.file_stats():
+        digest.update(repr(row).encode())
+    for rel in sorted(f"{c}/{INDEX_FILE}" for c in categories_with_index(root)) + [root_index_rel(root)]:
+        try:
+            st = os.lstat(root / rel)
+            digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            digest.update(f"{rel}\0-\n".encode())
+    return digest.hexdigest()
+
+
+def saved_signature(root: Path) -> str:
+    try:
+        return read_regular_text(layout.path(root, SIGNATURE_FILE), 1024).strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def save_signature(root: Path, signature: str) -> None:
+    try:
+        atomic_write_text(layout.path(root, SIGNATURE_FILE), signature + "\n", root=Path(root))
+    except OSError:
+        pass  # derived: the next sync renders the listings again
 
 
 def _current_text(path: Path) -> str:
@@ -242,7 +287,7 @@ def _write_if_changed(root: Path, path: Path, text: str) -> None:
 def set_description(root: Path, category: str, description: str, catalog, now: datetime) -> None:
     """Store a category's description in its INDEX.md (and show it in the root index)."""
     path = Path(root) / category / INDEX_FILE
-    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category), [], now),
+    atomic_write_text(path, render_category_index(category, description, catalog.entries_exact(category, read_only=True), [], now),
                       root=root)
     write_indexes(root, catalog, now, [category])
 

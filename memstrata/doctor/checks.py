@@ -105,25 +105,80 @@ def _walk(root: Path):
         yield folder, dirs, files
 
 
+# root -> {folder: (mtime_ns, subfolders, temps kept)} of this process's last sweep of it
+_SWEPT: dict[str, dict[str, tuple]] = {}
+_RACY_NS = 2_000_000_000  # a folder changed this recently may change again within the same mtime tick
+
+
 def remove_dead_writers_temps(root: Path) -> list[str]:
     """Remove the temp files (storage.atomic's `.{name}.{pid}.{random}.tmp`) whose writer is dead:
     a copy of a note left by a killed write, never the user's. Run under the tree lock (sync,
-    maintain, init); returns the paths removed."""
+    maintain, init); returns the paths removed.
+
+    A folder whose mtime (it moves with every name made or removed in it) is what this process's
+    last sweep saw, with no temp file left then, is not listed again: a warm service's sync with
+    nothing changed lists no file of a 10k tree (listing them cost more than the rest of the sync)."""
     removed = []
-    for folder, _dirs, files in _walk(root):
+    last, swept, now = _SWEPT.get(str(root), {}), {}, time.time_ns()
+    for folder, files, st in _folders_to_sweep(root, last, swept, now):
+        kept = False
         for name in files:
             pid = temp_pid(name)
-            if pid is None or pid == os.getpid() or _pid_alive(pid):
+            if pid is None:
+                continue
+            if pid == os.getpid() or _pid_alive(pid):
+                kept = True
                 continue
             path = os.path.join(folder, name)
             try:
                 if os.path.islink(path):
+                    kept = True
                     continue
                 os.unlink(path)
                 removed.append(os.path.relpath(path, root).replace(os.sep, "/"))
             except OSError:
-                pass
+                kept = True
+        if not kept and now - st.st_mtime_ns > _RACY_NS:
+            swept[folder] = (st.st_mtime_ns, swept[folder][1], False)
+    _SWEPT[str(root)] = swept
     return removed
+
+
+def _folders_to_sweep(root: Path, last: dict, swept: dict, now: int):
+    """(folder, its file names, its lstat) for each folder of `_walk` that may hold a temp file the
+    last sweep (`last`) did not see; what each folder holds goes into `swept` (temps kept: True until
+    the caller finds none)."""
+    derived = {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}
+    adopted = layout.is_adopted(root)
+    stack = [str(root)]
+    while stack:  # the folders of _walk, in its order
+        folder = stack.pop()
+        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
+        if rel_folder in derived:  # derived stores; what is already set aside
+            continue
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        known = last.get(folder)
+        if known is not None and not known[2] and known[0] == st.st_mtime_ns:
+            swept[folder] = known
+            stack.extend(reversed(known[1]))
+            continue
+        try:
+            with os.scandir(folder) as items:
+                found = [(item.name, item.is_dir(), item.is_symlink()) for item in items]
+        except OSError:
+            continue
+        files = [name for name, is_dir, _ in found if not is_dir]
+        dirs = [name for name, is_dir, link in found if is_dir and not link and name not in VCS_DIRS]
+        if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
+            dirs = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
+            files = [f for f in files if not f.startswith(".")]
+        subfolders = [os.path.join(folder, d) for d in dirs]
+        swept[folder] = (st.st_mtime_ns, subfolders, True)
+        stack.extend(reversed(subfolders))
+        yield folder, files, st
 
 
 def scan_tree(root: Path) -> Scan:

@@ -28,6 +28,8 @@ class TreeState:
         self._vector_index = None
         # (watcher generation, model name) at which the vector index was last in step with the tree
         self.index_in_step: tuple | None = None
+        # (watcher generation, settings) at which sync last wrote every INDEX.md from the tree
+        self.indexes_in_step: tuple | None = None
         self._accesses: tuple = ((), {})  # (journal signature, accesses read then)
 
     # -- settings ----------------------------------------------------------------------
@@ -141,6 +143,7 @@ class TreeState:
         if self._watcher is not None:
             self._watcher.close()
         self._watcher, self._watcher_opened = None, False
+        self.indexes_in_step = None
         if self._catalog is not None:
             self._catalog.close()
         self._catalog = None
