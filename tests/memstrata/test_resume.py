@@ -231,3 +231,37 @@ def test_builtin_import_run_again_indexes_sections_a_killed_run_left_without_row
     again = m.import_builtin(source)
     assert (len(again["unchanged"]), again["reindexed"]) == (2, 1)
     assert _all_indexed(m) and m.doctor().healthy
+
+
+def _killed_mid_index(tmp_path, embedder):
+    """A root where `mem import` was SIGKILLed while embedding its first batch: 256 files on disk, no rows."""
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src)
+    Memory(root, embedder=embedder).init()
+    _mem("import", str(src), "--root", str(root), kill_at=40, of_at_least=ROWS)
+    m = Memory(root, embedder=embedder)
+    unindexed = len(sync.plan(m.state.vector_index(), m.embedder.name, m.embedder.dim).embed)
+    return root, m, unindexed
+
+
+def test_recall_after_a_killed_import_finds_an_entry_written_but_not_embedded(tmp_path, embedder):
+    root, m, unindexed = _killed_mid_index(tmp_path, embedder)
+    assert unindexed > m.state.settings.recall_sync_max  # too many to embed before answering
+    env = _env()
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "recall", "which build listens on port 20123",
+                           "--root", str(root), "--json", "-k", "3"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    out = json.loads(proc.stdout)
+    assert out["results"] and out["results"][0]["title"] == "turn 123", out
+    assert out["strategy"] != "index"
+    assert any(f"{unindexed} entries are not indexed yet" in n for n in out["notes"]), out["notes"]
+    assert _all_indexed(m) is False  # recall never wrote the index beyond its bound: the note says so
+
+
+def test_recall_after_a_killed_import_indexes_a_few_missing_entries_first(tmp_path, embedder):
+    root, m, unindexed = _killed_mid_index(tmp_path, embedder)
+    m.config_set("recall_sync_max", unindexed + 10)
+    result = m.recall("which build listens on port 20123", k=3)
+    assert result.results[0].title == "turn 123" and result.strategy == "hybrid", result.to_dict()
+    assert _all_indexed(m)
