@@ -12,7 +12,8 @@ from memstrata.storage.catalog import (
     read_entry_file,
 )
 
-from memstrata.storage.errors import CorruptEntry
+from memstrata.storage.cancel import cancelled
+from memstrata.storage.errors import CorruptEntry, Interrupted
 
 
 @dataclass
@@ -160,6 +161,8 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
         index.delete(todo.remove)
     entries = todo.embed + todo.metadata
     for start in range(0, len(entries), 2000):
+        if start and cancelled():  # the service's caller went away: what is indexed stays, a rerun goes on
+            raise Interrupted(f"sync stopped after {start} of {len(entries)} entries; run it again to finish")
         index.upsert(entries[start:start + 2000], lambda: embedder, progress=progress)
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))
     return todo.summary()
