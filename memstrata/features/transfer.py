@@ -195,15 +195,20 @@ class Transfer:
         the rows done when the caller stopped the import (Ctrl-C, or the service's caller gone) at a
         batch boundary: every batch is whole or rolled back by the save path."""
         batch: list[tuple[Entry, str | None, object]] = []
-        this_run: set[str] = set()
+        this_run: dict[str, object] = {}  # id -> the line or file that brought it
         total, saved = len(entries), 0
         try:
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
                 as_of = entry.extra.pop("__as_of__", None)
+                legacy = entry.extra.pop("__legacy_id__", None)
+                if legacy in live and entry.id not in live:
+                    entry.id = legacy  # imported by an earlier release under its path-derived id
                 try:
-                    if entry.id and entry.id in this_run:
-                        report.skipped += 1  # the same id twice in one source: the first line is kept
+                    if entry.id and entry.id in this_run:  # the same id twice in one source: the first is kept
+                        report.repeated += 1
+                        report.warnings.append(f"{_where(where)} repeats the id {entry.id} of {_where(this_run[entry.id])}: "
+                                               f"skipped")
                     elif entry.id and entry.id in live:
                         report.duplicates_avoided += 1
                         self._already_there(live[entry.id], entry, as_of, report, present)
@@ -218,7 +223,7 @@ class Transfer:
                         self._place_imported(entry, {e.path for e, _, _ in batch})
                         entry.extra["__versions__"] = kept
                         batch.append((entry, full, where))
-                        this_run.add(entry.id)
+                        this_run[entry.id] = where
                 except MemstrataError as exc:
                     report.error(where if where is not None else redact(entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH or (batch and done == total):
@@ -359,6 +364,11 @@ def index_missing(state: TreeState, present: list[Entry]) -> int:
         return 0
     sync.apply(index, todo, embedder)
     return len(todo.embed)
+
+
+def _where(where) -> str:
+    """A row's place in its source, for a message: `line 12` or the file."""
+    return f"line {where}" if isinstance(where, int) else str(where)
 
 
 def _later(a, b) -> bool:
