@@ -102,3 +102,26 @@ def test_an_import_through_the_service_stops_when_its_caller_goes_away(tmp_path,
     assert again.returncode == 0, again.stderr[-500:]
     titles = Counter(e.title for e in Memory(root).list())
     assert len(titles) == ROWS and set(titles.values()) == {1}
+
+
+@pytest.mark.parametrize("service", ["off", "auto"])
+def test_a_closed_stdout_ends_the_command_quietly(tmp_path, embedder, service):
+    """`mem import FILE | head -1`, `mem export | head -1`: the reader is gone before the output."""
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    with open(src, "w", encoding="utf-8") as f:
+        for i in range(40):
+            f.write(json.dumps({"title": f"row {i}", "body": f"Row {i} is about port {40000 + i}."}) + "\n")
+    Memory(root, embedder=embedder).init()
+    if service == "auto":
+        subprocess.run([sys.executable, "-m", "memstrata.cli.app", "serve", "--detach"], capture_output=True,
+                       env={**_env(root), "MEMSTRATA_SERVICE": "off"}, timeout=120)
+        assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=180)
+    for args in (["import", str(src)], ["export"], ["list"]):
+        proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env={**_env(root), "MEMSTRATA_SERVICE": service})
+        proc.stdout.close()  # as `| head -1` does once it has its line (here: before any)
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=300)
+        assert code in (0, 141), (args, code, err)
+        assert "error" not in err and "Traceback" not in err and "Exception ignored" not in err, (args, err)
+    assert len(Memory(root).list()) == 40  # the import was done whole
