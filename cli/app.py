@@ -120,7 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     wants_json = "--json" in args
     try:
         code = command.main(args=args, prog_name="mem", standalone_mode=False)
+        sys.stdout.flush()  # a closed stdout shows here, not in the interpreter's exit
         return code if isinstance(code, int) else 0
+    except BrokenPipeError:
+        return _stdout_closed()
+    except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):  # click's own answer to EPIPE is exit 1
+            return _stdout_closed()
+        raise
     except MemstrataError as exc:
         _report(exc.message, exc.to_dict(), wants_json)
         return exc.exit_code
@@ -144,6 +151,21 @@ def main(argv: list[str] | None = None) -> int:
             message += on_internal_error(exc, client.command_of(args))
         _report(message, {"error": "internal", "message": message}, wants_json)
         return 1
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`mem ... | head -1`): end quietly, as Unix tools do (141:
+    128 + SIGPIPE). Whatever the command wrote to the tree was done before its output."""
+    if on_internal_error is None:  # our own process: its exit must not flush into the closed pipe again
+        import os
+
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+    return 141
 
 
 def _click_errors() -> tuple:

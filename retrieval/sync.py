@@ -12,7 +12,8 @@ from memstrata.storage.catalog import (
     read_entry_file,
 )
 
-from memstrata.storage.errors import CorruptEntry
+from memstrata.storage.cancel import cancelled
+from memstrata.storage.errors import CorruptEntry, Interrupted
 
 
 @dataclass
@@ -173,6 +174,8 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
     if todo.remove:
         index.delete(todo.remove)
     for start in range(0, len(entries), UPSERT_BATCH):
+        if start and cancelled():  # the service's caller went away: what is indexed stays, a rerun goes on
+            raise Interrupted(f"sync stopped after {start} of {len(entries)} entries; run it again to finish")
         part = entries[start:start + UPSERT_BATCH]
         index.upsert(part, lambda: embedder, progress=_in_entries(progress, start, len(part), len(entries)))
     if progress is not None and entries:

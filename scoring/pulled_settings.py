@@ -7,6 +7,11 @@ from memstrata.storage.errors import InvalidInput
 from memstrata.storage.config import Settings
 
 MACHINE_OWN = ("git_connect_timeout", "git_idle_timeout", "git_timeout")  # never taken from a pull
+# Lowering one makes this machine lose data sooner (forget to the trash, purge the trash): a pulled
+# lower value is held back (set it on each machine), a higher one applies.
+SOONER_IS_DESTRUCTIVE = ("forget_after_days", "trash_retention_days")
+# Turning one on rewrites or moves the notes of a tree that had it off (an adopted vault).
+ON_REWRITES_NOTES = ("compress_bodies", "archive_moves_files")
 UNSET = object()  # the key is not in this machine's config.md: its default applies
 
 
@@ -16,7 +21,9 @@ def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) 
     `ours` / `pulled`: the keys config.md sets, before and after the pull. A pulled value is
     held back when it is not valid here (so it would stop every command on this machine), when
     it weakens the secret guard (a peer may not turn `refuse` into `warn` for everyone), or when
-    it names an embedding model this machine does not have, or it changes a network timeout
+    it names an embedding model this machine does not have, when it makes this machine forget or
+    purge sooner (SOONER_IS_DESTRUCTIVE) or rewrite or move notes it left alone (ON_REWRITES_NOTES:
+    compression or archive moves turned on), or it changes a network timeout
     (MACHINE_OWN: a peer's 1-second git_timeout would stop every machine's sync, the one that
     would pull its repair included). Every other change applies.
     Converges: a value held back here is pushed back, and the other machine accepts it (it is
@@ -40,6 +47,12 @@ def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) 
             out[key] = (mine, "a pulled change may not weaken the secret guard (set it on each machine)")
         elif key in MACHINE_OWN and str(value) != str(before):
             out[key] = (mine, "network timeouts are each machine's own (a peer could stop every sync with one)")
+        elif key in SOONER_IS_DESTRUCTIVE and _number(value) < _number(before):
+            out[key] = (mine, f"a pulled change may not forget or purge sooner ({before} -> {value} days; "
+                              f"set it on each machine)")
+        elif key in ON_REWRITES_NOTES and _truthy(value) and not _truthy(before):
+            out[key] = (mine, "a pulled change may not turn on rewriting or moving notes here (set it on each "
+                              "machine)")
         elif key == "embedding_model" and str(value) != str(before) and not model_available(str(value)):
             out[key] = (mine, f"model {value} is not on this machine")
     if not out:
@@ -52,3 +65,14 @@ def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) 
             for key in sorted(k for k in merged if ours.get(k, UNSET) != merged[k]):
                 out[key] = (ours.get(key, UNSET), f"not valid with the other settings ({exc.message})")
     return out
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("inf")  # not a number: the validity check above has said so
+
+
+def _truthy(value) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes", "on")

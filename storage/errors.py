@@ -45,3 +45,10 @@ class IndexUnavailable(MemstrataError):
 class CorruptEntry(MemstrataError):
     exit_code = 8
     kind = "corrupt_entry"
+
+
+class Interrupted(MemstrataError):
+    """A long call stopped by its caller (Ctrl-C, or the caller of a service call gone) at a safe point."""
+
+    exit_code = 130
+    kind = "interrupted"

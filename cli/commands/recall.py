@@ -201,6 +201,8 @@ def import_(
         human = (f"imported {counted(result['imported'], 'entry', 'entries')} ({result['embedded']} embedded)"
                  + (f", updated {result['updated']}" if result.get("updated") else "")
                  + (f", {result['skipped']} already here" if result.get("skipped") else "")
+                 + (f"; {result['repeated']} repeated an earlier line's id, skipped (first: "
+                    f"{next(w for w in result['warnings'] if ' repeats the id ' in w)})" if result.get("repeated") else "")
                  + (f", {result['reindexed']} indexed again" if result.get("reindexed") else "")
                  + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
                     if result["errors"] else ""))

@@ -72,7 +72,9 @@ class AutoloadResult:
     def markdown(self) -> str:
         if not self.items:
             return ""
-        lines = ["# Memories for this session (memstrata)", ""]
+        from memstrata.retrieval.prompts import PREAMBLE, fence
+
+        lines = ["# Memories for this session (memstrata)", "", PREAMBLE, ""]
         for section, heading in (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty")):
             chosen = [i for i in self.items if i.section == section]
             if not chosen:
@@ -81,10 +83,10 @@ class AutoloadResult:
             for item in chosen:
                 e = item.entry
                 date = (clock.format_datetime(e.updated or e.created) or "")[:10]
-                lines.append(f"### {e.title}")
                 origin = f" · shared by {e.agent or 'another agent'}" if item.shared else ""
-                lines.append(f"`{e.id}` · {e.tier} · {e.category} · {date}{origin}")
-                lines += ["", item.text.strip() + (" …" if item.truncated else ""), ""]
+                block = "\n".join([f"### {e.title}", f"`{e.id}` · {e.tier} · {e.category} · {date}{origin}", "",
+                                   item.text.strip() + (" …" if item.truncated else "")])
+                lines += [fence(block, e.id), ""]
         if self.promoted:
             lines.append("_Brought back to hot for this task: " + ", ".join(p["id"] for p in self.promoted) + "_")
         return "\n".join(lines).rstrip() + "\n"

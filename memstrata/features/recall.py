@@ -156,7 +156,7 @@ class Recall:
             ann.maintain(index)
         return {"embedded": len(entries), "errors": errors, "model": embedder.name, **({"flagged": flagged} if flagged else {})}
 
-    def _cheap_sync(self, index, embedder, notes: list[str]) -> str:
+    def _cheap_sync(self, index, embedder, notes: list[str], pending: list) -> str:
         """Before answering: apply small changes to the index. 'ok', 'missing', 'stale' or 'model'.
 
         The inotify watcher names the files changed since the index was last in step with the
@@ -168,7 +168,7 @@ class Recall:
         generation, changed = self._changes_since_in_step(model)
         if changed is not None and not changed:
             return "ok"
-        result = self._sync_before_recall(index, embedder, notes, changed)
+        result = self._sync_before_recall(index, embedder, notes, changed, pending)
         self.state.index_in_step = (generation, model) if result == "in step" and generation is not None else None
         return "ok" if result == "in step" else result
 
@@ -181,9 +181,11 @@ class Recall:
         in_step = self.state.index_in_step
         return watcher.changes_since(in_step[0] if in_step is not None and in_step[1] == model else None)
 
-    def _sync_before_recall(self, index, embedder, notes: list[str], paths: set[str] | None) -> str:
+    def _sync_before_recall(self, index, embedder, notes: list[str], paths: set[str] | None,
+                            pending: list) -> str:
         """The small sync of `_cheap_sync` over `paths` (None: walk the tree): 'in step', 'ok'
-        (answered from the index as it is), 'stale' or 'model'."""
+        (answered from the index as it is, plus the text of the entries put in `pending`: not
+        indexed yet and too many to embed now, or the tree busy), 'stale' or 'model'."""
         from memstrata.retrieval import sync
         from memstrata.storage.lock import TreeLock
 
@@ -203,15 +205,20 @@ class Recall:
                 return "stale"
             name, dim = embedder.name, embedder.dim
         if len(todo.embed) > settings.recall_sync_max:
-            notes.append(f"{len(todo.embed)} entries changed since the index was built (run `mem sync`)")
-            return "stale"
+            # too many to embed before answering (a killed import): their text is searched as well
+            pending.extend(todo.embed)
+            notes.append(f"{len(todo.embed)} entries are not indexed yet: their text was searched too "
+                         f"(`mem sync` indexes them)")
+            return "ok"
         try:
             with TreeLock(self.root, timeout=5.0):
                 index.refresh()
                 todo = sync.plan(index, name, dim, paths)
                 sync.apply(index, todo, embedder)
         except Locked:
-            notes.append("the tree is busy; answered from the index as it is")
+            pending.extend(todo.embed)
+            notes.append("the tree is busy; answered from the index as it is"
+                         + (f" and the text of the {len(todo.embed)} entries not indexed yet" if todo.embed else ""))
             return "ok"
         return "in step"
 
@@ -293,7 +300,8 @@ class Recall:
                 embedder = self.state.model()
             except _model_unavailable() as exc:
                 notes.append(f"embedding model unavailable: {exc.message}")
-        state = self._cheap_sync(index, embedder, notes) if _sync else ("ok" if index.exists() else "missing")
+        pending: list[Entry] = []  # entries the index does not hold yet (see _sync_before_recall)
+        state = self._cheap_sync(index, embedder, notes, pending) if _sync else ("ok" if index.exists() else "missing")
         if state == "model":
             embedder = None
         elif state != "ok":
@@ -306,6 +314,8 @@ class Recall:
         settings = self.state.settings
         result = search(index, embedder, query, int(k), filters, mode, fusion.FusionWeights.from_settings(settings),
                         settings, explain)
+        if pending:
+            self._merge_pending(result, query, int(k), filters, pending, explain)
         if filters.category:
             self._merge_grep(result, query, int(k), filters, explain)
         result.notes = notes + result.notes
@@ -362,6 +372,26 @@ class Recall:
             result.results.append(RecallHit.from_entry(e, score, snippet, {"matched_terms": matched, "exact": exact},
                                                        relevance=word_relevance(matched, terms)))
         return result
+
+    def _merge_pending(self, result, query, k, filters, pending, explain) -> None:
+        """Merge grep hits among entries not indexed yet into the index's hits, by relevance (each
+        list keeps its own order); their stale rows, if any, give way to the text of the file."""
+        from memstrata.retrieval import fallback
+
+        scope = [e for e in pending if filters.admits(e.category, e.tier, e.status, e.tags,
+                                                      e.created.timestamp() if e.created else None)]
+        terms = fallback.grep_terms(query)
+        found = [RecallHit.from_entry(e, score, snippet, {"grep": True, "matched_terms": matched} if explain else None,
+                                      relevance=word_relevance(matched, terms))
+                 for e, score, snippet, matched, _ in fallback.grep(self.root, query, scope, k)]
+        fresh = {h.id for h in found}
+        indexed = [h for h in result.results if h.id not in fresh]
+        merged = []
+        while indexed or found:
+            take = found if not indexed or (found and (found[0].relevance or 0) > (indexed[0].relevance or 0)) \
+                else indexed
+            merged.append(take.pop(0))
+        result.results = merged[:k]
 
     def _merge_grep(self, result, query, k, filters, explain) -> None:
         """In a small category scope, exact grep matches the index missed are merged in."""

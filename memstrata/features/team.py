@@ -109,6 +109,8 @@ class TeamSync:
                 self._commit_local(machine, result)
                 if git.ref_exists(tracking):
                     self._merge(tracking, machine, result)
+                    if self._fresh_ids_for_pulled_copies(result):
+                        self._commit_local(machine, result)  # pushed in this round, for every machine
             if git.head() is None:
                 break  # nothing on either side yet
             if git.ref_exists(tracking) and git.out("rev-parse", "HEAD") == git.out("rev-parse", tracking):
@@ -251,6 +253,42 @@ class TeamSync:
                     f"memstrata: {kept}INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
         if head:  # what the merge itself wrote (a conflict's kept version) changes the index too
             result["_pulled"].update(p for _, p in git.changed(head, "HEAD"))
+
+    def _fresh_ids_for_pulled_copies(self, result: dict) -> int:
+        """A pulled file holding the id of another file (a peer copied a note, its id line with it) gets
+        a fresh id now, as the doctor's fix does (caller holds the lock): `mem read` and recall agree at
+        once. The file that keeps the id is chosen as the doctor and adopt choose it (keeper_first)."""
+        from memstrata.storage.catalog import read_entry_file
+        from memstrata.storage.entry import new_id
+        from memstrata.storage.holders import keeper_first
+
+        pulled = {p for p in result.get("_pulled", ()) if is_entry_path_in(self.root, p)}
+        if not pulled:
+            return 0
+        catalog = self.state.catalog
+        catalog.refresh()
+        holders: dict[str, list] = {}
+        for entry in catalog.entries():
+            if entry.id:
+                holders.setdefault(entry.id, []).append(entry)
+        given = 0
+        for entry_id, same in sorted(holders.items()):
+            if len(same) < 2 or not any(e.path in pulled for e in same):
+                continue
+            keeper, *others = keeper_first(self.root, same, catalog.first_seen(entry_id))
+            for other in others:
+                try:
+                    current = read_entry_file(self.root, other.path)
+                    fresh = current.copy(id=new_id())
+                    self.save.save(fresh, previous=current)
+                except (MemstrataError, OSError) as exc:  # left for `mem doctor` to report
+                    result["warnings"].append(f"{other.path} holds the id of {keeper.path} ({entry_id}) and could "
+                                              f"not be given a fresh one ({getattr(exc, 'message', exc)})")
+                    continue
+                result["warnings"].append(f"{other.path} came with the id of {keeper.path} ({entry_id}): given a "
+                                          f"fresh id, {fresh.id}")
+                given += 1
+        return given
 
     def _skip(self, paths: list[str], why: str, result: dict) -> None:
         """Paths of the remote this clone cannot write: left out of its working tree (still in git,

@@ -10,7 +10,7 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.index import INDEX_FAILURES
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.errors import Interrupted, InvalidInput, MemstrataError, NotFound
 from memstrata.features.transfer_formats import (
     ImportReport,
     detect_layout,
@@ -21,7 +21,7 @@ from memstrata.features.transfer_formats import (
     viking_base,
     write_sidecar,
 )
-from memstrata.storage import sidecars, trash, versions
+from memstrata.storage import cancel, sidecars, trash, versions
 from memstrata.storage.secrets import redact
 from memstrata.storage.entry import Entry, new_id
 
@@ -162,9 +162,7 @@ class Transfer:
         if progress and total:
             progress(0, total)
         self.save.prepare()
-        batch: list[tuple[Entry, str | None, object]] = []
         present: list[Entry] = []   # rows whose entry is in the root: their index rows are checked
-        this_run: set[str] = set()
         with self.state.lock():
             catalog = self.state.catalog
             catalog.refresh()
@@ -172,12 +170,45 @@ class Transfer:
             # ids in the trash (restorable: their versions are theirs) and with kept versions
             trashed = {i.id for i in trash.list_trash(self.root) if i.id}
             kept_only = versions.ids_with_snapshots(self.root) - trashed - set(live)
+            stopped_at = self._import_rows(entries, report, progress, live, trashed, kept_only, present)
+            if stopped_at is not None:
+                self.save.write_indexes(None)  # the listings of the batches written
+                raise Interrupted(f"import stopped after {stopped_at} of {total} rows ({report.imported} entries "
+                                  f"imported); run the same command again to resume: rows already imported are "
+                                  f"not written twice")
+            try:
+                report.reindexed += index_missing(self.state, present)
+            except INDEX_FAILURES as exc:
+                report.warnings.append(f"the index rows of entries already here could not be checked "
+                                       f"({type(exc).__name__}); run `mem sync`")
+            if total:
+                self.save.write_indexes(None)  # also the listings a killed run did not get to
+        if report.skipped:
+            report.warnings.append(f"{report.skipped} entries skipped: their id is already in this root"
+                                   + (f" ({report.unchanged} unchanged)" if report.unchanged else ""))
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _import_rows(self, entries: list[Entry], report: ImportReport, progress, live: dict, trashed: set,
+                     kept_only: set, present: list) -> int | None:
+        """The rows saved IMPORT_BATCH at a time (caller holds the lock); None when all were seen, else
+        the rows done when the caller stopped the import (Ctrl-C, or the service's caller gone) at a
+        batch boundary: every batch is whole or rolled back by the save path."""
+        batch: list[tuple[Entry, str | None, object]] = []
+        this_run: dict[str, object] = {}  # id -> the line or file that brought it
+        total, saved = len(entries), 0
+        try:
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
                 as_of = entry.extra.pop("__as_of__", None)
+                legacy = entry.extra.pop("__legacy_id__", None)
+                if legacy in live and entry.id not in live:
+                    entry.id = legacy  # imported by an earlier release under its path-derived id
                 try:
-                    if entry.id and entry.id in this_run:
-                        report.skipped += 1  # the same id twice in one source: the first line is kept
+                    if entry.id and entry.id in this_run:  # the same id twice in one source: the first is kept
+                        report.repeated += 1
+                        report.warnings.append(f"{_where(where)} repeats the id {entry.id} of {_where(this_run[entry.id])}: "
+                                               f"skipped")
                     elif entry.id and entry.id in live:
                         report.duplicates_avoided += 1
                         self._already_there(live[entry.id], entry, as_of, report, present)
@@ -192,7 +223,7 @@ class Transfer:
                         self._place_imported(entry, {e.path for e, _, _ in batch})
                         entry.extra["__versions__"] = kept
                         batch.append((entry, full, where))
-                        this_run.add(entry.id)
+                        this_run[entry.id] = where
                 except MemstrataError as exc:
                     report.error(where if where is not None else redact(entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH or (batch and done == total):
@@ -200,18 +231,13 @@ class Transfer:
                     batch = []
                 elif progress and not batch:
                     progress(done, total)
-            try:
-                report.reindexed += index_missing(self.state, present)
-            except INDEX_FAILURES as exc:
-                report.warnings.append(f"the index rows of entries already here could not be checked "
-                                       f"({type(exc).__name__}); run `mem sync`")
-            if total:
-                self.save.write_indexes(None)  # also the listings a killed run did not get to
-        if report.skipped:
-            report.warnings.append(f"{report.skipped} entries skipped: their id is already in this root"
-                                   + (f" ({report.unchanged} unchanged)" if report.unchanged else ""))
-        report.seconds = time.monotonic() - started
-        return report
+                if not batch:
+                    saved = done
+                    if cancel.cancelled() and done < total:
+                        return done
+        except KeyboardInterrupt:
+            return saved
+        return None
 
     def _already_there(self, meta: Entry, row: Entry, as_of, report: ImportReport, present: list) -> None:
         """A row whose entry is in the root: unchanged, or updated when the row is the newer text."""
@@ -338,6 +364,11 @@ def index_missing(state: TreeState, present: list[Entry]) -> int:
         return 0
     sync.apply(index, todo, embedder)
     return len(todo.embed)
+
+
+def _where(where) -> str:
+    """A row's place in its source, for a message: `line 12` or the file."""
+    return f"line {where}" if isinstance(where, int) else str(where)
 
 
 def _later(a, b) -> bool:

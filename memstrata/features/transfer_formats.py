@@ -37,6 +37,7 @@ class ImportReport:
     updated: int = 0          # rows edited since they were imported: their entry updated (a version kept)
     reindexed: int = 0        # entries of earlier (killed) runs whose index rows were missing, indexed now
     duplicates_avoided: int = 0  # rows whose entry was in the root already: not written a second time
+    repeated: int = 0         # rows repeating the id of an earlier row of the same source: skipped, a warning each
     seconds: float = 0.0
     errors: list[dict] = field(default_factory=list)     # {"line" or "file": ..., "error": one line}
     warnings: list[str] = field(default_factory=list)
@@ -50,6 +51,7 @@ class ImportReport:
         return {"source": self.source, "layout": self.layout, "imported": self.imported,
                 "embedded": self.embedded, "skipped": self.skipped, "unchanged": self.unchanged,
                 "updated": self.updated, "reindexed": self.reindexed, "duplicates_avoided": self.duplicates_avoided,
+                "repeated": self.repeated,
                 "seconds": round(self.seconds, 2), "errors": list(self.errors),
                 "warnings": list(self.warnings), "ignored_fields": []}
 
@@ -143,9 +145,11 @@ def entry_from_record(record: dict, now) -> Entry:
 
 
 def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entry]:
-    """The entries of a JSONL file. A line without an id gets one derived from the file and its
-    title (and which occurrence of that title it is), so importing the file again, or after a
-    killed import, finds the entry it made instead of making another."""
+    """The entries of a JSONL file. A line without an id gets one derived from its content: title,
+    body, date and which occurrence of that same row it is in the file (content_id), never from
+    where the file is, so importing the file again, a copy of it from another folder, or after a
+    killed import, finds the entry it made instead of making another. An edited row is a new row;
+    give rows ids to update their entries on a re-import."""
     from datetime import datetime, timezone
 
     import hashlib
@@ -158,6 +162,7 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
     except OSError:
         file_time = now
     seen: dict[str, int] = {}
+    titles: dict[str, int] = {}
     with open(source, "rb") as handle:
         for number, raw in enumerate(handle, 1):
             try:
@@ -180,11 +185,27 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
             entry.extra["__where__"] = number
             entry.extra["__as_of__"] = entry.updated if record.get("updated") else file_time
             if not entry.id:
-                key = normalise_text(entry.title)
+                stamp = next((str(record[k]) for k in _DATE_KEYS if record.get(k) not in (None, "")), "")
+                key = "\0".join((normalise_text(entry.title), normalise_text(entry.body), stamp))
                 seen[key] = seen.get(key, 0) + 1
-                digest = hashlib.sha256(f"{where}\0{key}\0{seen[key]}".encode("utf-8")).hexdigest()
-                entry.id = "im" + digest[:14]
+                entry.id = content_id(key, seen[key])
+                # what earlier releases derived (the file's path and the title's occurrence): a re-import
+                # of a file imported by them finds its entries under these ids
+                title = normalise_text(entry.title)
+                titles[title] = titles.get(title, 0) + 1
+                legacy = hashlib.sha256(f"{where}\0{title}\0{titles[title]}".encode("utf-8")).hexdigest()
+                entry.extra["__legacy_id__"] = "im" + legacy[:14]
             yield entry
+
+
+_DATE_KEYS = ("created", "date", "timestamp", "time", "updated")
+
+
+def content_id(key: str, occurrence: int) -> str:
+    """The id of a JSONL row without one: from its content key and its occurrence in the file."""
+    import hashlib
+
+    return "ic" + hashlib.sha256(f"{key}\0{occurrence}".encode("utf-8")).hexdigest()[:14]
 
 
 # -- layouts ---------------------------------------------------------------------------------

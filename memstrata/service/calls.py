@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import select
+import socket
 import sys
+import threading
 import time
 
 from memstrata.service import client
@@ -10,6 +13,7 @@ from memstrata.service.pool import POOL
 from memstrata.service.process import log, log_path
 from memstrata.service.threads import close_streams, env_overlay, call_local, open_streams, private_fs, serial_calls
 from memstrata.service.wire import send_reply
+from memstrata.storage import cancel
 
 # Calls after which the index may need upkeep (anything that can write), checked
 # upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
@@ -33,6 +37,7 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
     streams = open_streams(fds, message)
     fds.clear()  # the streams own them now: never closed a second time by _handle
     previous_cwd = None
+    watcher = None
     try:
         if private:
             os.chdir(message["cwd"])
@@ -43,6 +48,9 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
         call_local.stdin, call_local.stdout, call_local.stderr = streams
         call_local.env = env_overlay(message)
         call_local.memories = {}
+        if client.command_of(list(message.get("argv") or [])) in client.CANCELLABLE:
+            watcher = CallerWatch(conn)
+            cancel.set_event(watcher.gone)
         with service._state:
             service.requests += 1
             service.last_activity = time.monotonic()  # only calls count as activity, not --status
@@ -63,6 +71,9 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
         close_streams(streams)  # before the reply: the caller exits holding the only copies
         send_reply(conn, {"t": "exit", "code": int(code or 0)})
     finally:
+        if watcher is not None:
+            cancel.set_event(None)
+            watcher.stop()
         POOL.checkin_all()
         call_local.stdin = call_local.stdout = call_local.stderr = None
         call_local.env = None
@@ -78,3 +89,42 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
                 pass
         if serial is not None:
             serial.release()
+
+
+class CallerWatch:
+    """Sets `gone` when the caller closes its end of the call's socket (Ctrl-C, a kill): the call
+    then stops at its next safe point (storage/cancel.py). The caller sends nothing after its
+    request, so a readable socket means it closed; nothing is read from it."""
+
+    def __init__(self, conn: socket.socket):
+        self.gone = threading.Event()
+        self._conn = conn
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._watch, name="caller-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        poller = select.poll()
+        poller.register(self._conn.fileno(), select.POLLIN | select.POLLHUP | getattr(select, "POLLRDHUP", 0))
+        poller.register(self._wake_r, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if self._wake_r in ready:
+                return
+            try:
+                data = self._conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                log("the caller went away: its call stops at the next safe point")
+                self.gone.set()
+            return  # closed, or (never expected) data: stop watching either way
+
+    def stop(self) -> None:
+        """End the watch (the call ended) before the socket is closed, so no other socket is watched."""
+        os.write(self._wake_w, b"x")
+        self._thread.join()
+        os.close(self._wake_r)
+        os.close(self._wake_w)

@@ -30,6 +30,7 @@ call in-process. If it dies after, the client says so (exit 1), like a crashed p
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import sys
 
@@ -48,6 +49,8 @@ from memstrata.service.connection import (  # noqa: F401 - the client's names fo
 PROTOCOL = 2
 # Commands that never go through the service (the service itself, long-lived stdio servers).
 BYPASS = frozenset({"serve", "mcp"})
+# Calls the service stops at their next safe point when the caller goes away (Ctrl-C, a kill).
+CANCELLABLE = frozenset({"import", "sync", "reindex"})
 # Commands not worth starting a service for (they read the catalog only); every other command
 # loads the model or opens the vector table, and a call of one starts the service on demand.
 LIGHT = frozenset({"init", "list", "config", "stats", "index", "trash", "history", "serve", "mcp"})
@@ -246,7 +249,15 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
                                  f"in {first.get('log')}); it ran in this process instead\n")
             return None  # nothing ran: do it in-process
         sock.settimeout(None)  # the command may take as long as it takes (an import, a sync)
-        last = lines.next()
+        try:
+            last = lines.next()
+        except KeyboardInterrupt:
+            if command_of(argv) not in CANCELLABLE:
+                return 130
+            # Ctrl-C: closing our end asks the service to stop at its next safe point; its one line
+            # (what was done, that a rerun resumes) comes on our stderr. A second Ctrl-C leaves now.
+            sock.shutdown(socket.SHUT_WR)
+            last = lines.next()
         if last is None or last.get("t") != "exit":
             # A stop waits for the calls in flight, so only a crash or a kill gets here.
             log = rundir.log_path(folder or rundir.candidate())

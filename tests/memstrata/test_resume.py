@@ -204,7 +204,8 @@ def test_reimport_leaves_unchanged_rows_updates_edited_ones_and_keeps_newer_entr
     src = tmp_path / "rows.jsonl"
 
     def write_rows(a: str, b: str, c: str, mtime: float):
-        rows = [{"title": "alpha", "body": a, "category": "notes"}, {"title": "beta", "body": b, "category": "notes"},
+        rows = [{"id": "a-1", "title": "alpha", "body": a, "category": "notes"},
+                {"id": "b-1", "title": "beta", "body": b, "category": "notes"},
                 {"id": "c-1", "title": "gamma", "body": c, "category": "notes", "updated": "2026-11-01T00:00:00Z"}]
         src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         os.utime(src, (mtime, mtime))
@@ -258,3 +259,71 @@ def test_builtin_import_run_again_indexes_sections_a_killed_run_left_without_row
     again = m.import_builtin(source)
     assert (len(again["unchanged"]), again["reindexed"]) == (2, 1)
     assert _all_indexed(m) and m.doctor().healthy
+
+
+def _killed_mid_index(tmp_path, embedder):
+    """A root where `mem import` was SIGKILLed while embedding its first batch: 256 files on disk, no rows."""
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src)
+    Memory(root, embedder=embedder).init()
+    _mem("import", str(src), "--root", str(root), kill_at=40, of_at_least=ROWS)
+    m = Memory(root, embedder=embedder)
+    unindexed = len(sync.plan(m.state.vector_index(), m.embedder.name, m.embedder.dim).embed)
+    return root, m, unindexed
+
+
+def test_recall_after_a_killed_import_finds_an_entry_written_but_not_embedded(tmp_path, embedder):
+    root, m, unindexed = _killed_mid_index(tmp_path, embedder)
+    assert unindexed > m.state.settings.recall_sync_max  # too many to embed before answering
+    env = _env()
+    proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "recall", "which build listens on port 20123",
+                           "--root", str(root), "--json", "-k", "3"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    out = json.loads(proc.stdout)
+    assert out["results"] and out["results"][0]["title"] == "turn 123", out
+    assert out["strategy"] != "index"
+    assert any(f"{unindexed} entries are not indexed yet" in n for n in out["notes"]), out["notes"]
+    assert _all_indexed(m) is False  # recall never wrote the index beyond its bound: the note says so
+
+
+def test_recall_after_a_killed_import_indexes_a_few_missing_entries_first(tmp_path, embedder):
+    root, m, unindexed = _killed_mid_index(tmp_path, embedder)
+    m.config_set("recall_sync_max", unindexed + 10)
+    result = m.recall("which build listens on port 20123", k=3)
+    assert result.results[0].title == "turn 123" and result.strategy == "hybrid", result.to_dict()
+    assert _all_indexed(m)
+
+
+def test_a_copy_of_the_file_in_another_folder_imports_nothing_again(tmp_path, embedder):
+    import shutil
+
+    src = tmp_path / "a" / "turns.jsonl"
+    src.parent.mkdir()
+    _rows(src, 30)
+    with open(src, "a", encoding="utf-8") as f:  # the same row twice: two occurrences, two entries
+        f.write(json.dumps({"title": "hello", "body": "Hello again."}) + "\n" * 1)
+        f.write(json.dumps({"title": "hello", "body": "Hello again."}) + "\n")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    assert m.import_jsonl(src)["imported"] == 32
+    copy = tmp_path / "elsewhere" / "renamed.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(src, copy)
+    again = m.import_jsonl(copy)
+    assert (again["imported"], again["unchanged"]) == (0, 32)
+    assert len(m.list()) == 32
+
+
+def test_a_row_repeating_an_earlier_rows_id_is_skipped_and_said_so(tmp_path, embedder):
+    src = tmp_path / "rows.jsonl"
+    rows = [{"id": "x-1", "title": "first", "body": "The first text."}, {"title": "other", "body": "Other text."},
+            {"id": "x-1", "title": "second", "body": "A second text with the same id."}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    report = m.import_jsonl(src)
+    assert (report["imported"], report["repeated"], report["skipped"]) == (2, 1, 0)
+    assert "line 3 repeats the id x-1 of line 1: skipped" in report["warnings"]
+    assert not any("already in this root" in w for w in report["warnings"])
+    assert m.read("x-1", count_access=False).title == "first"

@@ -80,3 +80,20 @@ def test_a_pushed_lock_symlink_is_fixed_once_and_leaves_the_teams_tree(tmp_path,
                             capture_output=True, text=True, check=True).stdout.split()
     assert ".lock" not in listed and "ops/backups.md" in listed
     assert Memory(tmp_path / "a", embedder=embedder).write("x y z", title="T", category="ops").action == "created"
+
+
+def test_a_peer_cannot_make_this_machine_forget_or_purge_sooner(tmp_path, embedder):
+    from memstrata import Memory
+
+    a = _one_clone(tmp_path, embedder)
+    _push_config(tmp_path, "forget_after_days: 0\ntrash_retention_days: 0\nhot_days: 5\n")
+    result = a.sync_remote()
+    held = {h["setting"]: h for h in result["settings_held_back"]}
+    assert set(held) == {"forget_after_days", "trash_retention_days"}, result["settings_held_back"]
+    assert all("sooner" in h["why"] for h in held.values())
+    again = Memory(tmp_path / "a", embedder=embedder)
+    assert (again.settings.forget_after_days, again.settings.trash_retention_days) == (180, 30)
+    assert again.settings.hot_days == 5
+    _push_config(tmp_path, "forget_after_days: 365\ntrash_retention_days: 60\nhot_days: 5\n")  # later: applies
+    assert again.sync_remote()["settings_held_back"] == []
+    assert Memory(tmp_path / "a", embedder=embedder).settings.forget_after_days == 365

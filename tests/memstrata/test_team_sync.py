@@ -390,3 +390,28 @@ def test_a_clone_that_already_took_a_converting_attribute_is_repaired(tmp_path, 
     assert a.read(r.id, count_access=False).body.strip() == "The backup runs at midnight."
     a.update(r.id, "The backup runs at 01:00.")
     assert a.sync_remote()["pushed"]
+
+
+def test_a_pulled_copy_of_a_note_gets_a_fresh_id_at_the_sync(tmp_path, embedder):
+    """A peer copies a note file (its id line with it) and pushes: the sync that pulls the copy gives it
+    its own id, so `mem read` and recall agree without `mem doctor --fix`."""
+    a, b = two_clones(tmp_path, embedder, "laptop", "desktop")
+    original = a.write("The backup runs at midnight on the NAS.", title="Backups", category="ops")
+    a.sync_remote()
+    peer, git = plain_git_peer(tmp_path)
+    source = peer / a.read(original.id, count_access=False).path
+    copy = source.parent / "backups-weekly.md"
+    copy.write_text(source.read_text().replace("runs at midnight on the NAS", "runs weekly to the tape library"))
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "copy"], check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True)
+    result = b.sync_remote()
+    ids = [e.id for e in b.list()]
+    assert len(ids) == len(set(ids)) == 2, ids
+    assert b.read(original.id, count_access=False).body.startswith("The backup runs at midnight")
+    hit = b.recall("tape library backups", k=1).results[0]
+    assert hit.id != original.id and b.read(hit.id, count_access=False).path.endswith("backups-weekly.md")
+    assert any("backups-weekly.md" in w and "fresh id" in w for w in result["warnings"]), result["warnings"]
+    assert b.doctor().healthy, b.doctor().to_dict()
+    a.sync_remote()  # the other machine gets the fresh id too
+    assert len({e.id for e in a.list()}) == 2
