@@ -78,6 +78,8 @@ def test_readme_tour_runs_as_written(shell):
         else:
             done = shell([sys.executable, "-c", code])
             assert done.returncode == 0, f"{code}\n{done.stdout}\n{done.stderr}"
+            # its own memory (the example once re-wrote the tour's "DB choice" as a new version)
+            assert "'Staging region'" in done.stdout, done.stdout
     # Exit 0 alone would not tell a working recall or hook from one that prints nothing.
     recall = next(out for line, out in outputs.items() if line.startswith("mem recall"))
     assert "DB choice" in recall
