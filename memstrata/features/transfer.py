@@ -27,6 +27,8 @@ from memstrata.storage.entry import Entry, new_id
 
 IMPORT_BATCH = 256            # entries saved (and embedded) per batch by the bulk import
 
+WARM_IMPORTS_FROM = 64        # entries from which lancedb and onnxruntime are imported while files are written
+
 Progress = Callable[[int, int], None]
 
 
@@ -158,6 +160,8 @@ class Transfer:
         started = time.monotonic()
         self.entries.require_tree()
         total = len(entries)
+        if total >= WARM_IMPORTS_FROM:
+            _warm_imports()
         progress = _monotonic(progress) if progress else None
         if progress and total:
             progress(0, total)
@@ -338,6 +342,31 @@ def index_missing(state: TreeState, present: list[Entry]) -> int:
         return 0
     sync.apply(index, todo, embedder)
     return len(todo.embed)
+
+
+def _warm_imports() -> None:
+    """Import lancedb and onnxruntime in a background thread while the first batch's files are
+    read, checked and written: the index needs both, and a fresh `mem import` otherwise waits
+    for their imports (~2 s of wall time, lancedb's mostly) only after the files. The main
+    thread's own import of the same module waits for this one (Python's per-module import
+    locks), so the work is done once either way."""
+    import sys
+    import threading
+
+    wanted = [m for m in ("lancedb", "onnxruntime") if m not in sys.modules]
+    if not wanted:
+        return
+
+    def run() -> None:
+        import importlib
+
+        for name in wanted:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the main thread's own import reports it
+                return
+
+    threading.Thread(target=run, name="memstrata-warm-imports", daemon=True).start()
 
 
 def _later(a, b) -> bool:
