@@ -21,7 +21,7 @@ from memstrata.features.transfer_formats import (
     viking_base,
     write_sidecar,
 )
-from memstrata.storage import sidecars, trash, versions
+from memstrata.storage import layout, sidecars, trash, tree, versions
 from memstrata.storage.secrets import redact
 from memstrata.storage.entry import Entry, new_id
 
@@ -176,6 +176,9 @@ class Transfer:
             # ids in the trash (restorable: their versions are theirs) and with kept versions
             trashed = {i.id for i in trash.list_trash(self.root) if i.id}
             kept_only = versions.ids_with_snapshots(self.root) - trashed - set(live)
+            # per run, not per entry: neither changes under the lock
+            initialised, adopted = tree.is_initialised(self.root), layout.is_adopted(self.root)
+            claimed: set[str] = set()  # the paths of the batch being filled
             for done, entry in enumerate(entries, 1):
                 where = entry.extra.pop("__where__", None)
                 as_of = entry.extra.pop("__as_of__", None)
@@ -190,10 +193,12 @@ class Transfer:
                     else:
                         entry.id = entry.id or new_id()
                         # the whole record: full text (the sidecar to be) and kept versions included
-                        report.warnings.extend(f"{redact(entry.title)}: {w}" for w in self.save.check_entry(entry))
+                        report.warnings.extend(f"{redact(entry.title)}: {w}"
+                                               for w in self.save.check_entry(entry, initialised))
                         full = entry.extra.pop("__full_content__", None)
                         kept = entry.extra.pop("__versions__", None) or {}
-                        self._place_imported(entry, {e.path for e, _, _ in batch})
+                        self._place_imported(entry, claimed, adopted)
+                        claimed.add(entry.path)
                         entry.extra["__versions__"] = kept
                         batch.append((entry, full, where))
                         this_run.add(entry.id)
@@ -201,7 +206,7 @@ class Transfer:
                     report.error(where if where is not None else redact(entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH or (batch and done == total):
                     self._save_batch(batch, report, progress, done, total)
-                    batch = []
+                    batch, claimed = [], set()
                 elif progress and not batch:
                     progress(done, total)
             try:
@@ -291,9 +296,9 @@ class Transfer:
         if progress:
             progress(done, total)
 
-    def _place_imported(self, entry: Entry, claimed: set[str]) -> None:
+    def _place_imported(self, entry: Entry, claimed: set[str], adopted: bool) -> None:
         """Choose the file of an imported entry: its recorded path when free and consistent, else a new one."""
-        from memstrata.storage import layout, tree
+        from memstrata.storage import tree
         from memstrata.storage.catalog import is_entry_path_in
         from memstrata.storage.paths import (
             category_of,
@@ -302,7 +307,7 @@ class Transfer:
             validate_category,
         )
 
-        entry.category = validate_category(entry.category, top=layout.is_adopted(self.root))
+        entry.category = validate_category(entry.category, top=adopted)
         archived = entry.status == "archived"
         wanted, entry.path = entry.path, None
         if wanted:
