@@ -97,6 +97,21 @@ def rows_by_kind(root: Path) -> dict:
     return dict(Counter(table.to_arrow().column("kind").to_pylist()))
 
 
+def tokens_by_kind(work: Path, data: Path) -> dict:
+    """Tokens the model ran per kind of row over a variant's LoCoMo trees (the cost that matters:
+    attention grows with a text's length), counted with the bundled model's tokenizer (cut to its window)."""
+    from memstrata import Memory
+    from memstrata.models.embedder import get_embedder
+
+    emb = get_embedder("bundled")
+    out: dict = {}
+    for f in sorted(data.glob("*.json")):
+        table = Memory(work / f"conv{f.stem}").state.vector_index().table().to_arrow()
+        for kind, text in zip(table.column("kind").to_pylist(), table.column("text").to_pylist()):
+            out[kind] = out.get(kind, 0) + min(emb.count_tokens(text), emb.max_tokens)
+    return out
+
+
 def locomo_recall(work: Path, data: Path, loco: bool) -> dict:
     import locomo
     from memstrata import Memory
@@ -130,7 +145,7 @@ def notes_recall(work: Path, settings: dict) -> dict:
     for name in NOTES:
         questions = notes.load_questions(name)
         tree = work / f"notes-{name}"
-        notes.build(name, tree, reuse=False, settings=settings)
+        _adopt_with(tree, notes.CORPORA / name, settings)
         ranked, _ = notes.memstrata_ranking(tree, questions)
         firsts = []
         for r, q in zip(ranked, questions):
@@ -140,6 +155,21 @@ def notes_recall(work: Path, settings: dict) -> dict:
         out[f"{name}_mrr"] = [1.0 / k if k else 0.0 for k in firsts]
         shutil.rmtree(tree, ignore_errors=True)
     return out
+
+
+def _adopt_with(tree: Path, corpus: Path, settings: dict) -> None:
+    """`mem init --adopt` of a copy of `corpus` with `settings` in its config.md before anything is
+    embedded (bench/notes.py sets them after the adopt and reindexes: every note embedded twice)."""
+    from memstrata import Memory
+
+    if tree.exists():
+        shutil.rmtree(tree)
+    shutil.copytree(corpus, tree)
+    m = Memory(tree)
+    m._entries.init(adopt=True)  # the tree and the notes' ids; the index is built by the sync below
+    for key, value in settings.items():
+        m.config_set(key, value)
+    m.sync()
 
 
 def _import_api(root: Path, rows: list[dict], settings: dict, src: Path) -> None:
@@ -213,6 +243,9 @@ def table(results: dict) -> str:
 
     speed = {v: results[v].get("import") for v in names}
     row("vector rows / entry", [_rows(speed[v]) for v in names])
+    tok = {v: results[v].get("tokens") for v in names}
+    row("tokens / entry", [_rows({"turns": speed[v]["turns"], "rows": tok[v]}, 0) if tok[v] and speed[v] else ""
+                           for v in names])
     row("import CPU s (5 processes)", [f"{speed[v]['cpu']:.0f}" if speed[v] else "" for v in names])
     row("entries per CPU s", [f"{speed[v]['turns'] / speed[v]['cpu']:.1f}" if speed[v] else "" for v in names])
     row("entries/s (wall, loaded machine)", [f"{speed[v]['turns'] / speed[v]['wall']:.1f}" if speed[v] else ""
@@ -243,11 +276,11 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _rows(s) -> str:
+def _rows(s, digits: int = 2) -> str:
     if not s:
         return ""
     per = {k: n / s["turns"] for k, n in sorted(s["rows"].items())}
-    return f"{sum(per.values()):.2f} (" + ", ".join(f"{k} {x:.2f}" for k, x in per.items()) + ")"
+    return f"{sum(per.values()):.{digits}f} (" + ", ".join(f"{k} {x:.{digits}f}" for k, x in per.items()) + ")"
 
 
 def main(argv=None) -> int:
@@ -275,6 +308,7 @@ def main(argv=None) -> int:
         vdir = work / name.replace(">=", "ge")
         vdir.mkdir(exist_ok=True)
         steps = [("import", lambda: {"import": locomo_import(vdir, settings, data)}),
+                 ("tokens", lambda: {"tokens": tokens_by_kind(vdir, data)}),
                  ("locomo_r10", lambda: locomo_recall(vdir, data, "loco" not in args.skip)),
                  ("til_hit1", lambda: notes_recall(vdir, settings)),
                  ("zh_hit1", lambda: zh_recall(vdir, settings)),
@@ -283,7 +317,7 @@ def main(argv=None) -> int:
         for key, step in steps:
             if key in res or skip.get(key) in args.skip:
                 continue
-            if key == "locomo_r10" and "import" not in res:
+            if key in ("tokens", "locomo_r10") and "import" not in res:
                 continue
             sys.stderr.write(f"{name}: {key}\n")
             res.update(step())
