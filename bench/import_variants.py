@@ -3,6 +3,7 @@
     python bench/import_variants.py                       # every variant, prints one Markdown table
     python bench/import_variants.py --only today --only entry-alone --work /tmp/iv
     python bench/import_variants.py --skip notes          # leave a benchmark out (notes, zh, passages, loco)
+    python bench/import_variants.py --work A --table-only --merge B --merge C   # runs made in parallel
 
 Each variant is a set of settings (config.md) of what a short entry is embedded as: chunk 0 (the
 entry), its sentence chunks (`chunk_sentence_min_words`, `chunk_max_sentences`) and the context chunk
@@ -290,6 +291,8 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default="/tmp/memstrata-import-variants")
     ap.add_argument("--data", help="the LoCoMo conversations (default: as bench/locomo.py finds them)")
     ap.add_argument("--table-only", action="store_true", help="print the table of the results kept in WORK")
+    ap.add_argument("--merge", action="append", default=[], metavar="DIR",
+                    help="also take the figures another run kept in DIR (variants run in parallel)")
     args = ap.parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -299,6 +302,11 @@ def main(argv=None) -> int:
     results = json.loads(store.read_text()) if store.exists() else {}
     import locomo
 
+    for other in args.merge:
+        kept = Path(other) / "results.json"
+        for name, figures in (json.loads(kept.read_text()) if kept.exists() else {}).items():
+            for key, value in figures.items():
+                results.setdefault(name, {}).setdefault(key, value)
     data = Path(args.data) if args.data else locomo.DATA
     if not any(data.glob("*.json")):
         raise SystemExit(f"no LoCoMo conversations in {data}")
@@ -310,9 +318,9 @@ def main(argv=None) -> int:
         steps = [("import", lambda: {"import": locomo_import(vdir, settings, data)}),
                  ("tokens", lambda: {"tokens": tokens_by_kind(vdir, data)}),
                  ("locomo_r10", lambda: locomo_recall(vdir, data, "loco" not in args.skip)),
-                 ("til_hit1", lambda: notes_recall(vdir, settings)),
                  ("zh_hit1", lambda: zh_recall(vdir, settings)),
-                 ("passages_en_r5", lambda: passages_recall(vdir, settings))]
+                 ("passages_en_r5", lambda: passages_recall(vdir, settings)),
+                 ("til_hit1", lambda: notes_recall(vdir, settings))]  # the slowest last
         skip = {"til_hit1": "notes", "zh_hit1": "zh", "passages_en_r5": "passages"}
         for key, step in steps:
             if key in res or skip.get(key) in args.skip:
