@@ -18,8 +18,9 @@ entry), its sentence chunks (`chunk_sentence_min_words`, `chunk_max_sentences`) 
   - Chinese passages (bench/chinese_passages.py, the CMRC 2018 trial set): hit@1, hit@5, MRR@10;
   - the passages of bench/ingest.py (200 English, 200 Chinese): known-item recall@5.
 Noise: every recall figure is a mean over questions; `±` is the std of a bootstrap over those
-questions (1,000 resamples), and `Δ` the paired difference from the first variant. A variant "holds"
-when no figure drops by more than its std. Results are kept in WORK/results.json: a rerun measures
+questions (1,000 resamples), `Δ` the difference from the first variant and `paired ±` the std of
+a bootstrap of that difference over the same questions (smaller: the questions' own difficulty
+cancels). A variant "holds" when no figure drops by more than the first variant's std. Results are kept in WORK/results.json: a rerun measures
 only what is missing (delete the file, or a variant's trees, to measure again).
 """
 from __future__ import annotations
@@ -269,11 +270,13 @@ def table(results: dict) -> str:
             if v != names[0] and key in base:
                 d = mean - float(np.mean(base[key]))
                 base_std = bootstrap_std(base[key])
+                paired = f" (paired ±{bootstrap_std(np.subtract(vals, base[key])):.3f})" \
+                    if len(vals) == len(base[key]) else ""
                 if d < -base_std:
                     holds[v] = False
-                    cell += f" **Δ{d:+.3f}**"
+                    cell += f" **Δ{d:+.3f}**{paired}"
                 else:
-                    cell += f" Δ{d:+.3f}"
+                    cell += f" Δ{d:+.3f}{paired}"
             cells.append(cell)
         row(label, cells)
     row("every figure within its std of the first column",
