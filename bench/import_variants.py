@@ -140,11 +140,11 @@ def locomo_recall(work: Path, data: Path, loco: bool) -> dict:
 
 
 # --------------------------------------------------------------------------- the other benchmarks
-def notes_recall(work: Path, settings: dict) -> dict:
+def notes_recall(work: Path, settings: dict, corpora=NOTES) -> dict:
     import notes
 
     out = {}
-    for name in NOTES:
+    for name in corpora:
         questions = notes.load_questions(name)
         tree = work / f"notes-{name}"
         _adopt_with(tree, notes.CORPORA / name, settings)
@@ -297,6 +297,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", action="append", default=[], choices=("notes", "zh", "passages", "loco"))
     ap.add_argument("--work", default="/tmp/memstrata-import-variants")
     ap.add_argument("--data", help="the LoCoMo conversations (default: as bench/locomo.py finds them)")
+    ap.add_argument("--corpus", action="append", choices=NOTES, help="notes corpus (repeatable; default: all three)")
     ap.add_argument("--table-only", action="store_true", help="print the table of the results kept in WORK")
     ap.add_argument("--merge", action="append", default=[], metavar="DIR",
                     help="also take the figures another run kept in DIR (variants run in parallel)")
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
                  ("locomo_r10", lambda: locomo_recall(vdir, data, "loco" not in args.skip)),
                  ("zh_hit1", lambda: zh_recall(vdir, settings)),
                  ("passages_en_r5", lambda: passages_recall(vdir, settings)),
-                 ("til_hit1", lambda: notes_recall(vdir, settings))]  # the slowest last
+                 ("til_hit1", lambda: notes_recall(vdir, settings, args.corpus or NOTES))]  # the slowest last
         skip = {"til_hit1": "notes", "zh_hit1": "zh", "passages_en_r5": "passages"}
         for key, step in steps:
             if key in res or skip.get(key) in args.skip:
