@@ -6,6 +6,7 @@ Usage:
   python bench/ingest.py --only vault          # the adopt of a vault only (--vault DIR: another one)
   python bench/ingest.py --only passages       # the passages only (about 1-2 min)
   python bench/ingest.py --only locomo         # the LoCoMo turns only
+  python bench/ingest.py --only locomo --set chunk_context=false   # ... with a setting in their trees
   python bench/ingest.py --passages 200 --out bench/results/ingest.md
 
 What is measured (each a fresh tree, service off, so every figure includes the process start
@@ -130,6 +131,14 @@ def passages(n: int, lang: str, seed: int = 17) -> list[tuple[dict, str]]:
     return out
 
 
+def _locomo_data() -> Path:
+    """../shared/bench/locomo as bench/locomo.py finds it (beside the repository or a folder above it:
+    a git worktree)."""
+    import locomo
+
+    return locomo.DATA
+
+
 # --------------------------------------------------------------------------- measures
 def run_mem(args: list[str], root: Path) -> tuple[float, float, "subprocess.CompletedProcess"]:
     """Run `mem ARGS` (service off) and return (wall seconds, CPU seconds of the process, result)."""
@@ -224,16 +233,17 @@ def window_tokens(texts: list[str]) -> int:
     return sum(min(len(i), emb.max_tokens) for i in emb.token_ids(texts))
 
 
-def import_rate(work: Path, name: str, lines: list[dict]) -> tuple[float, float, Path]:
-    """`mem init` + `mem import` of `lines` into a fresh tree: (entries/s, seconds, root); the
-    import's CPU seconds are added to IMPORT_CPU[name]."""
+def import_rate(work: Path, name: str, lines: list[dict], settings: dict | None = None) -> tuple[float, float, Path]:
+    """`mem init` (+ `mem config set` of `settings`) + `mem import` of `lines` into a fresh tree:
+    (entries/s, seconds, root); the import's CPU seconds are added to IMPORT_CPU[name]."""
     root = work / name
     if root.exists():
         shutil.rmtree(root)
     src = work / f"{name}.jsonl"
     src.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
     timed(["init"], root, "off")
-    timed(["config", "set", "secrets", "warn"], root, "off")
+    for key, value in {"secrets": "warn", **(settings or {})}.items():
+        timed(["config", "set", key, value], root, "off")
     took, cpu, p = run_mem(["import", str(src), "--json"], root)
     IMPORT_CPU[name] = cpu
     done = json.loads(p.stdout)
@@ -261,10 +271,13 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("vault", "locomo", "passages"))
     ap.add_argument("--vault", help="a folder of Markdown notes to adopt (default: the wrewsama vault from the mirror)")
     ap.add_argument("--passages", type=int, default=200, help="passages per language")
-    ap.add_argument("--data", default=str((HERE / "../../shared/bench/locomo").resolve()))
+    ap.add_argument("--data", default=str(_locomo_data()))
     ap.add_argument("--work", default="/tmp/memstrata-ingest")
     ap.add_argument("--out")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting of the LoCoMo trees (e.g. chunk_context=false: bench/import_variants.py)")
     args = ap.parse_args(argv)
+    settings = dict(s.split("=", 1) for s in args.set)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     load0 = os.getloadavg()
@@ -288,14 +301,15 @@ def main(argv=None) -> int:
         total, secs, cpu = 0, 0.0, 0.0
         for f in sorted(Path(args.data).glob("*.json")):
             lines, _ = locomo.load(f)
-            rate, took, _ = import_rate(work, f"conv{f.stem}", lines)
+            rate, took, _ = import_rate(work, f"conv{f.stem}", lines, settings)
             total += len(lines)
             secs += took
             cpu += IMPORT_CPU[f"conv{f.stem}"]
             print(f"conversation {f.stem}: {len(lines)} turns, {took:.1f} s ({IMPORT_CPU[f'conv{f.stem}']:.1f} CPU s), "
                   f"{rate:.1f}/s", file=sys.stderr)
         rate = total / secs
-        rows.append((f"`mem import`, LoCoMo turns ({total}, five conversations)", f"{rate:.1f} entries/s "
+        given = f"; {', '.join(f'{k}={v}' for k, v in settings.items())}" if settings else ""
+        rows.append((f"`mem import`, LoCoMo turns ({total}, five conversations{given})", f"{rate:.1f} entries/s "
                      f"({secs:.0f} s); {total / cpu:.1f} entries per CPU s ({cpu:.0f} CPU s)", f">= {TARGET_TURNS:.0f}",
                      "met" if rate >= TARGET_TURNS else "NOT met"))
     if args.only in (None, "passages"):

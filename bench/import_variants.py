@@ -1,0 +1,346 @@
+"""What each embedded text of a short entry costs and earns: LoCoMo import speed against every recall benchmark.
+
+    python bench/import_variants.py                       # every variant, prints one Markdown table
+    python bench/import_variants.py --only today --only entry-alone --work /tmp/iv
+    python bench/import_variants.py --skip notes          # leave a benchmark out (notes, zh, passages, loco)
+    python bench/import_variants.py --work A --table-only --merge B --merge C   # runs made in parallel
+
+Each variant is a set of settings (config.md) of what a short entry is embedded as: chunk 0 (the
+entry), its sentence chunks (`chunk_sentence_min_words`, `chunk_max_sentences`) and the context chunk
+(`chunk_context`). For each variant, with those settings in every tree it builds:
+  - `mem import` of the five LoCoMo conversations through the CLI (service off, one process each, so
+    start-up and model load count): vector rows per entry by kind, CPU seconds (user+sys of the `mem`
+    processes: the figure to compare on a loaded machine), wall seconds, entries/s;
+  - LoCoMo recall@10 of those trees, with the shipped ranker and leave-one-conversation-out (the
+    ranker refitted on the other four conversations for each one: bench/fit_ranking.py);
+  - the notes corpora (bench/notes.py: til, rustbook, vuezh adopted from /tmp/notes-corpora):
+    hit@1, hit@3, MRR@10;
+  - Chinese passages (bench/chinese_passages.py, the CMRC 2018 trial set): hit@1, hit@5, MRR@10;
+  - the passages of bench/ingest.py (200 English, 200 Chinese): known-item recall@5.
+Noise: every recall figure is a mean over questions; `±` is the std of a bootstrap over those
+questions (1,000 resamples), `Δ` the difference from the first variant and `paired ±` the std of
+a bootstrap of that difference over the same questions (smaller: the questions' own difficulty
+cancels). A variant "holds" when no figure drops by more than the first variant's std. Results are kept in WORK/results.json: a rerun measures
+only what is missing (delete the file, or a variant's trees, to measure again).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+VARIANTS = {
+    "today": {},
+    "no-context": {"chunk_context": "false"},
+    "sentences>=25w": {"chunk_sentence_min_words": "25"},
+    "max-2-sentences": {"chunk_max_sentences": "2"},
+    "entry+context": {"chunk_max_sentences": "0"},
+    "entry-alone": {"chunk_max_sentences": "0", "chunk_context": "false"},
+}
+ZH_DATA = [Path("/tmp/zh-data/cmrc2018_trial.json"), Path("/tmp/r3-logs/cmrc2018_trial.json")]
+NOTES = ("til", "rustbook", "vuezh")
+
+
+def bootstrap_std(values, n=1000, seed=3) -> float:
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return 0.0
+    idx = np.random.default_rng(seed).integers(0, len(v), (n, len(v)))
+    return float(v[idx].mean(1).std())
+
+
+# --------------------------------------------------------------------------- LoCoMo
+def locomo_import(work: Path, settings: dict, data: Path) -> dict:
+    import locomo
+    from ingest import run_mem
+    from perf_cli import timed
+
+    out = {"turns": 0, "cpu": 0.0, "wall": 0.0, "rows": {}}
+    for f in sorted(data.glob("*.json")):
+        lines, _ = locomo.load(f)
+        root = work / f"conv{f.stem}"
+        if root.exists():
+            shutil.rmtree(root)
+        src = work / f"conv{f.stem}.jsonl"
+        src.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+        timed(["init"], root, "off")
+        for key, value in {"secrets": "warn", **settings}.items():
+            timed(["config", "set", key, value], root, "off")
+        wall, cpu, p = run_mem(["import", str(src), "--json"], root)
+        if json.loads(p.stdout).get("imported") != len(lines):
+            raise RuntimeError(f"conv{f.stem}: not every turn imported: {p.stdout[:300]}")
+        out["turns"] += len(lines)
+        out["cpu"] += cpu
+        out["wall"] += wall
+        for kind, n in rows_by_kind(root).items():
+            out["rows"][kind] = out["rows"].get(kind, 0) + n
+        sys.stderr.write(f"  conv{f.stem}: {len(lines)} turns, {wall:.1f} s, {cpu:.1f} CPU s\n")
+    return out
+
+
+def rows_by_kind(root: Path) -> dict:
+    from collections import Counter
+
+    from memstrata import Memory
+
+    table = Memory(root).state.vector_index().table()
+    return dict(Counter(table.to_arrow().column("kind").to_pylist()))
+
+
+def tokens_by_kind(work: Path, data: Path) -> dict:
+    """Tokens the model ran per kind of row over a variant's LoCoMo trees (the cost that matters:
+    attention grows with a text's length), counted with the bundled model's tokenizer (cut to its window)."""
+    from memstrata import Memory
+    from memstrata.models.embedder import get_embedder
+
+    emb = get_embedder("bundled")
+    out: dict = {}
+    for f in sorted(data.glob("*.json")):
+        table = Memory(work / f"conv{f.stem}").state.vector_index().table().to_arrow()
+        for kind, text in zip(table.column("kind").to_pylist(), table.column("text").to_pylist()):
+            out[kind] = out.get(kind, 0) + min(emb.count_tokens(text), emb.max_tokens)
+    return out
+
+
+def locomo_recall(work: Path, data: Path, loco: bool) -> dict:
+    import locomo
+    from memstrata import Memory
+
+    per_q, folds = [], {}
+    for f in sorted(data.glob("*.json")):
+        _, questions = locomo.load(f)
+        rows, _ = locomo.evaluate(Memory(work / f"conv{f.stem}"), questions)
+        per_q += [r["r10"] for r in rows]
+        if loco:
+            import fit_ranking
+
+            folds[f.stem] = fit_ranking.examples(work / f"conv{f.stem}", questions)
+    out = {"locomo_r10": per_q}
+    if loco:
+        import fit_ranking
+
+        held = []
+        for name in folds:
+            train = fit_ranking.stack([r for other in folds if other != name for r in folds[other]])
+            held += list(fit_ranking.recall_at_10(fit_ranking.stack(folds[name]), fit_ranking.fit(train)))
+        out["locomo_loco_r10"] = [float(x) for x in held]
+    return out
+
+
+# --------------------------------------------------------------------------- the other benchmarks
+def notes_recall(work: Path, settings: dict, corpora=NOTES) -> dict:
+    import notes
+
+    out = {}
+    for name in corpora:
+        questions = notes.load_questions(name)
+        tree = work / f"notes-{name}"
+        _adopt_with(tree, notes.CORPORA / name, settings)
+        ranked, _ = notes.memstrata_ranking(tree, questions)
+        firsts = []
+        for r, q in zip(ranked, questions):
+            firsts.append(next((k for k, p in enumerate(r[:10], 1) if p in set(q["notes"])), None))
+        out[f"{name}_hit1"] = [float(k == 1) for k in firsts]
+        out[f"{name}_hit3"] = [float(k is not None and k <= 3) for k in firsts]
+        out[f"{name}_mrr"] = [1.0 / k if k else 0.0 for k in firsts]
+        shutil.rmtree(tree, ignore_errors=True)
+    return out
+
+
+def _adopt_with(tree: Path, corpus: Path, settings: dict) -> None:
+    """`mem init --adopt` of a copy of `corpus` with `settings` in its config.md before anything is
+    embedded (bench/notes.py sets them after the adopt and reindexes: every note embedded twice)."""
+    from memstrata import Memory
+
+    if tree.exists():
+        shutil.rmtree(tree)
+    shutil.copytree(corpus, tree)
+    m = Memory(tree)
+    m._entries.init(adopt=True)  # the tree and the notes' ids; the index is built by the sync below
+    for key, value in settings.items():
+        m.config_set(key, value)
+    m.sync()
+
+
+def _import_api(root: Path, rows: list[dict], settings: dict, src: Path) -> None:
+    from memstrata import Memory
+
+    if root.exists():
+        shutil.rmtree(root)
+    m = Memory(root)
+    m.init()
+    for key, value in {"secrets": "warn", **settings}.items():
+        m.config_set(key, value)
+    src.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    res = m.import_jsonl(src)
+    if res["errors"]:
+        raise RuntimeError(f"{root.name}: {len(res['errors'])} import errors, first: {res['errors'][0]}")
+
+
+def zh_recall(work: Path, settings: dict) -> dict:
+    import chinese_passages
+    from memstrata import Memory
+
+    data = next((p for p in ZH_DATA if p.exists()), None)
+    if data is None:
+        return {}
+    passages, questions = chinese_passages.load(data, None, 7)
+    root = work / "zh"
+    _import_api(root, [{**p, "category": "zh"} for p in passages], settings, work / "zh.jsonl")
+    m = Memory(root)
+    ranks = []
+    for q in questions:
+        ids = m.recall(q["query"], k=10, min_relevance=0, count_access=False).ids
+        ranks.append(next((r for r, i in enumerate(ids, 1) if i == q["answer"]), None))
+    shutil.rmtree(root, ignore_errors=True)
+    return {"zh_hit1": [float(r == 1) for r in ranks], "zh_hit5": [float(r is not None and r <= 5) for r in ranks],
+            "zh_mrr": [1.0 / r if r else 0.0 for r in ranks]}
+
+
+def passages_recall(work: Path, settings: dict, n: int = 200) -> dict:
+    import ingest
+    from memstrata import Memory
+
+    out = {}
+    for lang in ("en", "zh"):
+        pairs = ingest.passages(n, lang)
+        root = work / f"passages-{lang}"
+        _import_api(root, [e for e, _ in pairs], settings, work / f"passages-{lang}.jsonl")
+        m = Memory(root)
+        out[f"passages_{lang}_r5"] = [float(e["id"] in m.recall(q, k=5, min_relevance=0, count_access=False).ids)
+                                      for e, q in pairs]
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+# --------------------------------------------------------------------------- the table
+FIGURES = [("locomo_r10", "LoCoMo R@10"), ("locomo_loco_r10", "LoCoMo LOCO R@10"),
+           ("til_hit1", "til hit@1"), ("til_hit3", "til hit@3"), ("til_mrr", "til MRR"),
+           ("rustbook_hit1", "rustbook hit@1"), ("rustbook_hit3", "rustbook hit@3"), ("rustbook_mrr", "rustbook MRR"),
+           ("vuezh_hit1", "vuezh hit@1"), ("vuezh_hit3", "vuezh hit@3"), ("vuezh_mrr", "vuezh MRR"),
+           ("zh_hit1", "zh passages hit@1"), ("zh_hit5", "zh passages hit@5"), ("zh_mrr", "zh passages MRR"),
+           ("passages_en_r5", "ingest EN R@5"), ("passages_zh_r5", "ingest ZH R@5")]
+
+
+def table(results: dict) -> str:
+    names = [v for v in VARIANTS if v in results]
+    base = results[names[0]] if names else {}
+    head = ["figure"] + names
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+
+    def row(label, cells):
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    speed = {v: results[v].get("import") for v in names}
+    row("vector rows / entry", [_rows(speed[v]) for v in names])
+    tok = {v: results[v].get("tokens") for v in names}
+    row("tokens / entry", [_rows({"turns": speed[v]["turns"], "rows": tok[v]}, 0) if tok[v] and speed[v] else ""
+                           for v in names])
+    row("import CPU s (5 processes)", [f"{speed[v]['cpu']:.0f}" if speed[v] else "" for v in names])
+    row("entries per CPU s", [f"{speed[v]['turns'] / speed[v]['cpu']:.1f}" if speed[v] else "" for v in names])
+    row("entries/s (wall, loaded machine)", [f"{speed[v]['turns'] / speed[v]['wall']:.1f}" if speed[v] else ""
+                                             for v in names])
+    holds = {v: True for v in names}
+    missing = {v: False for v in names}
+    for key, label in FIGURES:
+        if not any(key in results[v] for v in names):
+            continue
+        cells = []
+        for v in names:
+            vals = results[v].get(key)
+            if vals is None:
+                cells.append("")
+                if key in base:
+                    missing[v] = True
+                continue
+            mean, std = float(np.mean(vals)), bootstrap_std(vals)
+            cell = f"{mean:.3f} ±{std:.3f}"
+            if v != names[0] and key in base:
+                d = mean - float(np.mean(base[key]))
+                base_std = bootstrap_std(base[key])
+                paired = f" (paired ±{bootstrap_std(np.subtract(vals, base[key])):.3f})" \
+                    if len(vals) == len(base[key]) else ""
+                if d < -base_std:
+                    holds[v] = False
+                    cell += f" **Δ{d:+.3f}**{paired}"
+                else:
+                    cell += f" Δ{d:+.3f}{paired}"
+            cells.append(cell)
+        row(label, cells)
+    row("every figure within its std of the first column",
+        ["no" if not holds[v] else "not all measured" if missing[v] else "yes" for v in names])
+    return "\n".join(lines)
+
+
+def _rows(s, digits: int = 2) -> str:
+    if not s:
+        return ""
+    per = {k: n / s["turns"] for k, n in sorted(s["rows"].items())}
+    return f"{sum(per.values()):.{digits}f} (" + ", ".join(f"{k} {x:.{digits}f}" for k, x in per.items()) + ")"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", action="append", choices=list(VARIANTS), help="variant (repeatable)")
+    ap.add_argument("--skip", action="append", default=[], choices=("notes", "zh", "passages", "loco"))
+    ap.add_argument("--work", default="/tmp/memstrata-import-variants")
+    ap.add_argument("--data", help="the LoCoMo conversations (default: as bench/locomo.py finds them)")
+    ap.add_argument("--corpus", action="append", choices=NOTES, help="notes corpus (repeatable; default: all three)")
+    ap.add_argument("--table-only", action="store_true", help="print the table of the results kept in WORK")
+    ap.add_argument("--merge", action="append", default=[], metavar="DIR",
+                    help="also take the figures another run kept in DIR (variants run in parallel)")
+    args = ap.parse_args(argv)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MEMSTRATA_RUNTIME_DIR", str(work / ".run"))
+    os.environ.setdefault("MEMSTRATA_SERVICE", "off")
+    store = work / "results.json"
+    results = json.loads(store.read_text()) if store.exists() else {}
+    import locomo
+
+    for other in args.merge:
+        kept = Path(other) / "results.json"
+        for name, figures in (json.loads(kept.read_text()) if kept.exists() else {}).items():
+            for key, value in figures.items():
+                results.setdefault(name, {}).setdefault(key, value)
+    data = Path(args.data) if args.data else locomo.DATA
+    if not any(data.glob("*.json")):
+        raise SystemExit(f"no LoCoMo conversations in {data}")
+    for name in ([] if args.table_only else (args.only or list(VARIANTS))):
+        settings = VARIANTS[name]
+        res = results.setdefault(name, {})
+        vdir = work / name.replace(">=", "ge")
+        vdir.mkdir(exist_ok=True)
+        steps = [("import", lambda: {"import": locomo_import(vdir, settings, data)}),
+                 ("tokens", lambda: {"tokens": tokens_by_kind(vdir, data)}),
+                 ("locomo_r10", lambda: locomo_recall(vdir, data, "loco" not in args.skip)),
+                 ("zh_hit1", lambda: zh_recall(vdir, settings)),
+                 ("passages_en_r5", lambda: passages_recall(vdir, settings)),
+                 ("til_hit1", lambda: notes_recall(vdir, settings, args.corpus or NOTES))]  # the slowest last
+        skip = {"til_hit1": "notes", "zh_hit1": "zh", "passages_en_r5": "passages"}
+        for key, step in steps:
+            if key in res or skip.get(key) in args.skip:
+                continue
+            if key in ("tokens", "locomo_r10") and "import" not in res:
+                continue
+            sys.stderr.write(f"{name}: {key}\n")
+            res.update(step())
+            store.write_text(json.dumps(results))
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
