@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from memstrata.retrieval import chunking, lexical, stats_cache
+from memstrata.retrieval.embed_batch import embed_distinct, pooled_vector
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache  # META_COLUMNS: what the frame holds of an entry
 from memstrata.storage import layout
 from memstrata.storage.entry import Entry
@@ -54,29 +55,6 @@ def indexed_form(root: Path, entry: Entry) -> Entry:
 
 
 _INDEXED = "__indexed__"  # marks an entry already in its indexed form (never written anywhere)
-
-
-def embed_distinct(embedder, texts: list[str], progress=None):
-    """Vectors of `texts`, each distinct text embedded once (a sentence that is also another
-    entry's text, two entries with the same text): rows in the order of `texts`."""
-    if not texts:
-        return []
-    first: dict[str, int] = {}
-    where = [first.setdefault(t, len(first)) for t in texts]
-    if len(first) == len(texts):
-        return embedder.embed(texts, progress=progress)
-    return embedder.embed(list(first), progress=progress)[where]
-
-
-def _pooled(own, chunks):
-    """The vector of a pooled chunk: the unit mean of its entry's sentence vectors (`own`: the
-    embedded chunks' vectors, in chunk order without the pooled ones)."""
-    import numpy as np
-
-    embedded = [c for c in chunks if not c.pooled]
-    picked = [v for v, c in zip(own, embedded) if c.kind == "sentence"]
-    mean = np.mean(picked, axis=0) if picked else np.mean(own, axis=0)
-    return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
 
 
 def _short(text: str) -> bool:
@@ -240,7 +218,7 @@ class VectorIndex(FrameCache):
             embedded = iter(own)
             for c in chunks:
                 first = c.number == 0
-                vector = _pooled(own, chunks) if c.pooled else next(embedded)
+                vector = pooled_vector(own, chunks) if c.pooled else next(embedded)
                 rows.append({**base, "chunk": c.number, "kind": c.kind, "text": c.text,
                              lexical.EN_COLUMN: lexical.en_text(full, e.created, e.tags) if first else None,
                              lexical.CJK_COLUMN: lexical.cjk_text(full) if first else None,

@@ -46,16 +46,25 @@ def first_seen(conn, entry_id: str) -> str | None:
     return found[0] if found else None
 
 
-def git_added(root, rel: str) -> float:
-    """When git's history first added the file at `rel` (epoch seconds; infinity when the tree is not in
-    git, git is missing or the file was never committed)."""
+def git_added(root, rel: str) -> tuple[float, float]:
+    """When git's history first added the file at `rel`: (epoch seconds, commits before it), the
+    second telling apart two adds within one second (a copy committed right after its original);
+    infinities when the tree is not in git, git is missing or the file was never committed."""
+    never = (math.inf, math.inf)
     try:
-        done = subprocess.run(["git", "log", "--diff-filter=A", "--format=%ct", "--", rel], cwd=str(root),
+        done = subprocess.run(["git", "log", "--diff-filter=A", "--format=%ct %H", "--", rel], cwd=str(root),
                               capture_output=True, text=True, timeout=GIT_TIMEOUT)
+        adds = [line.split() for line in done.stdout.splitlines()] if done.returncode == 0 else []
+        adds = [(int(stamp), commit) for stamp, commit in (a for a in adds if len(a) == 2) if stamp.isdigit()]
+        if not adds:
+            return never
+        stamp, commit = min(adds)
+        depth = subprocess.run(["git", "rev-list", "--count", commit], cwd=str(root), capture_output=True,
+                               text=True, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.SubprocessError):
-        return math.inf
-    stamps = [int(s) for s in done.stdout.split() if s.isdigit()] if done.returncode == 0 else []
-    return float(min(stamps)) if stamps else math.inf
+        return never
+    count = depth.stdout.strip()
+    return float(stamp), float(count) if depth.returncode == 0 and count.isdigit() else math.inf
 
 
 def keeper_first(root, holders: list[Entry], first: str | None = None) -> list[Entry]:

@@ -10,6 +10,8 @@ from memstrata.retrieval.hits import RecallHit, RecallResult
 from memstrata.storage import journal
 from memstrata.storage.entry import Entry
 
+GREP_WITHOUT_INDEX = 5000  # entries a recall greps when no index exists yet (beyond: INDEX.md navigation)
+
 
 def _model_unavailable():
     from memstrata.models.embedder import ModelUnavailable
@@ -162,7 +164,13 @@ class Recall:
         The inotify watcher names the files changed since the index was last in step with the
         tree: only those are looked at (no walk), and nothing at all when none changed."""
         if not index.exists():
-            notes.append("no vector index yet (run `mem sync`)")
+            # an import or adopt killed before its first batch was indexed: index a few entries now
+            # (the same bound as below); more, or a busy tree, is answered from the files' text
+            tried: list[str] = []
+            if embedder is not None and self._sync_before_recall(index, embedder, tried, None, []) == "in step" \
+                    and index.exists():
+                return "ok"
+            notes.extend([n for n in tried if n[:1].isdigit()] or ["no vector index yet (run `mem sync`)"])
             return "missing"
         model = embedder.name if embedder is not None else None
         generation, changed = self._changes_since_in_step(model)
@@ -304,6 +312,10 @@ class Recall:
         state = self._cheap_sync(index, embedder, notes, pending) if _sync else ("ok" if index.exists() else "missing")
         if state == "model":
             embedder = None
+        elif state == "missing":
+            # no index at all: every entry's text is read (grep), not guessed from titles
+            return self._fallback(query, k, filters, "grep" if len(self._scope(filters)) <= GREP_WITHOUT_INDEX
+                                  else None, notes)
         elif state != "ok":
             return self._fallback(query, k, filters, None, notes)
         if embedder is None and strategy in ("auto", "hybrid", "vector"):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from memstrata.retrieval import chunking
-from memstrata.retrieval.table import embed_distinct
+from memstrata.retrieval.embed_batch import embed_distinct
 
 
 def _chunks(embedder, title, body):
