@@ -84,10 +84,7 @@ def progress(label: str, quiet: bool = False):
     def show(done: int, total: int) -> None:
         width = 30
         filled = int(width * done / max(total, 1))
-        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        _say(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}" + ("\n" if done >= total else ""))
 
     return show
 
@@ -119,11 +116,19 @@ def _progress_lines(label: str):
         state.update(last=now, first=done, shown=True, ended=end)
         elapsed = now - state["start"]
         tail = ("done" if end else f"about {round((total - done) / rate)} s left" if rate > 0 else "starting")
-        sys.stderr.write(f"{label}: {done}/{total} ({100 * done // max(total, 1)}%), {rate:.1f}/s, "
-                         f"{elapsed:.0f} s, {tail}\n")
-        sys.stderr.flush()
+        _say(f"{label}: {done}/{total} ({100 * done // max(total, 1)}%), {rate:.1f}/s, {elapsed:.0f} s, {tail}\n")
 
     return show
+
+
+def _say(text: str) -> None:
+    """A progress line; one that cannot be written (stderr piped into `head` and closed) is dropped:
+    progress never stops or breaks the work it reports on (an index write was skipped that way)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 _memory_factory: Callable | None = None

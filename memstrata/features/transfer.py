@@ -209,8 +209,9 @@ class Transfer:
                 where = entry.extra.pop("__where__", None)
                 as_of = entry.extra.pop("__as_of__", None)
                 legacy = entry.extra.pop("__legacy_id__", None)
-                if legacy in live and entry.id not in live:
-                    entry.id = legacy  # imported by an earlier release under its path-derived id
+                if legacy in live and entry.id not in live and self._same_row(live[legacy], entry):
+                    entry.id = legacy  # imported by an earlier release under its path-derived id (that id
+                    # only says where the row was in its file: it is taken for the same text only)
                 try:
                     if entry.id and entry.id in this_run:  # the same id twice in one source: the first is kept
                         report.repeated += 1
@@ -218,9 +219,11 @@ class Transfer:
                                                f"skipped")
                     elif entry.id and entry.id in live:
                         report.duplicates_avoided += 1
+                        this_run[entry.id] = where  # a later row repeating it is skipped, not applied over it
                         self._already_there(live[entry.id], entry, as_of, report, present)
                     elif entry.id and (entry.id in trashed or (entry.id in kept_only and not self._resumed(entry))):
                         report.skipped += 1
+                        this_run[entry.id] = where
                     else:
                         entry.id = entry.id or new_id()
                         # the whole record: full text (the sidecar to be) and kept versions included
@@ -267,6 +270,16 @@ class Transfer:
         present.pop()
         report.updated += 1
         report.ids.append(current.id)
+
+    def _same_row(self, meta: Entry, row: Entry) -> bool:
+        """The entry in the root holds this row's title and text."""
+        from memstrata.storage.catalog import read_entry_file
+
+        try:
+            current = read_entry_file(self.root, meta.path)
+        except (MemstrataError, OSError):
+            return False
+        return (current.title, current.body.strip()) == (row.title, row.body.strip())
 
     def _resumed(self, entry: Entry) -> bool:
         """True when the kept versions of an id with no entry are exactly this row's: a killed

@@ -198,7 +198,7 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
             yield entry
 
 
-_DATE_KEYS = ("created", "date", "timestamp", "time", "updated")
+_DATE_KEYS = ("created", "date", "timestamp", "time")  # not `updated`: a row edited later is the same row
 
 
 def content_id(key: str, occurrence: int) -> str:

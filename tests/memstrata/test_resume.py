@@ -327,3 +327,68 @@ def test_a_row_repeating_an_earlier_rows_id_is_skipped_and_said_so(tmp_path, emb
     assert "line 3 repeats the id x-1 of line 1: skipped" in report["warnings"]
     assert not any("already in this root" in w for w in report["warnings"])
     assert m.read("x-1", count_access=False).title == "first"
+
+
+def test_reimporting_a_file_with_a_repeated_id_never_flips_the_entry(tmp_path, embedder):
+    src = tmp_path / "rows.jsonl"
+    rows = [{"id": "d-1", "title": "D", "body": "delta one"}, {"id": "d-1", "title": "D2", "body": "delta two"}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.import_jsonl(src)
+    for _ in range(2):  # each run used to apply line 2 over line 1, then line 1 back
+        again = m.import_jsonl(src)
+        assert (again["updated"], again["repeated"]) == (0, 1), again
+    assert m.read("d-1", count_access=False).body.strip() == "delta one"
+    assert len(m.history("d-1")) == 1
+
+
+def test_a_row_differing_only_in_its_updated_date_is_the_same_row(tmp_path, embedder):
+    src = tmp_path / "rows.jsonl"
+    row = {"title": "Budget", "body": "Q3 budget is 40k", "category": "fin", "updated": "2026-11-01T10:00:00Z"}
+    src.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.import_jsonl(src)
+    src.write_text(json.dumps({**row, "updated": "2026-11-02T10:00:00Z"}) + "\n", encoding="utf-8")
+    assert m.import_jsonl(src)["imported"] == 0
+    assert len(m.list()) == 1
+
+
+def test_an_earlier_releases_id_is_taken_only_by_the_same_text(tmp_path, embedder):
+    """Ids of earlier releases came from the file's path, the title and its occurrence: after a line
+    is deleted, the next row of that title must not take (and overwrite) the deleted row's entry."""
+    import hashlib
+
+    src = tmp_path / "old.jsonl"
+    rows = [{"title": "Standup", "body": "standup monday: deploy blocked"},
+            {"title": "Standup", "body": "standup tuesday: deploy done"}]
+
+    def legacy(n):
+        return "im" + hashlib.sha256(f"{src.resolve()}\0standup\0{n}".encode("utf-8")).hexdigest()[:14]
+
+    old = tmp_path / "as-imported.jsonl"  # what an earlier release wrote: its ids in the rows
+    old.write_text("".join(json.dumps({**r, "id": legacy(n)}) + "\n" for n, r in enumerate(rows, 1)), encoding="utf-8")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.import_jsonl(old)
+    src.write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")  # the monday line deleted
+    m.import_jsonl(src)
+    bodies = sorted(m.read(e.id, count_access=False).body.strip() for e in m.list())
+    assert "standup monday: deploy blocked" in bodies and bodies.count("standup tuesday: deploy done") <= 2
+
+
+def test_an_import_whose_progress_pipe_closes_still_indexes_every_row(tmp_path, embedder):
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src, 300)
+    Memory(root, embedder=embedder).init()
+    env = {**_env(), "MEMSTRATA_PROGRESS_SECONDS": "0.05", "MEMSTRATA_SERVICE": "off"}
+    proc = subprocess.run(f"{sys.executable} -m memstrata.cli.app import {src} --root {root} 2>&1 | head -c 1",
+                          shell=True, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0
+    m = Memory(root, embedder=embedder)
+    deadline = time.monotonic() + 300
+    while len(m.list()) < 300 and time.monotonic() < deadline:  # the import goes on after `head` left
+        time.sleep(0.5)
+    time.sleep(2)
+    assert len(m.list()) == 300 and _all_indexed(m), "rows written but not indexed"
