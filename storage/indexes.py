@@ -235,7 +235,6 @@ def listing_signature(root: Path, catalog) -> str:
     edits), the layout and the rendering code's files (an upgrade renders again). Equal digests,
     equal INDEX.md files: sync need not render 10k listings."""
     import hashlib
-
     import sys
 
     root = Path(root)

@@ -89,20 +89,34 @@ class Scan:
 
 
 def _walk(root: Path):
-    """os.walk of the folders the doctor looks at: not version control, not the derived stores,
-    and in an adopted vault none of the user's own top-level dot-files and dot-folders."""
-    derived = {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}
-    adopted = layout.is_adopted(root)
+    """os.walk of the folders the doctor looks at (`_looked_at`)."""
+    skip = _skipped(root)
     for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = [d for d in dirs if d not in VCS_DIRS]
-        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-        if rel_folder in derived:  # derived stores; what is already set aside
+        kept = _looked_at(root, folder, dirs, files, *skip)
+        if kept is None:
             dirs[:] = []
             continue
-        if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
-            dirs[:] = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
-            files = [f for f in files if not f.startswith(".")]
+        dirs[:], files = kept
         yield folder, dirs, files
+
+
+def _skipped(root: Path) -> tuple[set, bool]:
+    """(the derived stores' folders, whether the tree is an adopted vault): what `_looked_at` needs."""
+    return {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}, layout.is_adopted(root)
+
+
+def _looked_at(root: Path, folder: str, dirs: list, files: list, derived: set, adopted: bool):
+    """(subfolders, files) of `folder` the doctor looks at: not version control, not the derived
+    stores (None: the folder is one), and in an adopted vault none of the user's own top-level
+    dot-files and dot-folders."""
+    rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
+    if rel_folder in derived:  # derived stores; what is already set aside
+        return None
+    dirs = [d for d in dirs if d not in VCS_DIRS]
+    if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
+        dirs = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
+        files = [f for f in files if not f.startswith(".")]
+    return dirs, files
 
 
 # root -> {folder: (mtime_ns, subfolders, temps kept)} of this process's last sweep of it
@@ -148,13 +162,11 @@ def _folders_to_sweep(root: Path, last: dict, swept: dict, now: int):
     """(folder, its file names, its lstat) for each folder of `_walk` that may hold a temp file the
     last sweep (`last`) did not see; what each folder holds goes into `swept` (temps kept: True until
     the caller finds none)."""
-    derived = {layout.at(root, d) for d in (VECTORS_DIR, CACHE_DIR, QUARANTINE_DIR)}
-    adopted = layout.is_adopted(root)
+    skip = _skipped(root)
     stack = [str(root)]
     while stack:  # the folders of _walk, in its order
         folder = stack.pop()
-        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-        if rel_folder in derived:  # derived stores; what is already set aside
+        if os.path.relpath(folder, root).replace(os.sep, "/") in skip[0]:
             continue
         try:
             st = os.lstat(folder)
@@ -170,11 +182,8 @@ def _folders_to_sweep(root: Path, last: dict, swept: dict, now: int):
                 found = [(item.name, item.is_dir(), item.is_symlink()) for item in items]
         except OSError:
             continue
-        files = [name for name, is_dir, _ in found if not is_dir]
-        dirs = [name for name, is_dir, link in found if is_dir and not link and name not in VCS_DIRS]
-        if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
-            dirs = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
-            files = [f for f in files if not f.startswith(".")]
+        dirs, files = _looked_at(root, folder, [name for name, is_dir, link in found if is_dir and not link],
+                                 [name for name, is_dir, _ in found if not is_dir], *skip)
         subfolders = [os.path.join(folder, d) for d in dirs]
         swept[folder] = (st.st_mtime_ns, subfolders, True)
         stack.extend(reversed(subfolders))
