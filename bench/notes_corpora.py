@@ -14,7 +14,11 @@ work tree), chosen for different kinds of notes:
 - vault:   wrewsama/obsidian-vault, an Obsidian personal-knowledge vault: short bullet notes in
            `Main Notes/` and `Source Materials/{Books,Videos,Websites,Papers}/`, each opening with a
            `Tags:` list of `[[wikilinks]]` to tag notes (empty files, left out) and linking other notes
-           in its text; notes past 40 KB (pasted drawings) are left out.
+           in its text; notes past 40 KB (pasted drawings) are left out;
+- zettel:  digitalyoshixi/zettelkasten, `content/Network/`: a personal Zettelkasten (Obsidian) of short
+           networking notes (0.3-18 KB, median ~0.5 KB), every one with YAML frontmatter `tags:` and
+           most with `aliases:` (the acronym or other name a note goes by: ARP, DHCP, "MAC Address"),
+           linked by `[[Title|alias]]` wikilinks.
 
 The files are not committed (only bench/notes/<corpus>.jsonl, the questions, are); the subset is
 defined here so a rerun from the same mirror gives the same notes. Paths in the question files are
@@ -34,6 +38,7 @@ CORPORA = {
     "vuezh": ("vuejs-translations+docs-zh-cn", "src/", ("src/about/", "src/api/", "src/guide/", "src/glossary/",
                                                         "src/tutorial/"), "src/"),
     "vault": ("wrewsama+obsidian-vault", "", ("Main Notes/", "Source Materials/"), ""),
+    "zettel": ("digitalyoshixi+zettelkasten", "content/Network/", ("content/Network/",), "content/"),
 }
 MAX_BYTES = {"vault": 40_000}  # its largest notes are pasted Excalidraw drawings, not text
 MIN_BYTES = 300  # stubs (index pages, redirects) are no notes
