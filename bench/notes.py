@@ -174,6 +174,7 @@ def line(corpus: str, who: str, s: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reuse", required=True, help="folder of the trees (built when missing)")
+    ap.add_argument("--corpora", default="/tmp/notes-corpora", help="the folder bench/notes_corpora.py extracted to")
     ap.add_argument("--only", action="append")
     ap.add_argument("--rebuild", action="store_true", help="build the trees again even when present")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
@@ -187,6 +188,8 @@ def main(argv=None):
     ap.add_argument("--dump", help="write memstrata's ranked paths per question to this JSON file")
     ap.add_argument("--cut", action="store_true", help="also: answers kept at the default relevance cut-off")
     args = ap.parse_args(argv)
+    global CORPORA
+    CORPORA = Path(args.corpora)
     base = Path(args.reuse)
     base.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MEMSTRATA_RUNTIME_DIR", str(base / ".run"))
