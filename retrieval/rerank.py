@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from memstrata.retrieval import dates, lexical
+from memstrata.retrieval import dates, lexical, names
 from memstrata.retrieval.table import sql_str
 
 
@@ -41,7 +41,8 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
     says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
     title = (None if stats is None or not terms else
-             np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p]) for p in cand.tolist()]))
+             np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p],
+                                   names.aliases_in(column[p]) if column else ()) for p in cand.tolist()]))
     head = (None if stats is None or not terms or not with_heads else
             np.array([heading_share(stats, terms, heads.get(frame.ids[p], ())) for p in cand.tolist()]))
     links = candidate_links(cand.tolist(), column, frame) if column and with_links else None
@@ -61,14 +62,14 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
 _PATH_SEPARATORS = re.compile(r"[/\\_.-]+")
 
 
-def title_share(stats, terms: list[str], title: str | None, path: str | None) -> float:
-    """The idf share of the query's terms that the entry's title or path (folder and file names)
-    holds: a note is named for what it is about."""
+def title_share(stats, terms: list[str], title: str | None, path: str | None, aliases=()) -> float:
+    """The idf share of the query's terms that the entry's title, its aliases (other titles:
+    retrieval.names) or its path (folder and file names) holds: a note is named for what it is about."""
     q = {lexical.stem(t) for t in terms}
     total = sum(stats.idf(s) for s in q)
     if total <= 0:
         return 0.0
-    named = f"{title or ''} {_PATH_SEPARATORS.sub(' ', (path or '').removesuffix('.md'))}"
+    named = f"{title or ''} {' '.join(aliases)} {_PATH_SEPARATORS.sub(' ', (path or '').removesuffix('.md'))}"
     held = {lexical.stem(w) for w in lexical.words(named)}
     return sum(stats.idf(s) for s in q & held) / total
 

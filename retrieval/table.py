@@ -12,7 +12,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-from memstrata.retrieval import chunking, lexical, stats_cache
+from memstrata.retrieval import chunking, lexical, names, stats_cache
 from memstrata.retrieval.embed_batch import embed_distinct, pooled_vector
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache  # META_COLUMNS: what the frame holds of an entry
 from memstrata.storage import layout
@@ -48,7 +48,8 @@ def indexed_form(root: Path, entry: Entry) -> Entry:
     """
     if entry.extra.get(_INDEXED):
         return entry
-    indexed = with_kept_versions(root, with_full_body(root, entry))
+    # a note's frontmatter aliases are other titles: a line under the title (retrieval.names)
+    indexed = names.with_aliases(with_kept_versions(root, with_full_body(root, entry)))
     indexed = indexed.copy(extra={**indexed.extra, _INDEXED: True}) if indexed is not entry else \
         entry.copy(extra={**entry.extra, _INDEXED: True})
     return indexed
