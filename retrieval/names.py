@@ -1,5 +1,7 @@
-"""A note's other names (frontmatter `aliases:`) as the index reads them: another title."""
+"""A note's other names (frontmatter `aliases:`) and `related:` notes, as the index reads them."""
 from __future__ import annotations
+
+import re
 
 from memstrata.storage.entry import Entry
 
@@ -7,6 +9,10 @@ from memstrata.storage.entry import Entry
 # frontmatter line itself (what the user wrote), so the embedding, the full-text index and the
 # title feature all read them; the displayed title and the file stay as they are.
 ALIAS_PREFIX = "aliases: "
+# `related:` entries (names, `[[wikilinks]]` or the engine's ids) become wikilinks on the line after:
+# the ranker's `link` feature reads a note's links from its indexed text (retrieval.rerank.link_targets)
+RELATED_PREFIX = "related: "
+_BRACKETS = re.compile(r"^[\[\]'\"\s]+|[\[\]'\"\s]+$")  # [[Note]], or YAML's [['Note']] of an unquoted [[Note]]
 _KEYS = ("aliases", "alias")  # Obsidian reads both (`alias:` is its older spelling)
 
 
@@ -24,14 +30,28 @@ def aliases(entry: Entry) -> list[str]:
     return found
 
 
+def related(entry: Entry) -> list[str]:
+    """The names (or ids) of the notes the entry's `related:` lists, without their brackets."""
+    found: list[str] = []
+    for value in entry.related:
+        name = _BRACKETS.sub("", str(value))
+        if name and name not in found:
+            found.append(name)
+    return found
+
+
 def with_aliases(entry: Entry) -> Entry:
-    """The entry with its aliases as a line at the top of its body (for the index only: the
-    indexed text then reads `Title`, `aliases: A, B`, body); the entry itself when it has none."""
-    names = aliases(entry)
-    if not names:
+    """The entry with its aliases, then its related notes as wikilinks, as lines at the top of its
+    body (for the index only: the indexed text then reads `Title`, `aliases: A, B`, `related: [[C]]`,
+    body); the entry itself when it has neither."""
+    lines = []
+    if names := aliases(entry):
+        lines.append(ALIAS_PREFIX + ", ".join(names))
+    if links := related(entry):
+        lines.append(RELATED_PREFIX + ", ".join(f"[[{name}]]" for name in links))
+    if not lines:
         return entry
-    line = ALIAS_PREFIX + ", ".join(names)
-    return entry.copy(body=f"{line}\n{entry.body}" if entry.body else line)
+    return entry.copy(body="\n".join(lines + [entry.body]) if entry.body else "\n".join(lines))
 
 
 def aliases_in(text: str) -> list[str]:

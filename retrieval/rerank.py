@@ -91,13 +91,14 @@ def link_targets(text: str) -> set[str]:
 
 def candidate_links(cand: list[int], column, frame):
     """The (source, target) pairs of positions in `cand` where one candidate links another (by its
-    title or file stem): a vault's graph among the notes a query brought up."""
+    title, file stem or id: a `related:` entry may name the engine's id): a vault's graph among the
+    notes a query brought up."""
     import numpy as np
 
     named: dict[str, list[int]] = {}
     for j, p in enumerate(cand):
         stem = (frame.cols["path"][p] or "").rsplit("/", 1)[-1].removesuffix(".md").lower()
-        for name in {stem, (frame.cols["title"][p] or "").lower()} - {""}:
+        for name in {stem, (frame.cols["title"][p] or "").lower(), frame.ids[p].lower()} - {""}:
             named.setdefault(name, []).append(j)
     pairs = {(j, i) for j, p in enumerate(cand) for t in link_targets(column[p]) for i in named.get(t, ()) if i != j}
     return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)

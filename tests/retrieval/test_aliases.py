@@ -88,3 +88,44 @@ def test_a_frontmatter_tag_is_a_word_of_the_note_for_full_text_search(tmp_path, 
     m.init(adopt=True)
     hits = m.recall("homestead", k=3, count_access=False, strategy="text").results
     assert hits and hits[0].path == "kitchen/Sourdough starter.md"
+
+
+def test_related_entries_are_links_of_the_indexed_text():
+    from memstrata.retrieval.chunking import entry_text
+    from memstrata.retrieval.names import aliases_in, with_aliases
+    from memstrata.retrieval.rerank import link_targets
+    from memstrata.storage.codec import parse
+
+    # quoted wikilinks, YAML's list of lists of an unquoted [[Note]], a plain name and an engine id
+    note = parse('---\naliases: [Levain]\nrelated:\n  - "[[Bread oven|oven]]"\n  - [[Pizza dough]]\n'
+                 '  - kitchen/Coffee\n  - 3f2a9c01b7de\n---\nFlour and water.\n',
+                 path="kitchen/Sourdough starter.md", category="kitchen", fallback_title="Sourdough starter")
+    text = entry_text(*(lambda e: (e.title, e.body))(with_aliases(note)))
+    assert link_targets(text) == {"bread oven", "pizza dough", "coffee", "3f2a9c01b7de"}
+    assert aliases_in(text) == ["Levain"]
+    assert note.body == "Flour and water.\n"
+
+
+def test_a_note_related_from_a_strong_hit_gets_its_relevance_as_its_link_feature(tmp_path, embedder):
+    # The link feature (weight 0 today) sees `related:` as it sees [[wikilinks]] in the text.
+    from memstrata import Memory
+    from memstrata.retrieval import fusion
+    from memstrata.retrieval.search import Filters, search
+    from memstrata.scoring.ranker import FEATURES
+
+    vault = _vault(tmp_path)
+    (vault / "kitchen" / "Sourdough starter.md").write_text(
+        "---\nrelated:\n  - \"[[Bread oven]]\"\n---\nFlour and water left to ferment; feed it every morning "
+        "and keep it in a jar on the counter.\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    m.recall("warm up", count_access=False)
+    state = m._recall.state
+    index = state.vector_index()
+    sig: dict = {}
+    search(index, embedder, "how do I feed a sourdough starter", 10, Filters(), "hybrid",
+           fusion.FusionWeights.from_settings(state.settings), state.settings, _signals_out=sig)
+    frame = index.frame()
+    link = dict(zip(sig["candidates"].tolist(), sig["features"][:, FEATURES.index("link")]))
+    assert link[frame.by_path["kitchen/Bread oven.md"]] > 0.3  # the starter, the best hit, names it
+    assert link[frame.by_path["kitchen/Coffee.md"]] == 0.0
