@@ -66,6 +66,7 @@ def test_chat_turns_have_no_link_feature(tmp_path, embedder):
     from memstrata.retrieval.rerank import candidate_links
 
     class Frame:
+        ids = ["0a1b2c3d4e5f", "6a7b8c9d0e1f"]
         cols = {"path": ["chat/a.md", "chat/b.md"], "title": ["Turn one", "Turn two"]}
 
     pairs = candidate_links([0, 1], ["Caroline: I went to the support group [yesterday].", "Melanie: Turn one?"],
@@ -75,6 +76,9 @@ def test_chat_turns_have_no_link_feature(tmp_path, embedder):
     Frame.cols = {"path": ["x/Alpha.md", "x/beta.md"], "title": ["Alpha", "Beta note"]}
     got = candidate_links([0, 1], ["[[Alpha]] [[beta]]", "[[Alpha]] and [[Beta note]]"], Frame())
     assert sorted(map(tuple, got.tolist())) == [(0, 1), (1, 0)]
+    # and by id (a `related:` entry naming the engine's id: retrieval.names)
+    got = candidate_links([0, 1], ["related: [[6a7b8c9d0e1f]]", "no link"], Frame())
+    assert sorted(map(tuple, got.tolist())) == [(0, 1)]
 
 
 def test_the_link_feature_has_no_weight_until_a_fit_keeps_it():
