@@ -60,3 +60,13 @@ def aliases_in(text: str) -> list[str]:
     if len(lines) < 2 or not lines[1].startswith(ALIAS_PREFIX):
         return []
     return [a.strip() for a in lines[1][len(ALIAS_PREFIX):].split(",") if a.strip()]
+
+
+def without_names(text: str) -> str:
+    """An indexed text without the aliases and related lines `with_aliases` put under its title
+    (a snippet shows the note's own sentences, not `aliases: DHCP`)."""
+    lines = (text or "").split("\n")
+    rest = lines[1:]
+    while rest and rest[0].startswith((ALIAS_PREFIX, RELATED_PREFIX)):
+        rest = rest[1:]
+    return "\n".join(lines[:1] + rest) if len(rest) < len(lines) - 1 else text

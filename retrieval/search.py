@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, rerank
+from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, names, rerank
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
@@ -254,7 +254,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
             whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
-        text = lexical.entry_part(texts[pos], c["tags"][pos]) if texts else ""
+        text = names.without_names(lexical.entry_part(texts[pos], c["tags"][pos])) if texts else ""
         snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],

@@ -32,6 +32,10 @@ def test_the_indexed_text_holds_the_aliases_under_the_title_and_the_note_is_unch
     assert with_aliases(plain) is plain  # a note without aliases is indexed exactly as before
     assert content_hash(plain.title, plain.body) == content_hash(*(lambda e: (e.title, e.body))(with_aliases(plain)))
     assert aliases_in("Hub\nRepeats every frame.\naliases: not a title line") == []
+    from memstrata.retrieval.names import without_names
+
+    assert without_names(text) == "Media Access Control Address\nA unique identifier of a network interface."
+    assert without_names("Hub\nRepeats every frame.") == "Hub\nRepeats every frame."
 
 
 def test_the_title_feature_reads_the_aliases():
@@ -78,6 +82,7 @@ def test_a_question_naming_a_note_only_by_its_alias_finds_it(tmp_path, embedder)
         hits = m.recall(question, k=3, count_access=False).results
         assert hits and hits[0].path == "kitchen/Sourdough starter.md", (question, [h.path for h in hits])
         assert hits[0].title == "Sourdough starter"  # the title shown stays the note's own
+        assert "aliases:" not in hits[0].snippet  # and the snippet is a sentence of the note
 
 
 def test_a_frontmatter_tag_is_a_word_of_the_note_for_full_text_search(tmp_path, embedder):
