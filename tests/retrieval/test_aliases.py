@@ -78,6 +78,8 @@ def test_a_question_naming_a_note_only_by_its_alias_finds_it(tmp_path, embedder)
 
     m = Memory(_vault(tmp_path), embedder=embedder)
     m.init(adopt=True)
+    # the index holds the aliases as sync and the doctor compute them: nothing to redo, nothing stale
+    assert m.sync()["embedded"] == 0 and m.doctor().findings == []
     for question in ("Herman", "when do I feed Herman?"):
         hits = m.recall(question, k=3, count_access=False).results
         assert hits and hits[0].path == "kitchen/Sourdough starter.md", (question, [h.path for h in hits])
