@@ -12,11 +12,11 @@ from memstrata.storage.entry import Entry
 # recall, `mem maintain`, a restore or a team merge never rewrites the user's file. A value the
 # user wrote under one of these names (`updated: 2023-01-01`) stays as they wrote it.
 ENGINE_KEYS = ("status", "tier", "layer", "created", "updated", "version", "last_access", "access_count",
-               "context_correlation", "weight", "retention", "review_status", "last_reviewed", "next_review",
-               "review_count", "summary", "full_content_file", "agent", "history")
-# What is left (title, tags, importance, important, related, expires, and every key of the user's
-# own) changes in the note only when a command changes it: `mem update --title/--tag`, a merge of
-# two people's edits of their keys. The id line is the one line adoption adds.
+               "context_correlation", "weight", "retention", "summary", "full_content_file", "agent", "history")
+# What is left (title, tags, importance, important, related, expires, the review keys, and every
+# key of the user's own) changes in the note only when a command the user gives changes it:
+# `mem update --title/--tag`, `mem review mark`, a merge of two people's edits of their keys. The
+# id line is the one line adoption adds.
 
 
 def is_engine_rendered(text: str, rel: str, id_key: str) -> bool:
@@ -47,4 +47,4 @@ def note_text(old_text: str | None, rel: str, entry: Entry, home: str | None = N
     shown = entry.copy(**{key: getattr(before, key) for key in ENGINE_KEYS})
     if not shown.title or shown.title == PurePosixPath(home or entry.path or rel).stem:
         shown.title = before.title  # the file name gives it: no `title:` line
-    return frontmatter_edit.edited_text(old_text, rel, shown)
+    return frontmatter_edit.edited_text(old_text, rel, shown, own_spacing=True)

@@ -119,3 +119,26 @@ def test_a_team_merge_of_one_note_writes_the_users_format_and_the_merged_body(tm
         kept = list((m.root / ".memstrata" / "versions" / entry_id).glob("v*.md"))
         assert kept, "the losing side is kept as a version in .memstrata/versions/"
     assert (a.root / rel).read_bytes() == (b.root / rel).read_bytes()
+
+
+def test_update_revert_and_promote_keep_the_note_in_its_owners_format(tmp_path, monkeypatch, embedder):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-06-01T10:00:00Z")
+    root = tmp_path / "v"
+    m, adopted = adopted_vault(root, embedder)
+    git_id = {e.path: e.id for e in m.list()}["Notes/git.md"]
+    m.update(git_id, "Files are untracked, modified, staged or committed.\n", tags=["git", "vcs"])
+    text = (root / "Notes/git.md").read_text()
+    assert text == "---\nmem-id: %s\ntags: [git, vcs]\naliases: [gs]\n---\n" % git_id + \
+        "Files are untracked, modified, staged or committed.\n"  # the body and the tag asked for, nothing else
+    assert [h["version"] for h in m.history(git_id)] == [1, 2]
+    m.revert(git_id, to=1)
+    assert notes_of(root) == adopted and [h["version"] for h in m.history(git_id)] == [1, 2, 3]
+    # a promotion of a cold note is an access in the journal: shown hot, the note not written
+    assert {e.id: e.tier for e in m.list()}[git_id] == "hot"  # just updated
+    hash_id = {e.path: e.id for e in m.list()}["Notes/hash.md"]
+    assert {e.id: e.tier for e in m.list()}[hash_id] == "cold"
+    promoted = m.promote("how does python hash strings with siphash", threshold=0.3)["promoted"]
+    assert hash_id in [p["id"] for p in promoted]
+    assert {e.id: e.tier for e in m.list()}[hash_id] == "hot"
+    assert not m.promote("how does python hash strings with siphash", threshold=0.3)["promoted"]
+    assert notes_of(root) == adopted

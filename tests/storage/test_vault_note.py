@@ -46,3 +46,11 @@ def test_aging_applies_only_expiry_to_a_vault_note():
     actions = [Action("a", "retier", "hot", "cold", "old"), Action("a", "archive", "active", "archived", "old"),
                Action("a", "expire", "active", "expired", "expired on 2026-01-01")]
     assert [a.kind for a in for_vault_notes(actions)] == ["expire"]
+
+
+def test_a_new_body_keeps_the_notes_own_spacing_after_its_block():
+    text = "---\nmem-id: abc123\ntags: [git]\n---\n# Git states\n\nOld.\n"
+    entry = parsed(text)
+    changed = note_text(text, "Notes/git.md", entry.copy(body="New.\n"))
+    assert changed == "---\nmem-id: abc123\ntags: [git]\n---\nNew.\n"
+    assert note_text(changed, "Notes/git.md", parsed(changed).copy(body=entry.body)) == text
