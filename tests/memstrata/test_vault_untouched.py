@@ -137,8 +137,12 @@ def test_update_revert_and_promote_keep_the_note_in_its_owners_format(tmp_path, 
     assert {e.id: e.tier for e in m.list()}[git_id] == "hot"  # just updated
     hash_id = {e.path: e.id for e in m.list()}["Notes/hash.md"]
     assert {e.id: e.tier for e in m.list()}[hash_id] == "cold"
+    question = "how does python hash strings with siphash"
+    assert [(h.id, h.tier) for h in m.recall(question, tier="cold", count_access=False).results][:1] == [(hash_id, "cold")]
     promoted = m.promote("how does python hash strings with siphash", threshold=0.3)["promoted"]
     assert hash_id in [p["id"] for p in promoted]
     assert {e.id: e.tier for e in m.list()}[hash_id] == "hot"
+    assert hash_id not in [h.id for h in m.recall(question, tier="cold", count_access=False).results]  # the tier reads show
+    assert [(h.id, h.tier) for h in m.recall(question, tier="hot", count_access=False).results][:1] == [(hash_id, "hot")]
     assert not m.promote("how does python hash strings with siphash", threshold=0.3)["promoted"]
     assert notes_of(root) == adopted
