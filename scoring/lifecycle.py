@@ -227,6 +227,17 @@ def referrers(entries: list[Entry]) -> dict[str, set[str]]:
     return out
 
 
+# What aging does to an adopted vault's note: only an explicit `expires:` applies (the note goes
+# to the trash, restorable byte for byte). Its tier, status and weight live outside the note
+# (reads show them, computed: engine/entries.seen), so retiering or archiving it writes nothing.
+VAULT_NOTE_ACTIONS = ("expire",)
+
+
+def for_vault_notes(actions: list[Action]) -> list[Action]:
+    """The actions of a plan that apply to a note of an adopted vault (VAULT_NOTE_ACTIONS)."""
+    return [a for a in actions if a.kind in VAULT_NOTE_ACTIONS]
+
+
 def stray_expired(entry: Entry) -> list[Action]:
     """An entry marked expired but still in the tree (a crash mid-expiry, a hand edit): to the trash."""
     if entry.status != "expired":

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+from datetime import datetime, timezone
 from pathlib import Path
 
 from memstrata.storage import codec, layout
 from memstrata.storage.atomic import is_temp_file
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, valid_id
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of
 from memstrata.storage.safe_io import FileTooLarge, read_regular_bytes
@@ -115,6 +116,31 @@ def entry_file_stat(root: Path, rel: str):
 ENTRY_FILE_MAX_BYTES = 16 * 1024 * 1024
 
 
+def edited_at(root: Path, rel: str):
+    """When a vault's note was last saved (its modification time), the age of a note that carries
+    no date of its own: aging counts from the user's last edit, not from its first recall (a
+    note never read would otherwise stay hot for ever while a recalled one ages). Never written
+    into the note (storage/vault_note.py keeps `created:` out of it). None when it cannot be read."""
+    try:
+        return datetime.fromtimestamp(int(os.stat(os.path.join(str(root), rel)).st_mtime), tz=timezone.utc)
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def _outside_the_note(root: Path, rel: str, entry: Entry) -> None:
+    """What a vault's note does not hold (storage/vault_note.py), from where the engine keeps it:
+    its age from the file's time when it has no date, and its version number after its kept
+    versions (`.memstrata/versions/{id}/`: the current one comes after every kept one)."""
+    from memstrata.storage import versions
+
+    if entry.last_touched is None:
+        entry.created = edited_at(root, rel)
+    if entry.id and valid_id(entry.id):
+        kept = versions.list_snapshots(root, entry.id)
+        if kept and max(kept) >= entry.version:
+            entry.version = max(kept) + 1
+
+
 def read_entry_file(root: Path, rel: str) -> Entry:
     """Parse one entry file (CorruptEntry if it cannot be decoded or parsed).
 
@@ -134,8 +160,13 @@ def read_entry_file(root: Path, rel: str) -> Entry:
     except UnicodeDecodeError:
         raise CorruptEntry(f"{rel} is not UTF-8 text") from None
     stem = Path(rel).stem
+    adopted = layout.is_adopted(root)
     try:
-        return codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem, id_key=layout.id_key(root))
+        entry = codec.parse(text, category=category_of(rel), path=rel, fallback_title=stem,
+                            id_key=layout.ADOPTED_ID_KEY if adopted else layout.ID_KEY)
+        if adopted:
+            _outside_the_note(root, rel, entry)
+        return entry
     except InvalidInput as exc:  # a value the codec refuses (e.g. importance: urgent): this file only
         raise CorruptEntry(exc.message) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. created: -62135596801

@@ -9,7 +9,7 @@ from memstrata.storage.entry import Entry
 _MISSING = object()
 
 
-def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str:
+def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own_spacing: bool = False) -> str:
     """The new text of the file at `old_path` (holding `old_text`) once it stores `entry`.
 
     A file the engine wrote itself (its text is the canonical rendering of what it parses to)
@@ -20,6 +20,8 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
     added before the closing line, so `git diff` shows what the engine changed and nothing
     else. Whenever the edited text would not read back as exactly `entry`, the canonical
     rendering is used instead: the edit is an optimisation of the diff, never of the content.
+    A new body follows the block after one blank line; with `own_spacing` (a vault's note), only
+    where the file had one (storage/vault_note.py: the note stays in its owner's format).
     """
     full = codec.render(entry)
     if not old_text or not old_path:
@@ -42,8 +44,11 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry) -> str
     if entry.body == before.body:
         tail = old_text[tail_start:]
     else:
-        closing = old_text[tail_start:].split("\n", 1)[0].rstrip("\r")
-        tail = f"{closing}{nl}{nl}{entry.body}"
+        closing, _, after_block = old_text[tail_start:].partition("\n")
+        # the file's own way: a blank line after the block only where it had one (or the body needs it)
+        blank = not own_spacing or after_block.startswith(("\n", "\r\n")) or not after_block \
+            or entry.body.startswith(("\n", "\r\n"))
+        tail = f"{closing.rstrip(chr(13))}{nl}{nl if blank else ''}{entry.body}"
     text = head + "".join(lines) + tail
     after = _parsed(text, entry.path or old_path, entry.category, entry.id_key)
     if after is not None and after.title != entry.title:  # the title came from the old file name: say it

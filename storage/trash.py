@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from memstrata.storage.clock import format_datetime, parse_datetime
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec, frontmatter_edit, layout
+from memstrata.storage import codec, frontmatter_edit, layout, vault_note
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
 from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import slugify
@@ -70,11 +70,19 @@ def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported
         original = read_regular_text(root / entry.path)
     except (OSError, UnicodeDecodeError):
         original = None
-    text = frontmatter_edit.edited_text(original, entry.path, trashed)  # refuses (InvalidInput) before anything moves
+    text = _trash_text(root, original, entry.path, trashed, entry.path)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
     atomic_move(root / entry.path, root / target_rel, root=root)
     atomic_write_text(root / target_rel, text, root=root)
     return target_rel
+
+
+def _trash_text(root: Path, text: str | None, rel: str, entry: Entry, home: str) -> str:
+    """The text of a trash file holding `entry`: a vault's note as it is, plus the trash's own keys
+    (its title still from its file name at `home`, where it came from); else the smallest edit."""
+    if layout.is_adopted(root):
+        return vault_note.note_text(text, entry.path, entry, home=home)
+    return frontmatter_edit.edited_text(text, rel, entry)
 
 
 def _free_trash_name(root: Path, entry: Entry) -> str:
@@ -104,7 +112,8 @@ def list_trash(root: Path) -> list[TrashItem]:
         except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
             continue  # an unreadable trash file does not hide the others (mem doctor reports it)
         items.append(TrashItem(
-            id=entry.id or _id_from_name(path.name), title=entry.title,
+            id=entry.id or _id_from_name(path.name),
+            title=entry.title or PurePosixPath(str(entry.extra.get("trashed_from") or "")).stem,
             trashed_at=_date(entry.extra.get("trashed_at")),
             trashed_from=str(entry.extra.get("trashed_from") or _origin_from_audit(root, entry.id)),
             reason=str(entry.extra.get("trash_reason") or ""), path=rel,
@@ -135,7 +144,7 @@ def mark_reported(root: Path, items: list[TrashItem], now: datetime) -> list[Tra
                 text = read_regular_text(path)
                 entry = codec.parse(text, path=item.path, id_key=layout.id_key(root))
                 entry.extra["reported_at"] = format_datetime(now)
-                atomic_write_text(path, frontmatter_edit.edited_text(text, item.path, entry), root=root)
+                atomic_write_text(path, _trash_text(root, text, item.path, entry, item.trashed_from), root=root)
                 item = TrashItem(**{**item.__dict__, "reported_at": now})
             except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
                 pass
@@ -182,7 +191,8 @@ def find(root: Path, ref: str) -> TrashItem:
 def take_out(root: Path, item: TrashItem) -> Entry:
     """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
     text = read_regular_text(Path(root) / item.path)
-    entry = codec.parse(text, path=item.path, id_key=layout.id_key(root))
+    home = PurePosixPath(item.trashed_from).stem if item.trashed_from else ""  # a note titled by its name
+    entry = codec.parse(text, path=item.path, fallback_title=home, id_key=layout.id_key(root))
     for key in BOOKKEEPING:
         entry.extra.pop(key, None)
     return entry

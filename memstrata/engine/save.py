@@ -6,11 +6,12 @@ from typing import Callable
 
 from memstrata.engine.index import IndexStep
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput
+from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.results import WriteResult
-from memstrata.storage import codec, frontmatter_edit, indexes, layout, tree
+from memstrata.storage import codec, frontmatter_edit, indexes, layout, tree, vault_note
 from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text, one_sync
 from memstrata.storage.entry import Entry, new_id
+from memstrata.storage.entry_files import read_entry_file
 from memstrata.storage.paths import inside_root
 from memstrata.storage.safe_io import read_regular_bytes
 
@@ -136,7 +137,10 @@ class SavePath:
             files.append((entry, old_path, old_bytes))
             if old_bytes is not None and old_path != entry.path:
                 atomic_move(old_file, target, root=root)
-            atomic_write_text(target, _file_text(entry, old_path, old_bytes), root=root)
+            vault = layout.is_adopted(root)
+            text = _file_text(entry, old_path, old_bytes, vault)
+            if not vault or old_path != entry.path or old_bytes != text.encode("utf-8"):
+                atomic_write_text(target, text, root=root)  # a vault's note with the same bytes is left be
             if indexes.listing_changed(entry, previous):
                 categories.append(entry.category)
                 if previous is not None:
@@ -145,9 +149,15 @@ class SavePath:
 
     def _record_catalog(self, changes) -> None:
         catalog = self.state.catalog
+        vault = layout.is_adopted(self.state.root)
         for entry, previous in changes:
             if previous is not None and previous.path and previous.path != entry.path:
                 catalog.forget(previous.path)
+            if vault:  # a vault's note holds only the user's keys: the catalog lists what it holds
+                try:
+                    entry = read_entry_file(self.state.root, entry.path)
+                except (MemstrataError, OSError):
+                    pass  # unreadable right after the write: the next refresh reads it again
             catalog.record(entry)
 
     def _put_back(self, entry: Entry, old_path: str | None, old_bytes: bytes | None) -> None:
@@ -168,12 +178,19 @@ class SavePath:
         indexes.write_indexes(self.state.root, self.state.catalog, self.state.now(), categories)
 
 
-def _file_text(entry: Entry, old_path: str | None, old_bytes: bytes | None) -> str:
-    """The text the entry's file gets: a hand-made file keeps every line that did not change."""
-    if old_bytes is None:
-        return codec.render(entry)
+def _decoded(old_bytes: bytes | None) -> str | None:
     try:
-        old_text = old_bytes.decode("utf-8")
+        return None if old_bytes is None else old_bytes.decode("utf-8")
     except UnicodeDecodeError:
+        return None
+
+
+def _file_text(entry: Entry, old_path: str | None, old_bytes: bytes | None, vault: bool = False) -> str:
+    """The text the entry's file gets: a hand-made file keeps every line that did not change; a
+    vault's note keeps its own format and gets none of the engine's keys (storage/vault_note.py)."""
+    old_text = _decoded(old_bytes)
+    if old_text is None:
         return codec.render(entry)
+    if vault:
+        return vault_note.note_text(old_text, entry.path, entry)
     return frontmatter_edit.edited_text(old_text, old_path, entry)

@@ -3,7 +3,9 @@
 Reads append to the journal (storage/journal.py) and never rewrite an entry; a fold, at the
 start of every `mem maintain`, writes what they counted into the entries and removes the
 journal files it took, recording a plan first (storage/fold_plan.py) so a fold that stops
-half-way never counts a read twice.
+half-way never counts a read twice. An adopted vault is never folded: its notes are the user's
+and hold none of the engine's keys (storage/vault_note.py), so its reads stay in the journal,
+which reads count as ever.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ class AccessFold:
 
     def accesses_to_fold(self) -> int:
         """How many entries `fold_accesses` would write now (this copy's journal, live entries only)."""
+        if self.state.vault:
+            return 0
         self.state.catalog.refresh()
         live = set(self.state.catalog.ids())
         return sum(1 for entry_id in journal.to_fold(self.state.root, self._machine()) if entry_id in live)
@@ -48,6 +52,8 @@ class AccessFold:
         A plan of what it saves is written first (storage/fold_plan.py): when a fold stops half-way
         (a failure, a kill), the taken files stay and the next run folds them, less the lines of
         the entries the plan shows saved, so no read is counted twice."""
+        if self.state.vault:  # a vault's reads live in the journal, never in the user's notes
+            return 0
         now, settings = self.state.now(), self.state.settings
         with self.state.lock():
             self._settle_stopped_folds()

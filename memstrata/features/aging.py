@@ -141,6 +141,8 @@ class Aging:
         self._use_days = tuple(sorted(days))
         report.days_in_use = len(days)
         planned, leaving = lifecycle.plan_with_cascade(usable, now, settings, use_days=self._use_days)
+        if self.state.vault:  # the notes are the user's: only expiry applies (scoring/lifecycle.py)
+            planned = {i: kept for i, actions in planned.items() if (kept := lifecycle.for_vault_notes(actions))}
         referrers = lifecycle.referrers([e for e in usable if e.id not in leaving])
         todo = [e for e in usable if e.id in planned or e.status == "expired"]
         if dry_run:
@@ -279,6 +281,8 @@ class Aging:
             others = referrers.get(current.id, set()) - {current.id}
             actions = lifecycle.plan([current], now, self.state.settings,
                                      referenced_ids={current.id} if others else set(), use_days=self._use_days)
+            if self.state.vault:
+                actions = lifecycle.for_vault_notes(actions)
         return (current, actions) if actions else None
 
     def _preview(self, entry: Entry, actions: list[Action]) -> dict:

@@ -159,6 +159,7 @@ class Promotion:
         from memstrata.scoring import promotion
 
         def in_layers(e):
+            e = self.entries.seen(e) if self.state.vault else e  # a vault's reads live in the journal only
             return e.status != "expired" and promotion.current_tier(e, now, self.state.settings) in wanted
 
         found = self._similar_in_index(context, threshold)
@@ -257,6 +258,11 @@ class Promotion:
         with self.state.lock():
             current = self.entries.resolve(p.entry_id)
             changes = promotion_changes(p, current, self.state.now())
+            if self.state.vault and not current.is_compressed and not is_archived_path(current.path or ""):
+                # a vault's note holds none of the engine's keys: the promotion is an access in the
+                # journal (reads then show it hot, with its new correlation); the note is not written
+                journal.append(self.root, [(current.id, changes["last_access"], changes["context_correlation"])])
+                return current.path
             if current.is_compressed:
                 self.aging.decompress(current.id, restore=True)
                 current = self.entries.resolve(current.id)

@@ -254,9 +254,12 @@ class Recall:
 
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
-        result = apply_cut(self._recall(query, max(int(k), CUT_DEPTH), category, tier, status, tags, since, until,
-                                        strategy, explain, _sync), cut, self.state.settings.recall_relative_relevance,
-                           int(k))
+        vault = self.state.vault  # a vault's tiers are computed (none is in its notes or its index rows)
+        found = self._recall(query, max(int(k), CUT_DEPTH), category, None if vault else tier, status, tags, since,
+                             until, strategy, explain, _sync)
+        if vault:
+            self._tiers_now(found, tier)
+        result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k))
         if count_access and result.results:
             now = self.state.now()
             journal.append(self.root, [(h.id, now, None) for h in result.results if h.shared_root is None])
@@ -332,6 +335,18 @@ class Recall:
             self._merge_grep(result, query, int(k), filters, explain)
         result.notes = notes + result.notes
         return result
+
+    def _tiers_now(self, result: RecallResult, wanted: str | None) -> None:
+        """Each hit of an adopted vault with the tier reads show (engine/entries.seen); only those in
+        `wanted` kept when a tier was asked for."""
+        kept = []
+        for hit in result.results:
+            entry = self.state.catalog.get(hit.path) if hit.path and hit.shared_root is None else None
+            if entry is not None:
+                hit.tier = self.entries.seen(entry).tier
+            if not wanted or hit.tier == wanted:
+                kept.append(hit)
+        result.results = kept
 
     def recall_batch(self, queries, k: int = 10, **options) -> list[dict]:
         """Answer many queries ({"qid", "query"} dicts) with one sync: [{"qid", "strategy", "results"}].

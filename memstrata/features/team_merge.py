@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from memstrata.errors import MemstrataError
 from memstrata.features.gitrepo import Git
 from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
-from memstrata.storage import codec, journal, layout, tree, versions
+from memstrata.storage import codec, journal, layout, tree, vault_note, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.indexes import INDEX_FILE
@@ -155,7 +155,7 @@ def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, m
     for n, entry in result.kept:
         versions.save_snapshot(root, entry.id, n, codec.render(entry))
         git.run("add", "--", versions.snapshot_path(root, entry.id, n).relative_to(root).as_posix())
-    _write(git, root, path, codec.render(result.entry))
+    _write(git, root, path, _merged_text(root, path, result.entry, (ours, texts[2]), (theirs, texts[3])))
     return {"path": path, "id": ours.id, "kind": result.kind,
             "message": result.message or f"{ours.id}: merged ({result.kind})"}
 
@@ -171,11 +171,26 @@ def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, m
     for n, entry in result.kept:
         versions.save_snapshot(root, entry.id, n, codec.render(entry))
         git.run("add", "--", versions.snapshot_path(root, entry.id, n).relative_to(root).as_posix())
-    _write(git, root, moved_to, codec.render(result.entry.copy(category=moved.category, path=moved_to)))
+    merged = result.entry.copy(category=moved.category, path=moved_to)
+    moved_text = git.show(f"{mover}:{moved_to}")
+    edited_text = git.show(f"{'HEAD' if mover == 'MERGE_HEAD' else 'MERGE_HEAD'}:{path}")
+    _write(git, root, moved_to, _merged_text(root, moved_to, merged, (moved, moved_text), (edited, edited_text)))
     git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
     (root / path).unlink(missing_ok=True)
     return {"path": path, "id": edited.id, "kind": "moved_edit", "moved_to": moved_to,
             "message": f"{edited.id}: moved to {moved_to} on one machine, changed on another: both kept there"}
+
+
+def _merged_text(root: Path, path: str, merged, first: tuple, second: tuple) -> str:
+    """The file text of a merged entry. In a tree made by `mem init`, the engine's rendering; in
+    an adopted vault, the user's own note: the text of the side whose body won (`first` unless only
+    `second`'s body is the merged one), with the merged body and the user's keys, none of the
+    engine's (storage/vault_note.py; the loser is a kept version in `.memstrata/versions/`)."""
+    if not layout.is_adopted(root):
+        return codec.render(merged)
+    (first_entry, first_text), (second_entry, second_text) = first, second
+    won = second_text if merged.body == second_entry.body != first_entry.body else first_text
+    return vault_note.note_text(won, path, merged.copy(path=path))
 
 
 def _keep_both(git: Git, root: Path, path: str, texts: dict, why: str) -> dict:
