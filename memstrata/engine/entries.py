@@ -136,6 +136,14 @@ class Entries:
         entry = folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
         return self.due_tiers([entry])[0]
 
+    def tiers_now(self, hits: list, wanted: str | None) -> list:
+        """Recall hits of an adopted vault with the tier reads show (`seen`: none is in its notes or
+        their index rows); only those in `wanted` when a tier was asked for."""
+        for hit in hits:
+            entry = self.state.catalog.get(hit.path) if hit.path and hit.shared_root is None else None
+            hit.tier = self.seen(entry).tier if entry is not None else hit.tier
+        return [hit for hit in hits if not wanted or hit.tier == wanted]
+
     def due_tiers(self, entries: list[Entry], all_entries: list[Entry] | None = None) -> list[Entry]:
         """`entries` with the tier `mem maintain` gives them now (scoring.lifecycle.tier_now: one rule).
         The days in use are counted (over `all_entries`, else the catalog's) only when an entry is old

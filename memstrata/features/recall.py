@@ -254,11 +254,9 @@ class Recall:
 
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
-        vault = self.state.vault  # a vault's tiers are computed (none is in its notes or its index rows)
-        found = self._recall(query, max(int(k), CUT_DEPTH), category, None if vault else tier, status, tags, since,
-                             until, strategy, explain, _sync)
-        if vault:
-            self._tiers_now(found, tier)
+        found = self._recall(query, max(int(k), CUT_DEPTH), category, None if self.state.vault else tier, status,
+                             tags, since, until, strategy, explain, _sync)  # a vault's tiers: computed (below)
+        found.results = self.entries.tiers_now(found.results, tier) if self.state.vault else found.results
         result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k))
         if count_access and result.results:
             now = self.state.now()
@@ -335,18 +333,6 @@ class Recall:
             self._merge_grep(result, query, int(k), filters, explain)
         result.notes = notes + result.notes
         return result
-
-    def _tiers_now(self, result: RecallResult, wanted: str | None) -> None:
-        """Each hit of an adopted vault with the tier reads show (engine/entries.seen); only those in
-        `wanted` kept when a tier was asked for."""
-        kept = []
-        for hit in result.results:
-            entry = self.state.catalog.get(hit.path) if hit.path and hit.shared_root is None else None
-            if entry is not None:
-                hit.tier = self.entries.seen(entry).tier
-            if not wanted or hit.tier == wanted:
-                kept.append(hit)
-        result.results = kept
 
     def recall_batch(self, queries, k: int = 10, **options) -> list[dict]:
         """Answer many queries ({"qid", "query"} dicts) with one sync: [{"qid", "strategy", "results"}].
