@@ -56,7 +56,22 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     out = np.full(len(score), -np.inf)
     out[cand] = rk.status_scaled(rk.rank(x, chosen), None if inactive is None else inactive[cand],
                                  weights.archived_factor)
+    _below(out, score, cand, finite)
     return out, by_pos
+
+
+def _below(out, score, cand, finite) -> None:
+    """The candidates past the ranker's (a recall asking for more than rk.CANDIDATES hits) keep
+    their fused order, all below the ranked ones: `-k 500` gets 500 hits, and its first
+    rk.CANDIDATES are what a smaller k gets."""
+    import numpy as np
+
+    rest = finite.copy()
+    rest[cand] = False
+    if not rest.any():
+        return
+    lowest = float(np.min(out[cand]))
+    out[rest] = lowest - 1.0 - (float(np.max(score[rest])) - score[rest])
 
 
 _PATH_SEPARATORS = re.compile(r"[/\\_.-]+")

@@ -115,7 +115,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         return result
     n = len(frame.ids)
     where = filters.where()
-    limit = settings.recall_candidates
+    # a k past recall_candidates widens the pool to k (at most every entry; every chunk row on the
+    # vector side), so `-k 500` gets 500 hits, not the default pool's ~100; a smaller k leaves it be
+    limit = max(settings.recall_candidates, min(int(k), n))
+    vector_rows = limit * 2 if limit == settings.recall_candidates else max(limit * 2, table.count_rows())
     entities = lexical.query_entities(query)
     terms = lexical.query_terms(query)
     cjk_share = lexical.cjk_share(query)
@@ -125,7 +128,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     def vector_search(vec) -> None:
         dense.clear()
-        q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, limit * 2)
+        q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows)
         if where:
             q = q.where(where, prefilter=True)
         with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
@@ -159,7 +162,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
                                         frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
     if mode in ("hybrid", "text"):
-        text_scores = _text_side(stats, terms, mask, settings)
+        text_scores = _text_side(stats, terms, mask, settings, limit)
         if lexical.has_cjk(query):
             texts = index.texts(frame)
             topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
@@ -337,13 +340,13 @@ def _mixed_sides(n: int, stats, terms: list[str], ideal: float, mask, settings, 
     return 0.5 * (own + whole), 0.5 * (joined + whole)
 
 
-def _text_side(stats, terms: list[str], mask, settings) -> dict[int, float]:
+def _text_side(stats, terms: list[str], mask, settings, at_least: int = 0) -> dict[int, float]:
     """English full-text scores by entry position: the best entries by BM25 with the configured
     k1 and b, from the in-memory inverted index (retrieval.postings; LanceDB's native index
     cannot take k1 and b, and its scores have no fixed scale)."""
     if stats is None or not terms:
         return {}
-    limit = max(settings.recall_candidates, settings.recall_text_candidates)
+    limit = max(settings.recall_candidates, settings.recall_text_candidates, at_least)
     return stats.top({t: 1.0 for t in terms}, settings.recall_bm25_k1, settings.recall_bm25_b, limit, mask)
 
 

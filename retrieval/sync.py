@@ -155,7 +155,7 @@ def _hash_of(frame, rid: str):
 UPSERT_BATCH = 2000  # entries per upsert: one sorted embedding run and one table write each
 
 
-def _in_entries(progress, start: int, size: int, total: int):
+def entries_progress(progress, start: int, size: int, total: int):
     """The embedder's progress (texts of one upsert) as entries of the whole sync: `start` plus
     this upsert's share, so a run of several upserts shows one count and one end, not one per upsert."""
     if progress is None:
@@ -177,7 +177,7 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
         if start and cancelled():  # the service's caller went away: what is indexed stays, a rerun goes on
             raise Interrupted(f"sync stopped after {start} of {len(entries)} entries; run it again to finish")
         part = entries[start:start + UPSERT_BATCH]
-        index.upsert(part, lambda: embedder, progress=_in_entries(progress, start, len(part), len(entries)))
+        index.upsert(part, lambda: embedder, progress=entries_progress(progress, start, len(part), len(entries)))
     if progress is not None and entries:
         progress(len(entries), len(entries))
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))

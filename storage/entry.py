@@ -89,6 +89,12 @@ class Entry:
         return replace(base, **changes) if changes else base
 
     @property
+    def ref(self) -> str:
+        """How a command names this entry: its id, or `path:<path>` for a hand-made file that has
+        none yet (`mem read` takes both; reads never write the id into the file)."""
+        return self.id or f"path:{self.path}"
+
+    @property
     def last_touched(self) -> datetime | None:
         """The later of updated and last_access: what tiers age from."""
         stamps = [d for d in (self.updated, self.last_access, self.created) if d is not None]

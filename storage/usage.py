@@ -55,8 +55,10 @@ def read(root: Path) -> set[date]:
     return days
 
 
-def record(root: Path, days: set[date]) -> bool:
-    """Add `days` to this machine's file (atomic rewrite; the caller holds the tree lock).
+def record(root: Path, days: set[date], machine: str | None = None) -> bool:
+    """Add `days` to this machine's file, `.access/<machine>.days` (`machine`: this clone's name as
+    team sync gives it, features/gitrepo.py; default the host name), atomic rewrite; the caller
+    holds the tree lock.
 
     Returns whether the file changed; a day another machine's file holds already is not
     copied. Best effort like the journal: a failure to record returns False."""
@@ -65,7 +67,7 @@ def record(root: Path, days: set[date]) -> bool:
         return False
     try:
         folder = layout.path(root, JOURNAL_DIR)
-        path = check_write_target(root, folder / f"{machine_name()}{SUFFIX}")
+        path = check_write_target(root, folder / f"{machine_name(machine)}{SUFFIX}")
         folder.mkdir(mode=0o700, exist_ok=True)
         mine = _parse(path) if is_regular_file(path) else set()
         atomic_write_text(path, "".join(f"{d.isoformat()}\n" for d in sorted(mine | new)), root=root)

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 def recall(
     query: Annotated[Optional[str], typer.Argument(help="What to look for (any language).")] = None,
-    k: Annotated[int, typer.Option("-k", "--k", help="How many results.")] = 10,
+    k: Annotated[int, typer.Option("-k", "--k", help="How many results at most, any number: a k past the recall_candidates pool (100) widens it, so every entry can come back; hits under the relevance cut-off are still dropped (--min-relevance 0 keeps them).")] = 10,
     category: Annotated[Optional[str], typer.Option("--category", "-c", help="Only this category and its subcategories.")] = None,
     tier: Annotated[Optional[str], typer.Option("--tier", help="hot, warm, cold or archive.")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active, archived or expired.")] = None,
@@ -191,9 +191,8 @@ def import_(
     if result["errors"] and not result["imported"] and not result.get("skipped"):
         from memstrata.errors import InvalidInput
 
-        first = result["errors"][0]
-        raise InvalidInput(f"nothing imported: {len(result['errors'])} lines failed, first: line "
-                           f"{first.get('line', first.get('file'))}: {first.get('error')}", errors=result["errors"][:20])
+        raise InvalidInput(f"nothing imported: {counted(len(result['errors']), 'row')} failed, first: "
+                           f"{_where(result['errors'][0])}", errors=result["errors"][:20])
     if not result["imported"] and not result.get("updated") and not result["errors"] and result.get("unchanged"):
         human = (f"nothing to import: all {counted(result['unchanged'], 'entry', 'entries')} of {file} are in this "
                  f"root already, unchanged" + (f" ({result['reindexed']} indexed again)" if result.get("reindexed") else ""))
@@ -204,6 +203,15 @@ def import_(
                  + (f"; {result['repeated']} repeated an earlier line's id, skipped (first: "
                     f"{next(w for w in result['warnings'] if ' repeats the id ' in w)})" if result.get("repeated") else "")
                  + (f", {result['reindexed']} indexed again" if result.get("reindexed") else "")
-                 + (f"; {len(result['errors'])} lines failed, first: {result['errors'][0]}"
+                 + (f"; {counted(len(result['errors']), 'row')} not imported ({_where(result['errors'][0])})"
                     if result["errors"] else ""))
     emit(as_json, result, human)
+    if result["errors"]:  # a partial import: the rest is in, the report printed, and the exit says some failed
+        sys.stderr.write(f"mem: error: {counted(len(result['errors']), 'row')} not imported (first: "
+                         f"{_where(result['errors'][0])}; --json lists each); the other rows are in the tree\n")
+        raise typer.Exit(2)
+
+
+def _where(error: dict) -> str:
+    """One failed row of an import report: `line 3: why` (a tree import: `path: why`)."""
+    return f"{'line ' + str(error['line']) if 'line' in error else error.get('file')}: {error.get('error')}"

@@ -206,10 +206,10 @@ class Entries:
         catalog.refresh()
         since = (now - timedelta(days=settings.hot_days + 1)).timestamp()
         accesses = self.state.accesses()
-        candidates = {e.id: e for e in catalog.entries(touched_since=since)}
+        candidates = {e.ref: e for e in catalog.entries(touched_since=since)}  # hand-made files: no id yet
         for entry_id, access in accesses.items():  # touched lately only through the journal
             if entry_id not in candidates and access.last.timestamp() >= since:
-                candidates.update({e.id: e for e in (catalog.get(p) for p in catalog.paths_of(entry_id)) if e})
+                candidates.update({e.ref: e for e in (catalog.get(p) for p in catalog.paths_of(entry_id)) if e})
         return [e for e in map(self.seen, candidates.values()) if tier_for(e, now, settings) == "hot"]
 
     # -- writing ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ class AccessFold:
         self.entries = entries
         self.save = save
 
-    def _machine(self) -> str | None:
+    def machine(self) -> str | None:
         """This copy's machine name as team sync names its journal file (None: the host name)."""
         from memstrata.features.gitrepo import Git
 
@@ -42,7 +42,7 @@ class AccessFold:
             return 0
         self.state.catalog.refresh()
         live = set(self.state.catalog.ids())
-        return sum(1 for entry_id in journal.to_fold(self.state.root, self._machine()) if entry_id in live)
+        return sum(1 for entry_id in journal.to_fold(self.state.root, self.machine()) if entry_id in live)
 
     def fold_accesses(self) -> int:
         """Write the access journal into the entries' frontmatter (last_access, access_count,
@@ -57,7 +57,7 @@ class AccessFold:
         now, settings = self.state.now(), self.state.settings
         with self.state.lock():
             self._settle_stopped_folds()
-            accesses, taken = journal.take(self.state.root, self._machine(), now)
+            accesses, taken = journal.take(self.state.root, self.machine(), now)
             changes, records = [], {}
             for entry_id, access in accesses.items():
                 try:

@@ -137,7 +137,7 @@ class Aging:
         days = set(self.entries.use_days(entries, now)) | journal_days
         if not dry_run:
             with self.state.lock():
-                usage.record(self.root, days)
+                usage.record(self.root, days, self.folds.machine())  # the name its journal file has
         self._use_days = tuple(sorted(days))
         report.days_in_use = len(days)
         planned, leaving = lifecycle.plan_with_cascade(usable, now, settings, use_days=self._use_days)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 from pathlib import Path
@@ -49,6 +50,15 @@ def _run_bounded(command: list[str], cwd: str, env: dict, total: float) -> subpr
 
 # git modes of tree items memstrata never follows (safe_io refuses them on every read).
 SPECIAL_MODES = {"120000": "symlink", "160000": "submodule"}
+
+
+def own_machine_name(host: str, cloned: bool, token: str) -> str:
+    """The name a clone with none set takes: the host name with `token` (random, kept in the clone's
+    git config) when it has a remote, so two clones of one team tree on one host never share a
+    journal file (each folds its own `.access/<machine>.log`: one shared file was folded twice);
+    the bare host name for a lone repository (no remote: no other clone of it can exist yet, and
+    the `.access/<host>.log` an earlier release left stays its own)."""
+    return f"{host}-{token}" if cloned else host
 
 
 class Git:
@@ -146,14 +156,22 @@ class Git:
         return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
 
     def machine(self) -> str:
-        """This clone's name in commits and version histories: $MEMSTRATA_MACHINE, git config
-        memstrata.machine, else the host name."""
+        """This clone's name in commits, version histories and its journal files (`.access/<name>.*`):
+        $MEMSTRATA_MACHINE, git config memstrata.machine, else one chosen now (`own_machine_name`)
+        and kept in this clone's git config, so it stays the same for this clone."""
         name = os.environ.get("MEMSTRATA_MACHINE")
         if not name:
-            done = subprocess.run(["git", "config", "memstrata.machine"], cwd=str(self.root), capture_output=True,
-                                  text=True)
-            name = done.stdout.strip()
+            name = self._configured_machine()
+        if not name and self.is_repo():
+            chosen = own_machine_name(socket.gethostname(), bool(self.out("remote", check=False)), secrets.token_hex(3))
+            self.run("config", "memstrata.machine", chosen, check=False)
+            name = self._configured_machine() or chosen  # another process may have chosen first: its name
         return name or socket.gethostname()
+
+    def _configured_machine(self) -> str:
+        done = subprocess.run(["git", "config", "memstrata.machine"], cwd=str(self.root), capture_output=True,
+                              text=True)
+        return done.stdout.strip()
 
     def show(self, spec: str) -> str | None:
         """A blob's text (`:2:path`, `REV:path`), None when it does not exist."""

@@ -48,7 +48,7 @@ class AutoloadItem:
 
     def to_dict(self) -> dict:
         e = self.entry
-        return {"id": e.id, "title": e.title, "category": e.category, "tier": e.tier, "section": self.section,
+        return {"id": e.ref, "title": e.title, "category": e.category, "tier": e.tier, "section": self.section,
                 "date": clock.format_datetime(e.updated or e.created), "score": round(self.score, 4),
                 "tokens": self.tokens, "truncated": self.truncated, "text": self.text, "path": e.path,
                 "shared": self.shared, "agent": e.agent}
@@ -72,7 +72,7 @@ class AutoloadResult:
     def markdown(self) -> str:
         if not self.items:
             return ""
-        from memstrata.retrieval.prompts import PREAMBLE, fence
+        from memstrata.retrieval.fence import PREAMBLE, fence
 
         lines = ["# Memories for this session (memstrata)", "", PREAMBLE, ""]
         for section, heading in (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty")):
@@ -84,9 +84,9 @@ class AutoloadResult:
                 e = item.entry
                 date = (clock.format_datetime(e.updated or e.created) or "")[:10]
                 origin = f" · shared by {e.agent or 'another agent'}" if item.shared else ""
-                block = "\n".join([f"### {e.title}", f"`{e.id}` · {e.tier} · {e.category} · {date}{origin}", "",
+                block = "\n".join([f"### {e.title}", f"`{e.ref}` · {e.tier} · {e.category} · {date}{origin}", "",
                                    item.text.strip() + (" …" if item.truncated else "")])
-                lines += [fence(block, e.id), ""]
+                lines += [fence(block, e.ref), ""]
         if self.promoted:
             lines.append("_Brought back to hot for this task: " + ", ".join(p["id"] for p in self.promoted) + "_")
         return "\n".join(lines).rstrip() + "\n"
@@ -323,10 +323,10 @@ class Promotion:
             for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
                 if source is shared:
                     e.extra["_from_shared"] = True
-                if e.id not in already:
+                if e.ref not in already:
                     ranked.append((e, "hot", compute_weight(e, now)))
         self._fill(result, ranked, shared)
-        hook_sessions.record(self.root, session_id, [i.entry.id for i in result.items])
+        hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
         self._count_loads([i.entry for i in result.items if not i.shared and i.section == "hot"])
         return result
 
@@ -346,15 +346,16 @@ class Promotion:
         def cost_of(text: str) -> int:  # tokens, or characters / CHARS_PER_TOKEN if more
             return max(embedder.count_tokens(text), -(-len(text) // CHARS_PER_TOKEN))
 
-        def header_cost(e) -> int:
-            return cost_of(f"### {e.title[:TITLE_CHARS + 1]}\n`{e.id}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
+        def header_cost(e, ref: str) -> int:
+            return cost_of(f"### {e.title[:TITLE_CHARS + 1]}\n`{ref}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
 
         missed = 0  # items in a row that did not fit
         for item, section, score in ranked:
-            if item.id in seen:
+            ref = item.id if section == "relevant" else item.ref  # a hit's id is `path:...` already
+            if ref in seen:
                 continue
-            seen.add(item.id)
-            if result.budget - used - header_cost(item) < _MIN_BODY_TOKENS:  # as listed: no need to read it
+            seen.add(ref)
+            if result.budget - used - header_cost(item, ref) < _MIN_BODY_TOKENS:  # as listed: no need to read it
                 missed += 1
                 if used >= result.budget or missed >= _MAX_MISSES:
                     break  # (nearly) full: the rest of a long hot list is not tried one by one
@@ -363,14 +364,14 @@ class Promotion:
             from_shared = shared is not None and (item.shared_root is not None if section == "relevant"
                                                   else bool(item.extra.get("_from_shared")))
             try:
-                entry = (shared if from_shared else self.entries).resolve(item.id)
+                entry = (shared if from_shared else self.entries).resolve(ref)
             except Exception:  # a file that vanished or broke since it was listed: skip it
                 continue
             # what autoload hands out is shown text, redacted as recall's snippets are (retrieval.hits):
             # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list
             title, cut = _cut_chars(redact(entry.title), TITLE_CHARS)
             entry = entry.copy(title=title + (" …" if cut else ""))
-            cost = header_cost(entry)
+            cost = header_cost(entry, ref)
             room = result.budget - used - cost
             if room < _MIN_BODY_TOKENS:
                 continue

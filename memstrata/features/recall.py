@@ -125,7 +125,7 @@ class Recall:
         """Rebuild the index from the tree (every entry re-embedded)."""
         from memstrata.errors import CorruptEntry
         from memstrata.retrieval import ann
-        from memstrata.retrieval.sync import flag
+        from memstrata.retrieval.sync import entries_progress, flag
         from memstrata.retrieval.table import indexed_form
         from memstrata.storage.catalog import iter_entry_files, read_entry_file
 
@@ -148,12 +148,12 @@ class Recall:
                 seen.add(e.id)
                 entries.append(e)
             index.create(embedder)
-            done = 0
             for start in range(0, len(entries), 2000):
                 part = entries[start:start + 2000]
-                index.upsert(part, lambda: embedder,
-                             progress=(lambda d, t, base=done: progress(base + d, len(entries))) if progress else None)
-                done += len(part)
+                # the embedder counts texts (an entry has one or many chunks): shown as entries
+                index.upsert(part, lambda: embedder, progress=entries_progress(progress, start, len(part), len(entries)))
+            if progress is not None and entries:
+                progress(len(entries), len(entries))
             index.maybe_optimize(force=True)
             ann.maintain(index)
         return {"embedded": len(entries), "errors": errors, "model": embedder.name, **({"flagged": flagged} if flagged else {})}

@@ -118,6 +118,9 @@ def entry_from_record(record: dict, now) -> Entry:
     if not isinstance(body, str):
         body = json.dumps(body, ensure_ascii=False) if not isinstance(body, (int, float)) else str(body)
     body = clean_body(body, end_line=False)
+    if not body.strip() and not str(record.get("full_content") or "").strip():
+        # a title alone would be an entry with nothing to recall (a write refuses an empty text too)
+        raise InvalidInput('the row has no text: give it a non-empty "body" (or "content" or "text")')
     frontmatter = {k: v for k, v in record.items() if k not in _RECORD_KEYS}
     category = record.get("category") or ""
     key = "mem-id" if "mem-id" in frontmatter else "id"  # exported from an adopted vault (storage/layout.py)

@@ -326,3 +326,26 @@ def test_deep_and_long_categories_are_refused_at_every_entrance(stored, tmp_path
     assert (getattr(result, "isError", None) or getattr(result, "is_error", None)) and took < 10
     assert "2000 levels" in result.content[0].text and len(result.content[0].text.splitlines()) == 1
     assert snapshot(root).keys() >= before.keys() and not (root / "a").exists()
+
+
+def test_an_import_row_without_text_is_refused_and_the_rest_imports(stored, tmp_path):
+    """A JSONL row with only a title, an empty text or a whitespace-only body became an empty entry:
+    each is refused with its line and why, the good rows import, and the exit is 2 (one line)."""
+    root, ids, _ = stored
+    source = tmp_path / "rows.jsonl"
+    source.write_text("\n".join(json.dumps(row) for row in (
+        {"title": "Only a title"}, {"title": "Empty", "text": ""}, {"title": "Blank", "body": "  \n\t "},
+        {"title": "Nothing", "content": None}, {"title": "Release", "body": "The release is on Friday."})) + "\n")
+    done = cli(root, "import", str(source), "--json")
+    err = done.stderr.decode()
+    assert done.returncode == 2 and "Traceback" not in err, err
+    (err,) = [line for line in err.splitlines() if not line.startswith("importing: ")]  # the progress line aside
+    assert err.startswith("mem: error: 4 rows not imported") and "line 1: the row has no text" in err
+    report = json.loads(done.stdout)
+    assert report["imported"] == 1 and [e["line"] for e in report["errors"]] == [1, 2, 3, 4]
+    assert all('no text: give it a non-empty "body"' in e["error"] for e in report["errors"])
+    titles = sorted(e.title for e in Memory(root).list())
+    assert titles == ["DB choice", "Release", "Standup"]
+    source.write_text(json.dumps({"title": "Only a title"}) + "\n")
+    assert "nothing imported: 1 row failed, first: line 1: the row has no text" in one_line_error(
+        cli(root, "import", str(source)), 2)

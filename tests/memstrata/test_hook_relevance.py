@@ -351,4 +351,33 @@ def test_every_injected_memory_is_fenced_and_a_note_cannot_close_its_fence(tmp_p
         assert len(opens) == block.count("</memory>") == len(re.findall(r"<memory", block)) >= 1, block
         outside = re.sub(r'^<memory id="[\w.-]+">$.*?^</memory>$', "", block, flags=re.M | re.S)
         assert "SYSTEM" not in outside and "deploy script" not in outside.lower(), outside
-        assert "&lt;/memory>" in block and "&lt;MEMORY" in block
+        assert "&lt;/memory&gt;" in block and "&lt;MEMORY" in block
+
+
+def test_a_hand_made_note_is_injected_under_its_path_and_only_once(tmp_path, embedder):
+    """Two Markdown files dropped into the tree (no id yet) reach the hook's and SessionStart's block
+    each under `path:<its path>` (what `mem read` takes), not `<memory id="">`, and a second prompt
+    of the session does not inject the one already injected, nor hide the other."""
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    (m.root / "ops").mkdir()
+    (m.root / "ops" / "deploy.md").write_text("---\ntitle: Deploy day\n---\n\nThe deploy script runs at noon on Fridays.\n")
+    (m.root / "ops" / "backup.md").write_text("# Backups\n\nThe nightly backup of the orders database runs at 02:00.\n")
+    env = {**os.environ, "MEMSTRATA_HOME": str(m.root), "MEMSTRATA_SERVICE": "off"}
+
+    def hook(payload):
+        proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook"],
+                              input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    first = hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit", "prompt": "when does the deploy script run?"})
+    assert '<memory id="path:ops/deploy.md">' in first and 'id=""' not in first, first
+    assert hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit",
+                 "prompt": "what day does the deploy script run?"}) == ""
+    second = hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit",
+                   "prompt": "when does the orders database backup run?"})
+    assert '<memory id="path:ops/backup.md">' in second, second
+    start = hook({"session_id": "h2", "hook_event_name": "SessionStart"})
+    assert {'<memory id="path:ops/deploy.md">', '<memory id="path:ops/backup.md">'} <= set(start.splitlines()), start
+    assert "runs at noon" in m.read("path:ops/deploy.md", count_access=False).body

@@ -186,6 +186,44 @@ def test_two_clones_with_one_machine_name_keep_both_sides_reads(tmp_path, embedd
         assert _status(m) == ""
 
 
+def test_two_clones_on_one_host_get_their_own_names_and_fold_each_read_once(tmp_path, embedder, monkeypatch):
+    """Two clones of one team tree on one host, no machine name given: each takes its own name (the
+    host name and a token kept in its git config), so their journal files differ and each folds
+    only its own reads (one shared `.access/<host>.log` was folded by both: reads counted twice)."""
+    import socket
+
+    from memstrata import Memory
+    from memstrata.features.gitrepo import Git
+
+    monkeypatch.delenv("MEMSTRATA_MACHINE", raising=False)
+    a, b = two_clones(tmp_path, embedder, None, None)
+    r = a.write("The VPN certificate expires in March.", title="VPN", category="ops")
+    a.sync_remote()
+    b.sync_remote()
+    a.read(r.id)
+    b.read(r.id)
+    b.read(r.id)
+    for m in (a, b, a, b):
+        m.sync_remote()
+    names = [Git(m.root).machine() for m in (a, b)]
+    assert names[0] != names[1] and all(n.startswith(socket.gethostname() + "-") for n in names), names
+    assert names == [Git(m.root).machine() for m in (a, b)]  # stable: kept in each clone's git config
+    assert sorted(p.name for p in (a.root / ".access").glob("*.log")) == sorted(f"{n}.log" for n in names)
+    assert a.maintain().accesses_folded == 1 and b.maintain().accesses_folded == 1
+    for m in (a, b, a):
+        m.sync_remote()
+    for m in (a, b):
+        assert Memory(m.root, embedder=embedder).read(r.id, count_access=False).access_count == 3, m.root
+        assert {p.name for p in (m.root / ".access").glob("*.days")} == {f"{n}.days" for n in names}, m.root
+
+
+def test_a_lone_repository_keeps_the_host_name():
+    from memstrata.features.gitrepo import own_machine_name
+
+    assert own_machine_name("laptop", cloned=False, token="3f9a2c") == "laptop"
+    assert own_machine_name("laptop", cloned=True, token="3f9a2c") == "laptop-3f9a2c"
+
+
 def test_an_edit_of_an_entry_deleted_beside_another_update_stays_with_its_entry(tmp_path, embedder):
     """One machine deletes X and updates Y in one sync (Y's old text becomes .versions/Y/v1.md);
     the other adds a tag to X and syncs first. X and Y are alike, so git's merge pairs X's delete

@@ -131,3 +131,16 @@ def test_adopt_gives_ids_in_one_flush_and_keeps_a_note_an_editor_saved_meanwhile
     assert "mem-id:" in two and two.endswith("# two\n\nA note called two.\n")
     assert oct(os.stat(root / "a" / "two.md").st_mode & 0o777) == "0o644"  # its permissions stay
     assert not [p for p in root.rglob("*") if is_temp_file(p.name)]
+
+
+def test_reindex_progress_counts_entries_never_past_the_total(mem):
+    """Entries of many chunks: the embedder counts texts, reindex's progress counts entries, so
+    it never showed more done than the total (was 163/160 on a vault, 101%)."""
+    sentence = "The {} service of the platform team restarts its workers every night at two for the backup job."
+    for n in range(6):
+        mem.write(" ".join(sentence.format(f"{w}-{n}") for w in ("alpha", "beta", "gamma", "delta", "epsilon")),
+                  title=f"Service {n}", category="ops", force=True)
+    calls = []
+    mem.reindex(progress=lambda done, total: calls.append((done, total)))
+    assert calls and all(0 <= done <= total == 6 for done, total in calls), calls
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and calls[-1] == (6, 6), calls

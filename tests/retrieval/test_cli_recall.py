@@ -37,3 +37,24 @@ def test_cli_recall_sync_import(tmp_path, capsys, embedder):
     assert code == 0 and json.loads(out)["embedded"] == 1
     code, _ = _run(capsys, "recall", "x", "--root", root, "--strategy", "nope")
     assert code == 2
+
+
+def test_a_k_past_the_candidate_pool_is_honoured(tmp_path, capsys, embedder):
+    """`-k 100000` on 130 matching entries returns all 130 (was at most 100: the ranker's pool), and
+    the first 100 of `-k 120` are what `-k 100` returns."""
+    root = str(tmp_path / "mem")
+    assert _run(capsys, "init", "--root", root)[0] == 0
+    src = tmp_path / "many.jsonl"
+    src.write_text("".join(json.dumps({"title": f"Deploy note {i}", "body": f"The deploy script number {i} pushes "
+                                       f"build {i} to the staging cluster."}) + "\n" for i in range(130)))
+    assert _run(capsys, "import", str(src), "--root", root, "--json")[0] == 0
+
+    def ids(k, *more):
+        code, out = _run(capsys, "recall", "deploy script staging", "-k", str(k), "--min-relevance", "0",
+                         "--no-touch", "--root", root, "--json", *more)
+        assert code == 0
+        return [h["id"] for h in json.loads(out)["results"]]
+
+    assert len(set(ids(100000))) == 130
+    assert len(set(ids(100000, "--strategy", "vector"))) == 130
+    assert ids(120)[:100] == ids(100) and len(ids(120)) == 120
