@@ -237,7 +237,7 @@ class TeamSync:
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
         result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
         result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
-        held, applied = guard_pulled_config(git, self.root, head)  # a peer's config.md may not disarm this machine
+        held, applied = guard_pulled_config(git, self.root, head, machine)  # a peer's config.md may not disarm this machine
         result["settings_held_back"] += held
         result["settings_pulled"] += applied
         self._trash_pulled_deletions(head, tracking, machine)
