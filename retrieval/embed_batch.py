@@ -1,12 +1,16 @@
 """The vectors of one batch of chunk texts: each distinct text embedded once; a pooled chunk the mean of its entry's."""
 from __future__ import annotations
 
+from memstrata.storage.cancel import between_runs
+
 
 def embed_distinct(embedder, texts: list[str], progress=None):
     """Vectors of `texts`, each distinct text embedded once (a sentence that is also another
-    entry's text, two entries with the same text): rows in the order of `texts`."""
+    entry's text, two entries with the same text): rows in the order of `texts`. A cancelled call
+    (storage/cancel.py) stops between model runs with Interrupted."""
     if not texts:
         return []
+    progress = between_runs(progress)
     first: dict[str, int] = {}
     where = [first.setdefault(t, len(first)) for t in texts]
     if len(first) == len(texts):

@@ -12,7 +12,7 @@ from memstrata.storage.catalog import (
     read_entry_file,
 )
 
-from memstrata.storage.cancel import cancelled
+from memstrata.storage.cancel import cancelled, stop_if_cancelled
 from memstrata.storage.errors import CorruptEntry, Interrupted
 
 
@@ -78,6 +78,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
         if row is not None and (row[1], row[2]) == (st.st_size, st.st_mtime_ns):
             seen_ids.add(row[0])
             continue
+        stop_if_cancelled("sync")  # before each file read: nothing is written yet
         try:
             entry = indexed_form(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
@@ -118,6 +119,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
         if n is not None and (frame.cols["size"][n], frame.cols["mtime_ns"][n]) == (st.st_size, st.st_mtime_ns):
             found[frame.ids[n]] = rel
             continue
+        stop_if_cancelled("sync")
         try:
             entry = indexed_form(index.root, read_entry_file(index.root, rel))
         except (CorruptEntry, OSError) as exc:
@@ -174,10 +176,16 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
     if todo.remove:
         index.delete(todo.remove)
     for start in range(0, len(entries), UPSERT_BATCH):
-        if start and cancelled():  # the service's caller went away: what is indexed stays, a rerun goes on
-            raise Interrupted(f"sync stopped after {start} of {len(entries)} entries; run it again to finish")
+        # the service's caller went away: what is indexed stays (a part being embedded is not
+        # written: upsert writes its rows once all are embedded), a rerun goes on from there
+        stopped = Interrupted(f"sync stopped after {start} of {len(entries)} entries; run it again to finish")
+        if start and cancelled():
+            raise stopped
         part = entries[start:start + UPSERT_BATCH]
-        index.upsert(part, lambda: embedder, progress=entries_progress(progress, start, len(part), len(entries)))
+        try:
+            index.upsert(part, lambda: embedder, progress=entries_progress(progress, start, len(part), len(entries)))
+        except Interrupted:
+            raise stopped from None
     if progress is not None and entries:
         progress(len(entries), len(entries))
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))

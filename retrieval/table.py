@@ -100,6 +100,7 @@ class VectorIndex(FrameCache):
         # The last frame whose texts were loaded: a new table version reuses its texts and term
         # statistics for the entries whose text did not change (a write touches few entries).
         self._carry: Frame | None = None
+        self.hold_versions = False  # a rebuild under way (retrieval/rebuild.py) keeps old versions restorable
 
     # -- opening ------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -417,7 +418,7 @@ class VectorIndex(FrameCache):
     def maybe_optimize(self, force: bool = False) -> bool:
         """Compact fragments, update the full-text indexes, drop old versions every N versions."""
         table = self.table()
-        if table is None:
+        if table is None or (self.hold_versions and not force):
             return False
         meta = self.meta()
         last = int(meta.get("optimized_version", 0))

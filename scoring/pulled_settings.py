@@ -67,6 +67,23 @@ def held_back(ours: dict, pulled: dict, model_available: Callable[[str], bool]) 
     return out
 
 
+def raised_here(ours: dict, pulled: dict) -> dict[str, object]:
+    """The SOONER_IS_DESTRUCTIVE settings this machine's config.md sets that a pull raises (or
+    removes, for a higher default): key -> this machine's value. The echo of a peer that held this
+    machine's lower value back is one: when this machine set that value itself, it keeps it as its
+    own (features/team_settings.py) while config.md takes the team's, so neither trades it back."""
+    default = Settings()
+    out: dict[str, object] = {}
+    for key in SOONER_IS_DESTRUCTIVE:
+        if key not in ours:
+            continue
+        theirs = pulled.get(key, UNSET)
+        value = getattr(default, key) if theirs is UNSET else theirs
+        if _number(value) > _number(ours[key]):
+            out[key] = ours[key]
+    return out
+
+
 def _number(value) -> float:
     try:
         return float(value)

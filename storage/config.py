@@ -199,7 +199,7 @@ def load_settings(root: Path) -> Settings:
 
     path = layout.path(root, CONFIG_FILE)
     if not path.exists():
-        return Settings()
+        return _with_own(root, Settings())
     try:
         data, _ = split_frontmatter(read_config_text(root))
     except Exception as exc:  # CorruptEntry, decoding, not a regular file, too large
@@ -212,6 +212,20 @@ def load_settings(root: Path) -> Settings:
             except InvalidInput as exc:  # a hand edit or an old pull: say how to get out
                 raise InvalidInput(f"config.md: {exc.message}; `mem config unset {key}` gives it its default "
                                    "again") from None
+    return _with_own(root, settings)
+
+
+def _with_own(root: Path, settings: Settings) -> Settings:
+    """The settings with this machine's own values (storage/own_settings.py: a lower forget_after_days
+    this machine set, which a peer's config.md held back); one that is not valid now is left out."""
+    from memstrata.storage import own_settings
+
+    for key, value in own_settings.read(root).items():
+        if key in Settings.field_names():
+            try:
+                settings = settings.with_value(key, value)
+            except InvalidInput:
+                continue  # config.md's value applies
     return settings
 
 
@@ -247,10 +261,13 @@ def set_setting(root: Path, key: str, raw) -> Settings:
     """Validate and store one setting in config.md; returns the new settings."""
     from memstrata.storage.atomic import atomic_write_text
 
+    from memstrata.storage import own_settings
+
     updated = load_settings(root).with_value(key, raw)
     changed = changed_settings(root)
     changed[key] = getattr(updated, key)
     atomic_write_text(layout.path(root, CONFIG_FILE), render_config(changed, config_prose(root)), root=root)
+    own_settings.drop(root, key)  # set by hand here: config.md holds it now
     return updated
 
 
@@ -258,10 +275,13 @@ def unset_setting(root: Path, key: str) -> Settings:
     """Remove one setting from config.md: it takes its documented default again."""
     from memstrata.storage.atomic import atomic_write_text
 
+    from memstrata.storage import own_settings
+
     require_known(key)
     changed = changed_settings(root)
     changed.pop(key, None)
     atomic_write_text(layout.path(root, CONFIG_FILE), render_config(changed, config_prose(root)), root=root)
+    own_settings.drop(root, key)
     return load_settings(root)
 
 

@@ -122,39 +122,16 @@ class Recall:
         self.state.indexes_in_step = (generation, settings) if generation is not None else None
 
     def reindex(self, progress=None) -> dict:
-        """Rebuild the index from the tree (every entry re-embedded)."""
-        from memstrata.errors import CorruptEntry
-        from memstrata.retrieval import ann
-        from memstrata.retrieval.sync import entries_progress, flag
-        from memstrata.retrieval.table import indexed_form
-        from memstrata.storage.catalog import iter_entry_files, read_entry_file
+        """Rebuild the index from the tree (every entry re-embedded); a stopped rebuild leaves the
+        index as it was (retrieval/rebuild.py)."""
+        from memstrata.retrieval import ann, rebuild
 
         embedder = self.state.model()
         with self.state.lock():
             index = self.state.vector_index()
-            entries, errors, flagged, seen = [], {}, {}, set()
-            for rel, _ in sorted(iter_entry_files(self.root)):
-                try:
-                    e = read_entry_file(self.root, rel)
-                except (CorruptEntry, OSError) as exc:
-                    errors[rel] = getattr(exc, "message", str(exc))
-                    continue
-                if e.id and e.id in seen:
-                    errors[rel] = f"duplicate id {e.id}: indexed once"
-                    continue
-                if (why := flag(indexed_form(self.root, e))) is not None:
-                    flagged[rel] = why
-                    continue
-                seen.add(e.id)
-                entries.append(e)
-            index.create(embedder)
-            for start in range(0, len(entries), 2000):
-                part = entries[start:start + 2000]
-                # the embedder counts texts (an entry has one or many chunks): shown as entries
-                index.upsert(part, lambda: embedder, progress=entries_progress(progress, start, len(part), len(entries)))
-            if progress is not None and entries:
-                progress(len(entries), len(entries))
-            index.maybe_optimize(force=True)
+            index.refresh()
+            entries, errors, flagged = rebuild.indexable_entries(self.root)
+            rebuild.rebuild(index, entries, embedder, progress)
             ann.maintain(index)
         return {"embedded": len(entries), "errors": errors, "model": embedder.name, **({"flagged": flagged} if flagged else {})}
 

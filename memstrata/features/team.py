@@ -133,7 +133,11 @@ class TeamSync:
         self._note_sharing_problem(result)  # also one the pull just brought in
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
-        if index and any(is_entry_path_in(self.root, p) for p in pulled):
+        committed_entries = result.pop("_committed_entries", False)
+        if index and (committed_entries or any(is_entry_path_in(self.root, p) for p in pulled)):
+            # entries pulled, or changed here outside the engine (a hand edit, a new note) and committed
+            # in this round: the index ends in step with the tree (was: only after a pull of entries,
+            # so a round that pulled none left a hand edit stale until a plain `mem sync`)
             result["index"] = self.recall.sync()  # only files changed since the last sync are read
         folder = layout.at(self.root, versions.VERSIONS_DIR) + "/"  # a vault's `.memstrata/versions/`
         kept = {p[len(folder):].split("/")[0] for p in pulled if p.startswith(folder) and "/" in p[len(folder):]}
@@ -200,6 +204,8 @@ class TeamSync:
         if agent:
             message += f"Memstrata-Agent: {agent}\n"
         git.run("commit", "-q", "--no-verify", "-m", message)
+        if any(counts.values()):  # entry files changed here by hand or by git: the index follows below
+            result["_committed_entries"] = True
         result["committed"].append({"summary": summary, "new": counts["A"], "updated": counts["M"],
                                     "deleted": counts["D"], "files": len(staged)})
 
@@ -237,7 +243,7 @@ class TeamSync:
         new_head_files = git.changed(head, tracking) if head else git.changed(None, tracking)
         result.setdefault("_pulled", set()).update(p for _, p in new_head_files)
         result["conflicts"] += [r for r in resolved if r["kind"] not in ("index", "same", "kept")]
-        held, applied = guard_pulled_config(git, self.root, head)  # a peer's config.md may not disarm this machine
+        held, applied = guard_pulled_config(git, self.root, head, machine)  # a peer's config.md may not disarm this machine
         result["settings_held_back"] += held
         result["settings_pulled"] += applied
         self._trash_pulled_deletions(head, tracking, machine)

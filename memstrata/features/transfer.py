@@ -175,16 +175,18 @@ class Transfer:
             trashed = {i.id for i in trash.list_trash(self.root) if i.id}
             kept_only = versions.ids_with_snapshots(self.root) - trashed - set(live)
             stopped_at = self._import_rows(entries, report, progress, live, trashed, kept_only, present)
+            try:
+                report.reindexed += index_missing(self.state, present) if stopped_at is None else 0
+            except Interrupted:
+                stopped_at = total  # every row is in; the index rows of some already here are not
+            except INDEX_FAILURES as exc:
+                report.warnings.append(f"the index rows of entries already here could not be checked "
+                                       f"({type(exc).__name__}); run `mem sync`")
             if stopped_at is not None:
                 self.save.write_indexes(None)  # the listings of the batches written
                 raise Interrupted(f"import stopped after {stopped_at} of {total} rows ({report.imported} entries "
                                   f"imported); run the same command again to resume: rows already imported are "
                                   f"not written twice")
-            try:
-                report.reindexed += index_missing(self.state, present)
-            except INDEX_FAILURES as exc:
-                report.warnings.append(f"the index rows of entries already here could not be checked "
-                                       f"({type(exc).__name__}); run `mem sync`")
             if total:
                 self.save.write_indexes(None)  # also the listings a killed run did not get to
         if report.skipped:
@@ -196,8 +198,8 @@ class Transfer:
     def _import_rows(self, entries: list[Entry], report: ImportReport, progress, live: dict, trashed: set,
                      kept_only: set, present: list) -> int | None:
         """The rows saved IMPORT_BATCH at a time (caller holds the lock); None when all were seen, else
-        the rows done when the caller stopped the import (Ctrl-C, or the service's caller gone) at a
-        batch boundary: every batch is whole or rolled back by the save path."""
+        the rows done when the caller stopped the import (Ctrl-C, its service caller gone: seen between
+        model runs); the batch being written is rolled back by the save path."""
         batch: list[tuple[Entry, str | None, object]] = []
         this_run: dict[str, object] = {}  # id -> the line or file that brought it
         total, saved = len(entries), 0
@@ -237,6 +239,8 @@ class Transfer:
                         batch.append((entry, full, where))
                         this_run[entry.id] = where
                 except MemstrataError as exc:
+                    if isinstance(exc, Interrupted):
+                        raise  # an update of an entry already here, stopped while embedded: rolled back
                     report.error(where if where is not None else redact(entry.path or entry.title), exc.message)
                 if len(batch) >= IMPORT_BATCH or (batch and done == total):
                     self._save_batch(batch, report, progress, done, total)
@@ -247,7 +251,7 @@ class Transfer:
                     saved = done
                     if cancel.cancelled() and done < total:
                         return done
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Interrupted):  # inside a batch: the save path rolled it back
             return saved
         return None
 
@@ -321,6 +325,8 @@ class Transfer:
             counts = self.save.save_many([(entry, None) for entry, _, _ in batch], undo=undo,
                                          index_progress=step if progress else None, write_indexes=False)
         except (MemstrataError, OSError) as exc:
+            if isinstance(exc, Interrupted):
+                raise  # the caller went away while the batch was embedded: rolled back, no row's error
             message = getattr(exc, "message", None) or str(exc)
             for entry, _, where in batch:
                 report.error(where if where is not None else entry.path, message)

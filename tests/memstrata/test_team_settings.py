@@ -97,3 +97,31 @@ def test_a_peer_cannot_make_this_machine_forget_or_purge_sooner(tmp_path, embedd
     _push_config(tmp_path, "forget_after_days: 365\ntrash_retention_days: 60\nhot_days: 5\n")  # later: applies
     assert again.sync_remote()["settings_held_back"] == []
     assert Memory(tmp_path / "a", embedder=embedder).settings.forget_after_days == 365
+
+
+def test_a_machines_own_lower_forget_after_days_survives_a_peers_echo(tmp_path, embedder):
+    """A sets forget_after_days 0 itself; B holds it back and pushes its default (the echo). A keeps its 0
+    (never committed), config.md keeps the team's default, and further syncs trade nothing back and forth."""
+    from memstrata import Memory
+    from memstrata.features.gitrepo import Git
+
+    a = _one_clone(tmp_path, embedder)
+    b = Memory(tmp_path / "b", embedder=embedder)
+    b.clone(str(tmp_path / "r.git"), machine="desktop")
+    a.config_set("forget_after_days", 0)
+    a.sync_remote()
+    held = b.sync_remote()["settings_held_back"]
+    assert [h["setting"] for h in held] == ["forget_after_days"]
+    echo = a.sync_remote()
+    assert [(h["setting"], h["kept"]) for h in echo["settings_held_back"]] == [("forget_after_days", 0)]
+    assert echo["settings_pulled"] == []
+    assert Memory(tmp_path / "a", embedder=embedder).settings.forget_after_days == 0
+    assert Memory(tmp_path / "b", embedder=embedder).settings.forget_after_days == 180
+    assert "forget_after_days" not in changed_settings(tmp_path / "a")  # the team's file: B's default
+    head = Git(tmp_path / "r.git").out("rev-parse", "HEAD")
+    for _ in range(2):
+        assert b.sync_remote()["settings_held_back"] == [] and a.sync_remote()["settings_held_back"] == []
+    assert Git(tmp_path / "r.git").out("rev-parse", "HEAD") == head  # converged: no commit traded it back
+    assert Memory(tmp_path / "a", embedder=embedder).settings.forget_after_days == 0
+    a.config_set("forget_after_days", 400)  # set by hand again: config.md decides, for everyone
+    assert Memory(tmp_path / "a", embedder=embedder).settings.forget_after_days == 400

@@ -453,3 +453,32 @@ def test_a_pulled_copy_of_a_note_gets_a_fresh_id_at_the_sync(tmp_path, embedder)
     assert b.doctor().healthy, b.doctor().to_dict()
     a.sync_remote()  # the other machine gets the fresh id too
     assert len({e.id for e in a.list()}) == 2
+
+
+def test_after_a_remote_sync_the_index_matches_the_tree_on_both_clones(tmp_path, embedder):
+    """A note edited and one added by hand, then `mem sync --remote` (a real process) with nothing to pull:
+    the index follows them in that round (it left 1 missing + 1 stale row until a plain `mem sync`);
+    the peer that pulls them ends in step too."""
+    from memstrata import Memory
+    from team_scenario import mem
+
+    a, b = two_clones(tmp_path, embedder)
+    written = a.write("Staging runs in Frankfurt since March.", title="Staging", category="projects")
+    a.sync_remote()
+    b.sync_remote()
+    a.sync_remote()  # what B's first round pushed: A's next round has nothing to pull
+    edited = a.root / written.path
+    edited.write_text(edited.read_text().replace("Frankfurt since March", "Dublin since May"))
+    (a.root / "projects" / "boat.md").write_text("---\ntitle: Boat\n---\n\nThe boat is moored in Kiel.\n")
+
+    def index_findings(root):
+        report = Memory(root, embedder=embedder).doctor()
+        return [f.detail for f in report.problems if f.kind == "vectors_rows"]
+
+    done = mem("sync", "--remote", "--root", str(a.root), machine="A")
+    assert done["pushed"] and done["pulled"] == 0
+    assert index_findings(a.root) == []
+    assert mem("sync", "--remote", "--root", str(b.root), machine="B")["pulled"]
+    assert index_findings(b.root) == []
+    hit = Memory(b.root, embedder=embedder).recall("where is the boat moored?", k=1).results[0]
+    assert hit.title == "Boat"

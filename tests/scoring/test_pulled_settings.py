@@ -32,3 +32,13 @@ def test_network_timeouts_are_each_machines_own():
     assert _held({}, {"git_timeout": 1}) == {"git_timeout": UNSET}
     assert _held({"git_idle_timeout": 30}, {"git_idle_timeout": 5}) == {"git_idle_timeout": 30}
     assert _held({"git_connect_timeout": 30}, {"git_connect_timeout": 30, "hot_days": 5}) == {}
+
+
+def test_a_pull_raising_this_machines_own_lower_value_is_named_with_that_value():
+    from memstrata.scoring.pulled_settings import raised_here
+
+    assert raised_here({"forget_after_days": 0}, {}) == {"forget_after_days": 0}  # the echo: removed, default 180
+    assert raised_here({"trash_retention_days": 7}, {"trash_retention_days": 30}) == {"trash_retention_days": 7}
+    assert raised_here({"forget_after_days": 400}, {}) == {}  # lowered to the default: held_back's business
+    assert raised_here({}, {"forget_after_days": 365}) == {}  # never set here: the pulled value applies
+    assert raised_here({"forget_after_days": 0, "hot_days": 3}, {"forget_after_days": 0, "hot_days": 9}) == {}
