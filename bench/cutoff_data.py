@@ -93,7 +93,7 @@ def tiny_trees(base: Path, zh_data: Path, embedder):
         yield m, [(q["question"], {wanted[r] for r in q["notes"] if r in wanted}) for q in qs], others
     import chinese_passages as zh
 
-    passages, questions = zh.load(zh_data, None, 7)
+    passages, questions = zh.load([zh_data], None, 7)
     by = {}
     for q in questions:
         by.setdefault(q["answer"], []).append(q["query"])
@@ -162,7 +162,7 @@ def main(argv=None):
     if "zh" in want and args.zh:
         import chinese_passages as zh
 
-        _, questions = zh.load(args.zh_data, args.zh_questions, 7)
+        _, questions = zh.load([args.zh_data], args.zh_questions, 7)
         m = Memory(args.zh, embedder=embedder)
         save("zh", ask(m, "zh", [(q["query"], {q["answer"]}) for q in questions], offtopic=OFFTOPIC))
     if "tiny" in want and args.notes and args.zh_data:

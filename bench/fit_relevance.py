@@ -10,7 +10,8 @@ vault when collected; bench/notes_corpora.py), Chinese passages (CMRC trial set)
 what each reads: USES) over scoring.relevance's signals (label 1: an answer among a question's
 first CUT_DEPTH hits; 0: the other hits, every hit of an everyday prompt of bench/everyday.FIT and
 of an off-topic question; each corpus weighs the same), each calibrated on the questions' hits
-alone (list_features), and one cut-off (min relevance, share of the best: the most silence on FIT
+alone (list_features), and one cut-off (min relevance for the best hit, share of the best for the
+others: scoring.relevance.keep; the most silence on FIT
 prompts and off-topic questions while every one of them keeps an answer for CHOOSE_AT of its
 answerable questions); then measured on the held-out corpus: answerable questions that keep an
 answer, everyday prompts silenced (FIT and HELD_OUT; a prompt is silent when

@@ -217,7 +217,8 @@ class Memory:
                explain: bool = False, include_shared: bool = False, min_relevance: float | None = None,
                count_access: bool = True):
         """Find the entries that answer `query`, best first (features.recall.Recall.recall);
-        hits below `min_relevance` (default: the recall_min_relevance setting) are dropped;
+        nothing when the best hit is below `min_relevance` (default: the recall_min_relevance
+        setting), else the hits that reach recall_relative_relevance x the best;
         include_shared=True also searches the shared root. The hits returned count as accesses
         (in the access journal) unless `count_access` is false."""
         options = dict(category=category, tier=tier, status=status, tags=tags, since=since, until=until,

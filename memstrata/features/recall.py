@@ -219,9 +219,10 @@ class Recall:
 
         strategy: auto (hybrid when the index is usable, else grep/index), hybrid, vector,
         text (LanceDB full-text only), grep (read the files) or index (INDEX.md navigation).
-        Hits whose relevance (a calibrated probability) is below `min_relevance` (default:
-        the recall_min_relevance setting; 0 keeps everything) are dropped; the result keeps
-        the best relevance seen. With `count_access`, the hits returned (they cleared the
+        When the best hit's relevance (a calibrated probability) is below `min_relevance`
+        (default: the recall_min_relevance setting; 0 keeps everything) nothing is returned,
+        else the hits that reach recall_relative_relevance x the best (relevance.keep); the
+        result keeps the best relevance seen. With `count_access`, the hits returned (they cleared the
         cut-off: the agent is given them) count as accesses, in the access journal.
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
@@ -414,8 +415,8 @@ def word_relevance(matched: list[str], terms: list[str]) -> float:
 
 
 def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0, k: int | None = None) -> RecallResult:
-    """Drop the hits below `min_relevance` (relevance.keep), then keep the first `k`; the result
-    records the cut-off and the best relevance seen."""
+    """Keep the hits relevance.keep keeps (none when the best is below `min_relevance`), then the
+    first `k`; the result records the cut-off and the best relevance seen."""
     from memstrata.scoring import relevance
 
     seen = [h.relevance for h in result.results if h.relevance is not None]

@@ -195,7 +195,7 @@ def register_tools(server, engine: ToolEngine) -> list[str]:
         since: Annotated[Optional[str], Field(description="Only entries created on/after this ISO date.")] = None,
         until: Annotated[Optional[str], Field(description="Only entries created on/before this ISO date.")] = None,
         include_shared: Annotated[bool, Field(description="Also search the shared space of all agents.")] = False,
-        min_relevance: Annotated[Optional[float], Field(description="Drop hits below this relevance (0-1); "
+        min_relevance: Annotated[Optional[float], Field(description="Answer nothing when the best hit is below this relevance (0-1); "
                                                         "default: the recall_min_relevance setting; 0 keeps all.",
                                                         ge=0.0, le=1.0)] = None,
     ):

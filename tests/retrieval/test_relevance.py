@@ -34,7 +34,8 @@ def test_relevance_is_a_probability_that_grows_with_the_signals():
     assert 0.0 < weak < strong < 1.0
     named = {"cosine": 0.6, "coverage": 0.5, "text": 0.2}
     assert relevance.probability({**named, "no_names": 1.0}) < relevance.probability(named)
-    assert relevance.keep([0.5, 0.01, 0.2], 0.1) == [0, 2]
+    assert relevance.keep([0.5, 0.01, 0.2], 0.1, 0.1) == [0, 2]  # the query's best clears 0.1; the rest: 0.1 x it
+    assert relevance.keep([0.05, 0.01, 0.02], 0.1) == []  # the best is under the cut-off: nothing
     assert relevance.keep([0.5, 0.01], 0.0) == [0, 1]
 
 
@@ -329,6 +330,17 @@ def test_the_cut_off_is_decided_on_a_fixed_depth_then_cut_to_k():
     rel = [0.05, 0.04, 0.03, 0.02, 0.02, 0.02, 0.02, 0.9]
     assert relevance.keep(rel, 0.02, 0.1, k=3) == [7] and relevance.keep(rel, 0.02, 0.1, k=10) == [7]
 
+
+
+def test_the_cut_off_judges_a_query_by_its_best_hit_and_keeps_an_answered_querys_weaker_hits():
+    # the Obsidian vault (issue 24): "pre-fill some arguments of a function", three wrong notes just
+    # over the cut-off, the answer (functools partial) fifth with relevance 0.0036: it was dropped
+    rel = [0.0285, 0.0264, 0.0232, 0.0044, 0.0036, 0.0021, 0.0003]
+    assert relevance.keep(rel, 0.01, 0.02) == [0, 1, 2, 3, 4, 5]  # down to 0.02 x 0.0285, not to 0.01
+    assert relevance.keep(rel, 0.01, 0.1) == [0, 1, 2, 3, 4]  # the weak tail still goes by the share of the best
+    # a query whose best hit is under the cut-off gets nothing ("transformer paper" on the vault)
+    assert relevance.keep([0.0026, 0.0014, 0.0003], 0.01, 0.02) == []
+    assert relevance.keep([0.0026, 0.0014], 0.0, 0.02) == [0, 1]  # 0 keeps every hit
 
 # Chinese docs where a Latin word (prop) names the topic; one note copies the question's phrasing
 _ZH_DOCS = [
