@@ -86,7 +86,8 @@ def words_only(share: float) -> float:
 CUT_DEPTH = 10
 
 
-def keep(relevances: list[float], min_relevance: float, relative: float = 0.0, k: int | None = None) -> list[int]:
+def keep(relevances: list[float], min_relevance: float, relative: float = 0.0, k: int | None = None,
+         floor: float = 0.0) -> list[int]:
     """Positions of the first `k` (None: all) hits kept: none when the best relevance among the
     first CUT_DEPTH hits is below `min_relevance` (the query is not answered), else those that
     reach `relative` x that best (a weak tail below a clear answer is noise); `min_relevance` 0
@@ -95,10 +96,13 @@ def keep(relevances: list[float], min_relevance: float, relative: float = 0.0, k
     `min_relevance` judges the query by its best hit, not each hit: an answer ranked below a wrong
     top hit has weak signals of its own (a paraphrase, a terse note) and was dropped with them
     (issue 24: the Obsidian vault, held out, kept 0.965 of its answers; 0.988 so, and silence on
-    off-topic questions does not move, as it depends on the best hit alone)."""
+    off-topic questions does not move, as it depends on the best hit alone). `floor` drops every
+    hit below it as well: a cut-off a user asks for by name (`--min-relevance 0.5`) means "no hit
+    less likely than this", whatever the best."""
     if min_relevance <= 0:
         kept = list(range(len(relevances)))
     else:
         best = max(relevances[:CUT_DEPTH], default=0.0)
-        kept = [i for i, r in enumerate(relevances) if r >= relative * best] if best >= min_relevance else []
+        least = max(relative * best, floor)
+        kept = [i for i, r in enumerate(relevances) if r >= least] if best >= min_relevance else []
     return kept if k is None else kept[:k]

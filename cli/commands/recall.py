@@ -30,7 +30,7 @@ def recall(
     strategy: Annotated[str, typer.Option("--strategy", help="auto, hybrid, vector, text, grep or index.")] = "auto",
     explain: Annotated[bool, typer.Option("--explain", help="Show the signals that ranked each result.")] = False,
     min_relevance: Annotated[Optional[float], typer.Option("--min-relevance",
-                             help="Answer nothing when the best hit is less likely than this to answer (relevance is a calibrated probability, 0-1; default: recall_min_relevance, 0.01; 0 shows all).")] = None,
+                             help="Show only hits at least this likely to answer (relevance is a calibrated probability, 0-1; 0 shows all). Default: recall_min_relevance (0.01), which judges the query by its best hit: below it nothing is shown, above it the weaker hits stay.")] = None,
     no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count the hits as accesses.")] = False,
     include_shared: Annotated[bool, typer.Option("--include-shared",
                               help="Search the shared root too (shared_root in config.md or $MEMSTRATA_SHARED).")] = False,

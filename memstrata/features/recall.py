@@ -221,7 +221,8 @@ class Recall:
         text (LanceDB full-text only), grep (read the files) or index (INDEX.md navigation).
         When the best hit's relevance (a calibrated probability) is below `min_relevance`
         (default: the recall_min_relevance setting; 0 keeps everything) nothing is returned,
-        else the hits that reach recall_relative_relevance x the best (relevance.keep); the
+        else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
+        `min_relevance` is given, `min_relevance` itself; the
         result keeps the best relevance seen. With `count_access`, the hits returned (they cleared the
         cut-off: the agent is given them) count as accesses, in the access journal.
         """
@@ -235,7 +236,9 @@ class Recall:
         found = self._recall(query, max(int(k), CUT_DEPTH), category, None if self.state.vault else tier, status,
                              tags, since, until, strategy, explain, _sync)  # a vault's tiers: computed (below)
         found.results = self.entries.tiers_now(found.results, tier) if self.state.vault else found.results
-        result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k))
+        # a cut-off asked for by name also drops each hit below it (the default judges the query)
+        result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k),
+                           floor=cut if min_relevance is not None else 0.0)
         if count_access and result.results:
             now = self.state.now()
             journal.append(self.root, [(h.id, now, None) for h in result.results if h.shared_root is None])
@@ -414,7 +417,8 @@ def word_relevance(matched: list[str], terms: list[str]) -> float:
     return relevance.words_only(share)
 
 
-def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0, k: int | None = None) -> RecallResult:
+def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0, k: int | None = None,
+              floor: float = 0.0) -> RecallResult:
     """Keep the hits relevance.keep keeps (none when the best is below `min_relevance`), then the
     first `k`; the result records the cut-off and the best relevance seen."""
     from memstrata.scoring import relevance
@@ -423,6 +427,6 @@ def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0,
     result.best_relevance = max(seen) if seen else None
     result.min_relevance = min_relevance
     kept = relevance.keep([1.0 if h.relevance is None else h.relevance for h in result.results], min_relevance,
-                          relative, k)
+                          relative, k, floor)
     result.results = [result.results[i] for i in kept]
     return result

@@ -342,6 +342,25 @@ def test_the_cut_off_judges_a_query_by_its_best_hit_and_keeps_an_answered_querys
     assert relevance.keep([0.0026, 0.0014, 0.0003], 0.01, 0.02) == []
     assert relevance.keep([0.0026, 0.0014], 0.0, 0.02) == [0, 1]  # 0 keeps every hit
 
+
+def test_a_cut_off_asked_for_by_name_drops_every_hit_below_it():
+    rel = [0.9, 0.6, 0.3, 0.05]
+    assert relevance.keep(rel, 0.5, 0.02) == [0, 1, 2, 3]  # the default's rule: the query is answered
+    assert relevance.keep(rel, 0.5, 0.02, floor=0.5) == [0, 1]  # `--min-relevance 0.5`: no hit under it
+
+
+def test_recall_with_min_relevance_shows_no_hit_less_likely_than_it(mem):
+    mem.write("We chose Postgres for the billing service: JSON operators.", title="Billing database")
+    mem.write("The cafeteria serves lasagne on Thursdays.", title="Lunch menu")
+    mem.write("Postgres backups run nightly at 02:00 to the NAS.", title="Backups")
+    every = mem.recall("which database does billing use?", min_relevance=0).results
+    assert len(every) >= 2 and every[0].title == "Billing database"
+    cut = every[0].relevance - 1e-9
+    assert any(h.relevance < cut for h in every)
+    strict = mem.recall("which database does billing use?", min_relevance=cut).results
+    assert strict and all(h.relevance >= cut for h in strict)
+    assert len(strict) < len(every)
+
 # Chinese docs where a Latin word (prop) names the topic; one note copies the question's phrasing
 _ZH_DOCS = [
     ("Props", "prop 是父组件传给子组件的数据。prop 遵循单向数据流：子组件收到的 prop 是只读的，"
