@@ -279,13 +279,15 @@ def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
     return out
 
 
-# What chunk 0 of a note chunked by sections is embedded as (experiment: bench/chunk0_variants.py):
-# "whole": the note itself (the model sees its first 256 tokens, mostly its first sections again);
-# "first": its first HEAD_TOKENS tokens; "outline": its title, heading outline and opening, cut to
-# HEAD_TOKENS; "section": its first section's text (the same vector, embedded once). HEAD_LONG_ONLY:
-# only for notes past the model window (a shorter note's chunk 0 is the note whole, seen whole).
-HEAD_MODE = "whole"
-HEAD_TOKENS = 64
+# What chunk 0 of a note chunked by sections is embedded as (its row keeps the whole note):
+# "outline": its title, heading outline and first sentence, cut to HEAD_TOKENS; "whole": the note
+# (the model sees its first 256 tokens: its first sections again, 29% of an adopt's tokens);
+# "first": its first HEAD_TOKENS tokens; "section": its first section's vector. HEAD_LONG_ONLY: only
+# notes past the model window. bench/chunk0_variants.py, docs/performance.md: outline 32 holds the
+# notes' recall within noise (vault MRR@10 -0.011 +- 0.012) for 27-33% fewer tokens; "section"
+# (no tokens) and "first" 64 lost 0.022 and 0.018 on the vault.
+HEAD_MODE = "outline"
+HEAD_TOKENS = 32
 HEAD_LONG_ONLY = False
 
 
