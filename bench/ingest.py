@@ -239,7 +239,7 @@ def embedded_texts(root: Path) -> list[str]:
     data = m.state.vector_index().table().to_arrow().select(["id", "chunk", "text"]).to_pydict()
     heads = {}
     for e in m.catalog.entries():
-        e = indexed_form(root, e)
+        e = indexed_form(root, m.resolve(e.id or e.path))  # the catalog holds no bodies
         first = chunking.chunk_entry(e.title, e.body, emb.count_tokens, emb.max_tokens, s.chunk_overlap_tokens,
                                      s.chunk_max_sentences, s.chunk_sentence_min_words)[0]
         heads[row_id(e)] = first
