@@ -77,7 +77,8 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
                 max_sentences: int, sentence_min_words: int = 0) -> list[Chunk]:
     """The chunks of an entry.
 
-    - chunk 0: title + body (the model truncates it to its window; stored as given);
+    - chunk 0: title + body (the model truncates it to its window; stored as given); a note
+      chunked by sections is embedded as its outline instead (`note_head`: its sections hold the text);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
@@ -284,8 +285,9 @@ def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
 # (the model sees its first 256 tokens: its first sections again, 29% of an adopt's tokens);
 # "first": its first HEAD_TOKENS tokens; "section": its first section's vector. HEAD_LONG_ONLY: only
 # notes past the model window. bench/chunk0_variants.py, docs/performance.md: outline 32 holds the
-# notes' recall within noise (vault MRR@10 -0.011 +- 0.012) for 27-33% fewer tokens; "section"
-# (no tokens) and "first" 64 lost 0.022 and 0.018 on the vault.
+# English notes' recall within noise (vault MRR@10 -0.011 +- 0.012; Chinese vuezh -0.014 +- 0.011)
+# for 26-31% fewer tokens on til and the vault; "section" (no tokens) and "first" 64 lost 0.022 and
+# 0.018 on the vault.
 HEAD_MODE = "outline"
 HEAD_TOKENS = 32
 HEAD_LONG_ONLY = False
@@ -311,10 +313,9 @@ def note_head(title: str, body: str, parts, texts: list[str], count_tokens, budg
 
 
 def first_tokens(text: str, count_tokens, limit: int) -> str:
-    """The longest run of `text`'s first words that fits `limit` tokens (line breaks kept as spaces)."""
-    if count_tokens(text) <= limit:
-        return text
-    runs = _runs(text.split(), " ", count_tokens, limit)
+    """The longest run of `text`'s first words that fits `limit` tokens (line breaks become spaces;
+    characters where there is no space, as in Chinese)."""
+    runs = _split_long([" ".join(text.split())], count_tokens, limit)
     return runs[0] if runs else ""
 
 
