@@ -217,12 +217,38 @@ def adopt_vault(work: Path, source: Path) -> dict:
     done = json.loads(p.stdout)
     from memstrata import Memory
 
-    texts = Memory(root).state.vector_index().table().to_arrow().column("text").to_pylist()
+    rows = len(Memory(root).state.vector_index().table().to_arrow())
+    texts = embedded_texts(root)
     notes, paras = paragraphs(source)
     m_wall, m_cpu = model_alone(paras)
-    return {"notes": done.get("entries", notes), "rows": len(texts), "wall": wall, "cpu": cpu,
+    return {"notes": done.get("entries", notes), "rows": rows, "wall": wall, "cpu": cpu,
             "paragraphs": len(paras), "model_wall": m_wall, "model_cpu": m_cpu,
             "row_tokens": window_tokens(texts), "paragraph_tokens": window_tokens(paras)}
+
+
+def embedded_texts(root: Path) -> list[str]:
+    """The distinct texts the adopt had the model embed: each row's text, but for a note's chunk 0
+    the text it is embedded as (its head: retrieval.chunking.note_head), which the row does not keep."""
+    from memstrata import Memory
+    from memstrata.models.embedder import get_embedder
+    from memstrata.retrieval import chunking
+    from memstrata.retrieval.table import indexed_form, row_id
+
+    m = Memory(root)
+    emb, s = get_embedder("bundled"), m.settings
+    data = m.state.vector_index().table().to_arrow().select(["id", "chunk", "text"]).to_pydict()
+    heads = {}
+    for e in m.catalog.entries():
+        e = indexed_form(root, m.resolve(e.id or e.path))  # the catalog holds no bodies
+        first = chunking.chunk_entry(e.title, e.body, emb.count_tokens, emb.max_tokens, s.chunk_overlap_tokens,
+                                     s.chunk_max_sentences, s.chunk_sentence_min_words)[0]
+        heads[row_id(e)] = first
+    texts = []
+    for rid, number, text in zip(data["id"], data["chunk"], data["text"]):
+        first = heads.get(rid) if number == 0 else None
+        if first is None or not first.pooled:
+            texts.append(first.embedded if first is not None and first.text == text else text)
+    return list(dict.fromkeys(texts))
 
 
 def window_tokens(texts: list[str]) -> int:

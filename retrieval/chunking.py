@@ -18,6 +18,12 @@ class Chunk:
     kind: str  # "entry" | "sentence" | "section" | "window" | "context"
     text: str
     pooled: bool = False  # its vector is the mean of the entry's sentence vectors (not embedded)
+    embed: str | None = None  # the text the model sees when not `text` (chunk 0 of a note: its head)
+
+    @property
+    def embedded(self) -> str:
+        """The text embedded for this chunk (`text` is what the row stores and the full text indexes)."""
+        return self.text if self.embed is None else self.embed
 
 
 def entry_text(title: str, body: str) -> str:
@@ -71,7 +77,8 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
                 max_sentences: int, sentence_min_words: int = 0) -> list[Chunk]:
     """The chunks of an entry.
 
-    - chunk 0: title + body (the model truncates it to its window; stored as given);
+    - chunk 0: title + body (the model truncates it to its window; stored as given); a note
+      chunked by sections is embedded as its outline instead (`note_head`: its sections hold the text);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
@@ -96,6 +103,7 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
             return chunks  # one section that fits the window is chunk 0 again
         for text in texts:
             chunks.append(Chunk(len(chunks), "section", text))
+        chunks[0].embed = note_head(title, body, parts, texts, count_tokens, budget)
         return chunks
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
     if sentence_min_words and len(full.split()) < sentence_min_words and not _is_cjk_heavy(full):
@@ -270,6 +278,45 @@ def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
         lines.append(line)
     end_section()
     return out
+
+
+# What chunk 0 of a note chunked by sections is embedded as (its row keeps the whole note):
+# "outline": its title, heading outline and first sentence, cut to HEAD_TOKENS; "whole": the note
+# (the model sees its first 256 tokens: its first sections again, 29% of an adopt's tokens);
+# "first": its first HEAD_TOKENS tokens; "section": its first section's vector. HEAD_LONG_ONLY: only
+# notes past the model window. bench/chunk0_variants.py, docs/performance.md: outline 32 holds the
+# English notes' recall within noise (vault MRR@10 -0.011 +- 0.012; Chinese vuezh -0.014 +- 0.011)
+# for 26-31% fewer tokens on til and the vault; "section" (no tokens) and "first" 64 lost 0.022 and
+# 0.018 on the vault.
+HEAD_MODE = "outline"
+HEAD_TOKENS = 32
+HEAD_LONG_ONLY = False
+
+
+def note_head(title: str, body: str, parts, texts: list[str], count_tokens, budget: int) -> str | None:
+    """What chunk 0 of a note chunked by sections is embedded as (None: the note itself)."""
+    full = entry_text(title, body)
+    if HEAD_MODE == "whole" or (HEAD_LONG_ONLY and count_tokens(full) <= budget):
+        return None
+    if HEAD_MODE == "section":
+        return texts[0] if texts else None
+    if HEAD_MODE == "outline":
+        seen: list[str] = []
+        for path, _ in parts:
+            for h in path:
+                if h and _norm(h) != _norm(title or "") and h not in seen:
+                    seen.append(h)
+        opening = next((s for _, paras in parts for p in paras for s in sentences(p)
+                        if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)), "")
+        full = "\n".join(x for x in ((title or "").strip(), " · ".join(seen), opening) if x)
+    return first_tokens(full, count_tokens, HEAD_TOKENS)
+
+
+def first_tokens(text: str, count_tokens, limit: int) -> str:
+    """The longest run of `text`'s first words that fits `limit` tokens (line breaks become spaces;
+    characters where there is no space, as in Chinese)."""
+    runs = _split_long([" ".join(text.split())], count_tokens, limit)
+    return runs[0] if runs else ""
 
 
 def _is_document(parts) -> bool:

@@ -208,7 +208,7 @@ class VectorIndex(FrameCache):
             if prev:
                 chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
             per_entry.append(chunks)
-            texts.extend(c.text for c in chunks if not c.pooled)
+            texts.extend(c.embedded for c in chunks if not c.pooled)
         vectors = embed_distinct(embedder, texts, progress)
         rows = []
         n = 0

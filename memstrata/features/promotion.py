@@ -241,7 +241,7 @@ class Promotion:
                 for chunk in chunk_entry(full.title, body, embedder.count_tokens, embedder.max_tokens,
                                          settings.chunk_overlap_tokens, settings.chunk_max_sentences,
                                          settings.chunk_sentence_min_words):
-                    texts.append(chunk.text or entry_text(full.title, body))
+                    texts.append(chunk.embedded or entry_text(full.title, body))
                     owners.append(e.id)
             if texts:
                 sims = embedder.embed(texts) @ query

@@ -272,3 +272,39 @@ def test_a_pasted_image_is_never_a_snippet_nor_injected():
     assert blob[:40] not in best_sentence(body, ["kafka"]) and blob[:40] not in best_sentence(body, ["diagram"])
     assert blob[:40] not in relevant_part(body, "why is kafka fast?")
     assert "appends to a log" in relevant_part(body, "why is kafka fast?")
+
+
+def test_a_notes_chunk_0_keeps_the_note_and_is_embedded_as_its_head(embedder):
+    # chunk 0 of a note chunked by sections was its first 256 tokens again (29% of an adopt's
+    # tokens, a repeat of its first sections): it is now embedded as the note's head
+    # (chunking.note_head); the row still stores the whole note (hash, full text, snippets)
+    chunks = _chunks(embedder, "Basic formatting syntax", _SYNTAX)
+    first = chunks[0]
+    assert first.text == chunking.entry_text("Basic formatting syntax", _SYNTAX)
+    assert first.embedded != first.text
+    if chunking.HEAD_MODE == "section":
+        assert first.embedded == chunks[1].text  # one text: embedded once (embed_distinct)
+    else:
+        assert embedder.count_tokens(first.embedded) <= chunking.HEAD_TOKENS
+        assert first.embedded.startswith("Basic formatting syntax")
+    # an entry that is one run of text (a chat turn, a short note) is embedded as itself
+    for body in ("We picked Postgres for the billing service. MySQL lost on replication.",
+                 "## Tables\n\nUse bars.\n\nAnd hyphens."):
+        assert all(c.embed is None for c in _chunks(embedder, "Tables", body))
+
+
+def test_the_index_row_of_a_notes_chunk_0_holds_the_note_and_its_heads_vector(tmp_path, embedder):
+    from memstrata import Memory
+
+    vault = tmp_path / "vault"
+    (vault / "help").mkdir(parents=True)
+    (vault / "help" / "Basic formatting syntax.md").write_text(_SYNTAX)
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    rows = m._recall.state.vector_index().table().search().where("chunk = 0").limit(None).to_arrow().to_pylist()
+    assert len(rows) == 1
+    head = _chunks(embedder, "Basic formatting syntax", _SYNTAX)[0]
+    assert rows[0]["text"] == head.text  # the whole note: what the doctor and a snapshot check
+    assert float(np.dot(rows[0]["vector"], embedder.embed([head.embedded])[0])) > 0.999
+    assert float(np.dot(rows[0]["vector"], embedder.embed([head.text])[0])) < 0.99
+    assert m.doctor().healthy  # the index agrees with the tree (chunk 0 checked by its text)
