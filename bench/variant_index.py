@@ -59,7 +59,33 @@ def memo_embeddings(embedder=None) -> EmbedCounter:
 
     embedder.embed = embed
     embedder.__dict__["_variant_counter"] = counter
+    embedder.__dict__["_variant_memo"] = memo
     return counter
+
+
+def seed(root: Path, embedder=None) -> int:
+    """Put the vectors of a tree's table in the memo (`memo_embeddings` first), except chunk 0 of
+    an entry whose vector may be the mean of its sentences' (`pooled`, long CJK entries): their
+    text is not what the model saw. Returns how many texts were new."""
+    if embedder is None:
+        from memstrata.models.embedder import get_embedder
+
+        embedder = get_embedder("bundled")
+    from memstrata import Memory
+
+    memo = embedder.__dict__["_variant_memo"]
+    import numpy as np
+
+    table = Memory(root).state.vector_index().table().to_arrow()
+    vectors = np.asarray(table.column("vector").combine_chunks().flatten(), dtype=np.float32).reshape(-1, embedder.dim)
+    new = 0
+    for kind, text, vector in zip(table.column("kind").to_pylist(), table.column("text").to_pylist(), vectors):
+        if kind == "entry" and embedder.count_tokens(text) > embedder.max_tokens - 8:
+            continue  # maybe pooled
+        if text not in memo:
+            memo[text] = vector
+            new += 1
+    return new
 
 
 def table_texts(root: Path) -> list[tuple[str, str]]:

@@ -52,7 +52,7 @@ def verdicts(results: dict, names: list[str]) -> dict[str, str]:
 def best_speed(results: dict, names: list[str]) -> str | None:
     """The variant importing the most LoCoMo turns per CPU second among those whose every figure holds."""
     ok = verdicts(results, names)
-    held = [v for v in names if ok[v] == "yes" and results[v].get("import")]
+    held = [v for v in names if ok[v] == "yes" and "cpu" in (results[v].get("import") or {})]
     if not held:
         return None
     return max(held, key=lambda v: results[v]["import"]["turns"] / results[v]["import"]["cpu"])
@@ -69,14 +69,15 @@ def table(results: dict, order: list[str]) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
     speed = {v: results[v].get("import") for v in names}
+    timed = {v: speed[v] if speed[v] and "cpu" in speed[v] else None for v in names}
     row("LoCoMo import: vector rows / turn", [_per(speed[v]["rows"], speed[v]["turns"]) if speed[v] else ""
                                              for v in names])
     row("LoCoMo import: tokens / turn", [_per(results[v]["tokens"], speed[v]["turns"], 0)
                                          if speed[v] and results[v].get("tokens") else "" for v in names])
     row("LoCoMo import: CPU s / turn (5 `mem import` processes, service off)",
-        [f"{1000 * speed[v]['cpu'] / speed[v]['turns']:.1f} ms ({speed[v]['cpu']:.0f} s)" if speed[v] else ""
-         for v in names])
-    row("LoCoMo import: turns per CPU s", [f"{speed[v]['turns'] / speed[v]['cpu']:.1f}" if speed[v] else ""
+        [f"{1000 * timed[v]['cpu'] / timed[v]['turns']:.1f} ms ({timed[v]['cpu']:.0f} s)" if timed[v]
+         else "not timed" if speed[v] else "" for v in names])
+    row("LoCoMo import: turns per CPU s", [f"{timed[v]['turns'] / timed[v]['cpu']:.1f}" if timed[v] else ""
                                           for v in names])
     for bench, index_key, figures in BENCHES:
         if not any(k in results[v] for v in names for k, _ in figures):
