@@ -65,6 +65,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/memstrata-import-service")
     ap.add_argument("--data", help="the LoCoMo conversations (default: as bench/locomo.py finds them)")
+    ap.add_argument("--fixed", type=int, default=3, metavar="N",
+                    help="also N imports of 5 turns each way: the fixed cost of a call (0: none)")
+    ap.add_argument("--only-fixed", action="store_true", help="the 5-turn imports only")
     args = ap.parse_args(argv)
     import locomo
     import perf_cli
@@ -74,7 +77,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     perf_cli.RUNTIME = Path(os.environ.get("MEMSTRATA_RUNTIME_DIR") or work / ".run")
     data = Path(args.data) if args.data else locomo.DATA
-    convs = sorted(data.glob("*.json"))
+    convs = [] if args.only_fixed else sorted(data.glob("*.json"))
     rows = {"cold": [], "warm": []}
     fresh_tree(work / "first")  # the tree `mem serve --detach` is started from
     t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,6 +103,16 @@ def main(argv=None) -> int:
                 sys.stderr.write(f"conv{f.stem} {mode}: {r}\n")
             if prints["cold"] != prints["warm"]:
                 raise RuntimeError(f"conv{f.stem}: the warm import embedded other texts than the cold one")
+        lines, _ = locomo.load(sorted(data.glob("*.json"))[0])
+        small = work / "five.jsonl"
+        small.write_text("\n".join(json.dumps(x) for x in lines[:5]) + "\n")
+        for n in range(args.fixed):
+            for mode, service in (("cold", "off"), ("warm", "auto")):
+                root = work / f"{mode}-five{n}"
+                fresh_tree(root)
+                r = run_import(small, root, service, pid if mode == "warm" else None)
+                rows[mode].append({"conv": f"5 turns #{n + 1}", **r})
+                sys.stderr.write(f"five #{n + 1} {mode}: {r}\n")
         # upkeep the service runs between calls (compaction, indexes) is the warm imports' too
         start["after"] = proc_cpu(pid) - start["service_cpu"]
     finally:
@@ -113,7 +126,8 @@ def report(start: dict, rows: dict) -> str:
     out = ["| import | turns | wall s | entries/s (wall) | client CPU s | service CPU s | CPU s per turn |"
            " turns per CPU s |", "| --- |" + " --- |" * 7]
     for mode in ("cold", "warm"):
-        for r in rows[mode] + [_total(rows[mode])]:
+        convs = [r for r in rows[mode] if not r["conv"].startswith("5 turns")]
+        for r in convs + ([_total(convs)] if convs else []) + [r for r in rows[mode] if r not in convs]:
             cpu = r["client_cpu"] + r["service_cpu"]
             out.append(f"| {mode} {r['conv']} | {r['imported']} | {r['wall']:.1f} | {r['imported'] / r['wall']:.1f} "
                        f"| {r['client_cpu']:.1f} | {r['service_cpu']:.1f} | {1000 * cpu / r['imported']:.1f} ms "
