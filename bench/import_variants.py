@@ -182,7 +182,8 @@ def as_first(first: dict | None, key: str, index: dict, figures: list[str]) -> d
     return None
 
 
-def notes_recall(work: Path, settings: dict, corpora=NOTES, first: dict | None = None) -> dict:
+def notes_recall(work: Path, settings: dict, corpora=NOTES, first: dict | None = None,
+                 first_dir: Path | None = None) -> dict:
     import notes
     from variant_index import memo_embeddings, tree_fingerprint
 
@@ -191,6 +192,8 @@ def notes_recall(work: Path, settings: dict, corpora=NOTES, first: dict | None =
     for name in corpora:
         questions = notes.load_questions(name)
         tree = work / f"notes-{name}"
+        if first_dir is not None and (first_dir / tree.name).is_dir():
+            seed_memo([first_dir / tree.name])  # a run stopped and started again embeds nothing twice
         counter.reset()
         _adopt_with(tree, notes.CORPORA / name, settings)
         index = tree_fingerprint([tree], counter)
@@ -347,7 +350,8 @@ def main(argv=None) -> int:
                  ("locomo_r10", "locomo", lambda: locomo_recall(vdir, data, not args.no_loco)),
                  ("zh_hit1", "zh", lambda: zh_recall(vdir, settings, first=first)),
                  ("passages_en_r5", "passages", lambda: passages_recall(vdir, settings, first=first))]
-        steps += [(f"{c}_hit1", c, lambda c=c: notes_recall(vdir, settings, (c,), first=first)) for c in notes]
+        steps += [(f"{c}_hit1", c, lambda c=c: notes_recall(vdir, settings, (c,), first=first,
+                                                                 first_dir=work / next(iter(VARIANTS)))) for c in notes]
         for key, bench, step in steps:
             if key in res or bench not in corpora:
                 continue
