@@ -1,27 +1,35 @@
 """What each embedded text of a short entry costs and earns: LoCoMo import speed against every recall benchmark.
 
-    python bench/import_variants.py                       # every variant, prints one Markdown table
+    python bench/import_variants.py                       # every variant, every benchmark: one Markdown table
     python bench/import_variants.py --only today --only entry-alone --work /tmp/iv
-    python bench/import_variants.py --skip notes          # leave a benchmark out (notes, zh, passages, loco)
+    python bench/import_variants.py --corpora locomo,til  # some benchmarks (locomo, til, rustbook, vuezh, vault, zh, passages)
     python bench/import_variants.py --work A --table-only --merge B --merge C   # runs made in parallel
 
 Each variant is a set of settings (config.md) of what a short entry is embedded as: chunk 0 (the
 entry), its sentence chunks (`chunk_sentence_min_words`, `chunk_max_sentences`) and the context chunk
 (`chunk_context`). For each variant, with those settings in every tree it builds:
   - `mem import` of the five LoCoMo conversations through the CLI (service off, one process each, so
-    start-up and model load count): vector rows per entry by kind, CPU seconds (user+sys of the `mem`
-    processes: the figure to compare on a loaded machine), wall seconds, entries/s;
+    start-up and model load count): vector rows and tokens per turn by kind, CPU seconds (user+sys
+    of the `mem` processes: the figure to compare on a loaded machine), wall seconds;
   - LoCoMo recall@10 of those trees, with the shipped ranker and leave-one-conversation-out (the
-    ranker refitted on the other four conversations for each one: bench/fit_ranking.py);
-  - the notes corpora (bench/notes.py: til, rustbook, vuezh adopted from /tmp/notes-corpora):
-    hit@1, hit@3, MRR@10;
+    ranker refitted on the other four conversations for each one: bench/fit_ranking.py; --no-loco);
+  - the notes corpora (bench/notes.py: til, rustbook, vuezh and the Obsidian vault adopted from
+    /tmp/notes-corpora): hit@1, hit@3, MRR@10;
   - Chinese passages (bench/chinese_passages.py, the CMRC 2018 trial set): hit@1, hit@5, MRR@10;
   - the passages of bench/ingest.py (200 English, 200 Chinese): known-item recall@5.
+Every benchmark's index is fingerprinted (bench/variant_index.py): the hash of the (kind, text) rows
+of its LanceDB tables, rows per entry, and the texts and tokens per entry the engine asked the
+model for. A variant whose hash is the first variant's embedded exactly the same texts: "identical
+index" (its recall can only differ by float rounding). The trees other than LoCoMo's are built in
+this process, and the vectors of a text one variant embedded are reused by the next (every
+variant embeds a subset of today's texts), so all variants cost about one; their cost is the
+tokens counted, the CPU seconds are LoCoMo's `mem import` processes (no memo there).
 Noise: every recall figure is a mean over questions; `±` is the std of a bootstrap over those
 questions (1,000 resamples), `Δ` the difference from the first variant and `paired ±` the std of
 a bootstrap of that difference over the same questions (smaller: the questions' own difficulty
-cancels). A variant "holds" when no figure drops by more than the first variant's std. Results are kept in WORK/results.json: a rerun measures
-only what is missing (delete the file, or a variant's trees, to measure again).
+cancels). A variant "holds" when no figure drops by more than the first variant's std; the table
+ends with the fastest variant that holds everywhere. Results are kept in WORK/results.json: a rerun
+measures only what is missing (delete the file, or a variant's trees, to measure again).
 """
 from __future__ import annotations
 
@@ -39,7 +47,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
 
 VARIANTS = {
     "today": {},
@@ -50,15 +57,8 @@ VARIANTS = {
     "entry-alone": {"chunk_max_sentences": "0", "chunk_context": "false"},
 }
 ZH_DATA = [Path("/tmp/zh-data/cmrc2018_trial.json"), Path("/tmp/r3-logs/cmrc2018_trial.json")]
-NOTES = ("til", "rustbook", "vuezh")
-
-
-def bootstrap_std(values, n=1000, seed=3) -> float:
-    v = np.asarray(values, dtype=float)
-    if len(v) < 2:
-        return 0.0
-    idx = np.random.default_rng(seed).integers(0, len(v), (n, len(v)))
-    return float(v[idx].mean(1).std())
+NOTES = ("til", "rustbook", "vuezh", "vault")
+BENCHMARKS = ("locomo",) + NOTES + ("zh", "passages")
 
 
 # --------------------------------------------------------------------------- LoCoMo
@@ -99,6 +99,33 @@ def rows_by_kind(root: Path) -> dict:
     return dict(Counter(table.to_arrow().column("kind").to_pylist()))
 
 
+def locomo_import_here(work: Path, settings: dict, data: Path) -> dict:
+    """The five LoCoMo trees built in this process (`Memory.import_jsonl`, the vector memo): their
+    rows and recall as `locomo_import` gives them, no CPU seconds (the memo would hide the model's)."""
+    import locomo
+
+    out = {"turns": 0, "rows": {}, "in_process": True, "asked": {"embedded_texts": 0, "tokens": 0}}
+    for f in sorted(data.glob("*.json")):
+        lines, _ = locomo.load(f)
+        index = _import_api(work / f"conv{f.stem}", lines, settings, work / f"conv{f.stem}.jsonl")
+        out["turns"] += len(lines)
+        for key in out["asked"]:
+            out["asked"][key] += index[key]
+        for kind, n in index["rows"].items():
+            out["rows"][kind] = out["rows"].get(kind, 0) + n
+        sys.stderr.write(f"  conv{f.stem}: {len(lines)} turns in this process\n")
+    return out
+
+
+def seed_memo(roots: list[Path]) -> int:
+    """Put the vectors of trees other variants built into this process's memo (LoCoMo: today's
+    trees, imported by `mem import` processes): texts embedded once in a run are not embedded again."""
+    from variant_index import memo_embeddings, seed
+
+    memo_embeddings()
+    return sum(seed(r) for r in roots if r.is_dir())
+
+
 def tokens_by_kind(work: Path, data: Path) -> dict:
     """Tokens the model ran per kind of row over a variant's LoCoMo trees (the cost that matters:
     attention grows with a text's length), counted with the bundled model's tokenizer (cut to its window)."""
@@ -112,6 +139,13 @@ def tokens_by_kind(work: Path, data: Path) -> dict:
         for kind, text in zip(table.column("kind").to_pylist(), table.column("text").to_pylist()):
             out[kind] = out.get(kind, 0) + min(emb.count_tokens(text), emb.max_tokens)
     return out
+
+
+def locomo_index(work: Path, data: Path, imported: dict) -> dict:
+    from variant_index import tree_fingerprint
+
+    index = tree_fingerprint([work / f"conv{f.stem}" for f in sorted(data.glob("*.json"))])
+    return {"locomo_index": {**index, **imported.get("asked", {})}}
 
 
 def locomo_recall(work: Path, data: Path, loco: bool) -> dict:
@@ -140,14 +174,34 @@ def locomo_recall(work: Path, data: Path, loco: bool) -> dict:
 
 
 # --------------------------------------------------------------------------- the other benchmarks
-def notes_recall(work: Path, settings: dict, corpora=NOTES) -> dict:
+def as_first(first: dict | None, key: str, index: dict, figures: list[str]) -> dict | None:
+    """The first variant's figures when this variant's index of the same benchmark holds exactly the
+    same texts (so the same vectors, from the memo): its questions would get the same answers."""
+    if first and first.get(key, {}).get("hash") == index["hash"] and all(f in first for f in figures):
+        return {key: {**index, "same_as_first": True}, **{f: first[f] for f in figures}}
+    return None
+
+
+def notes_recall(work: Path, settings: dict, corpora=NOTES, first: dict | None = None,
+                 first_dir: Path | None = None) -> dict:
     import notes
+    from variant_index import memo_embeddings, tree_fingerprint
 
     out = {}
+    counter = memo_embeddings()
     for name in corpora:
         questions = notes.load_questions(name)
         tree = work / f"notes-{name}"
+        if first_dir is not None and (first_dir / tree.name).is_dir():
+            seed_memo([first_dir / tree.name])  # a run stopped and started again embeds nothing twice
+        counter.reset()
         _adopt_with(tree, notes.CORPORA / name, settings)
+        index = tree_fingerprint([tree], counter)
+        same = as_first(first, f"{name}_index", index, [f"{name}_hit1", f"{name}_hit3", f"{name}_mrr"])
+        if same:
+            out.update(same)
+            continue
+        out[f"{name}_index"] = index
         ranked, _ = notes.memstrata_ranking(tree, questions)
         firsts = []
         for r, q in zip(ranked, questions):
@@ -155,7 +209,6 @@ def notes_recall(work: Path, settings: dict, corpora=NOTES) -> dict:
         out[f"{name}_hit1"] = [float(k == 1) for k in firsts]
         out[f"{name}_hit3"] = [float(k is not None and k <= 3) for k in firsts]
         out[f"{name}_mrr"] = [1.0 / k if k else 0.0 for k in firsts]
-        shutil.rmtree(tree, ignore_errors=True)
     return out
 
 
@@ -174,8 +227,13 @@ def _adopt_with(tree: Path, corpus: Path, settings: dict) -> None:
     m.sync()
 
 
-def _import_api(root: Path, rows: list[dict], settings: dict, src: Path) -> None:
+def _import_api(root: Path, rows: list[dict], settings: dict, src: Path) -> dict:
+    """`Memory.import_jsonl` of `rows` into a fresh tree with `settings`: the fingerprint of its index."""
     from memstrata import Memory
+    from variant_index import memo_embeddings, tree_fingerprint
+
+    counter = memo_embeddings()
+    counter.reset()
 
     if root.exists():
         shutil.rmtree(root)
@@ -187,29 +245,32 @@ def _import_api(root: Path, rows: list[dict], settings: dict, src: Path) -> None
     res = m.import_jsonl(src)
     if res["errors"]:
         raise RuntimeError(f"{root.name}: {len(res['errors'])} import errors, first: {res['errors'][0]}")
+    return tree_fingerprint([root], counter)
 
 
-def zh_recall(work: Path, settings: dict) -> dict:
+def zh_recall(work: Path, settings: dict, first: dict | None = None) -> dict:
     import chinese_passages
     from memstrata import Memory
 
     data = next((p for p in ZH_DATA if p.exists()), None)
     if data is None:
         return {}
-    passages, questions = chinese_passages.load(data, None, 7)
+    passages, questions = chinese_passages.load([data], None, 7)
     root = work / "zh"
-    _import_api(root, [{**p, "category": "zh"} for p in passages], settings, work / "zh.jsonl")
+    index = _import_api(root, [{**p, "category": "zh"} for p in passages], settings, work / "zh.jsonl")
+    same = as_first(first, "zh_index", index, ["zh_hit1", "zh_hit5", "zh_mrr"])
+    if same:
+        return same
     m = Memory(root)
     ranks = []
     for q in questions:
         ids = m.recall(q["query"], k=10, min_relevance=0, count_access=False).ids
         ranks.append(next((r for r, i in enumerate(ids, 1) if i == q["answer"]), None))
-    shutil.rmtree(root, ignore_errors=True)
-    return {"zh_hit1": [float(r == 1) for r in ranks], "zh_hit5": [float(r is not None and r <= 5) for r in ranks],
+    return {"zh_index": index, "zh_hit1": [float(r == 1) for r in ranks], "zh_hit5": [float(r is not None and r <= 5) for r in ranks],
             "zh_mrr": [1.0 / r if r else 0.0 for r in ranks]}
 
 
-def passages_recall(work: Path, settings: dict, n: int = 200) -> dict:
+def passages_recall(work: Path, settings: dict, n: int = 200, first: dict | None = None) -> dict:
     import ingest
     from memstrata import Memory
 
@@ -217,91 +278,39 @@ def passages_recall(work: Path, settings: dict, n: int = 200) -> dict:
     for lang in ("en", "zh"):
         pairs = ingest.passages(n, lang)
         root = work / f"passages-{lang}"
-        _import_api(root, [e for e, _ in pairs], settings, work / f"passages-{lang}.jsonl")
+        index = _import_api(root, [e for e, _ in pairs], settings, work / f"passages-{lang}.jsonl")
+        same = as_first(first, f"passages_{lang}_index", index, [f"passages_{lang}_r5"])
+        if same:
+            out.update(same)
+            continue
+        out[f"passages_{lang}_index"] = index
         m = Memory(root)
         out[f"passages_{lang}_r5"] = [float(e["id"] in m.recall(q, k=5, min_relevance=0, count_access=False).ids)
                                       for e, q in pairs]
-        shutil.rmtree(root, ignore_errors=True)
     return out
 
 
-# --------------------------------------------------------------------------- the table
-FIGURES = [("locomo_r10", "LoCoMo R@10"), ("locomo_loco_r10", "LoCoMo LOCO R@10"),
-           ("til_hit1", "til hit@1"), ("til_hit3", "til hit@3"), ("til_mrr", "til MRR"),
-           ("rustbook_hit1", "rustbook hit@1"), ("rustbook_hit3", "rustbook hit@3"), ("rustbook_mrr", "rustbook MRR"),
-           ("vuezh_hit1", "vuezh hit@1"), ("vuezh_hit3", "vuezh hit@3"), ("vuezh_mrr", "vuezh MRR"),
-           ("zh_hit1", "zh passages hit@1"), ("zh_hit5", "zh passages hit@5"), ("zh_mrr", "zh passages MRR"),
-           ("passages_en_r5", "ingest EN R@5"), ("passages_zh_r5", "ingest ZH R@5")]
-
-
-def table(results: dict) -> str:
-    names = [v for v in VARIANTS if v in results]
-    base = results[names[0]] if names else {}
-    head = ["figure"] + names
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-
-    def row(label, cells):
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-
-    speed = {v: results[v].get("import") for v in names}
-    row("vector rows / entry", [_rows(speed[v]) for v in names])
-    tok = {v: results[v].get("tokens") for v in names}
-    row("tokens / entry", [_rows({"turns": speed[v]["turns"], "rows": tok[v]}, 0) if tok[v] and speed[v] else ""
-                           for v in names])
-    row("import CPU s (5 processes)", [f"{speed[v]['cpu']:.0f}" if speed[v] else "" for v in names])
-    row("entries per CPU s", [f"{speed[v]['turns'] / speed[v]['cpu']:.1f}" if speed[v] else "" for v in names])
-    row("entries/s (wall, loaded machine)", [f"{speed[v]['turns'] / speed[v]['wall']:.1f}" if speed[v] else ""
-                                             for v in names])
-    holds = {v: True for v in names}
-    missing = {v: False for v in names}
-    for key, label in FIGURES:
-        if not any(key in results[v] for v in names):
-            continue
-        cells = []
-        for v in names:
-            vals = results[v].get(key)
-            if vals is None:
-                cells.append("")
-                if key in base:
-                    missing[v] = True
-                continue
-            mean, std = float(np.mean(vals)), bootstrap_std(vals)
-            cell = f"{mean:.3f} ±{std:.3f}"
-            if v != names[0] and key in base:
-                d = mean - float(np.mean(base[key]))
-                base_std = bootstrap_std(base[key])
-                paired = f" (paired ±{bootstrap_std(np.subtract(vals, base[key])):.3f})" \
-                    if len(vals) == len(base[key]) else ""
-                if d < -base_std:
-                    holds[v] = False
-                    cell += f" **Δ{d:+.3f}**{paired}"
-                else:
-                    cell += f" Δ{d:+.3f}{paired}"
-            cells.append(cell)
-        row(label, cells)
-    row("every figure within its std of the first column",
-        ["no" if not holds[v] else "not all measured" if missing[v] else "yes" for v in names])
-    return "\n".join(lines)
-
-
-def _rows(s, digits: int = 2) -> str:
-    if not s:
-        return ""
-    per = {k: n / s["turns"] for k, n in sorted(s["rows"].items())}
-    return f"{sum(per.values()):.{digits}f} (" + ", ".join(f"{k} {x:.{digits}f}" for k, x in per.items()) + ")"
-
-
+# --------------------------------------------------------------------------- the run
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", action="append", choices=list(VARIANTS), help="variant (repeatable)")
-    ap.add_argument("--skip", action="append", default=[], choices=("notes", "zh", "passages", "loco"))
+    ap.add_argument("--corpora", default=",".join(BENCHMARKS),
+                    help=f"benchmarks to measure, comma-separated (default: all: {','.join(BENCHMARKS)})")
+    ap.add_argument("--cpu-variants", default=",".join(VARIANTS),
+                    help="variants whose LoCoMo import runs as `mem import` processes, CPU seconds measured "
+                         "(default: all); the others are imported in this process, with the vectors of "
+                         "the first ones' trees (no CPU figure)")
+    ap.add_argument("--no-loco", action="store_true", help="LoCoMo with the shipped ranker only (no refit per fold)")
     ap.add_argument("--work", default="/tmp/memstrata-import-variants")
     ap.add_argument("--data", help="the LoCoMo conversations (default: as bench/locomo.py finds them)")
-    ap.add_argument("--corpus", action="append", choices=NOTES, help="notes corpus (repeatable; default: all three)")
     ap.add_argument("--table-only", action="store_true", help="print the table of the results kept in WORK")
     ap.add_argument("--merge", action="append", default=[], metavar="DIR",
                     help="also take the figures another run kept in DIR (variants run in parallel)")
     args = ap.parse_args(argv)
+    corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
+    unknown = set(corpora) - set(BENCHMARKS)
+    if unknown:
+        ap.error(f"unknown benchmark(s) {sorted(unknown)}: choose among {', '.join(BENCHMARKS)}")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MEMSTRATA_RUNTIME_DIR", str(work / ".run"))
@@ -309,6 +318,7 @@ def main(argv=None) -> int:
     store = work / "results.json"
     results = json.loads(store.read_text()) if store.exists() else {}
     import locomo
+    from variant_table import table
 
     for other in args.merge:
         kept = Path(other) / "results.json"
@@ -316,29 +326,41 @@ def main(argv=None) -> int:
             for key, value in figures.items():
                 results.setdefault(name, {}).setdefault(key, value)
     data = Path(args.data) if args.data else locomo.DATA
-    if not any(data.glob("*.json")):
+    if "locomo" in corpora and not any(data.glob("*.json")):
         raise SystemExit(f"no LoCoMo conversations in {data}")
+    notes = [c for c in NOTES if c in corpora]
+    cpu_variants = {v.strip() for v in args.cpu_variants.split(",") if v.strip()}
     for name in ([] if args.table_only else (args.only or list(VARIANTS))):
         settings = VARIANTS[name]
         res = results.setdefault(name, {})
+        first = results.get(next(iter(VARIANTS))) if name != next(iter(VARIANTS)) else None
         vdir = work / name.replace(">=", "ge")
         vdir.mkdir(exist_ok=True)
-        steps = [("import", lambda: {"import": locomo_import(vdir, settings, data)}),
-                 ("tokens", lambda: {"tokens": tokens_by_kind(vdir, data)}),
-                 ("locomo_r10", lambda: locomo_recall(vdir, data, "loco" not in args.skip)),
-                 ("zh_hit1", lambda: zh_recall(vdir, settings)),
-                 ("passages_en_r5", lambda: passages_recall(vdir, settings)),
-                 ("til_hit1", lambda: notes_recall(vdir, settings, args.corpus or NOTES))]  # the slowest last
-        skip = {"til_hit1": "notes", "zh_hit1": "zh", "passages_en_r5": "passages"}
-        for key, step in steps:
-            if key in res or skip.get(key) in args.skip:
+        # (the key a step's results hold, its benchmark, the step); the notes, the slowest, last
+        def imported(name=name, settings=settings, vdir=vdir):
+            if name in cpu_variants:
+                return {"import": locomo_import(vdir, settings, data)}
+            seed_memo([work / v.replace(">=", "ge") / f"conv{f.stem}" for v in VARIANTS
+                       for f in sorted(data.glob("*.json")) if v in cpu_variants])
+            return {"import": locomo_import_here(vdir, settings, data)}
+
+        steps = [("import", "locomo", imported),
+                 ("tokens", "locomo", lambda: {"tokens": tokens_by_kind(vdir, data),
+                                               **locomo_index(vdir, data, res["import"])}),
+                 ("locomo_r10", "locomo", lambda: locomo_recall(vdir, data, not args.no_loco)),
+                 ("zh_hit1", "zh", lambda: zh_recall(vdir, settings, first=first)),
+                 ("passages_en_r5", "passages", lambda: passages_recall(vdir, settings, first=first))]
+        steps += [(f"{c}_hit1", c, lambda c=c: notes_recall(vdir, settings, (c,), first=first,
+                                                                 first_dir=work / next(iter(VARIANTS)))) for c in notes]
+        for key, bench, step in steps:
+            if key in res or bench not in corpora:
                 continue
             if key in ("tokens", "locomo_r10") and "import" not in res:
                 continue
             sys.stderr.write(f"{name}: {key}\n")
             res.update(step())
             store.write_text(json.dumps(results))
-    print(table(results))
+    print(table(results, list(VARIANTS)))
     return 0
 
 
