@@ -31,6 +31,8 @@ MAX_INDEXED_VERSIONS = 20  # kept versions whose text the index carries with the
 EARLIER_VERSION = "Earlier version v"  # heads each kept version in the indexed text
 SPLIT_RECORD_MAX_BYTES = 16 * 1024 * 1024  # a larger .split.json is not one the engine wrote
 _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
+_LINE = re.compile(r"^v(\d+)\.json$")  # a version's history line, where the note holds no `history:`
+LINE_MAX_BYTES = 64 * 1024
 
 
 def _folder(root: Path, entry_id: str) -> Path:
@@ -62,6 +64,39 @@ def save_snapshot(root: Path, entry_id: str, version: int, text: str) -> bool:
         return False
     atomic_write_text(path, text, root=root)
     return not existed
+
+
+def line_path(root: Path, entry_id: str, version: int) -> Path:
+    return _folder(root, entry_id) / f"v{int(version)}.json"
+
+
+def save_line(root: Path, entry_id: str, item: dict) -> Path:
+    """Keep a version's history line ({version, date, summary}: when, by which machine, why) beside
+    the kept texts (atomic), for an adopted vault's note, whose file holds no `history:` of the engine's."""
+    path = check_write_target(root, line_path(root, entry_id, item["version"]))
+    line = {"version": int(item["version"]), "date": str(item.get("date") or ""), "summary": str(item.get("summary") or "")}
+    atomic_write_text(path, json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n", root=root)
+    return path
+
+
+def saved_lines(root: Path, entry_id: str) -> dict[int, dict]:
+    """The history lines kept by save_line: {version: {version, date, summary}}; unreadable ones skipped."""
+    folder = _folder(root, entry_id)
+    if not folder.is_dir() or folder.is_symlink():
+        return {}
+    out = {}
+    for item in folder.iterdir():
+        m = _LINE.match(item.name)
+        if not m or not is_regular_file(item) or item.stat().st_size > LINE_MAX_BYTES:
+            continue
+        try:
+            value = json.loads(read_regular_text(item))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(value, dict) and value.get("version") == int(m.group(1)):
+            out[int(m.group(1))] = {"version": int(m.group(1)), "date": str(value.get("date") or "")[:10],
+                                    "summary": " ".join(str(value.get("summary") or "").split())}
+    return dict(sorted(out.items()))
 
 
 def ids_with_snapshots(root: Path) -> set[str]:

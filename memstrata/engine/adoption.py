@@ -158,11 +158,12 @@ def _preload(state) -> None:
     threading.Thread(target=run, name="adopt-preload", daemon=True).start()
 
 
-def give_ids(entries: Entries, left: list | None = None, progress=None) -> int:
+def give_ids(entries: Entries, left: list | None = None, progress=None, id_for=None) -> int:
     """Give every entry file without a usable id a stable one, written once into the file (one
     id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
     Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes. A file
-    changed while it was given its id is left as it is (its path goes into `left`)."""
+    changed while it was given its id is left as it is (its path goes into `left`). `id_for(path)`
+    chooses the id (team sync: the same on every clone for a note pulled without one); default random."""
     from memstrata.doctor.checks import remove_dead_writers_temps
 
     catalog = entries.state.catalog
@@ -177,7 +178,7 @@ def give_ids(entries: Entries, left: list | None = None, progress=None) -> int:
                 for done, rel in enumerate(todo):
                     if progress is not None:
                         progress(done, len(todo))
-                    fresh = new_id()
+                    fresh = id_for(rel) if id_for is not None else new_id()
                     try:
                         if adopt.give_id(entries.root, rel, fresh):
                             written.append((rel, fresh))

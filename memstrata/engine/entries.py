@@ -47,11 +47,11 @@ class Entries:
 
         return adoption.init(self, adopt, indexes_wanted, progress)
 
-    def give_ids(self, left: list | None = None) -> int:
+    def give_ids(self, left: list | None = None, id_for=None) -> int:
         """Give every entry file without a usable id a stable one (memstrata/engine/adoption.py)."""
         from memstrata.engine import adoption
 
-        return adoption.give_ids(self, left)
+        return adoption.give_ids(self, left, id_for=id_for)
 
     def config_list(self) -> dict:
         return self.state.settings.to_dict()

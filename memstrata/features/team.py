@@ -47,6 +47,14 @@ def engine_ignores(root, rel: str) -> bool:
     return False
 
 
+def committed_note_id(path: str, blob: str) -> str:
+    """The id for a note committed without one (pulled from a machine that gave it none): made from
+    its path and git blob, so every clone that pulls it gives it the same id and their commits agree."""
+    import hashlib
+
+    return hashlib.sha1(f"{path}\0{blob}".encode("utf-8")).hexdigest()[:12]
+
+
 class TeamSync:
     """`mem sync --remote`, `mem init --clone`: the tree's git remote as the team's meeting point."""
 
@@ -109,8 +117,9 @@ class TeamSync:
                 self._commit_local(machine, result)
                 if git.ref_exists(tracking):
                     self._merge(tracking, machine, result)
-                    if self._fresh_ids_for_pulled_copies(result):
-                        self._commit_local(machine, result)  # pushed in this round, for every machine
+                    self._fresh_ids_for_pulled_copies(result)
+                    # fresh ids for pulled copies, ids for notes pulled without one: pushed in this round
+                    self._commit_local(machine, result)
             if git.head() is None:
                 break  # nothing on either side yet
             if git.ref_exists(tracking) and git.out("rev-parse", "HEAD") == git.out("rev-parse", tracking):
@@ -181,6 +190,7 @@ class TeamSync:
         self._note_sharing_problem(result)
         if not layout.is_adopted(self.root):  # nothing at a vault's top: .git/info/attributes holds the line
             ensure_attributes(self.root)
+        self._give_ids(result)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
         git.run("add", "-A", "--", *NOT_STAGED)
         # what .gitignore keeps out but a peer force-added (a `.lock`, a `.cache/` file) leaves the
@@ -208,6 +218,30 @@ class TeamSync:
             result["_committed_entries"] = True
         result["committed"].append({"summary": summary, "new": counts["A"], "updated": counts["M"],
                                     "deleted": counts["D"], "files": len(staged)})
+
+    def _give_ids(self, result: dict) -> None:
+        """Notes without an id get it before the commit (caller holds the lock), so the pushed note
+        carries it and the tree is clean after the sync (was: given after the push, by the index sync,
+        a different id on every clone). A note as committed (pulled from a machine that gave it none)
+        gets the id of its path and blob, the same on every clone; a new note here a random one."""
+        from memstrata.storage.entry import new_id
+
+        git, head = self.git, self.git.head()
+
+        def id_for(rel: str) -> str:
+            if head is not None:
+                blob = git.out("rev-parse", "-q", "--verify", f"{head}:{rel}", check=False)
+                if blob and blob == git.out("hash-object", "--", rel, check=False):
+                    return committed_note_id(rel, blob)
+            return new_id()
+
+        left: list[str] = []
+        given = self.recall.entries.give_ids(left, id_for=id_for)
+        if given:
+            result["ids_given"] = result.get("ids_given", 0) + given
+        for rel in left:
+            result["warnings"].append(f"{rel} changed while it was given an id: committed without one, "
+                                      f"given one at the next sync")
 
     def _merge(self, tracking: str, machine: str, result: dict) -> None:
         """Bring the remote's commits in (caller holds the lock): fast-forward, or a merge whose

@@ -155,6 +155,7 @@ def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, m
     for n, entry in result.kept:
         versions.save_snapshot(root, entry.id, n, codec.render(entry))
         git.run("add", "--", versions.snapshot_path(root, entry.id, n).relative_to(root).as_posix())
+    _keep_lines(git, root, result, ours, {"HEAD": path, "MERGE_HEAD": path})
     _write(git, root, path, _merged_text(root, path, result.entry, (ours, texts[2]), (theirs, texts[3])))
     return {"path": path, "id": ours.id, "kind": result.kind,
             "message": result.message or f"{ours.id}: merged ({result.kind})"}
@@ -171,6 +172,8 @@ def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, m
     for n, entry in result.kept:
         versions.save_snapshot(root, entry.id, n, codec.render(entry))
         git.run("add", "--", versions.snapshot_path(root, entry.id, n).relative_to(root).as_posix())
+    _keep_lines(git, root, result, ours, {"HEAD": moved_to if mover == "HEAD" else path,
+                                          "MERGE_HEAD": moved_to if mover == "MERGE_HEAD" else path})
     merged = result.entry.copy(category=moved.category, path=moved_to)
     moved_text = git.show(f"{mover}:{moved_to}")
     edited_text = git.show(f"{'HEAD' if mover == 'MERGE_HEAD' else 'MERGE_HEAD'}:{path}")
@@ -179,6 +182,26 @@ def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, m
     (root / path).unlink(missing_ok=True)
     return {"path": path, "id": edited.id, "kind": "moved_edit", "moved_to": moved_to,
             "message": f"{edited.id}: moved to {moved_to} on one machine, changed on another: both kept there"}
+
+
+def _keep_lines(git: Git, root: Path, result, ours, paths: dict) -> None:
+    """In an adopted vault the note holds no `history:`: a conflict's lines (date, machine, won or
+    lost) go beside its kept versions (`.memstrata/versions/{id}/vN.json`), for `mem history`. A side
+    with no date of its own (a note without `updated:`) is dated by its commit's day."""
+    if not layout.is_adopted(root) or not result.kept:
+        return
+    first = min(n for n, _ in result.kept)
+    loser_is_ours = content(result.kept[0][1]) == content(ours)
+    for item in result.entry.history:
+        if int(item["version"]) < first:
+            continue
+        item = dict(item)
+        if not item.get("date"):
+            lost = int(item["version"]) < int(result.entry.version)
+            side = "HEAD" if lost == loser_is_ours else "MERGE_HEAD"
+            item["date"] = git.out("log", "-1", "--format=%cs", side, "--", paths[side], check=False)[:10]
+        rel = versions.save_line(root, result.entry.id, item).relative_to(root).as_posix()
+        git.run("add", "--", rel)
 
 
 def _merged_text(root: Path, path: str, merged, first: tuple, second: tuple) -> str:

@@ -24,7 +24,7 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.results import WriteResult
-from memstrata.storage import versions
+from memstrata.storage import layout, versions
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
@@ -136,6 +136,18 @@ class Versions:
         changed.version = kept + 1
         history.append(versions.history_item(changed.version, changed.updated or self.state.now(), summary))
         changed.history = history
+        if layout.is_adopted(self.root):  # the note holds no `history:`: its lines go beside the kept text
+            self._keep_lines(changed.id, [h for h in history if int(h["version"]) >= kept], undo)
+
+    def _keep_lines(self, entry_id: str, lines: list[dict], undo: list) -> None:
+        """An adopted vault's history lines (versions.save_line); a line kept already (a team merge's,
+        which says more) stays; the new ones go again if the save fails."""
+        saved = versions.saved_lines(self.root, entry_id)
+        for line in lines:
+            if int(line["version"]) in saved:
+                continue
+            path = versions.save_line(self.root, entry_id, line)
+            undo.append(lambda path=path: path.unlink(missing_ok=True))
 
     def _keep_snapshot(self, current: Entry, undo: list) -> int:
         """Write the current file text as a kept version (removed again if the save fails); its number."""
@@ -286,6 +298,8 @@ class Versions:
         entry = self.entries.resolve(ref)
         kept = versions.list_snapshots(self.root, entry.id)
         lines = {int(h["version"]): h for h in versions.with_current_line(entry)}
+        # an adopted vault's note holds no `history:`: its lines (a team merge's) are kept beside its versions
+        lines.update(versions.saved_lines(self.root, entry.id))
         out = []
         for n in sorted(set(kept) | set(lines)):
             line = lines.get(n)

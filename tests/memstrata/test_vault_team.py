@@ -101,6 +101,11 @@ def test_edits_on_both_clones_of_an_adopted_vault_merge(tmp_path, embedder):
         history = m.history(zettel)
         # the note holds no `history:` (none of the engine's keys): the versions are the kept files
         assert [h["version"] for h in history] == [1, 2, 3] and history[2]["current"]
+        # ... and the conflict's lines (date, machines, why) are kept beside them, `.memstrata/versions/{id}/vN.json`
+        assert all(h["date"] for h in history), history
+        lost, won = history[1]["summary"], history[2]["summary"]
+        assert lost.endswith("; kept, lost a conflict with laptop)") or lost.endswith("; kept, lost a conflict with desktop)")
+        assert "won a conflict with" in won and ("(by laptop;" in won) != ("(by laptop;" in lost), history
         assert not [line for line in text.splitlines() if line.startswith(("version:", "history:", "tier:"))]
         assert (m.root / f".memstrata/versions/{zettel}/v2.md").is_file()
         assert daily in {t.id for t in m.trash_list()}  # b's delete is in a's trash too
