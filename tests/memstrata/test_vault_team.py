@@ -150,3 +150,29 @@ def test_a_peers_gitignore_never_takes_engine_files_or_notes_out_of_git(tmp_path
     plain.mkdir()
     assert engine_ignores(plain, ".vectors/chunks.lance/x") and engine_ignores(plain, "p/.lock")
     assert not engine_ignores(plain, "projects/a.md") and not engine_ignores(plain, "config.md")
+
+
+def test_the_prompt_hooks_session_record_stays_in_memstrata_and_out_of_git(tmp_path, embedder):
+    a, _ = adopted_pair(tmp_path, embedder)
+    hook = a.autoload("which boats is this vault about? sailing boats", hot=False, session_id="s1")
+    assert [i.entry.path for i in hook.items] == ["Welcome.md"]
+    assert list((a.root / ".memstrata" / "cache" / "hook-sessions").glob("*.json"))
+    assert not (a.root / ".cache").exists()  # nothing written among the user's folders
+    assert git(a.root, "status", "--porcelain", "--untracked-files=all") == ""
+    a.sync_remote()
+    assert not [p for p in git(a.root, "ls-files").split() if "hook-sessions" in p]
+
+
+def test_a_plain_trees_hook_sessions_are_never_committed(tmp_path, embedder):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from team_scenario import two_clones
+
+    a, _ = two_clones(tmp_path, embedder)
+    a.write("The mast is stepped on the keel.", title="Rigging", category="boats")
+    assert a.autoload("where is the mast of the boat stepped?", hot=False, session_id="s1").items
+    assert list((a.root / ".cache" / "hook-sessions").glob("*.json"))
+    assert a.sync_remote()["pushed"]
+    assert not [p for p in git(a.root, "ls-files").split() if p.startswith(".cache")]
+    assert git(a.root, "status", "--porcelain", "--untracked-files=all") == ""
