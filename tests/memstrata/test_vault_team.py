@@ -176,3 +176,25 @@ def test_a_plain_trees_hook_sessions_are_never_committed(tmp_path, embedder):
     assert a.sync_remote()["pushed"]
     assert not [p for p in git(a.root, "ls-files").split() if p.startswith(".cache")]
     assert git(a.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_mem_init_clone_of_a_vault_reports_the_notes_it_embedded_once(tmp_path, embedder):
+    """`mem init --clone` of an adopted vault embeds its notes once and says so (it printed "index: 0
+    embedded": the init had embedded them all, the count shown was the empty sync after it)."""
+    import json
+    import sys
+
+    adopted_pair(tmp_path, embedder)
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+
+    def clone(name: str, *json_flag: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "init", "--clone", str(tmp_path / "r.git"),
+                               "--machine", name, "--root", str(tmp_path / name), *json_flag],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    data = json.loads(clone("c", "--json"))
+    assert data["index"]["embedded"] == 5 and "index" not in data["init"]
+    text = clone("d")
+    assert text.count("embedded") == 1 and "index: 5 embedded" in text
