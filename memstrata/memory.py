@@ -337,7 +337,9 @@ class Memory:
     def clone(self, url: str, machine: str | None = None, index_uri: str | None = None) -> dict:
         """Make this (new) tree from a git remote; the index from a snapshot when given, else embedded."""
         result = self._team.clone(url, machine)
-        result["init"] = self.init()
+        # not self.init(): it would embed every entry, then `index` below would count 0 (and a
+        # snapshot would be pulled over an index just built); the index is built once, here
+        result["init"] = self._entries.init()
         result["index"] = self._snapshots.pull(index_uri) if index_uri else self.sync()
         return result
 

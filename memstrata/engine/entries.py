@@ -15,7 +15,7 @@ from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
-from memstrata.storage import indexes, journal, trash, tree
+from memstrata.storage import indexes, journal, layout, trash, tree
 from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
@@ -25,6 +25,12 @@ from memstrata.storage.safe_io import is_regular_file
 
 
 MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
+
+
+def split_advised(count: int, limit: int, adopted: bool) -> bool:
+    """Whether a folder of `count` entries gets the split advice: never in an adopted vault, whose
+    notes the engine does not move (`mem split` refuses there)."""
+    return count > limit and not adopted
 
 
 def split_warning(category: str, count: int, limit: int) -> str:
@@ -380,7 +386,7 @@ class Entries:
     def stats(self) -> dict:
         """Counts per category, tier and status, and the retrieval strategy advised per category."""
         entries = self.list()
-        s = self.state.settings
+        s, adopted = self.state.settings, layout.is_adopted(self.root)
         per_category: dict[str, dict] = {}
         for e in entries:
             row = per_category.setdefault(e.category, {"entries": 0, "active": 0, "archived": 0, "expired": 0})
@@ -391,7 +397,7 @@ class Entries:
             row["subtree"] = subtree
             row["strategy"] = ("grep" if subtree < s.grep_max_entries else
                                "index" if subtree <= s.index_max_entries else "vector")
-            row["split_advised"] = row["entries"] > s.split_threshold
+            row["split_advised"] = split_advised(row["entries"], s.split_threshold, adopted)
         tiers: dict[str, int] = {}
         statuses: dict[str, int] = {}
         for e in entries:
@@ -435,7 +441,7 @@ class Entries:
     def category_warnings(self, category: str) -> list[str]:
         count = self.state.catalog.category_counts().get(category, 0)
         limit = self.state.settings.split_threshold
-        return [split_warning(category, count, limit)] if count > limit else []
+        return [split_warning(category, count, limit)] if split_advised(count, limit, layout.is_adopted(self.root)) else []
 
 
 _CONTENT_FIELDS = ("body", "title", "tags", "importance", "important", "related", "expires", "category", "agent")

@@ -1,4 +1,5 @@
-"""What the prompt hook already injected in a session: a small derived record under .cache/hook-sessions/."""
+"""What the prompt hook already injected in a session: a small derived record under .cache/hook-sessions/
+(an adopted vault's `.memstrata/cache/hook-sessions/`: the engine never writes among the user's folders)."""
 from __future__ import annotations
 
 import hashlib
@@ -6,14 +7,16 @@ import json
 import time
 from pathlib import Path
 
-FOLDER = Path(".cache") / "hook-sessions"
+FOLDER = ".cache/hook-sessions"  # placed by storage.layout (git-ignored in both layouts)
 KEEP_SECONDS = 7 * 86400  # records untouched this long are removed (sessions end; the record is derived)
 MAX_IDS = 2000
 
 
 def _path(root: Path, session_id: str) -> Path:
     digest = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
-    return Path(root) / FOLDER / f"{digest}.json"
+    from memstrata.storage import layout
+
+    return layout.path(root, FOLDER) / f"{digest}.json"
 
 
 def injected(root: Path, session_id: str | None) -> set[str]:

@@ -19,6 +19,8 @@ from memstrata.storage.paths import (
 
 SPLIT_MODES = ("status", "year", "month", "tag")
 STATUS_SUBCATEGORY = {"active": "active", "archived": "archive", "expired": "expired"}
+# README: the engine never moves or renames an adopted vault's notes (its folders are the user's order)
+ADOPTED_REFUSAL = "an adopted vault's notes are never moved: its folders are yours to arrange (split is for `mem init` trees)"
 
 
 class Split:
@@ -29,10 +31,17 @@ class Split:
         self.save = save
         self.root = state.root
 
+    def _refuse_in_adopted(self) -> None:
+        from memstrata.storage import layout
+
+        if layout.is_adopted(self.root):
+            raise InvalidInput(ADOPTED_REFUSAL)
+
     def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:
         """Move a category's own entries into subcategories by status, year, month or (first) tag."""
         from memstrata import clock
 
+        self._refuse_in_adopted()
         category = validate_category(category)
         if by not in SPLIT_MODES:
             raise InvalidInput(f"--by must be one of {', '.join(SPLIT_MODES)}, not {by!r}")
@@ -69,6 +78,7 @@ class Split:
     def merge(self, category: str, dry_run: bool = False) -> dict:
         """Undo a split: move the entries of the split's subcategories (every subcategory when
         there is no split record) back into the category, with their former file names."""
+        self._refuse_in_adopted()
         category = validate_category(category)
         with self.state.lock():
             self.state.catalog.refresh()

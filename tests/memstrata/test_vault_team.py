@@ -155,3 +155,51 @@ def test_a_peers_gitignore_never_takes_engine_files_or_notes_out_of_git(tmp_path
     plain.mkdir()
     assert engine_ignores(plain, ".vectors/chunks.lance/x") and engine_ignores(plain, "p/.lock")
     assert not engine_ignores(plain, "projects/a.md") and not engine_ignores(plain, "config.md")
+
+
+def test_the_prompt_hooks_session_record_stays_in_memstrata_and_out_of_git(tmp_path, embedder):
+    a, _ = adopted_pair(tmp_path, embedder)
+    hook = a.autoload("which boats is this vault about? sailing boats", hot=False, session_id="s1")
+    assert [i.entry.path for i in hook.items] == ["Welcome.md"]
+    assert list((a.root / ".memstrata" / "cache" / "hook-sessions").glob("*.json"))
+    assert not (a.root / ".cache").exists()  # nothing written among the user's folders
+    assert git(a.root, "status", "--porcelain", "--untracked-files=all") == ""
+    a.sync_remote()
+    assert not [p for p in git(a.root, "ls-files").split() if "hook-sessions" in p]
+
+
+def test_a_plain_trees_hook_sessions_are_never_committed(tmp_path, embedder):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from team_scenario import two_clones
+
+    a, _ = two_clones(tmp_path, embedder)
+    a.write("The mast is stepped on the keel.", title="Rigging", category="boats")
+    assert a.autoload("where is the mast of the boat stepped?", hot=False, session_id="s1").items
+    assert list((a.root / ".cache" / "hook-sessions").glob("*.json"))
+    assert a.sync_remote()["pushed"]
+    assert not [p for p in git(a.root, "ls-files").split() if p.startswith(".cache")]
+    assert git(a.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_mem_init_clone_of_a_vault_reports_the_notes_it_embedded_once(tmp_path, embedder):
+    """`mem init --clone` of an adopted vault embeds its notes once and says so (it printed "index: 0
+    embedded": the init had embedded them all, the count shown was the empty sync after it)."""
+    import json
+    import sys
+
+    adopted_pair(tmp_path, embedder)
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+
+    def clone(name: str, *json_flag: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "init", "--clone", str(tmp_path / "r.git"),
+                               "--machine", name, "--root", str(tmp_path / name), *json_flag],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    data = json.loads(clone("c", "--json"))
+    assert data["index"]["embedded"] == 5 and "index" not in data["init"]
+    text = clone("d")
+    assert text.count("embedded") == 1 and "index: 5 embedded" in text

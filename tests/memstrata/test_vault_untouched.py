@@ -146,3 +146,35 @@ def test_update_revert_and_promote_keep_the_note_in_its_owners_format(tmp_path, 
     assert [(h.id, h.tier) for h in m.recall(question, tier="hot", count_access=False).results][:1] == [(hash_id, "hot")]
     assert not m.promote("how does python hash strings with siphash", threshold=0.3)["promoted"]
     assert notes_of(root) == adopted
+
+
+def test_an_adopted_vault_is_never_advised_to_split_and_split_refuses(tmp_path, embedder):
+    from memstrata.engine.entries import split_advised
+
+    assert split_advised(3, 2, adopted=False) and not split_advised(3, 2, adopted=True)
+    assert not split_advised(2, 2, adopted=False)
+    m, before = adopted_vault(tmp_path / "v", embedder)
+    m.config_set("split_threshold", 2)  # Notes/ holds 3 notes: a `mem init` tree would be told to split
+    stats = m.stats()
+    assert not stats["categories"]["Notes"]["split_advised"]
+    assert not [w for w in stats["warnings"] if "split" in w]
+    assert not [w for w in m.write("Tacking turns the bow through the wind.", title="Tacking",
+                                   category="Notes").warnings if "split" in w]
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off", "HF_HUB_OFFLINE": "1"}
+    for args in (["split", "Notes", "--by", "year"], ["split", "Notes", "--dry-run"], ["merge", "Notes"]):
+        done = subprocess.run([str(Path(sys.executable).parent / "mem"), *args, "--root", str(m.root)],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 2 and done.stdout == ""
+        assert len(done.stderr.strip().splitlines()) == 1 and "never moved" in done.stderr
+    assert notes_of(m.root) == before
+    assert not [p for p in (m.root / "Notes").iterdir() if p.is_dir()]
+
+
+def test_a_mem_init_tree_is_still_advised_to_split(tmp_path, embedder):
+    m = Memory(tmp_path / "t", embedder=embedder)
+    m.init()
+    m.config_set("split_threshold", 2)
+    for n in range(3):
+        result = m.write(f"Boat note number {n} about rigging.", title=f"Boat {n}", category="boats")
+    assert [w for w in result.warnings if "mem split boats --by year" in w]
+    assert m.stats()["categories"]["boats"]["split_advised"]
