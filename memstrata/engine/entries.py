@@ -11,6 +11,7 @@ from memstrata.engine.inputs import (
     valid_id,
 )
 from memstrata.engine.save import SavePath
+from memstrata.engine.split_advice import split_advised, split_warning
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.results import WriteResult
@@ -25,17 +26,6 @@ from memstrata.storage.safe_io import is_regular_file
 
 
 MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
-
-
-def split_advised(count: int, limit: int, adopted: bool) -> bool:
-    """Whether a folder of `count` entries gets the split advice: never in an adopted vault, whose
-    notes the engine does not move (`mem split` refuses there)."""
-    return count > limit and not adopted
-
-
-def split_warning(category: str, count: int, limit: int) -> str:
-    """The advice given when a category grows past split_threshold (writes and stats say the same)."""
-    return f"category {category} holds {count} entries (> {limit}); consider `mem split {category} --by year`"
 
 
 class Entries:

@@ -149,7 +149,7 @@ def test_update_revert_and_promote_keep_the_note_in_its_owners_format(tmp_path, 
 
 
 def test_an_adopted_vault_is_never_advised_to_split_and_split_refuses(tmp_path, embedder):
-    from memstrata.engine.entries import split_advised
+    from memstrata.engine.split_advice import split_advised
 
     assert split_advised(3, 2, adopted=False) and not split_advised(3, 2, adopted=True)
     assert not split_advised(2, 2, adopted=False)
