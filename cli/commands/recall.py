@@ -206,9 +206,10 @@ def import_(
                  + (f"; {counted(len(result['errors']), 'row')} not imported ({_where(result['errors'][0])})"
                     if result["errors"] else ""))
     emit(as_json, result, human)
-    if result["errors"]:  # a partial import: the rest is in, the report printed, and the exit says some failed
-        sys.stderr.write(f"mem: error: {counted(len(result['errors']), 'row')} not imported (first: "
-                         f"{_where(result['errors'][0])}; --json lists each); the other rows are in the tree\n")
+    refused = [e for e in result["errors"] if "line" in e]  # a tree import's skipped files are notices
+    if refused:  # a partial import: the rest is in, the report printed, and the exit says some failed
+        sys.stderr.write(f"mem: error: {counted(len(refused), 'row')} not imported (first: "
+                         f"{_where(refused[0])}; --json lists each); the other rows are in the tree\n")
         raise typer.Exit(2)
 
 
