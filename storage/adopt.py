@@ -113,9 +113,10 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
     new = text_with_id(text, entry_id, layout.id_key(root))
     if new is None:
         return False
-    # an adopted file keeps its permissions (set on the new file before it takes the old one's place)
+    # an adopted file keeps its permissions and its modification time (aging counts from the user's
+    # last edit; set on the new file before it takes the old one's place)
     atomic_write_text(path, new, root=Path(root), unchanged=lambda: _unchanged(path, seen, raw),
-                      mode=seen.st_mode & 0o777)
+                      mode=seen.st_mode & 0o777, times_ns=(seen.st_atime_ns, seen.st_mtime_ns))
     return True
 
 

@@ -75,6 +75,23 @@ def test_a_toml_frontmatter_note_is_not_adopted_and_left_byte_for_byte(tmp_path,
         assert (vault / "content/page.md").read_text() == toml, args
 
 
+def test_giving_a_note_its_id_keeps_its_modification_time_so_it_ages_from_the_users_edit(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "n").mkdir(parents=True)
+    (vault / "n/k8s.md").write_text("# Kubernetes pods\n")
+    old = 1704067200  # 2024-01-01, long before MEMSTRATA_NOW
+    os.utime(vault / "n/k8s.md", (old, old))
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    assert (vault / "n/k8s.md").read_text().startswith("---\nmem-id: ")
+    assert os.stat(vault / "n/k8s.md").st_mtime == old
+    assert [e.tier for e in m.list()] != ["hot"]
+    (vault / "n/later.md").write_text("Added by hand.\n")  # sync gives it its id
+    os.utime(vault / "n/later.md", (old, old))
+    assert mem(vault, "sync").returncode == 0
+    assert "mem-id: " in (vault / "n/later.md").read_text() and os.stat(vault / "n/later.md").st_mtime == old
+
+
 def test_a_vault_whose_config_md_mentions_memstrata_is_adopted_into_the_hidden_folder(tmp_path, clock, embedder):
     vault = tmp_path / "vault"
     (vault / "Zettel").mkdir(parents=True)
