@@ -27,6 +27,8 @@ def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
         data, _ = codec.split_frontmatter(text)
     except CorruptEntry:
         return None
+    if has_toml_frontmatter(rest):
+        return None  # Hugo/Zola read a `+++` block only at the very top: a YAML block before it breaks the site
     if not data and not rest.startswith(codec.FRONTMATTER_DELIMITER):
         return f"{bom}---{nl}{key}: {entry_id}{nl}---{nl}{nl}{rest}"
     if valid_id(str(data.get(key, ""))):
@@ -53,6 +55,12 @@ def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
         if _reads_back(new, expected, text):
             return new
     return None  # a style no one-line edit keeps valid (the caller reports it): never a broken file
+
+
+def has_toml_frontmatter(text: str) -> bool:
+    """Whether the file opens with a TOML frontmatter block (`+++`, Hugo and Zola), which the engine
+    leaves alone: its id is kept in YAML only."""
+    return text.lstrip("\ufeff").split("\n", 1)[0].rstrip() == "+++"
 
 
 def _with_key(block: str, key: str, entry_id: str, nl: str):
@@ -105,9 +113,10 @@ def give_id(root: Path, rel: str, entry_id: str) -> bool:
     new = text_with_id(text, entry_id, layout.id_key(root))
     if new is None:
         return False
-    # an adopted file keeps its permissions (set on the new file before it takes the old one's place)
+    # an adopted file keeps its permissions and its modification time (aging counts from the user's
+    # last edit; set on the new file before it takes the old one's place)
     atomic_write_text(path, new, root=Path(root), unchanged=lambda: _unchanged(path, seen, raw),
-                      mode=seen.st_mode & 0o777)
+                      mode=seen.st_mode & 0o777, times_ns=(seen.st_atime_ns, seen.st_mtime_ns))
     return True
 
 

@@ -178,18 +178,20 @@ def fsync_dir(path: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, root: Path | None = None, unchanged=None,
-                       mode: int | None = None) -> None:
+                       mode: int | None = None, times_ns: tuple[int, int] | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never half.
 
     With `root`, refuse (InvalidInput) a target outside it (safe_io.check_write_target).
     `unchanged`: called right before the replace; False leaves `path` as it is (ChangedMeanwhile).
     `mode`: the new file's permissions (default FILE_MODE).
+    `times_ns`: the new file's (access, modification) times (default now): an edit that only adds
+    the engine's id keeps the note's own time, which aging reads.
     """
-    atomic_write_chunks(path, (data,), root=root, unchanged=unchanged, mode=mode)
+    atomic_write_chunks(path, (data,), root=root, unchanged=unchanged, mode=mode, times_ns=times_ns)
 
 
 def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchanged=None,
-                        mode: int | None = None) -> None:
+                        mode: int | None = None, times_ns: tuple[int, int] | None = None) -> None:
     """`atomic_write_bytes` for data given piece by piece (a file too large to hold in memory)."""
     path = Path(path) if root is None else check_write_target(root, path)
     ensure_dir(path.parent)
@@ -203,6 +205,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
             for data in chunks:
                 handle.write(data)
             handle.flush()
+            if times_ns is not None:  # after the last write (a write sets the time), before the rename
+                os.utime(handle.fileno(), ns=times_ns)
             if pending is not None:  # inside one_sync: flushed and renamed with the block's others
                 pending.append((temp, path, unchanged))
                 return
@@ -220,8 +224,8 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
 
 
 def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None,
-                      mode: int | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), root=root, unchanged=unchanged, mode=mode)
+                      mode: int | None = None, times_ns: tuple[int, int] | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), root=root, unchanged=unchanged, mode=mode, times_ns=times_ns)
 
 
 def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from memstrata.storage import codec
+from memstrata.storage import codec, frontmatter_flow
 from memstrata.storage.entry import Entry
 
 _MISSING = object()
@@ -35,12 +35,10 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own
     head, lines, tail_start = layout
     nl = "\r\n" if head.endswith("\r\n") else "\n"
     old_fm, new_fm = codec.entry_to_frontmatter(before), codec.entry_to_frontmatter(entry)
-    for key, value in new_fm.items():
-        if old_fm.get(key, _MISSING) != value:
-            lines = _set_key(lines, key, value, nl)
-    for key in old_fm:
-        if key not in new_fm:
-            lines = _drop_key(lines, key)
+    lines = _edited(lines, {key: value for key, value in new_fm.items() if old_fm.get(key, _MISSING) != value},
+                    [key for key in old_fm if key not in new_fm], nl)
+    if lines is None:
+        return full
     if entry.body == before.body:
         tail = old_text[tail_start:]
     else:
@@ -52,13 +50,29 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own
     text = head + "".join(lines) + tail
     after = _parsed(text, entry.path or old_path, entry.category, entry.id_key)
     if after is not None and after.title != entry.title:  # the title came from the old file name: say it
-        lines = _set_key(lines, "title", entry.title, nl)
+        lines = _edited(lines, {"title": entry.title}, [], nl)
+        if lines is None:
+            return full
         text = head + "".join(lines) + tail
         after = _parsed(text, entry.path or old_path, entry.category, entry.id_key)
     if after is None or after.body != entry.body or \
             codec.entry_to_frontmatter(after) != new_fm:
         return full
     return text
+
+
+def _edited(lines: list[str], sets: dict, drops: list[str], nl: str) -> list[str] | None:
+    """The block's lines with `sets` set and `drops` dropped: line by line, or inside the block's
+    flow mapping when it is one (a `key:` line after `{title: x}` would not parse); None if neither."""
+    block = "".join(lines)
+    if frontmatter_flow.is_flow(block):
+        edited = frontmatter_flow.flow_edited(block, sets, [_spellings(key) for key in drops])
+        return None if edited is None else [edited]
+    for key, value in sets.items():
+        lines = _set_key(lines, key, value, nl)
+    for key in drops:
+        lines = _drop_key(lines, key)
+    return lines
 
 
 def _parsed(text: str, rel: str, category: str, id_key: str = "id") -> Entry | None:

@@ -1,6 +1,7 @@
 """Making a folder a tree: `mem init`, adopting a folder of notes, and ids for hand-made files."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, MemstrataError
@@ -210,7 +211,7 @@ def _not_adopted(entries: Entries) -> list[str]:
     catalog = entries.state.catalog
     out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
            for rel, error in sorted(catalog.errors().items())]
-    out += [f"not adopted: {rel} (frontmatter style the engine cannot add a line to; not adopted)"
+    out += [f"not adopted: {rel} ({_why_no_id(entries.root, rel)}; not adopted)"
             for rel in catalog.unidentified()]  # give_ids left it as it was: a one-line edit would break it
     holders: dict[str, list[Entry]] = {}
     for entry in catalog.entries():
@@ -221,6 +222,16 @@ def _not_adopted(entries: Entries) -> list[str]:
             out.append(f"{other.path} has the id of {keeper.path} ({entry_id}): `mem doctor --fix` gives it a "
                        f"fresh id; until then `mem read {entry_id}` shows {keeper.path}")
     return out
+
+
+def _why_no_id(root, rel: str) -> str:
+    """Why give_ids left the note without an id (it is left byte for byte as it was)."""
+    try:
+        toml = adopt.has_toml_frontmatter(read_regular_bytes(Path(root) / rel)[:64].decode("utf-8", "replace"))
+    except OSError:
+        toml = False
+    return ("TOML frontmatter (+++), which the engine does not write into" if toml
+            else "frontmatter style the engine cannot add a line to")
 
 
 class _NoLock:

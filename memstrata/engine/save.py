@@ -140,7 +140,10 @@ class SavePath:
             vault = layout.is_adopted(root)
             text = _file_text(entry, old_path, old_bytes, vault)
             if not vault or old_path != entry.path or old_bytes != text.encode("utf-8"):
-                atomic_write_text(target, text, root=root)  # a vault's note with the same bytes is left be
+                # a vault's note given only a fresh id (doctor --fix of a template's copy) keeps its time: aging reads it
+                kept = os.stat(target) if vault and old_path == entry.path and _only_id_changed(entry, previous) else None
+                atomic_write_text(target, text, root=root,  # a vault's note with the same bytes is left be
+                                  times_ns=(kept.st_atime_ns, kept.st_mtime_ns) if kept else None)
             if indexes.listing_changed(entry, previous):
                 categories.append(entry.category)
                 if previous is not None:
@@ -176,6 +179,13 @@ class SavePath:
         if categories is None:
             self.state.catalog.refresh()
         indexes.write_indexes(self.state.root, self.state.catalog, self.state.now(), categories)
+
+
+def _only_id_changed(entry: Entry, previous: Entry | None) -> bool:
+    """Whether `entry` is `previous` with another id and nothing else changed."""
+    if previous is None or previous.id == entry.id or previous.body != entry.body:
+        return False
+    return previous.copy(id=entry.id, id_key=entry.id_key) == entry.copy()
 
 
 def _decoded(old_bytes: bytes | None) -> str | None:

@@ -72,7 +72,10 @@ class TeamSync:
         if root.exists() and any(root.iterdir()):
             raise InvalidInput(f"{root} exists and is not empty; --clone needs a new folder")
         root.parent.mkdir(parents=True, exist_ok=True)  # the network limits: their defaults (no config.md yet)
-        self.git.run("clone", "-q", "--no-checkout", url, str(root), cwd=root.parent)
+        listed = self.git.run("ls-remote", "--symref", url, cwd=root.parent).stdout
+        branch = branch_to_clone(listed)  # git's own choice follows the remote's HEAD, even to a missing branch
+        self.git.run("clone", "-q", "--no-checkout", *(["--branch", branch] if branch else []), url, str(root),
+                     cwd=root.parent)
         root.chmod(0o700)
         if machine:
             self.git.run("config", "memstrata.machine", machine)
@@ -364,3 +367,19 @@ class TeamSync:
             atomic_write_text(self.root / path, text, root=self.root)
             trash.move_to_trash(self.root, entry, f"deleted on {self.git.writer_of(tracking, path)}",
                                 self.state.now())
+
+
+def branch_to_clone(ls_remote: str) -> str | None:
+    """The branch `mem init --clone` takes, from `git ls-remote --symref`: None (git's choice) when the
+    remote's HEAD names a branch it has, or it has none; its only branch when HEAD names a missing one
+    (`git init --bare` points HEAD at `master`, the team pushed `main`: git would give an empty tree and
+    a later push an unrelated `master`); InvalidInput naming them when it has several."""
+    refs = {name for sha, _, name in (line.partition("\t") for line in ls_remote.splitlines())
+            if name and not sha.startswith("ref:")}
+    if "HEAD" in refs:
+        return None
+    heads = sorted(name[len("refs/heads/"):] for name in refs if name.startswith("refs/heads/"))
+    if len(heads) > 1:
+        raise InvalidInput(f"the remote's HEAD names no branch it has, and it has several ({', '.join(heads)}); "
+                           f"point its HEAD at the team's (git symbolic-ref HEAD refs/heads/NAME in the remote)")
+    return heads[0] if heads else None

@@ -168,6 +168,8 @@ class Transfer:
         self.save.prepare()
         present: list[Entry] = []   # rows whose entry is in the root: their index rows are checked
         with self.state.lock():
+            from memstrata.doctor.checks import remove_dead_writers_temps
+            remove_dead_writers_temps(self.root)  # the copies a killed run left (as `mem sync` does)
             catalog = self.state.catalog
             catalog.refresh()
             live = {e.id: e for e in catalog.entries() if e.id}

@@ -125,6 +125,25 @@ def test_import_killed_at_random_points_then_rerun_ends_with_one_entry_per_row(t
     assert (again["imported"], again["unchanged"], again["updated"], again["reindexed"]) == (0, ROWS, 0, 0)
 
 
+def test_rerun_of_an_import_removes_the_temp_files_of_a_killed_run(tmp_path, embedder):
+    """A kill -9 inside a batch leaves `.{name}.{pid}.{random}.tmp` copies; the rerun has nothing to
+    import but sweeps them, as `mem sync` does, so `mem doctor` is clean right after it."""
+    root, src = tmp_path / "mem", tmp_path / "turns.jsonl"
+    _rows(src, 20)
+    Memory(root, embedder=embedder).init()
+    assert _mem("import", str(src), "--root", str(root))[0] == 0
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a writer that is gone, as after a kill -9
+    folder = next(p.parent for p in root.rglob("*.md") if p.parent.name == "conversation")
+    left = [folder / f".row-{n}.md.{dead.pid}.0badcafe.tmp" for n in range(3)]
+    for path in left:
+        path.write_text("half a write\n")
+    code, lines = _mem("import", str(src), "--root", str(root))
+    assert code == 0, lines[-5:]
+    assert not any(path.exists() for path in left)
+    assert Memory(root, embedder=embedder).doctor().healthy
+
+
 def _vault(folder):
     for n in range(NOTES):
         note = folder / f"area{n % 4}" / f"note {n}.md"

@@ -482,3 +482,32 @@ def test_after_a_remote_sync_the_index_matches_the_tree_on_both_clones(tmp_path,
     assert index_findings(b.root) == []
     hit = Memory(b.root, embedder=embedder).recall("where is the boat moored?", k=1).results[0]
     assert hit.title == "Boat"
+
+
+def test_clone_takes_the_only_branch_when_the_remotes_head_names_a_missing_one(tmp_path, embedder):
+    """`git init --bare` points HEAD at `master`; the team pushed `main`. The clone checks out `main`
+    (git alone gave an empty tree, and the next sync pushed an unrelated `master`)."""
+    from memstrata import Memory
+    from memstrata.errors import InvalidInput
+
+    bare = tmp_path / "r.git"
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=master", str(bare)], check=True)
+    first = Memory(tmp_path / "first", embedder=embedder)
+    first.init()
+    first.write("The deploy key rotates every month.", category="ops")
+    git = ["git", "-C", str(first.root), "-c", "user.name=u", "-c", "user.email=u@x"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "team tree"], check=True)
+    subprocess.run([*git, "push", "-q", str(bare), "main"], check=True)
+    second = Memory(tmp_path / "second", embedder=embedder)
+    second.clone(str(bare), machine="second")
+    assert [e.title for e in second.list()] and second.recall("deploy key rotation").results
+    second.write("Backups run nightly.", category="ops")
+    assert second.sync_remote()["branch"] == "main"
+    heads = subprocess.run(["git", "ls-remote", "--heads", str(bare)], capture_output=True, text=True).stdout
+    assert "refs/heads/main" in heads and "refs/heads/master" not in heads
+    subprocess.run([*git, "push", "-q", str(bare), "main:dev"], check=True)  # two branches: which is the team's?
+    with pytest.raises(InvalidInput, match="dev, main"):
+        Memory(tmp_path / "third", embedder=embedder).clone(str(bare))
+    assert not (tmp_path / "third").exists()

@@ -62,6 +62,36 @@ def test_a_style_no_line_fits_is_skipped_with_a_warning_and_left_as_it_was(tmp_p
     assert (vault / "Notes/tagged.md").read_text() == tagged, fixed.stdout  # never quarantined
 
 
+def test_a_toml_frontmatter_note_is_not_adopted_and_left_byte_for_byte(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "content").mkdir(parents=True)
+    toml = '+++\ntitle = "toml"\n+++\nA Hugo page.\n'  # a YAML block in front of it would break Hugo and Zola
+    (vault / "content/page.md").write_text(toml)
+    result = Memory(vault, embedder=embedder).init(adopt=True)
+    assert (vault / "content/page.md").read_text() == toml
+    assert any("content/page.md" in s and "TOML" in s for s in result["skipped"]), result["skipped"]
+    for args in (("sync",), ("doctor", "--fix")):
+        assert mem(vault, *args).returncode == 0
+        assert (vault / "content/page.md").read_text() == toml, args
+
+
+def test_giving_a_note_its_id_keeps_its_modification_time_so_it_ages_from_the_users_edit(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "n").mkdir(parents=True)
+    (vault / "n/k8s.md").write_text("# Kubernetes pods\n")
+    old = 1704067200  # 2024-01-01, long before MEMSTRATA_NOW
+    os.utime(vault / "n/k8s.md", (old, old))
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    assert (vault / "n/k8s.md").read_text().startswith("---\nmem-id: ")
+    assert os.stat(vault / "n/k8s.md").st_mtime == old
+    assert [e.tier for e in m.list()] != ["hot"]
+    (vault / "n/later.md").write_text("Added by hand.\n")  # sync gives it its id
+    os.utime(vault / "n/later.md", (old, old))
+    assert mem(vault, "sync").returncode == 0
+    assert "mem-id: " in (vault / "n/later.md").read_text() and os.stat(vault / "n/later.md").st_mtime == old
+
+
 def test_a_vault_whose_config_md_mentions_memstrata_is_adopted_into_the_hidden_folder(tmp_path, clock, embedder):
     vault = tmp_path / "vault"
     (vault / "Zettel").mkdir(parents=True)

@@ -52,7 +52,10 @@ def check_the_original_keeps_it(m: Memory, template_id: str, copy: Path) -> None
     (finding,) = [f for f in m.doctor().findings if f.kind == "duplicate_id"]
     assert finding.path == "Daily/2026-11-30.md" and finding.detail.endswith("Templates/Daily.md")
     assert "fresh id" in finding.action  # the same text as the template, yet the user's note: kept
+    made = 1764460800  # 2025-11-30: the copy's own time, which aging reads, survives its fresh id
+    os.utime(copy, (made, made))
     m.doctor(fix=True)
+    assert os.stat(copy).st_mtime == made
     assert (m.root / "Templates/Daily.md").read_bytes() == original
     after = copy.read_bytes()
     fresh = re.search(rb"^mem-id: (\w+)$", after, re.M).group(1).decode()

@@ -71,6 +71,31 @@ def test_delete_then_restore_gives_each_note_back_byte_for_byte(tmp_path, monkey
     assert m.read(by_path["Notes/hash.md"], count_access=False).title == "hash"
 
 
+FLOW_NOTES = {
+    "n/flow.md": "---\n{title: Flow note, tags: [a, b]}\n---\nbody\n",
+    "n/json.md": '---\n{"title": "json fm"}\n---\nbody\n',
+    "n/json-lines.md": '---\n{\n  "tags": ["x"],\n  "aliases": ["y"]\n}\n---\nbody\n',
+}
+
+
+def test_delete_then_restore_keeps_flow_and_json_frontmatter_byte_for_byte(tmp_path, embedder):
+    """A `key:` line after `{...}` would not parse: the trash's keys go inside the flow mapping and
+    leave it again on restore (it took the engine's full rendering before)."""
+    root = tmp_path / "v"
+    for rel, text in FLOW_NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    m = Memory(root, embedder=embedder)
+    m.init(adopt=True)
+    adopted = {rel: (root / rel).read_bytes() for rel in FLOW_NOTES}
+    by_path = {e.path: e.id for e in m.list()}
+    for rel in FLOW_NOTES:
+        m.delete(by_path[rel])
+        assert "status:" not in next((root / ".memstrata" / "trash").glob(f"{by_path[rel]}--*.md")).read_text()
+        m.restore(by_path[rel])
+        assert (root / rel).read_bytes() == adopted[rel], rel
+
+
 def m_title(rel: str) -> str:
     return {"Notes/git.md": "git", "Notes/hash.md": "hash", "Notes/crlf.md": "crlf", "Zettel/rdd.md": "rdd",
             "heredoc.md": "heredoc"}[rel]
