@@ -113,26 +113,12 @@ def test_related_entries_are_links_of_the_indexed_text():
     assert note.body == "Flour and water.\n"
 
 
-def test_a_note_related_from_a_strong_hit_gets_its_relevance_as_its_link_feature(tmp_path, embedder):
+def test_a_note_related_from_a_strong_hit_gets_its_relevance_as_its_link_feature(tmp_path, ranker_feature):
     # The link feature (weight 0 today) sees `related:` as it sees [[wikilinks]] in the text.
-    from memstrata import Memory
-    from memstrata.retrieval import fusion
-    from memstrata.retrieval.search import Filters, search
-    from memstrata.scoring.ranker import FEATURES
-
     vault = _vault(tmp_path)
     (vault / "kitchen" / "Sourdough starter.md").write_text(
         "---\nrelated:\n  - \"[[Bread oven]]\"\n---\nFlour and water left to ferment; feed it every morning "
         "and keep it in a jar on the counter.\n")
-    m = Memory(vault, embedder=embedder)
-    m.init(adopt=True)
-    m.recall("warm up", count_access=False)
-    state = m._recall.state
-    index = state.vector_index()
-    sig: dict = {}
-    search(index, embedder, "how do I feed a sourdough starter", 10, Filters(), "hybrid",
-           fusion.FusionWeights.from_settings(state.settings), state.settings, _signals_out=sig)
-    frame = index.frame()
-    link = dict(zip(sig["candidates"].tolist(), sig["features"][:, FEATURES.index("link")]))
-    assert link[frame.by_path["kitchen/Bread oven.md"]] > 0.3  # the starter, the best hit, names it
-    assert link[frame.by_path["kitchen/Coffee.md"]] == 0.0
+    link = ranker_feature(vault, "how do I feed a sourdough starter", "link")
+    assert link["kitchen/Bread oven.md"] > 0.3  # the starter, the best hit, names it
+    assert link["kitchen/Coffee.md"] == 0.0

@@ -181,31 +181,16 @@ def test_a_table_question_reaches_the_tables_section_of_a_long_note(tmp_path, em
     assert m.recall("how do I make a table", min_relevance=0).results[0].path == "help/Basic formatting syntax.md"
 
 
-def test_the_heading_feature_reads_the_best_section_heading_of_a_note(tmp_path, embedder):
+def test_the_heading_feature_reads_the_best_section_heading_of_a_note(tmp_path, ranker_feature):
     # the ranker's `head`: the idf share of the query's words in one heading path of a note's
     # sections (title left out); 0 for a note without sections
-    from memstrata import Memory
-    from memstrata.retrieval import fusion
-    from memstrata.retrieval.search import Filters, search
-    from memstrata.scoring.ranker import FEATURES
-
     vault = tmp_path / "vault"
     (vault / "help").mkdir(parents=True)
     (vault / "help" / "Basic formatting syntax.md").write_text(_SYNTAX)
     (vault / "help" / "Sync.md").write_text("# Sync\n\n" + "Sync your tables between devices with the sync service. " * 30)
-    m = Memory(vault, embedder=embedder)
-    m.init(adopt=True)
-    m.recall("warm up", count_access=False)
-    state = m._recall.state
-    index = state.vector_index()
-    sig: dict = {}
-    search(index, embedder, "format content tables", 10, Filters(), "hybrid",
-           fusion.FusionWeights.from_settings(state.settings), state.settings, _signals_out=sig)
-    frame = index.frame()
-    head = dict(zip(sig["candidates"].tolist(), sig["features"][:, FEATURES.index("head")]))
-    syntax, sync = frame.by_path["help/Basic formatting syntax.md"], frame.by_path["help/Sync.md"]
+    head = ranker_feature(vault, "format content tables", "head")
     # "Tables > Format content within a table" holds every word of the query; Sync has no sections
-    assert head[syntax] == pytest.approx(1.0) and head[sync] == 0.0
+    assert head["help/Basic formatting syntax.md"] == pytest.approx(1.0) and head["help/Sync.md"] == 0.0
 
 
 def _runs_word_by_word(words, sep, count_tokens, room):

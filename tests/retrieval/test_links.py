@@ -15,27 +15,7 @@ def test_link_targets_reads_wikilinks_and_links_to_note_files():
     assert link_targets("no links here [x](https://example.com)") == set()
 
 
-def _features_of(vault, embedder, query):
-    from memstrata import Memory
-    from memstrata.retrieval import fusion
-    from memstrata.retrieval.search import Filters, search
-    from memstrata.scoring.ranker import FEATURES
-
-    m = Memory(vault, embedder=embedder)
-    m.init(adopt=True)
-    m.recall("warm up", count_access=False)
-    state = m._recall.state
-    index = state.vector_index()
-    sig: dict = {}
-    search(index, embedder, query, 10, Filters(), "hybrid", fusion.FusionWeights.from_settings(state.settings),
-           state.settings, _signals_out=sig)
-    frame = index.frame()
-    col = FEATURES.index("link")
-    by_pos = dict(zip(sig["candidates"].tolist(), sig["features"][:, col]))
-    return {p: by_pos.get(frame.by_path[p]) for p in frame.by_path}
-
-
-def test_a_note_linked_from_the_strong_hits_gets_their_relevance_as_its_link_feature(tmp_path, embedder):
+def test_a_note_linked_from_the_strong_hits_gets_their_relevance_as_its_link_feature(tmp_path, ranker_feature):
     # The book the deadlock notes cite says little about deadlocks itself; the two deadlock notes
     # link it, so its `link` is their relevance. A note nobody links gets 0, and so does a note
     # linked only from a note the query does not bring up as strongly (the linker's relevance counts).
@@ -54,7 +34,7 @@ def test_a_note_linked_from_the_strong_hits_gets_their_relevance_as_its_link_fea
     (vault / "notes" / "Sourdough.md").write_text("Feed the starter the night before; bake at 250 degrees "
                                                   "for twenty minutes with steam. See [[Pizza]].\n")
     (vault / "notes" / "Pizza.md").write_text("A hot stone and a thin dough: three minutes in a very hot oven.\n")
-    link = _features_of(vault, embedder, "what causes a deadlock")
+    link = ranker_feature(vault, "what causes a deadlock", "link")
     book, conditions = link["books/OSTEP.md"], link["notes/Deadlock Conditions.md"]
     assert book is not None and book > 0.3  # linked from both deadlock notes
     assert conditions is not None and conditions > 0.3  # linked from Deadlock Prevention
