@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from memstrata.storage.frontmatter_yaml import _Dumper
+from memstrata.storage.frontmatter_yaml import EntryDumper
 
 
 def is_flow(block: str) -> bool:
@@ -37,7 +37,7 @@ def _mapping(block: str):
 
 
 def _pair_text(key: str, value) -> str:
-    dumped = yaml.dump({key: value}, Dumper=_Dumper, default_flow_style=True, width=100000,
+    dumped = yaml.dump({key: value}, Dumper=EntryDumper, default_flow_style=True, width=100000,
                        allow_unicode=True, sort_keys=False).strip()
     return dumped[1:-1]  # `key: value` without the braces
 

@@ -26,8 +26,8 @@ _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumperBase = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _Dumper(_SafeDumperBase):
-    pass
+class EntryDumper(_SafeDumperBase):
+    """The YAML dumper of the tree's frontmatter (its strings and block mappings as the tree writes them)."""
 
 
 def _str_presenter(dumper, data):
@@ -35,14 +35,14 @@ def _str_presenter(dumper, data):
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
-_Dumper.add_representer(str, _str_presenter)
+EntryDumper.add_representer(str, _str_presenter)
 
 
 class _BlockMapping(dict):
     """A mapping always written in block style (one `key: value` line each), whatever it holds."""
 
 
-_Dumper.add_representer(_BlockMapping, lambda dumper, data: dumper.represent_mapping(
+EntryDumper.add_representer(_BlockMapping, lambda dumper, data: dumper.represent_mapping(
     "tag:yaml.org,2002:map", data.items(), flow_style=False))
 
 
@@ -160,5 +160,5 @@ def value_problem(value, depth: int = 0) -> str | None:
 
 def dump_yaml(mapping: dict) -> str:
     """A frontmatter mapping as the YAML lines entry files hold (keys in the given order)."""
-    return yaml.dump(_BlockMapping(mapping), Dumper=_Dumper, allow_unicode=True, sort_keys=False,
+    return yaml.dump(_BlockMapping(mapping), Dumper=EntryDumper, allow_unicode=True, sort_keys=False,
                      default_flow_style=None, width=100000)

@@ -346,12 +346,7 @@ class Transfer:
     def _place_imported(self, entry: Entry, claimed: set[str], adopted: bool) -> None:
         """Choose the file of an imported entry: its recorded path when free and consistent, else a new one."""
         from memstrata.storage.catalog import is_entry_path_in
-        from memstrata.storage.paths import (
-            category_of,
-            inside_root,
-            is_archived_path,
-            validate_category,
-        )
+        from memstrata.storage.paths import category_of, inside_root, is_archived_path, validate_category
 
         entry.category = validate_category(entry.category, top=adopted)
         archived = entry.status == "archived"
