@@ -43,17 +43,22 @@ def snapshot_path(root: Path, entry_id: str, version: int) -> Path:
     return _folder(root, entry_id) / f"v{int(version)}.md"
 
 
-def list_snapshots(root: Path, entry_id: str) -> dict[int, Path]:
-    """The kept versions of an entry: {version number: file}."""
+def _numbered(root: Path, entry_id: str, pattern) -> dict[int, Path]:
+    """The regular files of an entry's versions folder whose name `pattern` matches: {vN's N: file}."""
     folder = _folder(root, entry_id)
     if not folder.is_dir() or folder.is_symlink():
         return {}
     out = {}
     for item in folder.iterdir():
-        m = _SNAPSHOT.match(item.name)
+        m = pattern.match(item.name)
         if m and is_regular_file(item):
             out[int(m.group(1))] = item
     return dict(sorted(out.items()))
+
+
+def list_snapshots(root: Path, entry_id: str) -> dict[int, Path]:
+    """The kept versions of an entry: {version number: file}."""
+    return _numbered(root, entry_id, _SNAPSHOT)
 
 
 def save_snapshot(root: Path, entry_id: str, version: int, text: str) -> bool:
@@ -81,22 +86,18 @@ def save_line(root: Path, entry_id: str, item: dict) -> Path:
 
 def saved_lines(root: Path, entry_id: str) -> dict[int, dict]:
     """The history lines kept by save_line: {version: {version, date, summary}}; unreadable ones skipped."""
-    folder = _folder(root, entry_id)
-    if not folder.is_dir() or folder.is_symlink():
-        return {}
     out = {}
-    for item in folder.iterdir():
-        m = _LINE.match(item.name)
-        if not m or not is_regular_file(item) or item.stat().st_size > LINE_MAX_BYTES:
-            continue
+    for version, item in _numbered(root, entry_id, _LINE).items():
         try:
+            if item.stat().st_size > LINE_MAX_BYTES:
+                continue
             value = json.loads(read_regular_text(item))
         except (OSError, UnicodeDecodeError, ValueError):
             continue
-        if isinstance(value, dict) and value.get("version") == int(m.group(1)):
-            out[int(m.group(1))] = {"version": int(m.group(1)), "date": str(value.get("date") or "")[:10],
-                                    "summary": " ".join(str(value.get("summary") or "").split())}
-    return dict(sorted(out.items()))
+        if isinstance(value, dict) and value.get("version") == version:
+            out[version] = {"version": version, "date": str(value.get("date") or "")[:10],
+                            "summary": " ".join(str(value.get("summary") or "").split())}
+    return out
 
 
 def ids_with_snapshots(root: Path) -> set[str]:
