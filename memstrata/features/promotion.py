@@ -1,9 +1,6 @@
 """Promotion (old memories back to hot when the task needs them) and autoload (what a session starts with)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from memstrata import clock
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
@@ -15,86 +12,12 @@ from memstrata.features.shared import SharedSpace
 from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
 from memstrata.storage.secrets import redact
+from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECTIONS, TITLE_CHARS,  # noqa: F401
+                                               AutoloadItem, AutoloadResult, Costs, cut_chars, promoted_line)
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
 _MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
 _MAX_MISSES = 25  # once this many items in a row did not fit, the budget is taken as full
-# A relevant hit brings at most this many tokens of its body: the part of the note the context
-# asks about (retrieval.prompts.relevant_part), not a whole long note.
-HIT_TOKENS = 300
-# The budget bounds characters too: a 10 MB single word is a few tokens to WordPiece (one [UNK]
-# per capped word) but 10 MB to the agent's context. English runs ~4-5 characters a token.
-CHARS_PER_TOKEN = 8
-TITLE_CHARS = 200  # a header shows at most this much of a title (a hand-made file's title can be a 10 MB word)
-
-
-def _cut_chars(text: str, limit: int) -> tuple[str, bool]:
-    """`text` within `limit` characters (cut at a character, never inside a surrogate pair, since str
-    indexes code points), and whether it was cut; the caller marks the cut (" …")."""
-    return (text, False) if len(text) <= limit else (text[:max(0, limit)].rstrip(), True)
-
-
-@dataclass
-class AutoloadItem:
-    """One memory in the autoload block."""
-
-    entry: Entry
-    section: str  # "relevant" or "hot"
-    score: float
-    text: str
-    tokens: int
-    truncated: bool
-    shared: bool = False  # from the shared root (written by another agent)
-
-    def to_dict(self) -> dict:
-        e = self.entry
-        return {"id": e.ref, "title": e.title, "category": e.category, "tier": e.tier, "section": self.section,
-                "date": clock.format_datetime(e.updated or e.created), "score": round(self.score, 4),
-                "tokens": self.tokens, "truncated": self.truncated, "text": self.text, "path": e.path,
-                "shared": self.shared, "agent": e.agent}
-
-
-@dataclass
-class AutoloadResult:
-    """What an agent should start with: a Markdown block within a token budget."""
-
-    context: str | None
-    budget: int
-    items: list[AutoloadItem] = field(default_factory=list)
-    promoted: list[dict] = field(default_factory=list)
-    strategy: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def tokens(self) -> int:
-        return sum(i.tokens for i in self.items)
-
-    def markdown(self) -> str:
-        if not self.items:
-            return ""
-        from memstrata.retrieval.fence import PREAMBLE, fence
-
-        lines = ["# Memories for this session (memstrata)", "", PREAMBLE, ""]
-        for section, heading in (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty")):
-            chosen = [i for i in self.items if i.section == section]
-            if not chosen:
-                continue
-            lines += [heading, ""]
-            for item in chosen:
-                e = item.entry
-                date = (clock.format_datetime(e.updated or e.created) or "")[:10]
-                origin = f" · shared by {e.agent or 'another agent'}" if item.shared else ""
-                block = "\n".join([f"### {e.title}", f"`{e.ref}` · {e.tier} · {e.category} · {date}{origin}", "",
-                                   item.text.strip() + (" …" if item.truncated else "")])
-                lines += [fence(block, e.ref), ""]
-        if self.promoted:
-            lines.append("_Brought back to hot for this task: " + ", ".join(p["id"] for p in self.promoted) + "_")
-        return "\n".join(lines).rstrip() + "\n"
-
-    def to_dict(self) -> dict:
-        return {"context": self.context, "budget": self.budget, "tokens": self.tokens, "strategy": self.strategy,
-                "promoted": self.promoted, "entries": [i.to_dict() for i in self.items], "notes": self.notes,
-                "markdown": self.markdown()}
 
 
 class Promotion:
@@ -276,12 +199,15 @@ class Promotion:
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
                  include_shared: bool = True, hot: bool = True, session_id: str | None = None) -> AutoloadResult:
         """The memories an agent should start with: relevant ones first (hits that clear the
-        recall_min_relevance cut-off; none for everyday talk, as "hello", "thanks!" or "take care":
-        retrieval.prompts.is_everyday), then, with `hot`, hot ones by weight, within `budget` tokens (the model's
-        tokenizer). A relevant hit brings the part of its note the context asks about, at most
-        HIT_TOKENS. With a `session_id`, an entry already loaded in that session is not loaded
-        again. Loading a hot entry counts as an access (correlation 1.0); a relevant hit does not
-        (an injection answering a prompt is no read that should make the entry hot)."""
+        recall_min_relevance cut-off), then, with `hot`, hot ones by weight, within `budget` tokens
+        (the model's tokenizer; the whole block: preamble, headings and fences included). A context
+        that names no topic ("hello", "thanks!", "take care": retrieval.prompts.is_everyday) loads
+        nothing at all, hot list included: only a start with no context lists the hot memories (the
+        prompt hook and MCP follow one rule). Each memory brings at most HIT_TOKENS of its body: a
+        relevant hit the part of its note the context asks about, a hot entry its opening. With a
+        `session_id`, an entry already loaded in that session is not loaded again. Loading a hot
+        entry counts as an access (correlation 1.0); a relevant hit does not (an injection
+        answering a prompt is no read that should make the entry hot)."""
         from memstrata.features import hook_sessions
         from memstrata.retrieval.prompts import has_topic, is_everyday
         from memstrata.scoring.weight import compute_weight
@@ -292,11 +218,15 @@ class Promotion:
             raise InvalidInput("budget must be a positive number of tokens")
         context = " ".join(str(context or "").split()) or None
         result = AutoloadResult(context=context, budget=budget)
-        already = hook_sessions.injected(self.root, session_id)
-        now = self.state.now()
         topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
         if context and not topic:
-            result.notes.append("the context names no topic: no relevant memories")
+            # a greeting passed as the task is no session start: it must not pull the hot notes
+            # (every note of a freshly adopted vault is hot) where the prompt hook injects nothing
+            result.notes.append("the context names no topic: nothing loaded (without a context, the recent "
+                                "and weighty memories are listed)")
+            return result
+        already = hook_sessions.injected(self.root, session_id)
+        now = self.state.now()
         if promote and topic:
             try:
                 result.promoted = self.promote(context)["promoted"]
@@ -338,29 +268,25 @@ class Promotion:
             return None
 
     def _fill(self, result: AutoloadResult, ranked, shared) -> None:
+        """Put the ranked memories into `result` while the whole block fits its budget: the preamble,
+        each section's heading and the promoted line are counted with the fenced memories."""
         from memstrata.retrieval.prompts import relevant_part
 
-        embedder = self.state.embedder
-        seen: set[str] = set()
-        used = 0
-        def cost_of(text: str) -> int:  # tokens, or characters / CHARS_PER_TOKEN if more
-            return max(embedder.count_tokens(text), -(-len(text) // CHARS_PER_TOKEN))
-
-        def header_cost(e, ref: str) -> int:
-            return cost_of(f"### {e.title[:TITLE_CHARS + 1]}\n`{ref}` · {e.tier} · {e.category} · 0000-00-00\n") + 2
-
-        missed = 0  # items in a row that did not fit
+        costs = Costs(self.state.embedder)
+        frame = costs.head() + (costs.of(promoted_line(result.promoted)) if result.promoted else 0)
+        headings = dict((section, costs.of(heading)) for section, heading in SECTIONS)
+        used, seen, missed = frame, set(), 0  # missed: items in a row that did not fit
         for item, section, score in ranked:
             ref = item.id if section == "relevant" else item.ref  # a hit's id is `path:...` already
             if ref in seen:
                 continue
             seen.add(ref)
-            if result.budget - used - header_cost(item, ref) < _MIN_BODY_TOKENS:  # as listed: no need to read it
+            opening = 0 if any(i.section == section for i in result.items) else headings[section]
+            if result.budget - used - opening < _MIN_BODY_TOKENS:  # as listed: no need to read it
                 missed += 1
                 if used >= result.budget or missed >= _MAX_MISSES:
                     break  # (nearly) full: the rest of a long hot list is not tried one by one
                 continue
-            missed = 0
             from_shared = shared is not None and (item.shared_root is not None if section == "relevant"
                                                   else bool(item.extra.get("_from_shared")))
             try:
@@ -369,26 +295,28 @@ class Promotion:
                 continue
             # what autoload hands out is shown text, redacted as recall's snippets are (retrieval.hits):
             # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list
-            title, cut = _cut_chars(redact(entry.title), TITLE_CHARS)
+            title, cut = cut_chars(redact(entry.title), TITLE_CHARS)
             entry = entry.copy(title=title + (" …" if cut else ""))
-            cost = header_cost(entry, ref)
-            room = result.budget - used - cost
-            if room < _MIN_BODY_TOKENS:
+            header = costs.header(entry, from_shared)
+            room = min(result.budget - used - opening, header + HIT_TOKENS)
+            if room - header < _MIN_BODY_TOKENS:
+                missed += 1
                 continue
             # before any cut, so a credential is never shortened past its rule into a visible prefix
             body = redact(without_note(entry.body).strip() or (entry.summary or ""))
-            partial = section == "relevant" and cost_of(body) > HIT_TOKENS
-            if partial:  # the part asked about; the note goes on (" …", and `mem read` has it all)
+            part = section == "relevant" and costs.of(body[:(HIT_TOKENS + 1) * CHARS_PER_TOKEN]) > HIT_TOKENS
+            if part:  # the part asked about; the note goes on (" …", and `mem read` has it all)
                 body = relevant_part(body, result.context or "", getattr(item, "snippet", None))
-                room = min(room, HIT_TOKENS)
-            body, cut = _cut_chars(body, room * CHARS_PER_TOKEN)
-            tokens = cost_of(body)
-            truncated = partial or cut or tokens > room
-            if tokens > room:
-                body = embedder.truncate_to_tokens(body, room)
-                tokens = cost_of(body)
-            result.items.append(AutoloadItem(entry, section, score, body, tokens + cost, truncated, from_shared))
-            used += tokens + cost
+            fitted = costs.fit(entry, body, from_shared, room, cut=part)
+            if fitted is None:
+                missed += 1
+                continue
+            missed = 0
+            body, truncated, cost = fitted
+            relevance = getattr(item, "relevance", None) if section == "relevant" else None
+            result.items.append(AutoloadItem(entry, section, score, body, cost, truncated, from_shared, relevance))
+            used += cost + opening
+        result.frame_tokens = frame + sum(headings[s] for s in {i.section for i in result.items})
 
     def _count_loads(self, entries: list[Entry]) -> None:
         """Routine loading is an access with context_correlation 1.0, in the access journal

@@ -1,0 +1,147 @@
+"""The autoload block as an agent receives it: fenced memories under one preamble, and what each part costs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memstrata import clock
+from memstrata.retrieval.fence import PREAMBLE, fence
+from memstrata.storage.entry import Entry
+
+# A memory brings at most this many tokens of its body: for a relevant hit, the part of the note
+# the context asks about (retrieval.prompts.relevant_part); for a hot entry, its opening. Never a
+# whole long note: `mem read` has the rest.
+HIT_TOKENS = 300
+# The budget bounds characters too: a 10 MB single word is a few tokens to WordPiece (one [UNK]
+# per capped word) but 10 MB to the agent's context. English runs ~4-5 characters a token.
+CHARS_PER_TOKEN = 8
+TITLE_CHARS = 200  # a header shows at most this much of a title (a hand-made file's title can be a 10 MB word)
+CUT_MARK = " …"
+
+HEAD = "\n".join(["# Memories for this session (memstrata)", "", PREAMBLE, ""])
+SECTIONS = (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty"))
+
+
+def cut_chars(text: str, limit: int) -> tuple[str, bool]:
+    """`text` within `limit` characters (cut at a character, never inside a surrogate pair, since str
+    indexes code points), and whether it was cut; the caller marks the cut (CUT_MARK)."""
+    return (text, False) if len(text) <= limit else (text[:max(0, limit)].rstrip(), True)
+
+
+def block(entry: Entry, text: str, truncated: bool, shared: bool) -> str:
+    """One memory as the agent sees it: its title, a line with its path, tier and date, and its text,
+    inside a `<memory id="...">` fence (the id `mem read` takes)."""
+    date = (clock.format_datetime(entry.updated or entry.created) or "")[:10]
+    origin = f" · shared by {entry.agent or 'another agent'}" if shared else ""
+    where = entry.path or entry.category  # the note's file: where `mem read` or an editor finds the rest
+    inner = "\n".join([f"### {entry.title}", f"{where} · {entry.tier} · {date}{origin}", "",
+                       text.strip() + (CUT_MARK if truncated else "")])
+    return fence(inner, entry.ref)
+
+
+@dataclass
+class AutoloadItem:
+    """One memory in the autoload block; `text` is the part of its body shown (before fencing)."""
+
+    entry: Entry
+    section: str  # "relevant" or "hot"
+    score: float
+    text: str
+    tokens: int  # what its fenced block costs in the budget
+    truncated: bool
+    shared: bool = False  # from the shared root (written by another agent)
+    relevance: float | None = None  # a relevant hit's calibrated relevance (recall's)
+
+    def fenced(self) -> str:
+        return block(self.entry, self.text, self.truncated, self.shared)
+
+    def to_dict(self) -> dict:
+        # `text` is the fenced block, never the bare note: an agent reading the JSON must see where
+        # stored text begins and ends as one reading `markdown` does (a note may hold instructions)
+        e = self.entry
+        return {"id": e.ref, "title": e.title, "category": e.category, "tier": e.tier, "section": self.section,
+                "date": clock.format_datetime(e.updated or e.created), "score": round(self.score, 4),
+                "relevance": None if self.relevance is None else round(self.relevance, 4),
+                "tokens": self.tokens, "truncated": self.truncated, "text": self.fenced(), "path": e.path,
+                "shared": self.shared, "agent": e.agent}
+
+
+@dataclass
+class AutoloadResult:
+    """What an agent should start with: a Markdown block within a token budget (all of it: the
+    preamble, headings and fences count, not only the memories' text)."""
+
+    context: str | None
+    budget: int
+    items: list[AutoloadItem] = field(default_factory=list)
+    promoted: list[dict] = field(default_factory=list)
+    strategy: str | None = None
+    notes: list[str] = field(default_factory=list)
+    frame_tokens: int = 0  # the preamble, section headings and promoted line, once there are items
+
+    @property
+    def tokens(self) -> int:
+        return (self.frame_tokens + sum(i.tokens for i in self.items)) if self.items else 0
+
+    def markdown(self) -> str:
+        if not self.items:
+            return ""
+        lines = [HEAD]
+        for section, heading in SECTIONS:
+            chosen = [i for i in self.items if i.section == section]
+            if chosen:
+                lines += [heading, ""] + [x for i in chosen for x in (i.fenced(), "")]
+        if self.promoted:
+            lines.append(promoted_line(self.promoted))
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_dict(self) -> dict:
+        return {"context": self.context, "budget": self.budget, "tokens": self.tokens, "strategy": self.strategy,
+                "promoted": self.promoted, "entries": [i.to_dict() for i in self.items], "notes": self.notes,
+                "markdown": self.markdown()}
+
+
+def promoted_line(promoted: list[dict]) -> str:
+    return "_Brought back to hot for this task: " + ", ".join(p["id"] for p in promoted) + "_"
+
+
+class Costs:
+    """What parts of the block cost in the budget: the larger of the model's tokens and the
+    characters / CHARS_PER_TOKEN, each part with the blank line that follows it."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+        self.special = embedder.count_tokens("")  # [CLS] and [SEP]: counted once for the block (HEAD), not per part
+
+    def of(self, text: str) -> int:
+        text += "\n\n"
+        return max(self.embedder.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
+
+    def head(self) -> int:
+        return self.of(HEAD) + self.special
+
+    def header(self, entry: Entry, shared: bool) -> int:
+        """What a memory's block costs with no text: its fence, title and id line."""
+        return self.of(block(entry, "", True, shared))
+
+    def fit(self, entry: Entry, text: str, shared: bool, cap: int, cut: bool) -> tuple[str, bool, int] | None:
+        """(text, truncated, cost of the fenced block) for the longest prefix of `text` whose block
+        costs at most `cap`, cut where a token ends; None when not even the header fits. What is
+        measured is the fenced (escaped) block: `&` `<` `>` cost more there than in the note."""
+        text, chars_cut = cut_chars(text, cap * CHARS_PER_TOKEN)  # a 10 MB note is not tokenized whole
+        whole = self.of(block(entry, text, cut or chars_cut, shared))
+        if whole <= cap:
+            return text, cut or chars_cut, whole
+        keep = cap - self.header(entry, shared)
+        if keep <= 0:
+            return None
+        text, _ = cut_chars(text, keep * CHARS_PER_TOKEN)
+        while keep > 0:
+            text = self.embedder.truncate_to_tokens(text, keep)
+            cost = self.of(block(entry, text, True, shared))
+            if cost <= cap:
+                return text, True, cost
+            # escaped characters (`&` is `&amp;`) cost more in the block than in the note: cut deeper
+            over = cost - cap
+            text, _ = cut_chars(text, len(text) * max(0, keep - over) // keep)
+            keep -= over
+        return None
