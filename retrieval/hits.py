@@ -1,9 +1,11 @@
 """Recall results: one hit per entry (id, title, score, snippet, signals) and the answer's strategy."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 SNIPPET_CHARS = 300
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}\s+\S")
 
 
 def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
@@ -25,12 +27,17 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
     first, newline, rest = text.partition("\n")
     if title and newline and first.strip() == title.strip() and rest.strip():
         text = rest  # the title line chunking.entry_text put in front (a body that starts with its title stays whole)
-    best, best_n = "", -1
-    for s in sentences(text):
+    units = sentences(text)
+    headings = {s for line in text.splitlines() if _HEADING_LINE.match(line) for s in sentences(line)}
+    best, best_n, at = "", -1, 0
+    for n_unit, s in enumerate(units):
         low = s.lower()
         n = sum(1 for t in terms if t in low)
         if n > best_n:
-            best, best_n = s, n
+            best, best_n, at = s, n, n_unit
+    if best in headings:  # a bare heading ("Setup") says where, not what: the text under it goes with it
+        after = next((s for s in units[at + 1:] if s not in headings), None)
+        best = f"{best}: {after}" if after else next((s for s in units if s not in headings), best)
     # never show a credential: a file the guard never saw (hand-made, pulled) or saw in warn mode
     from memstrata.storage.secrets import redact
 

@@ -90,17 +90,21 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 def parts(body: str) -> list[str]:
     """A note's parts: its sections (a Markdown heading and what follows it up to the next one;
-    a '#' line inside a code fence is no heading), or its paragraphs when it has no heading."""
+    a '#' line inside a code fence is no heading), or its paragraphs when it has no heading. A
+    heading with no text of its own ("## Setup" right above "### Linux") heads the next section:
+    a part always carries text, never a bare heading."""
     sections, current, fenced = [], [], False
     for line in (body or "").splitlines():
         if _FENCE.match(line):
             fenced = not fenced
-        elif not fenced and _HEADING.match(line) and any(x.strip() for x in current):
+        elif not fenced and _HEADING.match(line) and any(x.strip() and not _HEADING.match(x) for x in current):
             sections.append("\n".join(current).strip())
             current = []
         current.append(line)
-    if any(x.strip() for x in current):
+    if any(x.strip() and not _HEADING.match(x) for x in current) or not sections:
         sections.append("\n".join(current).strip())
+    elif any(x.strip() for x in current):  # headings closing the note, with no text under them
+        sections[-1] += "\n\n" + "\n".join(current).strip()
     if len(sections) > 1:
         return sections
     return [p.strip() for p in re.split(r"\n\s*\n", body or "") if p.strip()] or [body or ""]
