@@ -6,14 +6,14 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
+from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECTIONS, TITLE_CHARS, AutoloadItem,
+                                               AutoloadResult, Costs, cut_chars, promoted_line)
 from memstrata.features.compression import without_note
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
 from memstrata.storage.secrets import redact
-from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECTIONS, TITLE_CHARS,  # noqa: F401
-                                               AutoloadItem, AutoloadResult, Costs, cut_chars, promoted_line)
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
 _MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
