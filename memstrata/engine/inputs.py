@@ -77,11 +77,11 @@ def clean_tags(tags, what: str = "tags") -> list[str]:
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, (list, tuple, set, frozenset)):
-        raise InvalidInput(f"{what} must be a list of strings, not {type(tags).__name__}")
+        raise InvalidInput(f"{what} must be a list of strings, not {_kind(tags)}")
     out: list[str] = []
     for tag in tags:
         if isinstance(tag, bool) or not isinstance(tag, (str, int, float)):
-            raise InvalidInput(f"{what} must be strings, not {type(tag).__name__}")
+            raise InvalidInput(f"{what} must be strings, not {_kind(tag)}")
         text = str(tag)
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in text.replace("\t", "").replace("\n", "")):
             raise InvalidInput(f"{what} may not hold control characters (NUL included)")
@@ -91,6 +91,19 @@ def clean_tags(tags, what: str = "tags") -> list[str]:
             if part and part not in out:
                 out.append(part)
     return out
+
+
+def _kind(value) -> str:
+    """What a value is, in the words of JSON and YAML (a JSONL row or a frontmatter list names it so)."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a mapping (an object)"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "a list"
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def clean_importance(value) -> tuple[float, bool]:

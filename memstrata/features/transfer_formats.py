@@ -126,7 +126,14 @@ def entry_from_record(record: dict, now) -> Entry:
     key = "mem-id" if "mem-id" in frontmatter else "id"  # exported from an adopted vault (storage/layout.py)
     entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"), id_key=key)
     entry.title = clean_title(entry.title or None, body)
-    entry.tags = clean_tags(entry.tags)
+    # tags and links as the row gives them, by the rule of a write (clean_tags): strings or numbers;
+    # an object, a nested list or a boolean refuses the row (a tag "{'a': 1}" would be no one's tag)
+    for field_name, spellings in (("tags", ("tags", "tag")), ("related", ("related",))):
+        given = next((name for name in spellings if name in record), spellings[0])  # as the codec: tags before tag
+        raw = record.get(given)
+        # a line of words is split as in a file's frontmatter (codec); a list is taken item by item
+        setattr(entry, field_name, clean_tags(getattr(entry, field_name) if isinstance(raw, str) else raw,
+                                              f'"{given}"'))
     raw_id = record.get(key)
     if raw_id not in (None, "") and not valid_id(str(raw_id)):
         raise InvalidInput(f"id {raw_id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
@@ -169,9 +176,9 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
     with open(source, "rb") as handle:
         for number, raw in enumerate(handle, 1):
             try:
-                line = raw.decode("utf-8").strip()
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()  # a BOM opens a file, no row
             except UnicodeDecodeError:
-                report.error(number, "not UTF-8")
+                report.error(number, "not UTF-8" + (" (UTF-16?)" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else ""))
                 continue
             if not line:
                 continue
