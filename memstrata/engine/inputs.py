@@ -33,16 +33,30 @@ def clean_body(body, end_line: bool = True) -> str:
     if body is None:
         return ""
     if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput("body is not UTF-8 text (binary data cannot be stored as a memory)") from None
+        body = decoded(body, "body")
     body = str(body)
     if "\x00" in body:
         raise InvalidInput("body contains NUL bytes (binary data cannot be stored as a memory)")
     require_encodable(body, "body")
     body = body.replace("\r\n", "\n")
     return body if not end_line or not body or body.endswith("\n") else body + "\n"
+
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def decoded(data: bytes, what: str) -> str:
+    """Bytes given as a text (a file, stdin) as text: UTF-8, its byte order mark dropped, or UTF-16
+    when a byte order mark says so (Windows editors save so); anything else is refused by name."""
+    if data.startswith(_UTF16_MARKS) and not data.startswith(b"\xff\xfe\x00\x00"):  # not UTF-32
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{what} is not UTF-8 text (binary data cannot be stored as a memory)") from None
 
 
 def require_encodable(text: str, what: str) -> None:

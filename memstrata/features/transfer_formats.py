@@ -174,11 +174,14 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
     seen: dict[str, int] = {}
     titles: dict[str, int] = {}
     with open(source, "rb") as handle:
+        if handle.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # each of its lines would be refused: say it once
+            raise InvalidInput(f"{source} is UTF-16 text; a JSONL file is UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)")
+        handle.seek(0)
         for number, raw in enumerate(handle, 1):
             try:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()  # a BOM opens a file, no row
             except UnicodeDecodeError:
-                report.error(number, "not UTF-8" + (" (UTF-16?)" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else ""))
+                report.error(number, "not UTF-8")
                 continue
             if not line:
                 continue

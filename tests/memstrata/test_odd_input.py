@@ -38,6 +38,10 @@ def test_yaml_scalars_in_tags_are_read_as_the_text_their_owner_typed():
     assert entry.tags == ["1", "true", "2.5", "2024-05-01", "x", "y"]  # no "True", no "{'a': 1}"
     assert codec.entry_from_frontmatter({"tags": False}, "b").tags == ["false"]
     assert codec.entry_from_frontmatter({"related": [7, "[[Other]]"]}, "b").related == ["7", "[[Other]]"]
+    from memstrata.retrieval import names
+
+    odd = codec.entry_from_frontmatter({"aliases": [1, {"b": 2}, True, "DHCP"], "alias": {"x": 1}}, "b")
+    assert names.aliases(odd) == ["1", "true", "DHCP"]
 
 
 def test_a_note_tagged_with_a_number_and_a_boolean_is_found_by_them_and_never_rewritten(tmp_path, clock, embedder):
@@ -123,3 +127,33 @@ def test_mem_update_from_the_shell_keeps_a_crlf_note_crlf(tmp_path, clock, embed
     assert done.returncode == 0, done.stderr
     raw = note.read_bytes()
     assert raw.count(b"\n") == raw.count(b"\r\n"), raw
+
+
+# -- 4. tutorial notes are found; a real-looking key is named, not silently dropped ---------------
+def test_tutorial_notes_are_indexed_and_a_note_with_a_real_looking_key_is_named(tmp_path, clock, embedder):
+    import random
+    import string
+
+    vault = tmp_path / "vault"
+    (vault / "Network").mkdir(parents=True)
+    (vault / "Network/Guacamole.md").write_text(  # as in the zettel corpus: a config example
+        "Guacamole user mapping for the remote desktop gateway.\n\n```\n<authorize\n"
+        '        username="someguacuser"\n        password="THEENCRYPTEDPASSWORDFROMABOVE"\n'
+        '        encoding="md5">\n```\n')
+    (vault / "Network/OSINT.md").write_text(  # an image pasted from Word, as in the zettel corpus
+        "Google dorking finds exposed spreadsheets with filetype operators.\n\n"
+        "![](file:///C:/Users/Digit/AppData/Local/Temp/lu17828v2iv72.tmp/lu17828v2ivyj_tmp_42a7b30a34862fd4.png)\n")
+    key = "AK" + "IA" + "".join(random.Random(5).choice(string.ascii_uppercase + string.digits) for _ in range(16))
+    (vault / "Network/Keys.md").write_text(f"The deploy user of the backup bucket uses {key} for uploads.\n")
+    done = mem(vault, "init", "--adopt")
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "credential" in line]
+    assert warned == ["warning: Network/Keys.md: possible credential (AWS access key at body line 1, column 44): "
+                      "not indexed or shown until it is taken out of the file"], done.stderr
+    m = Memory(vault, embedder=embedder)
+    assert m.recall("guacamole user mapping").results[0].path == "Network/Guacamole.md"
+    assert m.recall("google dorking filetype").results[0].path == "Network/OSINT.md"
+    doctor = mem(vault, "doctor", "--json")
+    found = [(f["kind"], f.get("path")) for f in json.loads(doctor.stdout)["findings"]]
+    assert found == [("secret", "Network/Keys.md")], doctor.stdout
+    assert key not in doctor.stdout + doctor.stderr + done.stderr
