@@ -30,7 +30,10 @@ def parse_datetime(value) -> datetime:
         raise InvalidInput(f"not a date: {value!r}")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    try:
+        return dt.astimezone(timezone.utc)
+    except OverflowError:  # 9999-12-31T23:59:59-23:59, 0001-01-01T00:00:00+14:00: no UTC moment
+        raise InvalidInput(f"not a date: {value!r} (out of range once in UTC)") from None
 
 
 _LOOSE_FORMATS = (
