@@ -67,7 +67,8 @@ def format_datetime(dt: datetime | None) -> str | None:
     """Canonical text form written to frontmatter: ISO 8601, UTC, seconds, trailing Z."""
     if dt is None:
         return None
-    return parse_datetime(dt).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime("%Y"): glibc writes the year 1 as "1", which reads back as no date
+    return parse_datetime(dt).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 def days_between(earlier: datetime, later: datetime) -> float:

@@ -68,7 +68,7 @@ def _as_int(value, default: int) -> int:
         return default
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # `version: .inf`, a JSON 1e400: no count
         return default
 
 

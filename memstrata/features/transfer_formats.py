@@ -110,10 +110,14 @@ def write_sidecar(root: Path, name: str, text: str) -> None:
 
 def entry_from_record(record: dict, now) -> Entry:
     """An Entry from one JSONL record (either vocabulary; unknown keys kept as frontmatter)."""
-    from memstrata.engine.inputs import clean_body, clean_tags, clean_title
+    from memstrata.engine.inputs import clean_body, clean_tags, clean_title, kind_of
 
     if not isinstance(record, dict):
         raise InvalidInput("a line must be a JSON object")
+    for name in ("title", "category"):  # a name or a folder; an object would become its Python spelling
+        value = record.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+            raise InvalidInput(f'"{name}" must be a string, not {kind_of(value)}')
     body = next((record[k] for k in ("body", "content", "text") if record.get(k) is not None), "")
     if not isinstance(body, str):
         body = json.dumps(body, ensure_ascii=False) if not isinstance(body, (int, float)) else str(body)
@@ -189,6 +193,9 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 report.error(number, f"not JSON ({exc.msg})")
+                continue
+            except RecursionError:  # `[[[[...` thousands deep: the parser gives up, the row is refused
+                report.error(number, "nested too deeply to read as JSON")
                 continue
             try:
                 entry = entry_from_record(record, now)
