@@ -7,6 +7,9 @@ from datetime import date, datetime, timedelta, timezone
 from memstrata.storage.errors import InvalidInput
 
 
+MIN_TIMESTAMP = 100_000_000  # 1973-03-03: a smaller number in a date field is no Unix time
+
+
 def parse_datetime(value) -> datetime:
     """Parse an ISO 8601 date or datetime (or a datetime/date object) into an aware UTC datetime."""
     if isinstance(value, datetime):
@@ -14,6 +17,8 @@ def parse_datetime(value) -> datetime:
     elif isinstance(value, date):
         dt = datetime(value.year, value.month, value.day)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not value >= MIN_TIMESTAMP:  # `expires: 1`, `created: 2024`: a count or a year, not seconds since 1970
+            raise InvalidInput(f"not a date: {value!r} (a number is a date only as seconds since 1970, from 1973 on)")
         try:
             dt = datetime.fromtimestamp(value, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):

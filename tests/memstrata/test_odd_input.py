@@ -158,3 +158,88 @@ def test_tutorial_notes_are_indexed_and_a_note_with_a_real_looking_key_is_named(
     found = [(f["kind"], f.get("path")) for f in json.loads(doctor.stdout)["findings"]]
     assert found == [("secret", "Network/Keys.md")], doctor.stdout
     assert key not in doctor.stdout + doctor.stderr + done.stderr
+
+
+# -- 5. hostile input at write, import and adopt -------------------------------------------------
+def test_text_given_by_file_or_stdin_is_read_by_its_byte_order_mark_and_never_past_16_mb(tmp_path):
+    from memstrata.cli.output import read_body
+
+    (tmp_path / "bom.txt").write_bytes("\ufeffA note saved by Notepad.\n".encode("utf-8"))
+    (tmp_path / "utf16.txt").write_bytes("A note saved as UTF-16.\n".encode("utf-16"))
+    (tmp_path / "latin1.txt").write_bytes("Caf\xe9\n".encode("latin-1"))
+    assert read_body(None, str(tmp_path / "bom.txt")) == "A note saved by Notepad.\n"
+    assert read_body(None, str(tmp_path / "utf16.txt")) == "A note saved as UTF-16.\n"
+    with pytest.raises(InvalidInput, match="latin1.txt is not UTF-8 text"):
+        read_body(None, str(tmp_path / "latin1.txt"))
+    with pytest.raises(InvalidInput, match="/dev/zero holds more than 16 MB"):
+        read_body(None, "/dev/zero")  # an endless file: refused, not read into memory
+
+
+def test_a_title_with_control_characters_is_refused_and_a_derived_one_drops_them(tmp_path, clock, embedder):
+    m = Memory(tmp_path / "r", embedder=embedder)
+    m.init()
+    with pytest.raises(InvalidInput, match="control characters"):
+        m.write("Deploys run at noon.", title="Deploy \x1b[31mtime", category="ops")
+    written = m.write("\x1b]52;c;aGk=\x07Deploys run at noon.\n", category="ops")
+    assert m.read(written.id).title == "]52;c;aGk=Deploys run at noon."  # no ESC or BEL left to obey
+
+
+def test_hostile_jsonl_rows_are_refused_by_line_and_odd_values_read_back(tmp_path, clock, embedder):
+    rows = ["\ufeff" + json.dumps({"title": "first", "body": "The first row, after a byte order mark."}),
+            '{"title": "deep", "body": "x", "extra": ' + "[" * 5000 + "]" * 5000 + "}",
+            json.dumps({"title": {"a": 1}, "body": "A title that is an object."}),
+            json.dumps({"title": "folders", "body": "A category that is a list.", "category": ["a", "b"]}),
+            '{"title": "counts", "body": "Counts of infinity.", "version": 1e400, "access_count": 1e400}',
+            json.dumps({"title": "old", "body": "Written in the year one.", "created": "0001-01-01T00:00:00Z"})]
+    source = tmp_path / "rows.jsonl"
+    source.write_bytes("\n".join(rows).encode("utf-8") + b"\n")
+    m = Memory(tmp_path / "r", embedder=embedder)
+    m.init()
+    report = m.import_jsonl(source)
+    errors = {e["line"]: e["error"] for e in report["errors"]}
+    assert errors == {2: "nested too deeply to read as JSON", 3: '"title" must be a string, not a mapping (an object)',
+                      4: '"category" must be a string, not a list'}, report
+    by_title = {e.title: e for e in m.list()}
+    assert set(by_title) == {"first", "counts", "old"}
+    assert by_title["counts"].version == 1 and by_title["counts"].access_count == 0
+    old = m.read(by_title["old"].id)
+    assert old.created.year == 1  # written zero-padded: it reads back
+    utf16 = tmp_path / "utf16.jsonl"
+    utf16.write_bytes((json.dumps({"body": "x"}) + "\n").encode("utf-16"))
+    with pytest.raises(InvalidInput, match="UTF-16 text; a JSONL file is UTF-8"):
+        m.import_jsonl(utf16)
+
+
+def test_adopted_notes_with_odd_dates_are_read_and_kept_and_unreadable_ones_named(tmp_path, clock, embedder):
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    odd = {  # YAML cannot build these dates, or they are no dates: the note is read, the date is none
+        "Notes/zero.md": "---\nupdated: 0000-00-00\nexpires: 2024-02-30\n---\nThe zero date note about rsync.\n",
+        "Notes/one.md": "---\nexpires: 1\ncreated: 0001-01-01 00:00:00 +14:00\n---\nThe backup runs at night.\n",
+        "Notes/late.md": "---\nlast_access: 9999-12-31T23:59:59-23:59\n---\nA note from the end of time.\n",
+    }
+    unreadable = {
+        "Notes/list.md": "---\n- a\n- b\n---\nA list for frontmatter.\n",
+        "Notes/laughs.md": "---\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)) + "---\nha\n",
+    }
+    for rel, text in {**odd, **unreadable}.items():
+        (vault / rel).write_text(text)
+        (vault / rel).chmod(0o644)
+    (vault / "Notes/latin1.md").write_bytes("Caf\xe9 notes.\n".encode("latin-1"))
+    done = mem(vault, "init", "--adopt")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    for rel in [*unreadable, "Notes/latin1.md"]:
+        assert any(line.startswith(f"warning: not adopted: {rel} (unreadable: ") for line in done.stderr.splitlines()), rel
+        if rel in unreadable:
+            assert (vault / rel).read_text() == unreadable[rel]
+    m = Memory(vault, embedder=embedder)
+    for rel in odd:
+        entry = m.read(rel)
+        assert entry.id and (vault / rel).read_text().endswith(odd[rel].split("---\n", 1)[1]), rel
+    assert m.read("Notes/one.md").expires is None
+    m.maintain()
+    assert (vault / "Notes/one.md").exists()  # `expires: 1` is no date in 1970: never sent to the trash
+    m.update("Notes/zero.md", "The zero date note, rewritten.\n")
+    assert (vault / "Notes/zero.md").stat().st_mode & 0o777 == 0o644  # the owner's permissions stay
+    assert "updated: 0000-00-00\n" in (vault / "Notes/zero.md").read_text()
