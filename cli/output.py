@@ -154,9 +154,9 @@ def read_body(body: str | None, file: str | None, allow_empty: bool = False) -> 
     from memstrata.engine.inputs import MAX_BODY_BYTES, decoded
     from memstrata.errors import InvalidInput
 
-    # past the largest body a memory may have (twice that: UTF-16 halves), nothing is read on
-    # (`--file /dev/zero` or an endless pipe would fill the memory first)
-    most = 2 * MAX_BODY_BYTES
+    # far past the largest body a memory may have, nothing is read on (`--file /dev/zero` or an
+    # endless pipe would fill the memory first); below it, the size limit's own message says more
+    most = 8 * MAX_BODY_BYTES
     if file is not None:
         if body not in (None, "-"):
             raise InvalidInput("give the body as an argument or with --file, not both")
@@ -174,6 +174,6 @@ def read_body(body: str | None, file: str | None, allow_empty: bool = False) -> 
         return body
     if len(data) > most:
         raise InvalidInput(f"{source} holds more than {most // (1024 * 1024)} MB; a memory holds at most "
-                           f"{MAX_BODY_BYTES // (1024 * 1024)} MB (max_entry_bytes)")
+                           f"{MAX_BODY_BYTES // (1024 * 1024)} MB (max_entry_bytes in config.md)")
     return decoded(data, source)
 

@@ -56,16 +56,15 @@ _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def decoded(data: bytes, what: str) -> str:
-    """Bytes given as a text (a file, stdin) as text: UTF-8, its byte order mark dropped, or UTF-16
-    when a byte order mark says so (Windows editors save so); anything else is refused by name."""
-    if data.startswith(_UTF16_MARKS) and not data.startswith(b"\xff\xfe\x00\x00"):  # not UTF-32
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            pass
+    """Bytes given as a text (a file, stdin) as text: UTF-8, its byte order mark dropped (Notepad
+    writes one); anything else is refused by name, UTF-16 with the way to convert it (two bytes
+    that look like its mark also open binary data, so it is never guessed)."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
+        if data.startswith(_UTF16_MARKS):
+            raise InvalidInput(f"{what} is not UTF-8 text: it starts as UTF-16 does "
+                               f"(iconv -f UTF-16 -t UTF-8 converts it)") from None
         raise InvalidInput(f"{what} is not UTF-8 text (binary data cannot be stored as a memory)") from None
 
 

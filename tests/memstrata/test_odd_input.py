@@ -161,17 +161,18 @@ def test_tutorial_notes_are_indexed_and_a_note_with_a_real_looking_key_is_named(
 
 
 # -- 5. hostile input at write, import and adopt -------------------------------------------------
-def test_text_given_by_file_or_stdin_is_read_by_its_byte_order_mark_and_never_past_16_mb(tmp_path):
+def test_text_given_by_file_or_stdin_drops_a_byte_order_mark_and_is_never_read_past_64_mb(tmp_path):
     from memstrata.cli.output import read_body
 
     (tmp_path / "bom.txt").write_bytes("\ufeffA note saved by Notepad.\n".encode("utf-8"))
     (tmp_path / "utf16.txt").write_bytes("A note saved as UTF-16.\n".encode("utf-16"))
     (tmp_path / "latin1.txt").write_bytes("Caf\xe9\n".encode("latin-1"))
     assert read_body(None, str(tmp_path / "bom.txt")) == "A note saved by Notepad.\n"
-    assert read_body(None, str(tmp_path / "utf16.txt")) == "A note saved as UTF-16.\n"
+    with pytest.raises(InvalidInput, match="utf16.txt is not UTF-8 text: it starts as UTF-16 does"):
+        read_body(None, str(tmp_path / "utf16.txt"))
     with pytest.raises(InvalidInput, match="latin1.txt is not UTF-8 text"):
         read_body(None, str(tmp_path / "latin1.txt"))
-    with pytest.raises(InvalidInput, match="/dev/zero holds more than 16 MB"):
+    with pytest.raises(InvalidInput, match="/dev/zero holds more than 64 MB"):
         read_body(None, "/dev/zero")  # an endless file: refused, not read into memory
 
 
