@@ -151,27 +151,29 @@ def memory(root: str | None):
 
 def read_body(body: str | None, file: str | None, allow_empty: bool = False) -> str | None:
     """A body from the argument, from --file, or from stdin when the argument is '-'."""
+    from memstrata.engine.inputs import MAX_BODY_BYTES, decoded
     from memstrata.errors import InvalidInput
 
+    # far past the largest body a memory may have, nothing is read on (`--file /dev/zero` or an
+    # endless pipe would fill the memory first); below it, the size limit's own message says more
+    most = 8 * MAX_BODY_BYTES
     if file is not None:
         if body not in (None, "-"):
             raise InvalidInput("give the body as an argument or with --file, not both")
         try:
             with open(file, "rb") as handle:
-                data = handle.read()
+                data = handle.read(most + 1)
         except OSError as exc:
             raise InvalidInput(f"cannot read {file}: {exc.strerror}") from None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{file} is not UTF-8 text") from None
-    if body == "-":
-        data = sys.stdin.buffer.read()
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput("stdin is not UTF-8 text") from None
-    if body is None and not allow_empty:
-        raise InvalidInput("give a body: an argument, '-' for stdin, or --file F")
-    return body
+        source = str(file)
+    elif body == "-":
+        data, source = sys.stdin.buffer.read(most + 1), "stdin"
+    else:
+        if body is None and not allow_empty:
+            raise InvalidInput("give a body: an argument, '-' for stdin, or --file F")
+        return body
+    if len(data) > most:
+        raise InvalidInput(f"{source} holds more than {most // (1024 * 1024)} MB; a memory holds at most "
+                           f"{MAX_BODY_BYTES // (1024 * 1024)} MB (max_entry_bytes in config.md)")
+    return decoded(data, source)
 

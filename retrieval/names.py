@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from memstrata.storage import codec
 from memstrata.storage.entry import Entry
 
 # The line the aliases take in a note's indexed text, right under the title: the words of the
@@ -22,9 +23,10 @@ def aliases(entry: Entry) -> list[str]:
     found: list[str] = []
     for key in _KEYS:
         value = entry.extra.get(key)
-        items = value if isinstance(value, (list, tuple)) else str(value).split(",") if value else []
+        items = value if isinstance(value, (list, tuple)) else value.split(",") if isinstance(value, str) else [value]
         for item in items:
-            name = " ".join(str(item).split()) if item is not None else ""
+            text = codec.scalar_text(item)  # `1`, `true` as written; a mapping is no name
+            name = " ".join(text.split()) if text is not None else ""
             if name and name.lower() != (entry.title or "").strip().lower() and name not in found:
                 found.append(name)
     return found

@@ -7,6 +7,9 @@ from datetime import date, datetime, timedelta, timezone
 from memstrata.storage.errors import InvalidInput
 
 
+MIN_TIMESTAMP = 100_000_000  # 1973-03-03: a smaller number in a date field is no Unix time
+
+
 def parse_datetime(value) -> datetime:
     """Parse an ISO 8601 date or datetime (or a datetime/date object) into an aware UTC datetime."""
     if isinstance(value, datetime):
@@ -14,6 +17,8 @@ def parse_datetime(value) -> datetime:
     elif isinstance(value, date):
         dt = datetime(value.year, value.month, value.day)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not value >= MIN_TIMESTAMP:  # `expires: 1`, `created: 2024`: a count or a year, not seconds since 1970
+            raise InvalidInput(f"not a date: {value!r} (a number is a date only as seconds since 1970, from 1973 on)")
         try:
             dt = datetime.fromtimestamp(value, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):
@@ -30,7 +35,10 @@ def parse_datetime(value) -> datetime:
         raise InvalidInput(f"not a date: {value!r}")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    try:
+        return dt.astimezone(timezone.utc)
+    except OverflowError:  # 9999-12-31T23:59:59-23:59, 0001-01-01T00:00:00+14:00: no UTC moment
+        raise InvalidInput(f"not a date: {value!r} (out of range once in UTC)") from None
 
 
 _LOOSE_FORMATS = (
@@ -64,7 +72,8 @@ def format_datetime(dt: datetime | None) -> str | None:
     """Canonical text form written to frontmatter: ISO 8601, UTC, seconds, trailing Z."""
     if dt is None:
         return None
-    return parse_datetime(dt).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime("%Y"): glibc writes the year 1 as "1", which reads back as no date
+    return parse_datetime(dt).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 def days_between(earlier: datetime, later: datetime) -> float:

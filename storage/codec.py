@@ -68,7 +68,7 @@ def _as_int(value, default: int) -> int:
         return default
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # `version: .inf`, a JSON 1e400: no count
         return default
 
 
@@ -82,15 +82,38 @@ def _as_float(value, default: float | None) -> float | None:
     return default if math.isnan(number) else number
 
 
+def scalar_text(value) -> str | None:
+    """A YAML scalar as the text it was written as (`true`, `1`, `2024-05-01`), so a tag or link a
+    note gives as a number, boolean or date is the word its owner typed; None for a mapping or list."""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # YAML 1.1 also reads yes/on as true: they come back as "true"
+    if isinstance(value, datetime):
+        return format_datetime(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
 def _as_list(value) -> list[str]:
+    """Tags or related links of a hand-made file: a comma- or space-separated line, or a list whose
+    scalars are read as their text (scalar_text); nested lists are flattened, mappings and nulls
+    (no tag a person could type in `-t`) are left out."""
     if value is None or value == "":
         return []
     if isinstance(value, str):
         parts = value.replace("，", ",").split(",") if ("," in value or "，" in value) else value.split()
         return [p.strip().lstrip("#") for p in parts if p.strip().lstrip("#")]
     if isinstance(value, (list, tuple, set)):
-        return [str(v).strip() for v in value if v is not None and str(v).strip()]
-    return [str(value)]
+        out: list[str] = []
+        for item in value:
+            for text in (_as_list(item) if isinstance(item, (list, tuple, set)) else [scalar_text(item)]):
+                if text is not None and text.strip() and text.strip() not in out:
+                    out.append(text.strip())
+        return out
+    text = scalar_text(value)
+    return [text] if text is not None and text.strip() else []
 
 
 def _as_date(value) -> datetime | None:

@@ -26,6 +26,20 @@ _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumperBase = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+class _Loader(_SafeLoader):
+    """The safe loader, with a date YAML cannot build (`0000-00-00`, `2024-02-30`) read as the text it is."""
+
+
+def _lenient_timestamp(loader, node):
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError):  # one odd date must not make the whole note unreadable
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _lenient_timestamp)
+
+
 class EntryDumper(_SafeDumperBase):
     """The YAML dumper of the tree's frontmatter (its strings and block mappings as the tree writes them)."""
 
@@ -76,7 +90,7 @@ def _load_yaml(raw: str) -> dict:
     if len(raw) > MAX_FRONTMATTER_BYTES // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
         raise CorruptEntry(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KB")
     try:
-        data = yaml.load(raw, Loader=_SafeLoader) if raw.strip() else {}
+        data = yaml.load(raw, Loader=_Loader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""

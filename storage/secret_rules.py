@@ -16,6 +16,8 @@ class Rule:
     # lower-case strings one of which every match holds: a text holding none is not searched
     # (a `in` test is a fast scan; forty regular expressions over 1 MB are not)
     hints: tuple[str, ...] = ()
+    # a token of this format that is a documentation example or a placeholder (is_example) is no finding
+    examples: bool = False
 
 
 # --- validators -------------------------------------------------------------------------
@@ -36,10 +38,15 @@ _PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", 
 _PLACEHOLDER_RE = re.compile(r"<[^<>]*>|^[A-Za-z_][\w.]*\s*[(\[]")
 
 
+# A value in capitals that spells what it stands for (`password="THEENCRYPTEDPASSWORDFROMABOVE"`,
+# `YOURSECRETTOKEN`): how tutorials mark the slot to fill. Letters only, so `HUNTER2` still counts.
+_SHOUTED_SLOT = re.compile(r"[A-Z]*(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY)[A-Z]*")
+
+
 def _is_placeholder(value: str) -> bool:
     v = value.strip()
     low = v.lower()
-    if not v or low in _PLACEHOLDER_WORDS:
+    if not v or low in _PLACEHOLDER_WORDS or _SHOUTED_SLOT.fullmatch(v):
         return True
     if len(set(low)) <= 2:  # "*****", "xxxxxx", "......", "abab"
         return True
@@ -50,6 +57,28 @@ def _is_placeholder(value: str) -> bool:
     if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", v):  # ENV_VAR_NAME reference
         return True
     return False
+
+
+# Tokens published as examples in providers' own documentation (AWS's are caught by "EXAMPLE"):
+# the jwt.io sample, Stripe's documented test key.
+_DOCUMENTED_EXAMPLES = frozenset((
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+))
+# Words and runs a generated key never holds (a random 40-character key holds a given 4-letter run
+# with odds near 1 in 300,000): tutorials and docs fill a key's shape with them.
+_EXAMPLE_MARKERS = ("example", "xxxx", "your", "placeholder", "redacted", "dummy", "fake", "sample",
+                    "replace", "notreal", "not-a-real", "not_a_real", "12345678", "abcdefgh")
+_SAME_CHAR_RUN = re.compile(r"(.)\1{7}")  # `ghp_00000000...`: 8 alike (hex keys: 1 in 4 million)
+
+
+def is_example(token: str) -> bool:
+    """Whether a key-shaped token is a documentation example or a placeholder (`AKIAIOSFODNN7EXAMPLE`,
+    `ghp_xxxxxxxx...`, `sk-your-key-here...`, the jwt.io sample), not a credential someone was given."""
+    low = token.lower()
+    return (token in _DOCUMENTED_EXAMPLES or any(marker in low for marker in _EXAMPLE_MARKERS)
+            or _SAME_CHAR_RUN.search(token) is not None)
 
 
 def _classes(s: str) -> set[str]:
@@ -192,7 +221,18 @@ _ASSIGNMENT = (
 
 
 def _r(id_: str, kind: str, pattern: str, validate=None, flags: int = 0) -> Rule:
-    return Rule(id_, kind, re.compile(pattern, flags), validate, _HINTS.get(id_, ()))
+    return Rule(id_, kind, re.compile(pattern, flags), validate, _HINTS.get(id_, ()), id_ in _TOKEN_RULES)
+
+
+# Rules whose whole match is one key-shaped token (not `key = value`, a URL, a command line or a key
+# block, which judge their value by _is_placeholder or not at all): their examples are no finding.
+_TOKEN_RULES = frozenset((
+    "aws_access_key", "aws_secret_key", "github_token", "gitlab_token", "slack_webhook", "slack_token",
+    "shopify_token", "digitalocean_token", "docker_token", "mailgun_key", "age_secret_key", "discord_webhook",
+    "stripe_key", "stripe_webhook_secret", "anthropic_key", "openai_key", "google_api_key",
+    "google_oauth_secret", "twilio_api_key", "twilio_auth_token", "sendgrid_key", "npm_token", "pypi_token",
+    "huggingface_token", "telegram_bot_token", "azure_storage_key", "jwt", "bearer_token", "high_entropy",
+))
 
 
 _CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin",

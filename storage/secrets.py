@@ -48,7 +48,12 @@ Decisions (kept deliberately conservative about prose):
 - Placeholders never fire: ``<password>``, ``***``, ``xxxx``, ``...``, ``changeme``,
   ``password``, ``example``, ``your_api_key``, ``[REDACTED]``, ``${DB_PASSWORD}``,
   ``{password}``, ``%(pw)s``, ``os.environ[...]``, ``ALL_CAPS_ENV_NAMES`` and the like.
-  ``changeme`` counts as a placeholder: it is the conventional "replace me" value.
+  ``changeme`` counts as a placeholder: it is the conventional "replace me" value; so does a
+  value in capitals spelling its slot (``THEENCRYPTEDPASSWORDFROMABOVE``).
+- Documentation examples in a key's shape never fire either (``AKIAIOSFODNN7EXAMPLE``,
+  ``ghp_xxxx...``, the jwt.io token: ``secret_rules.is_example``), and hold their place so
+  no later rule reads their pieces as keys. Paths in ``file://`` URLs are exempt from the
+  entropy rule as web URLs are.
 - High-entropy tokens: runs of 32+ characters of ``[A-Za-z0-9+/_=-]`` that contain
   lower case, upper case and digits and whose Shannon entropy is at least 4.0 bits per
   character (random base64 of that length scores ~4.6-5.0; English CamelCase stays well
@@ -73,7 +78,7 @@ from typing import Mapping
 
 from memstrata.storage.errors import InvalidInput, SecretDetected
 from memstrata.storage.public_data import public_spans
-from memstrata.storage.secret_rules import KINDS, RULES, Rule
+from memstrata.storage.secret_rules import KINDS, RULES, Rule, is_example
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
            "scan_entry", "redact"]
@@ -96,7 +101,8 @@ class Finding:
     def to_dict(self) -> dict:
         return asdict(self)
 
-_URL = re.compile(r"https?://[^\s<>\"'`)\]]+", re.IGNORECASE)
+# a web or file URL: its paths are no token (`file:///C:/Users/Digit/AppData/Local/Temp/lu17828v2iv72.tmp`)
+_URL = re.compile(r"(?:https?|file)://[^\s<>\"'`)\]]+", re.IGNORECASE)
 _DATA_URI = re.compile(r"base64,[A-Za-z0-9+/=]+")
 
 
@@ -140,8 +146,9 @@ def _spans(text: str) -> list[tuple[int, int, Rule]]:
             if i < len(starts) and starts[i] < e:      # the next span starts inside this one
                 continue
             starts.insert(i, s)
-            accepted.insert(i, (s, e, rule))
-    return accepted
+            # a documented example holds its place (None) so no later rule reads its pieces as a key
+            accepted.insert(i, (s, e, None if rule.examples and is_example(m.group(0)) else rule))
+    return [span for span in accepted if span[2] is not None]
 
 
 REDACTED = "[redacted]"

@@ -21,6 +21,7 @@ from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.holders import keeper_first
+from memstrata.storage.line_ends import file_line_end, with_line_ends
 from memstrata.storage.paths import category_of, inside_root, validate_category
 from memstrata.storage.safe_io import is_regular_file
 
@@ -258,8 +259,8 @@ class Entries:
         with self.state.lock():
             current = self.resolve(ref)
             changed = current.copy(updated=self.state.now())
-            if new_body is not None:
-                changed.body = new_body
+            if new_body is not None:  # in the file's own line ends (a CRLF note stays CRLF throughout)
+                changed.body = with_line_ends(new_body, file_line_end(self.root / current.path))
             if title is not None:
                 changed.title = clean_title(title, changed.body)
             if tags is not None:

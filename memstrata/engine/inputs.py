@@ -1,26 +1,36 @@
 """Input cleaning shared by every way in (write, update, import, daily notes): titles, bodies, tags, ids."""
 from __future__ import annotations
 
+import re
+
 from memstrata.errors import InvalidInput
 from memstrata.storage.entry import ID_PATTERN, require_id, valid_id  # noqa: F401 - the one id rule, shared
 
 MAX_TITLE_CHARS = 300
 
 
+# Control characters (C0, DEL, C1) other than the spaces a title's words are split on: listed in a
+# terminal, `\x1b[...` in a title would repaint it (and ESC ] 52 could set the clipboard).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def clean_title(title: str | None, body: str) -> str:
-    """A one-line title: the given one, else the body's first line; refused when there is neither."""
+    """A one-line title: the given one, else the body's first line (its control characters dropped);
+    refused when there is neither, or when the given one holds a control character."""
     text = title if title is not None else ""
     text = " ".join(str(text).split())
+    if "\x00" in text:
+        raise InvalidInput("title contains a NUL byte")
+    if _CONTROL.search(text):
+        raise InvalidInput("title may not hold control characters (such as ESC: a terminal listing it would obey them)")
     if not text:
         for line in body.splitlines():
-            line = line.strip().lstrip("#").strip()
+            line = " ".join(_CONTROL.sub("", line).split()).lstrip("#").strip()
             if line:
                 text = line
                 break
     if not text:
         raise InvalidInput("an entry needs a title or a non-empty body")
-    if "\x00" in text:
-        raise InvalidInput("title contains a NUL byte")
     require_encodable(text, "title")
     if len(text) > MAX_TITLE_CHARS:
         text = text[: MAX_TITLE_CHARS - 1].rstrip() + "…"
@@ -33,16 +43,29 @@ def clean_body(body, end_line: bool = True) -> str:
     if body is None:
         return ""
     if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput("body is not UTF-8 text (binary data cannot be stored as a memory)") from None
+        body = decoded(body, "body")
     body = str(body)
     if "\x00" in body:
         raise InvalidInput("body contains NUL bytes (binary data cannot be stored as a memory)")
     require_encodable(body, "body")
     body = body.replace("\r\n", "\n")
     return body if not end_line or not body or body.endswith("\n") else body + "\n"
+
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def decoded(data: bytes, what: str) -> str:
+    """Bytes given as a text (a file, stdin) as text: UTF-8, its byte order mark dropped (Notepad
+    writes one); anything else is refused by name, UTF-16 with the way to convert it (two bytes
+    that look like its mark also open binary data, so it is never guessed)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        if data.startswith(_UTF16_MARKS):
+            raise InvalidInput(f"{what} is not UTF-8 text: it starts as UTF-16 does "
+                               f"(iconv -f UTF-16 -t UTF-8 converts it)") from None
+        raise InvalidInput(f"{what} is not UTF-8 text (binary data cannot be stored as a memory)") from None
 
 
 def require_encodable(text: str, what: str) -> None:
@@ -77,11 +100,11 @@ def clean_tags(tags, what: str = "tags") -> list[str]:
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, (list, tuple, set, frozenset)):
-        raise InvalidInput(f"{what} must be a list of strings, not {type(tags).__name__}")
+        raise InvalidInput(f"{what} must be a list of strings, not {kind_of(tags)}")
     out: list[str] = []
     for tag in tags:
         if isinstance(tag, bool) or not isinstance(tag, (str, int, float)):
-            raise InvalidInput(f"{what} must be strings, not {type(tag).__name__}")
+            raise InvalidInput(f"{what} must be strings, not {kind_of(tag)}")
         text = str(tag)
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in text.replace("\t", "").replace("\n", "")):
             raise InvalidInput(f"{what} may not hold control characters (NUL included)")
@@ -91,6 +114,19 @@ def clean_tags(tags, what: str = "tags") -> list[str]:
             if part and part not in out:
                 out.append(part)
     return out
+
+
+def kind_of(value) -> str:
+    """What a value is, in the words of JSON and YAML (a JSONL row or a frontmatter list names it so)."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a mapping (an object)"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "a list"
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def clean_importance(value) -> tuple[float, bool]:

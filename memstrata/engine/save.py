@@ -142,7 +142,9 @@ class SavePath:
             if not vault or old_path != entry.path or old_bytes != text.encode("utf-8"):
                 # a vault's note given only a fresh id (doctor --fix of a template's copy) keeps its time: aging reads it
                 kept = os.stat(target) if vault and old_path == entry.path and _only_id_changed(entry, previous) else None
-                atomic_write_text(target, text, root=root,  # a vault's note with the same bytes is left be
+                # a vault's note keeps its owner's permissions (the engine's own files are private)
+                mode = os.stat(target).st_mode & 0o777 if vault and old_bytes is not None else None
+                atomic_write_text(target, text, root=root, mode=mode,  # a vault's note with the same bytes is left be
                                   times_ns=(kept.st_atime_ns, kept.st_mtime_ns) if kept else None)
             if indexes.listing_changed(entry, previous):
                 categories.append(entry.category)

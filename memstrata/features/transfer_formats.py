@@ -110,10 +110,14 @@ def write_sidecar(root: Path, name: str, text: str) -> None:
 
 def entry_from_record(record: dict, now) -> Entry:
     """An Entry from one JSONL record (either vocabulary; unknown keys kept as frontmatter)."""
-    from memstrata.engine.inputs import clean_body, clean_tags, clean_title
+    from memstrata.engine.inputs import clean_body, clean_tags, clean_title, kind_of
 
     if not isinstance(record, dict):
         raise InvalidInput("a line must be a JSON object")
+    for name in ("title", "category"):  # a name or a folder; an object would become its Python spelling
+        value = record.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+            raise InvalidInput(f'"{name}" must be a string, not {kind_of(value)}')
     body = next((record[k] for k in ("body", "content", "text") if record.get(k) is not None), "")
     if not isinstance(body, str):
         body = json.dumps(body, ensure_ascii=False) if not isinstance(body, (int, float)) else str(body)
@@ -126,7 +130,14 @@ def entry_from_record(record: dict, now) -> Entry:
     key = "mem-id" if "mem-id" in frontmatter else "id"  # exported from an adopted vault (storage/layout.py)
     entry = codec.entry_from_frontmatter(frontmatter, body, category=str(category), path=record.get("path"), id_key=key)
     entry.title = clean_title(entry.title or None, body)
-    entry.tags = clean_tags(entry.tags)
+    # tags and links as the row gives them, by the rule of a write (clean_tags): strings or numbers;
+    # an object, a nested list or a boolean refuses the row (a tag "{'a': 1}" would be no one's tag)
+    for field_name, spellings in (("tags", ("tags", "tag")), ("related", ("related",))):
+        given = next((name for name in spellings if name in record), spellings[0])  # as the codec: tags before tag
+        raw = record.get(given)
+        # a line of words is split as in a file's frontmatter (codec); a list is taken item by item
+        setattr(entry, field_name, clean_tags(getattr(entry, field_name) if isinstance(raw, str) else raw,
+                                              f'"{given}"'))
     raw_id = record.get(key)
     if raw_id not in (None, "") and not valid_id(str(raw_id)):
         raise InvalidInput(f"id {raw_id!r} may only hold letters, digits, '.', '_' and '-' (max 64)")
@@ -167,9 +178,12 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
     seen: dict[str, int] = {}
     titles: dict[str, int] = {}
     with open(source, "rb") as handle:
+        if handle.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # each of its lines would be refused: say it once
+            raise InvalidInput(f"{source} is UTF-16 text; a JSONL file is UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)")
+        handle.seek(0)
         for number, raw in enumerate(handle, 1):
             try:
-                line = raw.decode("utf-8").strip()
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()  # a BOM opens a file, no row
             except UnicodeDecodeError:
                 report.error(number, "not UTF-8")
                 continue
@@ -179,6 +193,9 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 report.error(number, f"not JSON ({exc.msg})")
+                continue
+            except RecursionError:  # `[[[[...` thousands deep: the parser gives up, the row is refused
+                report.error(number, "nested too deeply to read as JSON")
                 continue
             try:
                 entry = entry_from_record(record, now)

@@ -49,7 +49,7 @@ def test_a_peer_cannot_disarm_the_secret_guard_or_break_the_tree(tmp_path, embed
     again = Memory(tmp_path / "a", embedder=embedder)
     assert again.settings.secrets == "refuse" and again.settings.hot_days == 5  # the harmless change applies
     with pytest.raises(SecretDetected):
-        again.write("aws key AKIAIOSFODNN7EXAMPLE", title="creds", category="ops")
+        again.write("aws key " + "AK" + "IA" + "Q3EGRB7ZNX5LMW2P", title="creds", category="ops")  # real-looking: a documented example passes
     assert again.recall("when does the backup run?").results  # still works: model and limits as before
     # what this machine pushed back is what the remote holds now: nobody trades the setting back and forth
     subprocess.run(["git", "clone", "-q", str(tmp_path / "r.git"), str(tmp_path / "look")], check=True)
