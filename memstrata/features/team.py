@@ -146,16 +146,31 @@ class TeamSync:
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
         committed_entries = result.pop("_committed_entries", False)
-        if index and (committed_entries or any(is_entry_path_in(self.root, p) for p in pulled)):
-            # entries pulled, or changed here outside the engine (a hand edit, a new note) and committed
-            # in this round: the index ends in step with the tree (was: only after a pull of entries,
-            # so a round that pulled none left a hand edit stale until a plain `mem sync`)
+        if index and (committed_entries or any(is_entry_path_in(self.root, p) for p in pulled)
+                      or self._index_behind()):
+            # entries pulled, changed here outside the engine (a hand edit, a new note) and committed in
+            # this round, or the index behind the tree all the same (a sync killed after its push, before
+            # it indexed; a hand edit committed with plain `git commit`): the index ends in step with the
+            # tree, whatever this round had to commit or pull
             result["index"] = self.recall.sync()  # only files changed since the last sync are read
         folder = layout.at(self.root, versions.VERSIONS_DIR) + "/"  # a vault's `.memstrata/versions/`
         kept = {p[len(folder):].split("/")[0] for p in pulled if p.startswith(folder) and "/" in p[len(folder):]}
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
+
+    def _index_behind(self) -> bool:
+        """Whether the tree holds a note without an id or the index misses a change of the tree
+        (looked at without loading the model: only files whose size/mtime changed are read)."""
+        from memstrata.retrieval.sync import behind
+
+        catalog = self.state.catalog
+        catalog.refresh()
+        if catalog.unidentified():
+            return True
+        index = self.state.vector_index()
+        index.refresh()
+        return behind(index)
 
     def _use_limits(self) -> None:
         """The network timeouts of this tree's settings."""
