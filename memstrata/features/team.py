@@ -14,7 +14,7 @@ from memstrata.features.team_merge import resolve_all
 from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
-from memstrata.storage import codec, journal, layout, trash, tree, versions
+from memstrata.storage import codec, journal, journal_compact, layout, trash, tree, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.paths import category_of
@@ -205,6 +205,8 @@ class TeamSync:
         `.access/<machine>.log`, so the other machines count them after they pull."""
         git = self.git
         result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
+        if journal_compact.due(self.root, machine):  # a vault's reads are never folded: its file keeps growing
+            result["journal_compacted"] = journal_compact.compact(self.root, machine, self.state.now())
         self._note_sharing_problem(result)
         if not layout.is_adopted(self.root):  # nothing at a vault's top: .git/info/attributes holds the line
             ensure_attributes(self.root)
