@@ -160,14 +160,11 @@ class TeamSync:
         return result
 
     def _index_behind(self) -> bool:
-        """Whether the tree holds a note without an id or the index misses a change of the tree
-        (looked at without loading the model: only files whose size/mtime changed are read)."""
+        """Whether the index misses a change of the tree, looked at without loading the model (only
+        files whose size/mtime differ from their rows are read). Notes without an id got theirs
+        before this round's commit (`_give_ids`)."""
         from memstrata.retrieval.sync import behind
 
-        catalog = self.state.catalog
-        catalog.refresh()
-        if catalog.unidentified():
-            return True
         index = self.state.vector_index()
         index.refresh()
         return behind(index)
