@@ -163,11 +163,15 @@ class TeamSync:
         """Whether the index misses a change of the tree, looked at without loading the model (only
         files whose size/mtime differ from their rows are read). Notes without an id got theirs
         before this round's commit (`_give_ids`)."""
+        from memstrata.engine.index import INDEX_FAILURES
         from memstrata.retrieval.sync import behind
 
-        index = self.state.vector_index()
-        index.refresh()
-        return behind(index)
+        try:
+            index = self.state.vector_index()
+            index.refresh()
+            return behind(index)
+        except INDEX_FAILURES:  # a damaged table: the sync says what it can do about it
+            return True
 
     def _use_limits(self) -> None:
         """The network timeouts of this tree's settings."""
