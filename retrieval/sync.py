@@ -102,6 +102,15 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
     return out
 
 
+def behind(index: VectorIndex) -> bool:
+    """Whether the table misses something of the tree (an entry file added, changed or removed
+    since it was indexed, or no table while the tree holds entries), found without the model:
+    only files whose size/mtime differ from their rows are read."""
+    if not index.exists():
+        return any(True for _ in iter_entry_files(index.root))
+    return not plan(index).empty
+
+
 def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> SyncPlan:
     """`plan` for a known set of changed files: the same decisions, O(changed)."""
     frame = index.frame() if index.exists() else None

@@ -19,25 +19,31 @@ MAX_READS_PER_DAY = 50
 class Access:
     """Accesses of one entry not yet in its file: the last one, how many, the last correlation given.
 
-    `count` is every journal line; `per_day` ((machine, UTC day) -> lines), when the journal
-    gives it, is what `counted` caps."""
+    `count` is every read the journal lines hold; `per_day` ((machine, UTC day) -> lines), when the
+    journal gives it, is what `counted` caps; `settled` are the reads of compacted lines (one line for
+    many past reads, storage/journal_compact.py), capped when they were compacted."""
 
     last: datetime
     count: int = 0
     correlation: float | None = None
     per_day: dict = field(default_factory=dict)
+    settled: int = 0
 
-    def add(self, machine: str, when: datetime) -> None:
-        """One more journal line of `machine` at `when` (the count and the day it falls on)."""
+    def add(self, machine: str, when: datetime, settled: int | None = None) -> None:
+        """One more journal line of `machine` at `when` (the count and the day it falls on); a
+        compacted line's `settled` reads, already capped, are counted as they are."""
+        if settled is not None:
+            self.settled += settled
+            return
         day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
         self.per_day[(machine, day)] = self.per_day.get((machine, day), 0) + 1
 
     @property
     def counted(self) -> int:
-        """The reads that count: at most MAX_READS_PER_DAY per machine and day."""
-        if not self.per_day:
+        """The reads that count: at most MAX_READS_PER_DAY per machine and day (compacted ones as they are)."""
+        if not self.per_day and not self.settled:
             return self.count
-        return sum(min(n, MAX_READS_PER_DAY) for n in self.per_day.values())
+        return sum(min(n, MAX_READS_PER_DAY) for n in self.per_day.values()) + self.settled
 
     def seen(self, entry: Entry) -> Entry:
         """`entry` with these accesses counted (dates and count only: what a read shows)."""
@@ -52,7 +58,7 @@ def folded(entry: Entry, access: Access, now, settings) -> Entry:
     """`entry` as `mem maintain` writes it once its journaled accesses are folded in (an access
     dated after `now`, from a wrong clock or a planted line, counts as `now`)."""
     if now is not None and access.last > now:
-        access = Access(now, access.count, access.correlation, access.per_day)
+        access = Access(now, access.count, access.correlation, access.per_day, access.settled)
     after = access.seen(entry)  # the tier is left to `mem maintain`'s plan (scoring.lifecycle.tier_now): one rule
     after.weight = round(weight.compute_weight(after, now), 4)
     return after

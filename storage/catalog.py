@@ -38,6 +38,10 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
 """ + holders.TABLE + ";"
+# A vault note's own `id:` (the user's key beside `mem-id:`) as text, what a reference is compared with.
+OWN_ID = "CAST(json_extract(meta, '$.id') AS TEXT)"
+# Made on open when missing (a catalog of this schema version made before it is kept: its holders stay).
+_OWN_ID_INDEX = f"CREATE INDEX IF NOT EXISTS entries_own_id ON entries({OWN_ID})"
 
 
 @dataclass
@@ -227,6 +231,14 @@ class Catalog:
             self._parsed[path] = cached
         return cached[1].copy() if copy else cached[1]
 
+    def paths_of_own_id(self, own_id: str) -> list[str]:
+        """Paths of the vault notes whose own `id:` (a key of the user's, beside the engine's `mem-id:`)
+        reads `own_id`; none in a tree made by `mem init`, where `id:` is the engine's."""
+        if not self.vault:
+            return []
+        return [r[0] for r in self._conn.execute(
+            f"SELECT path FROM entries WHERE meta IS NOT NULL AND {OWN_ID} = ? ORDER BY path", (own_id,))]
+
     def ids(self) -> list[str]:
         """The ids of all parseable entries."""
         return [r[0] for r in self._conn.execute("SELECT id FROM entries WHERE meta IS NOT NULL AND id IS NOT NULL")]
@@ -288,6 +300,7 @@ def _open(path) -> sqlite3.Connection:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             _migrate(conn)
         conn.execute("SELECT count(*) FROM entries").fetchone()
+        _add_own_id_index(conn)
     except BaseException:
         conn.close()
         raise
@@ -316,6 +329,17 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _add_own_id_index(conn: sqlite3.Connection) -> None:
+    """The index of the notes' own ids, when the catalog has none yet; a disk that takes no writes
+    leaves the lookup without it (a scan of the rows)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'entries_own_id'").fetchone():
+        return
+    try:
+        conn.execute(_OWN_ID_INDEX)
+    except sqlite3.OperationalError:
+        pass
 
 
 def _row(rel: str, entry: Entry, st) -> tuple:

@@ -35,23 +35,24 @@ from memstrata.scoring.access import Access
 from memstrata.storage import layout
 from memstrata.storage.atomic import fsync_dir
 from memstrata.storage.entry import valid_id
+# re-exported: the journal's files are read with these (storage/fold_plan.py reads them from here)
+from memstrata.storage.line_files import CHUNK, MAX_LINE_BYTES, open_file, stream_lines  # noqa: F401
 from memstrata.storage.safe_io import check_write_target, is_regular_file
 
 JOURNAL_DIR = ".access"  # tracked: the lines team sync published, every machine's file
 PENDING_DIR = ".cache/access"  # git-ignored: this copy's accesses not yet published or folded
-_SUFFIX = ".log"
+LOG_SUFFIX = ".log"
 TAKEN = ".taken"  # taken by a fold
 MOVING = ".moving"  # taken by a publish
 _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
-_MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
+MOVED_MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
 _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
 # Distinct machines whose reads of one entry count on one UTC day: the per machine and day cap
 # (scoring.access) does not bound how many machine files a pulled commit can plant. This copy's
 # own files are read first, so its reads always count.
 MAX_MACHINES_PER_DAY = 8
-MAX_LINE_BYTES = 4096  # a longer line is no journal line (a planted file is skipped line by line)
-CHUNK = 1 << 20
+MAX_SETTLED = 10**9  # reads one compacted line may carry (a larger number is no journal line)
 
 
 def machine_name(name: str | None = None) -> str:
@@ -89,7 +90,7 @@ def append(root: Path, accesses: list[tuple[str, datetime, float | None]]) -> bo
     lines = "".join(_line(entry_id, when, corr) for entry_id, when, corr in accesses if valid_id(entry_id))
     if not lines:
         return True
-    return _append_to(root, PENDING_DIR, f"{machine_name()}{_SUFFIX}", lines.encode("utf-8"))
+    return _append_to(root, PENDING_DIR, f"{machine_name()}{LOG_SUFFIX}", lines.encode("utf-8"))
 
 
 def _append_to(root: Path, rel: str, name: str, data: bytes, sync: bool = False) -> bool:
@@ -146,7 +147,7 @@ def clamp_time(when: datetime, now: datetime | None) -> datetime:
 def read(root: Path, now: datetime | None = None) -> dict[str, Access]:
     """Every access not yet folded, per entry id (pending and tracked files, every machine's);
     times after `now` count as `now`."""
-    return _parse_files(_files(root), now)
+    return parse_files(_files(root), now)
 
 
 def days(root: Path, today: date | None = None) -> set[date]:
@@ -177,46 +178,8 @@ def files_in(folder: Path | None, suffixes: tuple[str, ...]) -> list[Path]:
 
 def _files(root: Path) -> list[Path]:
     """The journal's regular files: the pending ones, then the tracked ones (real folders only)."""
-    pending = files_in(real_folder(root, PENDING_DIR, create=False), (_SUFFIX, TAKEN, MOVING))
-    return pending + files_in(real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, TAKEN))
-
-
-def open_file(path: Path) -> int | None:
-    """A read descriptor of a regular file (never through a symlink, never a FIFO), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
-
-
-def stream_lines(fd: int):
-    """The lines (without their newline) of an open file, read a chunk at a time; a line longer
-    than MAX_LINE_BYTES is skipped whole, so a file of any size costs little memory."""
-    rest, skipping = b"", False
-    try:
-        while True:
-            chunk = os.read(fd, CHUNK)
-            if not chunk:
-                break
-            parts = (rest + chunk).split(b"\n")
-            rest = parts.pop()
-            for part in parts:
-                if not skipping and len(part) <= MAX_LINE_BYTES:
-                    yield part.decode("utf-8", "replace")
-                skipping = False
-            if len(rest) > MAX_LINE_BYTES:
-                rest, skipping = b"", True
-    finally:
-        os.close(fd)
-    if rest and not skipping:
-        yield rest.decode("utf-8", "replace")  # a torn last line: _well_formed judges it
+    pending = files_in(real_folder(root, PENDING_DIR, create=False), (LOG_SUFFIX, TAKEN, MOVING))
+    return pending + files_in(real_folder(root, JOURNAL_DIR, create=False), (LOG_SUFFIX, TAKEN))
 
 
 def _file_lines(path: Path):
@@ -225,40 +188,43 @@ def _file_lines(path: Path):
     return stream_lines(fd) if fd is not None else iter(())
 
 
-def _token(path: Path) -> str:
+def moving_token(path: Path) -> str:
     """The publish token in a `*.<token>.moving` name."""
     return path.name[:-len(MOVING)].rsplit(".", 1)[-1]
 
 
 def _lines(files: list[Path]):
-    """(timestamp, entry id, correlation text) of every well-formed journal line of `files`;
+    """(time, id, correlation text, reads of a compacted line or None, machine) of every journal line of `files`;
     torn or foreign lines and unreadable files are skipped, and so is a file a publish had
     already appended to a tracked file (its marker is there) when it stopped."""
     published: set[str] = set()
     moving = [p for p in files if p.name.endswith(MOVING)]
     for path in [p for p in files if not p.name.endswith(MOVING)] + moving:
-        if path.name.endswith(MOVING) and _token(path) in published:
+        if path.name.endswith(MOVING) and moving_token(path) in published:
             continue
         for line in _file_lines(path):
             if moving and line.startswith("# moved "):  # only a stopped publish leaves one: markers count then
-                published.update(_MARK.findall(line))
+                published.update(MOVED_MARK.findall(line))
                 continue
             parts = well_formed_line(line)
             if parts is not None:
-                yield (*parts, _machine_of(path))
+                yield (*parts[:3], int(parts[3]) if len(parts) == 4 else None, _machine_of(path))
 
 
 def _machine_of(path: Path) -> str:
     """The machine whose reads a journal file holds (`<machine>.log`, also once taken or moving)."""
     name = path.name.removeprefix("shared-")
-    return name[:-len(_SUFFIX)] if name.endswith(_SUFFIX) else name.rsplit(_SUFFIX + ".", 1)[0]
+    return name[:-len(LOG_SUFFIX)] if name.endswith(LOG_SUFFIX) else name.rsplit(LOG_SUFFIX + ".", 1)[0]
 
 
-def well_formed_line(line: str) -> tuple[str, str, str] | None:
-    """(time, id, correlation) of a journal line, or None when it is no journal line."""
-    parts = line.split("\t")
+def well_formed_line(line: str) -> tuple[str, ...] | None:
+    """(time, id, correlation[, reads]) of a journal line, or None when it is no journal line. The
+    fourth field is a compacted line's (storage/journal_compact.py): that many reads, the last at `time`."""
+    parts = tuple(line.split("\t"))
     if len(parts) == 3 and valid_id(parts[1]):
-        return parts[0], parts[1], parts[2]
+        return parts
+    if len(parts) == 4 and valid_id(parts[1]) and parts[3].isdigit() and 0 < int(parts[3]) <= MAX_SETTLED:
+        return parts
     return None
 
 
@@ -269,11 +235,16 @@ def _well_formed(lines):
             yield parts
 
 
-def _parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Access]:
+def parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Access]:
     """Accesses per id; with `now`, a line dated later (a wrong clock, a planted line) counts as `now`."""
+    return parse_lines(_lines(files), now)
+
+
+def parse_lines(items, now: datetime | None = None) -> dict[str, Access]:
+    """`parse_files` of (time, id, correlation, reads or None, machine) items, as `_lines` gives them."""
     out: dict[str, Access] = {}
     machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
-    for stamp, entry_id, corr_text, machine in _lines(files):
+    for stamp, entry_id, corr_text, reads, machine in items:
         try:
             when = clamp_time(parse_datetime(stamp), now)
             corr = None if corr_text == "-" else float(corr_text)
@@ -287,13 +258,13 @@ def _parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Ac
             counted.add(machine)
         seen = out.get(entry_id)
         if seen is None:
-            seen = out[entry_id] = Access(when, 1, corr)
+            seen = out[entry_id] = Access(when, reads or 1, corr)
         else:
-            seen.count += 1
+            seen.count += reads or 1
             if when >= seen.last:
                 seen.last = when
                 seen.correlation = corr if corr is not None else seen.correlation
-        seen.add(machine, when)  # what counts is capped per machine and day (scoring.access)
+        seen.add(machine, when, settled=reads)  # capped per machine and day, but a compacted line's reads
     return out
 
 
@@ -339,7 +310,7 @@ def take(root: Path, machine: str | None = None, now: datetime | None = None) ->
         if target is not None:
             taken.append(target)
     taken = [p for p in taken if _readable(p)]  # one that cannot be read now stays, for the next fold
-    return _parse_files(taken, now), taken
+    return parse_files(taken, now), taken
 
 
 def _drop_dead_temps(pending: Path) -> None:
@@ -372,15 +343,15 @@ def _readable(path: Path) -> bool:
 
 def _own_files(root: Path, pending: Path | None, machine: str | None) -> list[Path]:
     """The journal files a fold on this copy takes: the pending ones and this machine's tracked log."""
-    own = f"{machine_name(machine)}{_SUFFIX}"
-    tracked = [p for p in files_in(real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX, TAKEN))
+    own = f"{machine_name(machine)}{LOG_SUFFIX}"
+    tracked = [p for p in files_in(real_folder(root, JOURNAL_DIR, create=False), (LOG_SUFFIX, TAKEN))
                if p.name == own or (p.name.startswith(own + ".") and p.name.endswith(TAKEN))]
-    return files_in(pending, (_SUFFIX, TAKEN, MOVING)) + tracked
+    return files_in(pending, (LOG_SUFFIX, TAKEN, MOVING)) + tracked
 
 
 def to_fold(root: Path, machine: str | None = None) -> dict[str, Access]:
     """What a fold on this copy would take (`take`'s accesses), read without moving anything."""
-    return _parse_files(_own_files(root, real_folder(root, PENDING_DIR, create=False), machine))
+    return parse_files(_own_files(root, real_folder(root, PENDING_DIR, create=False), machine))
 
 
 def release(taken: list[Path]) -> None:
@@ -420,10 +391,10 @@ def publish(root: Path, machine: str) -> int:
     if pending is None:
         return 0
     moving = files_in(pending, (MOVING,))  # left by a publish that stopped: are its lines in already?
-    tracked = files_in(real_folder(root, JOURNAL_DIR, create=False), (_SUFFIX,)) if moving else []
+    tracked = files_in(real_folder(root, JOURNAL_DIR, create=False), (LOG_SUFFIX,)) if moving else []
     published = {token for path in tracked for line in _file_lines(path) if line.startswith("# moved ")
-                 for token in _MARK.findall(line)}
-    for path in files_in(pending, (_SUFFIX,)):
+                 for token in MOVED_MARK.findall(line)}
+    for path in files_in(pending, (LOG_SUFFIX,)):
         target = _take_file(path, path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(6)}{MOVING}"))
         if target is not None:
             moving.append(target)
@@ -431,7 +402,7 @@ def publish(root: Path, machine: str) -> int:
         fsync_dir(pending)  # the renames reach the disk before the lines are appended elsewhere
     moved = 0
     for path in moving:
-        token, fd = _token(path), open_file(path)
+        token, fd = moving_token(path), open_file(path)
         if fd is None:
             continue  # unreadable now: stays pending
         lines = ["\t".join(parts) + "\n" for parts in _well_formed(stream_lines(fd))]
@@ -439,7 +410,7 @@ def publish(root: Path, machine: str) -> int:
             lines = []
         if lines:
             block = "".join(lines) + f"# moved {token}\n"
-            if not _append_to(root, JOURNAL_DIR, f"{machine_name(machine)}{_SUFFIX}", block.encode("utf-8"),
+            if not _append_to(root, JOURNAL_DIR, f"{machine_name(machine)}{LOG_SUFFIX}", block.encode("utf-8"),
                               sync=True):
                 continue  # stays pending: counted by readers, moved by the next publish
             moved += len(lines)

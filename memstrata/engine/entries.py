@@ -17,16 +17,10 @@ from memstrata.errors import InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
 from memstrata.storage import indexes, journal, layout, trash, tree
-from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
-from memstrata.storage.holders import keeper_first
 from memstrata.storage.line_ends import file_line_end, with_line_ends
-from memstrata.storage.paths import category_of, inside_root, validate_category
-from memstrata.storage.safe_io import is_regular_file
-
-
-MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
+from memstrata.storage.paths import category_of, validate_category
 
 
 class Entries:
@@ -73,50 +67,11 @@ class Entries:
 
     # -- finding entries ----------------------------------------------------------------
     def resolve(self, ref: str) -> Entry:
-        """Find an entry by id or by path relative to the root; NotFound if there is none."""
-        ref = str(ref or "").strip()
-        if not ref:
-            raise InvalidInput("give an entry id or a path relative to the root")
-        tree.require_initialised(self.root)
-        if ref.startswith("path:"):  # how recall names a hand-made file `mem sync` has not given an id yet
-            ref = ref[len("path:"):]
-        if "/" in ref or ref.endswith(".md"):
-            path = inside_root(self.root, ref)
-            rel = path.relative_to(self.root).as_posix()
-            if not is_entry_path_in(self.root, rel) or not is_regular_file(path):
-                raise NotFound(f"no entry at {ref}")
-            return read_entry_file(self.root, rel)  # a read never writes: an id comes by sync, maintain or a write
-        if not valid_id(ref):
-            raise InvalidInput(f"{ref!r} is not an entry id")
-        for attempt in range(2):
-            holders = []
-            for rel in self.state.catalog.paths_of(ref):
-                if is_regular_file(self.root / rel):
-                    entry = read_entry_file(self.root, rel)
-                    if entry.id == ref:
-                        holders.append(entry)
-            if holders:  # several files with one id (a copy): the one the doctor lets keep it
-                return keeper_first(self.root, holders, self.state.catalog.first_seen(ref))[0]
-            if attempt == 0:
-                self.state.catalog.refresh()
-        if len(ref) >= MIN_ID_PREFIX:  # a unique prefix, like git's
-            found = self.state.catalog.ids_starting(ref)
-            if len(found) == 1:
-                return self.resolve(found[0])
-            if found:
-                raise InvalidInput(f"{ref} is the start of several ids ({', '.join(found)} ...); give more of it")
-        try:
-            trashed = trash.find(self.root, ref)
-        except InvalidInput as exc:  # a prefix of several trashed ids: say so, with the way back
-            raise NotFound(f"no entry with id {ref} in the tree; {exc.message} (`mem trash list`, `mem restore ID`)")
-        except (NotFound, OSError):
-            trashed = None
-        if trashed is not None:
-            raise NotFound(f"{ref} is in the trash ({trashed.title or trashed.trashed_from}): "
-                           f"`mem restore {trashed.id}` brings it back")
-        if len(ref) < MIN_ID_PREFIX:
-            raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
-        raise NotFound(f"no entry with id {ref}")
+        """Find an entry by path relative to the root, id, a vault note's own `id:` or a unique id
+        prefix (memstrata/engine/refs.py); NotFound if there is none."""
+        from memstrata.engine import refs
+
+        return refs.resolve(self.state, ref)
 
     def read(self, ref: str, *, count_access: bool = True) -> Entry:
         """An entry with its body, as the access journal sees it; counts as an access unless told

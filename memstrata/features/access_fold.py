@@ -14,7 +14,7 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
 from memstrata.scoring.access import fold_record, fold_saved, folded
-from memstrata.storage import codec, fold_plan, journal
+from memstrata.storage import codec, fold_plan, journal, journal_compact
 
 FOLD_BATCH = 256  # entries whose accesses are folded per save
 
@@ -74,6 +74,17 @@ class AccessFold:
             journal.release(taken)
             fold_plan.remove_plan(plan)
         return len(changes)
+
+    def compact_journal(self) -> dict | None:
+        """An adopted vault's reads stay in the journal: its pending lines go into this machine's
+        tracked file and that file's past days become one line per entry (storage/journal_compact.py).
+        Other trees fold their own journal into the entries (`fold_accesses`) and need no compaction."""
+        if not self.state.vault:
+            return None
+        machine = self.machine()
+        with self.state.lock():
+            journal.publish(self.state.root, machine or journal.machine_name())
+            return journal_compact.compact(self.state.root, machine, self.state.now())
 
     def _settle_stopped_folds(self) -> None:
         """Each plan a stopped fold left: drop from its taken files the lines of the entries it

@@ -138,6 +138,7 @@ class Aging:
         if not dry_run:
             with self.state.lock():
                 usage.record(self.root, days, self.folds.machine())  # the name its journal file has
+            report.journal_compacted = self.folds.compact_journal()  # after the days are recorded
         self._use_days = tuple(sorted(days))
         report.days_in_use = len(days)
         planned, leaving = lifecycle.plan_with_cascade(usable, now, settings, use_days=self._use_days)

@@ -23,6 +23,7 @@ class MaintenanceReport:
     accesses_to_fold: int = 0  # a dry run's: entries whose journaled accesses a real run would write
     reported: list[dict] = field(default_factory=list)  # trash items shown for the first time
     days_in_use: int = 0  # days the tree is known to have been used on (what archive and forget count)
+    journal_compacted: dict | None = None  # a vault's journal file compacted: lines and bytes before and after
     retention_days: int = 30
 
     @property
@@ -58,7 +59,8 @@ class MaintenanceReport:
                 "counts": self.counts(), "forgotten": self.forgotten(), "changes": list(self.changes),
                 "purged": list(self.purged), "reported": list(self.reported), "errors": list(self.errors),
                 "accesses_folded": self.accesses_folded, "accesses_to_fold": self.accesses_to_fold,
-                "days_in_use": self.days_in_use}
+                "days_in_use": self.days_in_use,
+                **({"journal_compacted": self.journal_compacted} if self.journal_compacted else {})}
 
 
 def change_row(before: Entry, after: Entry, actions: list[Action], new_path: str | None = None) -> dict:

@@ -14,7 +14,7 @@ from memstrata.features.team_merge import resolve_all
 from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
-from memstrata.storage import codec, journal, layout, trash, tree, versions
+from memstrata.storage import codec, journal, journal_compact, layout, trash, tree, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.paths import category_of
@@ -146,16 +146,32 @@ class TeamSync:
         if pulled:
             self.state.use_settings(None)  # config.md may have come from another machine
         committed_entries = result.pop("_committed_entries", False)
-        if index and (committed_entries or any(is_entry_path_in(self.root, p) for p in pulled)):
-            # entries pulled, or changed here outside the engine (a hand edit, a new note) and committed
-            # in this round: the index ends in step with the tree (was: only after a pull of entries,
-            # so a round that pulled none left a hand edit stale until a plain `mem sync`)
+        if index and (committed_entries or any(is_entry_path_in(self.root, p) for p in pulled)
+                      or self._index_behind()):
+            # entries pulled, changed here outside the engine (a hand edit, a new note) and committed in
+            # this round, or the index behind the tree all the same (a sync killed after its push, before
+            # it indexed; a hand edit committed with plain `git commit`): the index ends in step with the
+            # tree, whatever this round had to commit or pull
             result["index"] = self.recall.sync()  # only files changed since the last sync are read
         folder = layout.at(self.root, versions.VERSIONS_DIR) + "/"  # a vault's `.memstrata/versions/`
         kept = {p[len(folder):].split("/")[0] for p in pulled if p.startswith(folder) and "/" in p[len(folder):]}
         if index and kept:  # an entry is indexed with its kept versions: new ones came in beside its file
             result["index_versions"] = self.recall.reindex_entries(sorted(kept))
         return result
+
+    def _index_behind(self) -> bool:
+        """Whether the index misses a change of the tree, looked at without loading the model (only
+        files whose size/mtime differ from their rows are read). Notes without an id got theirs
+        before this round's commit (`_give_ids`)."""
+        from memstrata.engine.index import INDEX_FAILURES
+        from memstrata.retrieval.sync import behind
+
+        try:
+            index = self.state.vector_index()
+            index.refresh()
+            return behind(index)
+        except INDEX_FAILURES:  # a damaged table: the sync says what it can do about it
+            return True
 
     def _use_limits(self) -> None:
         """The network timeouts of this tree's settings."""
@@ -190,6 +206,8 @@ class TeamSync:
         `.access/<machine>.log`, so the other machines count them after they pull."""
         git = self.git
         result["accesses_shared"] = result.get("accesses_shared", 0) + journal.publish(self.root, machine)
+        if journal_compact.due(self.root, machine):  # a vault's reads are never folded: its file keeps growing
+            result["journal_compacted"] = journal_compact.compact(self.root, machine, self.state.now())
         self._note_sharing_problem(result)
         if not layout.is_adopted(self.root):  # nothing at a vault's top: .git/info/attributes holds the line
             ensure_attributes(self.root)
