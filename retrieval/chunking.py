@@ -79,6 +79,7 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
 
     - chunk 0: title + body (the model truncates it to its window; stored as given); a note
       chunked by sections is embedded as its outline instead (`note_head`: its sections hold the text);
+      a note that fits the window is chunk 0 alone, whatever its headings (WHOLE_NOTE_TOKENS);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
@@ -237,7 +238,12 @@ _HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>|[`*\\]")
 DOCUMENT_MIN_TOKENS = 0  # a note longer than this is chunked by sections (None: the model window; bench/notes.py: 0 was better on til)
 SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
 LONG_SECTION_TOKENS = None  # a note past the model window groups them up to this instead (None: SECTION_TOKENS)
-WHOLE_NOTE_TOKENS = 0  # a note of headings or paragraphs that fits this many tokens is chunk 0 alone (0: none)
+# A note of headings or paragraphs that fits this many tokens (at most the model window) is chunk 0
+# alone, embedded whole: its outline and its sections (each with its title and heading path again)
+# were 1.3x its own tokens, and the whole-note vector is what finds a short note (0: section it too).
+# bench/chunk0_variants.py, docs/performance.md: every notes corpus within noise, 4% fewer tokens on
+# the vault, 8% on zettel.
+WHOLE_NOTE_TOKENS = 256
 
 
 def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:

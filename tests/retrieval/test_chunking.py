@@ -293,3 +293,15 @@ def test_the_index_row_of_a_notes_chunk_0_holds_the_note_and_its_heads_vector(tm
     assert float(np.dot(rows[0]["vector"], embedder.embed([head.embedded])[0])) > 0.999
     assert float(np.dot(rows[0]["vector"], embedder.embed([head.text])[0])) < 0.99
     assert m.doctor().healthy  # the index agrees with the tree (chunk 0 checked by its text)
+
+
+def test_a_note_that_fits_the_window_is_embedded_whole_whatever_its_headings(embedder):
+    # its outline and its sections (each with the title and heading path again) were 1.3x the
+    # note's own tokens; the whole-note vector is what finds a short note (chunking.WHOLE_NOTE_TOKENS)
+    body = ("# Deploys\n\nWe deploy with a blue-green switch behind the load balancer.\n\n"
+            "## Rollback\n\nFlip the switch back within five minutes.\n\n## Who\n\nThe on-call engineer.")
+    chunks = _chunks(embedder, "Deploy notes", body)
+    assert [c.kind for c in chunks] == ["entry"]
+    assert chunks[0].embed is None and chunks[0].embedded == chunking.entry_text("Deploy notes", body)
+    # past the window a note is still its outline and its heading sections
+    assert {c.kind for c in _chunks(embedder, "Basic formatting syntax", _SYNTAX)} == {"entry", "section"}
