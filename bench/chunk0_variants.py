@@ -55,10 +55,13 @@ def set_variant(name: str) -> None:
     chunking.SECTION_PREFIX = "path"
     chunking.HEAD_FEW_SECTIONS, chunking.HEAD_FEW_MODE = 0, "section"
     chunking.WHOLE_NOTE_TOKENS = 0
+    chunking.HEAD_SHORT_MODE = None
     for option in options:
         key, _, value = option.partition("=")
         if key == "p":
             chunking.SECTION_PREFIX = value
+        elif key == "shorthead":
+            chunking.HEAD_SHORT_MODE = value
         elif key == "short":
             chunking.WHOLE_NOTE_TOKENS = int(value)
         elif key == "few":

@@ -79,7 +79,7 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
 
     - chunk 0: title + body (the model truncates it to its window; stored as given); a note
       chunked by sections is embedded as its outline instead (`note_head`: its sections hold the text);
-      a note that fits the window is chunk 0 alone, whatever its headings (WHOLE_NOTE_TOKENS);
+      a note chunked by sections that fits the window shares its first section's vector (HEAD_SHORT_MODE);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
@@ -239,11 +239,10 @@ DOCUMENT_MIN_TOKENS = 0  # a note longer than this is chunked by sections (None:
 SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
 LONG_SECTION_TOKENS = None  # a note past the model window groups them up to this instead (None: SECTION_TOKENS)
 # A note of headings or paragraphs that fits this many tokens (at most the model window) is chunk 0
-# alone, embedded whole: its outline and its sections (each with its title and heading path again)
-# were 1.3x its own tokens, and the whole-note vector is what finds a short note (0: section it too).
-# bench/chunk0_variants.py, docs/performance.md: every notes corpus within noise, 4% fewer tokens on
-# the vault, 8% on zettel.
-WHOLE_NOTE_TOKENS = 256
+# alone, embedded whole, instead of its sections (0: never). Tried for issue 28 (4% fewer tokens on
+# the vault, 8% on zettel) and dropped: til's short tips lost 0.035 +- 0.018 MRR@10 (their code and
+# prose sections are found apart). bench/chunk0_variants.py `short=N`, docs/performance.md.
+WHOLE_NOTE_TOKENS = 0
 
 
 def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -306,6 +305,10 @@ HEAD_TOKENS = 32
 HEAD_LONG_ONLY = False
 HEAD_FEW_SECTIONS = 0  # a note of at most this many section chunks: chunk 0 is embedded as HEAD_FEW_MODE
 HEAD_FEW_MODE = "section"
+# Chunk 0 of a note chunked by sections that fits the model window: its first section's vector
+# ("section": no tokens of its own; its sections already hold every word of it), not its outline.
+# bench/chunk0_variants.py `shorthead=section`, docs/performance.md (issue 28).
+HEAD_SHORT_MODE = "section"
 
 
 def note_head(title: str, body: str, parts, texts: list[str], count_tokens, budget: int) -> str | None:
@@ -313,6 +316,8 @@ def note_head(title: str, body: str, parts, texts: list[str], count_tokens, budg
     what its section chunks are embedded as."""
     full = entry_text(title, body)
     mode = HEAD_FEW_MODE if len(texts) <= HEAD_FEW_SECTIONS else HEAD_MODE
+    if HEAD_SHORT_MODE and count_tokens(full) <= budget:
+        mode = HEAD_SHORT_MODE
     if mode == "whole" or (HEAD_LONG_ONLY and count_tokens(full) <= budget):
         return None
     if mode == "section":

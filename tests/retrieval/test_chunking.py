@@ -295,13 +295,14 @@ def test_the_index_row_of_a_notes_chunk_0_holds_the_note_and_its_heads_vector(tm
     assert m.doctor().healthy  # the index agrees with the tree (chunk 0 checked by its text)
 
 
-def test_a_note_that_fits_the_window_is_embedded_whole_whatever_its_headings(embedder):
-    # its outline and its sections (each with the title and heading path again) were 1.3x the
-    # note's own tokens; the whole-note vector is what finds a short note (chunking.WHOLE_NOTE_TOKENS)
+def test_chunk_0_of_a_note_that_fits_the_window_shares_its_first_sections_vector(embedder):
+    # its outline was 32 tokens more to embed for a note whose sections already hold every word of
+    # it (chunking.HEAD_SHORT_MODE); a note past the window keeps its outline
     body = ("# Deploys\n\nWe deploy with a blue-green switch behind the load balancer.\n\n"
-            "## Rollback\n\nFlip the switch back within five minutes.\n\n## Who\n\nThe on-call engineer.")
+            "## Rollback\n\nFlip the switch back within five minutes, then page the on-call engineer.")
     chunks = _chunks(embedder, "Deploy notes", body)
-    assert [c.kind for c in chunks] == ["entry"]
-    assert chunks[0].embed is None and chunks[0].embedded == chunking.entry_text("Deploy notes", body)
-    # past the window a note is still its outline and its heading sections
-    assert {c.kind for c in _chunks(embedder, "Basic formatting syntax", _SYNTAX)} == {"entry", "section"}
+    assert [c.kind for c in chunks] == ["entry", "section", "section"]
+    assert chunks[0].text == chunking.entry_text("Deploy notes", body)  # the row keeps the whole note
+    assert chunks[0].embedded == chunks[1].embedded  # one text: embedded once (embed_distinct)
+    long_note = _chunks(embedder, "Basic formatting syntax", _SYNTAX)
+    assert long_note[0].embedded not in {c.embedded for c in long_note[1:]}
