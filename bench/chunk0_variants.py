@@ -2,11 +2,14 @@
 
     python bench/chunk0_variants.py recall --trees /tmp/chunk0-trees --cache /tmp/chunk0-cache whole outline:64 ...
     python bench/chunk0_variants.py cost --vault /tmp/vault160 --work /tmp/chunk0-cost whole outline:64 ...
-    python bench/chunk0_variants.py table --trees /tmp/chunk0-trees --costs /tmp/chunk0-cost/costs.json
+    python bench/chunk0_variants.py table --trees /tmp/chunk0-trees --costs /tmp/chunk0-cost/costs.json --base whole
+    python bench/chunk0_variants.py tokens --only /tmp/vault160 outline:32 outline:32,shorthead=section ...
 
 A variant is retrieval.chunking's HEAD_MODE, `:N` its HEAD_TOKENS, `+long` HEAD_LONG_ONLY (only notes
 past the model window): `whole` (today: the note itself, cut to the window by the model), `first:64`,
-`outline:64` (title, heading outline, opening sentence), `section` (the first section's vector).
+`outline:64` (title, heading outline, opening sentence), `section` (the first section's vector); options
+after commas (`set_variant`): the sections' prefix, short notes whole, chunk 0 of short notes. `tokens`
+counts what each variant would embed per corpus and chunk kind by chunking alone (no model, no tree).
 
 `recall` adopts each notes corpus (bench/notes.py's questions) into TREES/<variant>/<corpus> and asks
 its questions through `Memory.recall`, as bench/notes.py does; the vectors of texts already embedded by
@@ -16,7 +19,7 @@ the tokens the adopt had the model run over. `cost` adopts a copy of VAULT per v
 (model loaded and warm, LanceDB imported) and embeds the notes' paragraphs with the model alone
 (bench/ingest.py's "model alone"), interleaved, and reports CPU seconds of this process: the adopt's
 figure here leaves out the `mem` process start, imports and model load (~2 CPU s) that bench/ingest.py
-charges it. `table` prints each variant against `whole` with the paired noise: the standard deviation of
+charges it. `table` prints each variant against `--base` with the paired noise: the standard deviation of
 the per-question differences over sqrt(n).
 """
 from __future__ import annotations
