@@ -2,11 +2,14 @@
 
     python bench/chunk0_variants.py recall --trees /tmp/chunk0-trees --cache /tmp/chunk0-cache whole outline:64 ...
     python bench/chunk0_variants.py cost --vault /tmp/vault160 --work /tmp/chunk0-cost whole outline:64 ...
-    python bench/chunk0_variants.py table --trees /tmp/chunk0-trees --costs /tmp/chunk0-cost/costs.json
+    python bench/chunk0_variants.py table --trees /tmp/chunk0-trees --costs /tmp/chunk0-cost/costs.json --base whole
+    python bench/chunk0_variants.py tokens --only /tmp/vault160 outline:32 outline:32,shorthead=section ...
 
 A variant is retrieval.chunking's HEAD_MODE, `:N` its HEAD_TOKENS, `+long` HEAD_LONG_ONLY (only notes
 past the model window): `whole` (today: the note itself, cut to the window by the model), `first:64`,
-`outline:64` (title, heading outline, opening sentence), `section` (the first section's vector).
+`outline:64` (title, heading outline, opening sentence), `section` (the first section's vector); options
+after commas (`set_variant`): the sections' prefix, short notes whole, chunk 0 of short notes. `tokens`
+counts what each variant would embed per corpus and chunk kind by chunking alone (no model, no tree).
 
 `recall` adopts each notes corpus (bench/notes.py's questions) into TREES/<variant>/<corpus> and asks
 its questions through `Memory.recall`, as bench/notes.py does; the vectors of texts already embedded by
@@ -16,7 +19,7 @@ the tokens the adopt had the model run over. `cost` adopts a copy of VAULT per v
 (model loaded and warm, LanceDB imported) and embeds the notes' paragraphs with the model alone
 (bench/ingest.py's "model alone"), interleaved, and reports CPU seconds of this process: the adopt's
 figure here leaves out the `mem` process start, imports and model load (~2 CPU s) that bench/ingest.py
-charges it. `table` prints each variant against `whole` with the paired noise: the standard deviation of
+charges it. `table` prints each variant against `--base` with the paired noise: the standard deviation of
 the per-question differences over sqrt(n).
 """
 from __future__ import annotations
@@ -36,18 +39,39 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MEMSTRATA_SERVICE", "off")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-CORPORA = ("til", "rustbook", "vuezh", "vault")
+CORPORA = ("til", "rustbook", "vuezh", "vault", "zettel")
 
 
 def set_variant(name: str) -> None:
+    """`MODE[:N][+long][,p=PREFIX][,few=K:MODE][,short=T]`: chunk 0's HEAD_MODE, HEAD_TOKENS, HEAD_LONG_ONLY;
+    the sections' SECTION_PREFIX (path, nearest, title, none); chunk 0 of a note of at most K sections as
+    MODE; a note of at most T tokens chunk 0 alone (WHOLE_NOTE_TOKENS)."""
     from memstrata.retrieval import chunking
 
-    mode, _, rest = name.partition(":")
-    long_only = name.endswith("+long")
+    head, *options = name.split(",")
+    mode, _, rest = head.partition(":")
+    long_only = head.endswith("+long")
     mode = mode.replace("+long", "")
     chunking.HEAD_MODE = mode
     chunking.HEAD_TOKENS = int(rest.replace("+long", "")) if rest else 64
     chunking.HEAD_LONG_ONLY = long_only
+    chunking.SECTION_PREFIX = "path"
+    chunking.HEAD_FEW_SECTIONS, chunking.HEAD_FEW_MODE = 0, "section"
+    chunking.WHOLE_NOTE_TOKENS = 0
+    chunking.HEAD_SHORT_MODE = None
+    for option in options:
+        key, _, value = option.partition("=")
+        if key == "p":
+            chunking.SECTION_PREFIX = value
+        elif key == "shorthead":
+            chunking.HEAD_SHORT_MODE = value
+        elif key == "short":
+            chunking.WHOLE_NOTE_TOKENS = int(value)
+        elif key == "few":
+            count, _, few_mode = value.partition(":")
+            chunking.HEAD_FEW_SECTIONS, chunking.HEAD_FEW_MODE = int(count), few_mode or "section"
+        else:
+            raise SystemExit(f"unknown variant option {option!r} in {name!r}")
 
 
 def cpu() -> float:
@@ -96,8 +120,47 @@ def window_tokens(emb, texts: list[str]) -> int:
     return sum(min(len(i), emb.max_tokens) for i in emb.token_ids(texts))
 
 
+def tokens(args) -> None:
+    """Tokens the model would run over per corpus and chunk kind, by chunking alone (no model run, no
+    tree): each note read as the adopt reads it (frontmatter, title, aliases)."""
+    from pathlib import PurePosixPath
+
+    from memstrata.models.embedder import get_embedder
+    from memstrata.retrieval import chunking, names
+    from memstrata.storage import codec
+    from memstrata.storage.config import Settings
+
+    emb, s = get_embedder(), Settings()
+    out = {}
+    for variant in args.variants:
+        set_variant(variant)
+        for corpus in args.only or CORPORA:
+            by_kind: dict[str, list[int]] = {}
+            seen = set()
+            source = Path(corpus) if "/" in corpus else args.corpora / corpus  # a path: any folder of notes
+            for path in sorted(source.rglob("*.md")):
+                rel = path.relative_to(source).as_posix()
+                e = names.with_aliases(codec.parse(path.read_text(encoding="utf-8", errors="replace"), path=rel,
+                                                   fallback_title=PurePosixPath(rel).stem, id_key="mem-id"))
+                for c in chunking.chunk_entry(e.title, e.body, emb.count_tokens, emb.max_tokens,
+                                              s.chunk_overlap_tokens, s.chunk_max_sentences, s.chunk_sentence_min_words):
+                    if c.pooled or c.embedded in seen:
+                        continue
+                    seen.add(c.embedded)
+                    cell = by_kind.setdefault(c.kind, [0, 0])
+                    cell[0] += 1
+                    cell[1] += min(emb.count_tokens(c.embedded), emb.max_tokens)
+            total = sum(t for _, t in by_kind.values())
+            out.setdefault(variant, {})[corpus] = total
+            sys.stderr.write(f"{variant} {corpus}: {total} tokens; " + ", ".join(
+                f"{k} {n} texts {t}" for k, (n, t) in sorted(by_kind.items())) + "\n")
+    print(json.dumps(out, indent=1))
+
+
 def recall(args) -> None:
-    from notes import CORPORA as SOURCE, load_questions, memstrata_ranking
+    from notes import load_questions, memstrata_ranking
+
+    SOURCE = args.corpora
 
     from memstrata import Memory
     from memstrata.models.embedder import get_embedder
@@ -190,7 +253,7 @@ def table(args) -> None:
         for p in sorted(trees.glob("*/result.json")):
             results.setdefault(p.parent.name, {}).update(json.loads(p.read_text()))
     costs = json.loads(args.costs.read_text()) if args.costs and args.costs.exists() else {}
-    base = results.get("whole", {})
+    base = results.get(args.base, {})
     head = "| variant | tokens (vault160) | adopt CPU s | ratio | " + " | ".join(
         f"{c} MRR@10 (diff ± noise) | {c} hit@3" for c in CORPORA) + " |"
     print(head)
@@ -221,7 +284,7 @@ def table(args) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=("recall", "cost", "table"))
+    ap.add_argument("step", choices=("tokens", "recall", "cost", "table"))
     ap.add_argument("variants", nargs="*")
     ap.add_argument("--trees", type=Path, default=Path("/tmp/chunk0-trees"))
     ap.add_argument("--from", dest="table_trees", type=Path, action="append", help="table: read these --trees folders")
@@ -231,9 +294,11 @@ def main(argv=None) -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/chunk0-cost"))
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--costs", type=Path)
+    ap.add_argument("--corpora", type=Path, default=Path("/tmp/final-corpora"), help="the notes corpora")
+    ap.add_argument("--base", default="whole", help="table: the variant the others are compared with")
     args = ap.parse_intermixed_args(argv)
     os.environ.setdefault("MEMSTRATA_RUNTIME_DIR", "/tmp/chunk0-run")
-    {"recall": recall, "cost": cost, "table": table}[args.step](args)
+    {"tokens": tokens, "recall": recall, "cost": cost, "table": table}[args.step](args)
 
 
 if __name__ == "__main__":

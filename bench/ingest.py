@@ -228,7 +228,8 @@ def adopt_vault(work: Path, source: Path) -> dict:
 
 def embedded_texts(root: Path) -> list[str]:
     """The distinct texts the adopt had the model embed: each row's text, but for a note's chunk 0
-    the text it is embedded as (its head: retrieval.chunking.note_head), which the row does not keep."""
+    and sections the text each is embedded as (its head: retrieval.chunking.note_head; a section's
+    shorter heading prefix: SECTION_PREFIX), which the row does not keep."""
     from memstrata import Memory
     from memstrata.models.embedder import get_embedder
     from memstrata.retrieval import chunking
@@ -237,17 +238,17 @@ def embedded_texts(root: Path) -> list[str]:
     m = Memory(root)
     emb, s = get_embedder("bundled"), m.settings
     data = m.state.vector_index().table().to_arrow().select(["id", "chunk", "text"]).to_pydict()
-    heads = {}
+    made = {}
     for e in m.catalog.entries():
         e = indexed_form(root, m.resolve(e.id or e.path))  # the catalog holds no bodies
-        first = chunking.chunk_entry(e.title, e.body, emb.count_tokens, emb.max_tokens, s.chunk_overlap_tokens,
-                                     s.chunk_max_sentences, s.chunk_sentence_min_words)[0]
-        heads[row_id(e)] = first
+        for chunk in chunking.chunk_entry(e.title, e.body, emb.count_tokens, emb.max_tokens, s.chunk_overlap_tokens,
+                                          s.chunk_max_sentences, s.chunk_sentence_min_words):
+            made[(row_id(e), chunk.number)] = chunk
     texts = []
     for rid, number, text in zip(data["id"], data["chunk"], data["text"]):
-        first = heads.get(rid) if number == 0 else None
-        if first is None or not first.pooled:
-            texts.append(first.embedded if first is not None and first.text == text else text)
+        chunk = made.get((rid, number))
+        if chunk is None or not chunk.pooled:
+            texts.append(chunk.embedded if chunk is not None and chunk.text == text else text)
     return list(dict.fromkeys(texts))
 
 

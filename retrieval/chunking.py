@@ -79,6 +79,7 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
 
     - chunk 0: title + body (the model truncates it to its window; stored as given); a note
       chunked by sections is embedded as its outline instead (`note_head`: its sections hold the text);
+      a note chunked by sections that fits the window shares its first section's vector (HEAD_SHORT_MODE);
     - one chunk per sentence when the entry has several (at most `max_sentences`), each a
       unit of meaning a question may be about: a dense match on one sentence is not
       diluted by the rest of the entry; an entry of fewer than `sentence_min_words` words
@@ -94,15 +95,21 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
     chunks = [Chunk(0, "entry", full)]
     budget = max(16, max_tokens - 8)
     parts = sections(body)
+    if WHOLE_NOTE_TOKENS and _is_document(parts) and count_tokens(full) <= min(WHOLE_NOTE_TOKENS, budget):
+        return chunks  # a short note: its whole-note vector is the note (no outline, no sections)
     if count_tokens(full) > (budget if DOCUMENT_MIN_TOKENS is None else DOCUMENT_MIN_TOKENS) and _is_document(parts):
         # a note: its heading sections, cut at paragraphs, each with the title and heading
         # path in front (no sentence chunks, no windows: bench/notes.py, docs/recall.md)
         long_note = LONG_SECTION_TOKENS is not None and count_tokens(full) > budget
-        texts = section_texts(title, parts, count_tokens, budget, LONG_SECTION_TOKENS if long_note else None)
-        if len(texts) == 1 and count_tokens(full) <= budget:
+        groups = section_groups(title, parts, count_tokens, budget, LONG_SECTION_TOKENS if long_note else None)
+        if len(groups) == 1 and count_tokens(full) <= budget:
             return chunks  # one section that fits the window is chunk 0 again
-        for text in texts:
-            chunks.append(Chunk(len(chunks), "section", text))
+        texts = []
+        for trail, pieces in groups:
+            text = section_text(title, trail, pieces)
+            embed = section_text(title, trail, pieces, SECTION_PREFIX)
+            chunks.append(Chunk(len(chunks), "section", text, embed=None if embed == text else embed))
+            texts.append(embed)
         chunks[0].embed = note_head(title, body, parts, texts, count_tokens, budget)
         return chunks
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
@@ -231,6 +238,11 @@ _HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>|[`*\\]")
 DOCUMENT_MIN_TOKENS = 0  # a note longer than this is chunked by sections (None: the model window; bench/notes.py: 0 was better on til)
 SECTION_TOKENS = 128  # paragraphs of a section are grouped up to this (the model was trained on 128-token texts)
 LONG_SECTION_TOKENS = None  # a note past the model window groups them up to this instead (None: SECTION_TOKENS)
+# A note of headings or paragraphs that fits this many tokens (at most the model window) is chunk 0
+# alone, embedded whole, instead of its sections (0: never). Tried for issue 28 (4% fewer tokens on
+# the vault, 8% on zettel) and dropped: til's short tips lost 0.035 +- 0.018 MRR@10 (their code and
+# prose sections are found apart). bench/chunk0_variants.py `short=N`, docs/performance.md.
+WHOLE_NOTE_TOKENS = 0
 
 
 def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -291,16 +303,26 @@ def sections(body: str) -> list[tuple[tuple[str, ...], list[str]]]:
 HEAD_MODE = "outline"
 HEAD_TOKENS = 32
 HEAD_LONG_ONLY = False
+HEAD_FEW_SECTIONS = 0  # a note of at most this many section chunks: chunk 0 is embedded as HEAD_FEW_MODE
+HEAD_FEW_MODE = "section"
+# Chunk 0 of a note chunked by sections that fits the model window: its first section's vector
+# ("section": no tokens of its own; its sections already hold every word of it), not its outline.
+# bench/chunk0_variants.py `shorthead=section`, docs/performance.md (issue 28).
+HEAD_SHORT_MODE = "section"
 
 
 def note_head(title: str, body: str, parts, texts: list[str], count_tokens, budget: int) -> str | None:
-    """What chunk 0 of a note chunked by sections is embedded as (None: the note itself)."""
+    """What chunk 0 of a note chunked by sections is embedded as (None: the note itself); `texts`:
+    what its section chunks are embedded as."""
     full = entry_text(title, body)
-    if HEAD_MODE == "whole" or (HEAD_LONG_ONLY and count_tokens(full) <= budget):
+    mode = HEAD_FEW_MODE if len(texts) <= HEAD_FEW_SECTIONS else HEAD_MODE
+    if HEAD_SHORT_MODE and count_tokens(full) <= budget:
+        mode = HEAD_SHORT_MODE
+    if mode == "whole" or (HEAD_LONG_ONLY and count_tokens(full) <= budget):
         return None
-    if HEAD_MODE == "section":
+    if mode == "section":
         return texts[0] if texts else None
-    if HEAD_MODE == "outline":
+    if mode == "outline":
         seen: list[str] = []
         for path, _ in parts:
             for h in path:
@@ -324,9 +346,39 @@ def _is_document(parts) -> bool:
     return len(parts) > 1 or (len(parts) == 1 and len(parts[0][1]) > 1)
 
 
+# What a section chunk is embedded as: its row keeps `title > heading > subheading` in front (the
+# ranker's heading feature and the full text read it); the model sees "path" (the same), "nearest"
+# (the title and the section's own heading) or "title" (the title alone). Chosen by
+# bench/chunk0_variants.py on every notes corpus (docs/performance.md).
+SECTION_PREFIX = "path"
+
+
+def section_text(title: str, trail: tuple[str, ...], pieces: list[str], prefix: str = "path") -> str:
+    """A section chunk's text: its paragraphs headed by `title > heading > subheading` (`prefix`
+    "nearest": `title > subheading`; "title": the title alone)."""
+    title = " ".join((title or "").split())
+    trail = list(trail)
+    if prefix == "nearest":
+        trail = trail[-1:]
+    elif prefix == "title" and title:
+        trail = []
+    elif prefix == "none":
+        title, trail = "", []
+    head = " > ".join([title] + trail if title else trail)
+    return _join(head, [(p, 0) for p in pieces])
+
+
 def section_texts(title: str, parts, count_tokens, budget: int, target: int | None = None) -> list[str]:
-    """One text per run of a section's paragraphs of about `target` tokens (SECTION_TOKENS; a longer
-    paragraph alone, cut at sentences past `budget`), each headed by `title > heading > subheading`."""
+    """The section chunks' texts of a note (`section_groups`, each headed by its heading path)."""
+    return [section_text(title, trail, pieces) for trail, pieces in section_groups(title, parts, count_tokens,
+                                                                                    budget, target)]
+
+
+def section_groups(title: str, parts, count_tokens, budget: int,
+                   target: int | None = None) -> list[tuple[tuple[str, ...], list[str]]]:
+    """One (heading trail, paragraphs) per run of a section's paragraphs of about `target` tokens
+    (SECTION_TOKENS; a longer paragraph alone, cut at sentences past `budget` less its heading path);
+    the trail leaves out an H1 that repeats the title."""
     target = SECTION_TOKENS if target is None else target
     title = " ".join((title or "").split())
     out = []
@@ -344,10 +396,10 @@ def section_texts(title: str, parts, count_tokens, budget: int, target: int | No
             for piece in pieces:
                 c = cost if len(pieces) == 1 else count_tokens(piece)
                 if group and used + c > max(target, 1):
-                    out.append(_join(head, [(g, 0) for g in group]))
+                    out.append((tuple(trail), group))
                     group, used = [], 0
                 group.append(piece)
                 used += c
         if group:
-            out.append(_join(head, [(g, 0) for g in group]))
+            out.append((tuple(trail), group))
     return out

@@ -29,8 +29,11 @@ SCHEMA_VERSION = 1
 def preload() -> None:
     """Import LanceDB and pyarrow now (in a background thread while files are read and the model
     embeds: ~2 s of a fresh process's start otherwise spent waiting at the first table write)."""
-    import lancedb  # noqa: F401
     import pyarrow  # noqa: F401
+
+    from memstrata.retrieval.lance_import import import_lancedb
+
+    import_lancedb()
 
 
 def row_id(entry: Entry) -> str:
@@ -119,8 +122,9 @@ class VectorIndex(FrameCache):
 
     def _connect(self):
         if self._db is None:
-            import lancedb
+            from memstrata.retrieval.lance_import import import_lancedb
 
+            lancedb = import_lancedb()
             self.dir.mkdir(parents=True, exist_ok=True)
             self._db = lancedb.connect(str(self.dir))
         return self._db

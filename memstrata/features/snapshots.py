@@ -86,7 +86,9 @@ class IndexSnapshots:
         self.root = state.root
 
     def _connect(self, uri: str):
-        import lancedb
+        from memstrata.retrieval.lance_import import import_lancedb
+
+        lancedb = import_lancedb()
 
         target, options = location(uri)
         if options is None:

@@ -411,9 +411,11 @@ def _warm_imports() -> None:
     def run() -> None:
         import importlib
 
+        from memstrata.retrieval.lance_import import import_lancedb
+
         for name in wanted:
             try:
-                importlib.import_module(name)
+                import_lancedb() if name == "lancedb" else importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the main thread's own import reports it
                 return
 

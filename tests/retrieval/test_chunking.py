@@ -293,3 +293,16 @@ def test_the_index_row_of_a_notes_chunk_0_holds_the_note_and_its_heads_vector(tm
     assert float(np.dot(rows[0]["vector"], embedder.embed([head.embedded])[0])) > 0.999
     assert float(np.dot(rows[0]["vector"], embedder.embed([head.text])[0])) < 0.99
     assert m.doctor().healthy  # the index agrees with the tree (chunk 0 checked by its text)
+
+
+def test_chunk_0_of_a_note_that_fits_the_window_shares_its_first_sections_vector(embedder):
+    # its outline was 32 tokens more to embed for a note whose sections already hold every word of
+    # it (chunking.HEAD_SHORT_MODE); a note past the window keeps its outline
+    body = ("# Deploys\n\nWe deploy with a blue-green switch behind the load balancer.\n\n"
+            "## Rollback\n\nFlip the switch back within five minutes, then page the on-call engineer.")
+    chunks = _chunks(embedder, "Deploy notes", body)
+    assert [c.kind for c in chunks] == ["entry", "section", "section"]
+    assert chunks[0].text == chunking.entry_text("Deploy notes", body)  # the row keeps the whole note
+    assert chunks[0].embedded == chunks[1].embedded  # one text: embedded once (embed_distinct)
+    long_note = _chunks(embedder, "Basic formatting syntax", _SYNTAX)
+    assert long_note[0].embedded not in {c.embedded for c in long_note[1:]}
