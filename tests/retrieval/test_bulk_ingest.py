@@ -59,6 +59,10 @@ def test_adopt_of_a_folder_writes_the_rows_of_notes_synced_one_by_one(tmp_path, 
         for rel in names:
             (where / rel).parent.mkdir(parents=True, exist_ok=True)
             (where / rel).write_text(NOTES[rel])
+            # a note's time is its file's: fixed, so which note follows which within a sitting (its
+            # context chunk) cannot depend on how long the syncs between the writes took
+            stamp = 1_770_000_000 + 60 * list(NOTES).index(rel)
+            os.utime(where / rel, (stamp, stamp))
 
     bulk_root = tmp_path / "bulk"
     vault(bulk_root, NOTES)
