@@ -39,7 +39,7 @@ import fit_ranking as fr  # noqa: E402
 import locomo  # noqa: E402
 import notes  # noqa: E402
 
-ENGLISH_NOTES = ("til", "rustbook", "vault")
+ENGLISH_NOTES = ("til", "rustbook", "vault", "zettel")
 
 
 def note_examples(root: Path, questions):
