@@ -5,8 +5,8 @@
 DIR1: the trees `bench/locomo.py --reuse DIR1` built; DIR2: those `bench/notes.py --reuse DIR2`
 built; DIR3: the tree `bench/chinese_passages.py --dir DIR3` built (CMRC trial set only). Tiny
 trees (five notes or passages each, drawn from til and the CMRC trial set, with their own
-questions) are built under DIR/tiny. The notes corpora: til, rustbook, vuezh and vault (when
-bench/notes/vault.jsonl and its tree are there). For each corpus it writes DIR/<corpus>.json: one
+questions) are built under DIR/tiny. The notes corpora: til, rustbook, vuezh, vault and zettel
+(each when bench/notes/<corpus>.jsonl and its tree are there). For each corpus it writes DIR/<corpus>.json: one
 record per
 query ({corpus, kind, query, topic, hits: [[label, signals...]]}) for the first
 scoring.relevance.CUT_DEPTH hits (no cut-off). Kinds: `answer` (a question whose answer is in
@@ -131,15 +131,15 @@ def main(argv=None):
     from memstrata import Memory
 
     args.out.mkdir(parents=True, exist_ok=True)
-    want = set(args.only or ["locomo", "til", "rustbook", "vuezh", "vault", "zh", "tiny"])
+    want = set(args.only or ["locomo", "til", "rustbook", "vuezh", "vault", "zettel", "zh", "tiny"])
     embedder = Memory(args.notes / "til").state.model() if args.notes else None  # one model for every tree
 
     def save(name, records):
         (args.out / f"{name}{'.held' if HELD_ONLY else ''}.json").write_text(json.dumps(records, ensure_ascii=False))
         sys.stderr.write(f"{name}: {len(records)} queries\n")
 
-    for name in ("til", "rustbook", "vuezh", "vault"):
-        # vault (bench/notes/vault.jsonl, the Obsidian-style corpus) only where its questions and tree are
+    for name in ("til", "rustbook", "vuezh", "vault", "zettel"):
+        # each notes corpus only where its questions and tree are (vault and zettel came later)
         if name in want and args.notes and (args.notes / name).is_dir() and (HERE / "notes" / f"{name}.jsonl").exists():
             import notes as notes_bench
 

@@ -39,7 +39,7 @@ import fit_ranking as fr  # noqa: E402
 import locomo  # noqa: E402
 import notes  # noqa: E402
 
-ENGLISH_NOTES = ("til", "rustbook", "vault")
+ENGLISH_NOTES = ("til", "rustbook", "vault", "zettel")
 
 
 def note_examples(root: Path, questions):
@@ -133,6 +133,8 @@ def main(argv=None):
     ap.add_argument("--data", default=str(locomo.DATA))
     ap.add_argument("--cache", help="a folder: each corpus's features are kept there (npz) and read from it next time")
     ap.add_argument("--only", action="append", help="extract (and cache) the features of these groups only, no fit")
+    ap.add_argument("--notes-corpus", action="append", metavar="NAME",
+                    help="fit on these notes corpora only (default: every one of ENGLISH_NOTES), e.g. the previous fit's")
     ap.add_argument("--without", action="append", default=[], metavar="FEATURE",
                     help="fit and measure with this feature left out (its column 0): what it adds, per corpus")
     args = ap.parse_args(argv)
@@ -141,7 +143,7 @@ def main(argv=None):
     names = list(fr._features())
     cache = Path(args.cache) if args.cache else None
     sources = {name: ("note", lambda name=name: note_examples(Path(args.notes) / name, notes.load_questions(name)))
-               for name in ENGLISH_NOTES}
+               for name in (args.notes_corpus or ENGLISH_NOTES)}
     for f in sorted(Path(args.data).glob("*.json")):
         sources[f"conv{f.stem}"] = ("conv", lambda f=f: fr.examples(Path(args.locomo) / f"conv{f.stem}", locomo.load(f)[1]))
     groups: dict[str, tuple[str, list]] = {}

@@ -5,7 +5,7 @@
     python bench/fit_relevance.py DATA --sweep      # the default model at a range of cut-offs
 
 Corpora: LoCoMo (five conversations, one corpus), the notes corpora til, rustbook, vuezh (and
-vault when collected; bench/notes_corpora.py), Chinese passages (CMRC trial set) and tiny trees
+vault and zettel when collected; bench/notes_corpora.py), Chinese passages (CMRC trial set) and tiny trees
 (five entries). For each corpus held out, on the others: two logistic regressions (HYBRID, TEXT;
 what each reads: USES) over scoring.relevance's signals (label 1: an answer among a question's
 first CUT_DEPTH hits; 0: the other hits, every hit of an everyday prompt of bench/everyday.FIT and

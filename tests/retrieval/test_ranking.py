@@ -96,6 +96,21 @@ def test_dialogue_features_are_zero_on_a_note():
         assert f[name][0] == 0.0, name
 
 
+def test_a_vault_copied_across_a_second_boundary_is_no_conversation():
+    # a cloned or copied vault: 20 short notes of one folder written over two seconds (the files'
+    # times, whole seconds); the last of the first second and the first of the next look like two
+    # turns. Two linked notes among twenty candidates are no conversation; turns are.
+    from memstrata.scoring import ranker
+
+    created = [100.0] * 10 + [101.0] * 10
+    structure = fusion.time_structure(["notes"] * 20, created, 3600.0, [600] * 20)
+    prev, nxt, _ = structure
+    assert int(((prev >= 0) | (nxt >= 0)).sum()) == 2  # the stray pair is still linked
+    assert not ranker.is_conversation(structure, np.arange(20))
+    turns = fusion.time_structure(["c"] * 20, [10.0 * i for i in range(20)], 3600.0, [300] * 20)
+    assert ranker.is_conversation(turns, np.arange(20))
+
+
 def test_notes_are_ordered_by_the_notes_weights_and_turns_by_the_conversation_weights(tmp_path, embedder,
                                                                                        monkeypatch):
     # the weight set follows the data: the candidates of a query on an adopted vault (no entry linked
