@@ -45,3 +45,11 @@ def import_lancedb():
     import lancedb
 
     return lancedb
+
+
+def preload() -> None:
+    """Import LanceDB and pyarrow now (in a background thread while files are read and the model
+    embeds: ~2 s of a fresh process's start otherwise spent waiting at the first table write)."""
+    import pyarrow  # noqa: F401
+
+    import_lancedb()

@@ -26,16 +26,6 @@ META_FILE = "meta.json"
 SCHEMA_VERSION = 1
 
 
-def preload() -> None:
-    """Import LanceDB and pyarrow now (in a background thread while files are read and the model
-    embeds: ~2 s of a fresh process's start otherwise spent waiting at the first table write)."""
-    import pyarrow  # noqa: F401
-
-    from memstrata.retrieval.lance_import import import_lancedb
-
-    import_lancedb()
-
-
 def row_id(entry: Entry) -> str:
     """The row key of an entry: its id (a file without one is keyed by its path)."""
     return entry.id or f"path:{entry.path}"
@@ -357,7 +347,7 @@ class VectorIndex(FrameCache):
     def _create_with(self, entries: list[Entry], embedder, progress=None) -> dict:
         """`upsert` into a tree without a table (an adopt, a first sync): the rows are embedded
         before the table is created, so LanceDB's import (~2 s of Python, begun in the background by
-        `preload`) runs while onnxruntime embeds (it releases the GIL), not before. A kill before
+        `lance_import.preload`) runs while onnxruntime embeds (it releases the GIL), not before. A kill before
         the table exists leaves no table; one after leaves a table the next sync fills."""
         rows = self.rows_for(entries, embedder, progress)
         self.create(embedder)

@@ -147,7 +147,7 @@ def _preload(state) -> None:
 
     def run() -> None:
         from memstrata.models.embedder import get_embedder
-        from memstrata.retrieval.table import preload
+        from memstrata.retrieval.lance_import import preload
 
         try:
             if model is not None:
