@@ -3,24 +3,34 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 
 _VOWEL = re.compile(r"[aeiouy]")
 
 
 try:  # the Snowball English stemmer, as the native index uses, when installed
     import snowballstemmer as _snowball
-
-    _SNOWBALL = _snowball.stemmer("english")
 except ImportError:  # pragma: no cover - depends on the environment
-    _SNOWBALL = None
+    _snowball = None
+
+# A Snowball stemmer keeps the word it works on in the object itself, so one shared by the warm
+# service's threads gave wrong stems or raised IndexError under concurrent recalls: one per thread.
+_PER_THREAD = threading.local()
+
+
+def _snowball_stemmer():
+    stemmer = getattr(_PER_THREAD, "stemmer", None)
+    if stemmer is None:
+        stemmer = _PER_THREAD.stemmer = _snowball.stemmer("english")
+    return stemmer
 
 
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The English stem the in-memory BM25 matches on: Snowball when installed, else `light_stem`."""
     w = word.lower()
-    if _SNOWBALL is not None:
-        return _SNOWBALL.stemWord(w)
+    if _snowball is not None:
+        return _snowball_stemmer().stemWord(w)
     return light_stem(w)
 
 

@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-export HF_HUB_OFFLINE=1 MEMSTRATA_HOME="${MEMSTRATA_HOME:-$PWD/demo-memory}"
+# always ./demo-memory: the demo must never write its sample memories into a tree MEMSTRATA_HOME names
+export HF_HUB_OFFLINE=1 MEMSTRATA_HOME="$PWD/demo-memory"
 exec .venv/bin/python -m memstrata.demo "$@"
