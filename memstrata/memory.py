@@ -281,7 +281,7 @@ class Memory:
                                        dry_run=dry_run)
 
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
-                 include_shared: bool = True, hot: bool = True, session_id: str | None = None):
+                 include_shared: bool = True, hot: bool | None = None, session_id: str | None = None):
         return self._promotion.autoload(context, promote=promote, budget=budget, include_shared=include_shared,
                                         hot=hot, session_id=session_id)
 

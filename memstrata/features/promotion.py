@@ -197,9 +197,10 @@ class Promotion:
 
     # -- autoload -----------------------------------------------------------------------
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
-                 include_shared: bool = True, hot: bool = True, session_id: str | None = None) -> AutoloadResult:
+                 include_shared: bool = True, hot: bool | None = None, session_id: str | None = None) -> AutoloadResult:
         """The memories an agent should start with: relevant ones first (hits that clear the
-        recall_min_relevance cut-off), then, with `hot`, hot ones by weight, within `budget` tokens
+        recall_min_relevance cut-off), then, with `hot` (by default: only when there is no context, a
+        session start), hot ones by weight, within `budget` tokens
         (the model's tokenizer; the whole block: preamble, headings and fences included). A context
         that names no topic ("hello", "thanks!", "take care": retrieval.prompts.is_everyday) loads
         nothing at all, hot list included: only a start with no context lists the hot memories (the
@@ -217,6 +218,8 @@ class Promotion:
         if budget < 1:
             raise InvalidInput("budget must be a positive number of tokens")
         context = " ".join(str(context or "").split()) or None
+        if hot is None:  # a task given: what it asks about, not 2,000 tokens of unrelated recent notes
+            hot = context is None
         result = AutoloadResult(context=context, budget=budget)
         topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
         if context and not topic:
@@ -239,9 +242,12 @@ class Promotion:
                       else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
             result.notes += list(answer.notes)
-            best = max((_strength(h) for h in answer.results), default=0.0)
+            # an empty note (a vault's tag page: a title, no text) has nothing to hand an agent, and
+            # its title alone matched "which database did we pick?" at 0.95, setting the floor above the answer
+            hits = [h for h in answer.results if self._has_text(h, shared)]
+            best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
-            for hit in answer.results:
+            for hit in hits:
                 if hit.status == "expired" or _strength(hit) < floor or hit.id in already:
                     continue
                 ranked.append((hit, "relevant", float(hit.score)))
@@ -266,6 +272,13 @@ class Promotion:
             return self.state.model()
         except Exception:  # noqa: BLE001 - ModelUnavailable or a broken install: recall says why
             return None
+
+    def _has_text(self, hit, shared) -> bool:
+        source = shared if shared is not None and hit.shared_root is not None else self.entries
+        try:
+            return bool(source.resolve(hit.id).body.strip())
+        except Exception:  # a file that vanished or broke since it was listed
+            return False
 
     def _fill(self, result: AutoloadResult, ranked, shared) -> None:
         """Put the ranked memories into `result` while the whole block fits its budget: the preamble,
@@ -292,6 +305,8 @@ class Promotion:
             try:
                 entry = (shared if from_shared else self.entries).resolve(ref)
             except Exception:  # a file that vanished or broke since it was listed: skip it
+                continue
+            if not entry.body.strip():  # an empty hot note: nothing to hand an agent (hits: _has_text)
                 continue
             # what autoload hands out is shown text, redacted as recall's snippets are (retrieval.hits):
             # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list

@@ -59,6 +59,8 @@ def test_mcp_autoload_of_a_greeting_loads_nothing_and_its_json_is_fenced(vault):
         assert "names no topic" in " ".join(answer["notes"])
     assert started["entries"] and all(e["section"] == "hot" for e in started["entries"])
     assert started["tokens"] <= 600
+    # a task given as the context gets what it asks about, not the session start's recent notes
+    assert asked["entries"] and all(e["section"] == "relevant" for e in asked["entries"]), asked["entries"]
     deploy = next(e for e in asked["entries"] if e["path"] == "Ops/Deploy script.md")
     assert deploy["section"] == "relevant" and deploy["relevance"] > 0 and deploy["title"] == "Deploy script"
     for answer in (started, asked):
@@ -132,3 +134,21 @@ def test_a_part_or_a_snippet_is_never_a_bare_heading():
                                                "on the backup disk.")
     assert best_sentence(SETUP, ["troubleshooting"]) == "Notes on the backup tool."  # no text under it: the first
     assert best_sentence(SETUP, ["cron"]) == "Run restic backup every night from cron."
+
+
+def test_an_empty_note_is_never_injected(tmp_path, embedder):
+    """A note with a title and no text (a tag page of a vault) matched "which database did we pick?"
+    by its title at relevance 0.85 and was injected as an empty <memory> block."""
+    root = tmp_path / "notes"
+    (root / "Tags").mkdir(parents=True)
+    (root / "Tags" / "Databases.md").write_text("", encoding="utf-8")
+    (root / "Decisions").mkdir()
+    (root / "Decisions" / "Storage.md").write_text("We picked Postgres over MySQL for the orders service "
+                                                   "because of its JSON columns.\n", encoding="utf-8")
+    m = Memory(root, embedder=embedder)
+    m.init(adopt=True)
+    assert "Tags/Databases.md" in [h.path for h in m.recall("which database did we pick?").results]
+    for hot in (False, True):
+        result = m.autoload("which database did we pick?", hot=hot)
+        paths = [i.entry.path for i in result.items]
+        assert "Decisions/Storage.md" in paths and "Tags/Databases.md" not in paths, paths

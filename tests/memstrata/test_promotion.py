@@ -112,7 +112,9 @@ def test_autoload_budget_and_relevance(aged, monkeypatch):
     m, ids = aged
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T10:00:00Z")
     fresh = m.write("Sprint review moved to Friday 3pm.", title="Sprint review", category="meetings")
-    result = m.autoload("how is the alpha database replicated?", promote=True, budget=400)
+    task = m.autoload("how is the alpha database replicated?", budget=400)  # a task: what it asks about
+    assert [item.section for item in task.items] == ["relevant"] * len(task.items) and task.items
+    result = m.autoload("how is the alpha database replicated?", promote=True, budget=400, hot=True)
     listed = [item.entry.id for item in result.items]
     assert listed[0] == ids["Alpha database"] and fresh.id in listed
     assert result.tokens <= 400 and result.markdown().startswith("# Memories for this session")
