@@ -353,7 +353,19 @@ def _updated(entry: Entry) -> str | None:
 
 
 def _meta_json(entry: Entry) -> str:
-    return json.dumps(codec.entry_to_frontmatter(entry), ensure_ascii=False, default=str)
+    return json.dumps(_finite(codec.entry_to_frontmatter(entry)), ensure_ascii=False, default=str, allow_nan=False)
+
+
+def _finite(value):
+    """`value` with YAML's .inf/.nan as text: SQLite's JSON (the own-id index reads `meta`) refuses
+    Infinity and NaN, and one note's `rating: .inf` made every sync, list and doctor of the tree fail."""
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _entry_from_row(row, id_key: str = "id") -> Entry:

@@ -273,7 +273,10 @@ def entry_to_frontmatter(entry: Entry) -> dict:
 
 def _yaml_safe(value):
     if isinstance(value, datetime):
-        return format_datetime(value)
+        try:
+            return format_datetime(value)
+        except InvalidInput:  # a user's `due: 9999-12-31T23:59:59-23:59` has no UTC moment: kept as written
+            return value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, dict):

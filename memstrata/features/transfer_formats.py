@@ -197,6 +197,9 @@ def entries_from_jsonl(source: Path, report: ImportReport, now) -> Iterator[Entr
             except RecursionError:  # `[[[[...` thousands deep: the parser gives up, the row is refused
                 report.error(number, "nested too deeply to read as JSON")
                 continue
+            except ValueError:  # Python refuses integers past 4,300 digits (a denial-of-service guard)
+                report.error(number, "a number too long to read (more than 4,300 digits)")
+                continue
             try:
                 entry = entry_from_record(record, now)
             except MemstrataError as exc:

@@ -244,3 +244,34 @@ def test_adopted_notes_with_odd_dates_are_read_and_kept_and_unreadable_ones_name
     m.update("Notes/zero.md", "The zero date note, rewritten.\n")
     assert (vault / "Notes/zero.md").stat().st_mode & 0o777 == 0o644  # the owner's permissions stay
     assert "updated: 0000-00-00\n" in (vault / "Notes/zero.md").read_text()
+
+
+def test_infinite_numbers_and_dates_with_no_utc_moment_in_a_users_keys_leave_the_tree_working(tmp_path, clock, embedder):
+    """One note's `rating: .inf` (or `.nan`, `1.0e+999`) made every sync, list and doctor of the tree
+    fail ("malformed JSON": SQLite's JSON refuses Infinity), and a `due:` date with no UTC moment
+    stopped the whole adopt. Both are read as written; the note is found and never rewritten."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    odd = ("---\nrating: .inf\nid: .nan\nscore: 1.0e+999\naliases: [.nan]\ndue: 9999-12-31T23:59:59-23:59\n---\n"
+           "The kiln fires at 1,240 degrees for stoneware.\n")
+    (vault / "kiln.md").write_text(odd, encoding="utf-8")
+    (vault / "plain.md").write_text("Glazes need a second firing.\n", encoding="utf-8")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    assert len(m.list()) == 2 and m.doctor().healthy
+    assert m.recall("how hot does the kiln fire stoneware?").results[0].path == "kiln.md"
+    assert (vault / "kiln.md").read_text(encoding="utf-8").endswith(odd.split("---\n", 1)[1].split("---\n", 1)[1])
+    assert "rating: .inf" in (vault / "kiln.md").read_text(encoding="utf-8")
+
+
+def test_a_jsonl_row_with_infinity_is_kept_and_one_with_a_5000_digit_number_is_refused_by_line(tmp_path, clock,
+                                                                                                embedder):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"title": "r", "body": "the ratio is unbounded", "foo": Infinity}\n'
+                    '{"title": "h", "body": "huge", "n": ' + "9" * 5000 + '}\n'
+                    '{"title": "ok", "body": "a fine row"}\n', encoding="utf-8")
+    m = Memory(tmp_path / "tree", embedder=embedder)
+    m.init()
+    report = m.import_path(str(rows))
+    assert report["imported"] == 2 and [e["line"] for e in report["errors"]] == [2], report
+    assert sorted(e.title for e in m.list()) == ["ok", "r"] and m.doctor().healthy
