@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memstrata import clock
-from memstrata.retrieval.fence import PREAMBLE, escape, fence
+from memstrata.retrieval.fence import PREAMBLE, escape, fence, quoted
 from memstrata.storage.entry import Entry
 
 # A memory brings at most this many tokens of its body: for a relevant hit, the part of the note
@@ -99,14 +99,9 @@ class AutoloadResult:
 
     def to_dict(self) -> dict:
         return {"context": self.context, "budget": self.budget, "tokens": self.tokens, "strategy": self.strategy,
-                "promoted": [quoted_row(p) for p in self.promoted], "entries": [i.to_dict() for i in self.items],
+                "promoted": [quoted(p) for p in self.promoted], "entries": [i.to_dict() for i in self.items],
                 "notes": self.notes,
                 "markdown": self.markdown()}
-
-
-def quoted_row(row: dict) -> dict:
-    """A promoted entry's row with its note-derived strings (title, path) escaped as in a fence."""
-    return {k: escape(v) if k in ("title", "path") and isinstance(v, str) else v for k, v in row.items()}
 
 
 def promoted_line(promoted: list[dict]) -> str:
