@@ -119,6 +119,19 @@ def test_a_note_title_reaches_the_agent_escaped_in_mcp_and_cli_json(tmp_path, em
         assert whole.count("magma rises through the crust") == 1
 
 
+def test_an_escaped_path_still_names_its_note(tmp_path, embedder):
+    """A hand-made note's id and path are listed escaped (`path:ops/Q&amp;A.md`), in its fence and in
+    the JSON: handed back to `read` it named no entry."""
+    root = tmp_path / "mem"
+    m = Memory(root, embedder=embedder)
+    m.init()
+    (root / "ops").mkdir()
+    (root / "ops" / "Q&A.md").write_text("# Q&A\n\nThe kettle is descaled every month.\n", encoding="utf-8")
+    entry = m.autoload("how often is the kettle descaled?").to_dict()["entries"][0]
+    assert (entry["id"], entry["path"]) == ("path:ops/Q&amp;A.md", "ops/Q&amp;A.md")
+    assert m.read(entry["id"], count_access=False).path == m.read(entry["path"], count_access=False).path == "ops/Q&A.md"
+
+
 @pytest.mark.parametrize("budget", [60, 150, 400, 2000])
 def test_the_whole_block_fits_its_budget(vault, embedder, budget):
     """The budget bounds the block the agent receives (preamble, headings, fences and the escaped
