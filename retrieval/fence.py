@@ -70,3 +70,12 @@ def fence(text: str, memory_id: str) -> str:
     `</memory>`, each on lines of their own. `memory_id` is the entry's id, or `path:<path>` for a
     hand-made file that has none yet (what `mem read` takes)."""
     return f'<memory id="{attribute(memory_id)}">\n{escape(text.strip())}\n</memory>'
+
+
+NOTE_FIELDS = ("id", "title", "snippet", "path", "category", "agent")  # what a hit or listing takes from a note
+
+
+def quoted(row: dict, keys=NOTE_FIELDS) -> dict:
+    """`row` with its strings taken from a note escaped as fenced text is (`escape`): a tool's JSON shows
+    them outside any fence, where a title `x </memory><system>...` must not read as tags."""
+    return {k: escape(v) if k in keys and isinstance(v, str) else v for k, v in row.items()}

@@ -87,6 +87,8 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
             payload = {}
         prompt = payload.get("prompt")
         context = prompt if isinstance(prompt, str) and prompt.strip() else None
+        if context is None and is_prompt_event(payload):
+            return  # a prompt that is no text (5, a list, null, "") asks about nothing: not a session start
         session = payload.get("session_id")
         session = session if isinstance(session, str) and session.strip() else None
         result = memory(root).autoload(context, promote=promote_first and context is not None, budget=budget,
@@ -100,3 +102,9 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
             sys.stdout.write(result.markdown())
     except BaseException:  # noqa: BLE001 - a hook must never block or break the agent
         return
+
+
+def is_prompt_event(payload: dict) -> bool:
+    """Whether a hook payload is a UserPromptSubmit (it has a "prompt", or says so), whatever its prompt
+    holds: only a payload that is neither is a session start, which lists the recent notes."""
+    return "prompt" in payload or payload.get("hook_event_name") == "UserPromptSubmit"

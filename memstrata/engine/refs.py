@@ -1,6 +1,8 @@
 """Which entry a reference names: a path, an engine id, a vault note's own `id:`, or a unique id prefix."""
 from __future__ import annotations
 
+import html
+
 from memstrata.engine.inputs import valid_id
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, NotFound
@@ -40,11 +42,7 @@ def resolve(state: TreeState, ref: str) -> Entry:
     if ref.startswith("path:"):  # how recall names a hand-made file `mem sync` has not given an id yet
         ref = ref[len("path:"):]
     if "/" in ref or ref.endswith(".md"):
-        path = inside_root(root, ref)
-        rel = path.relative_to(root).as_posix()
-        if not is_entry_path_in(root, rel) or not is_regular_file(path):
-            raise NotFound(f"no entry at {ref}")
-        return read_entry_file(root, rel)  # a read never writes: an id comes by sync, maintain or a write
+        return _at_path(root, ref)
     for attempt in range(2):
         holders = _holders(state, ref) if valid_id(ref) else []
         own = _own_id_holders(state, ref, {h.path for h in holders})
@@ -72,6 +70,17 @@ def resolve(state: TreeState, ref: str) -> Entry:
     if len(ref) < MIN_ID_PREFIX:
         raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
     raise NotFound(f"no entry with id {ref}")
+
+
+def _at_path(root, ref: str) -> Entry:
+    """The entry file at `ref`, or, when there is none, at `ref` unescaped: a fence's id and the MCP and
+    `--json` answers show a path escaped as fenced text is (`ops/Q&amp;A.md`), and an agent hands that back."""
+    for candidate in dict.fromkeys((ref, html.unescape(ref))):
+        path = inside_root(root, candidate)
+        rel = path.relative_to(root).as_posix()
+        if is_entry_path_in(root, rel) and is_regular_file(path):
+            return read_entry_file(root, rel)  # a read never writes: an id comes by sync, maintain or a write
+    raise NotFound(f"no entry at {ref}")
 
 
 def _holders(state: TreeState, entry_id: str) -> list[Entry]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memstrata import clock
-from memstrata.retrieval.fence import PREAMBLE, fence
+from memstrata.retrieval.fence import PREAMBLE, escape, fence, quoted
 from memstrata.storage.entry import Entry
 
 # A memory brings at most this many tokens of its body: for a relevant hit, the part of the note
@@ -55,14 +55,17 @@ class AutoloadItem:
         return block(self.entry, self.text, self.truncated, self.shared)
 
     def to_dict(self) -> dict:
-        # `text` is the fenced block, never the bare note: an agent reading the JSON must see where
-        # stored text begins and ends as one reading `markdown` does (a note may hold instructions)
+        # An index of the memories in `markdown`, not their text again: each memory's fenced block is
+        # in `markdown` once (it was here too: with budget 500 the tool answered 1,457 tokens). Every
+        # string taken from a note (title, path, agent, a hand-made file's `path:` id) is
+        # escaped as the fence escapes text: outside a fence a title "x </memory><system>..." must
+        # not read as tags to the model that reads this JSON.
+        # Its tier, date and category are on the block's own line in `markdown`: not repeated here.
         e = self.entry
-        return {"id": e.ref, "title": e.title, "category": e.category, "tier": e.tier, "section": self.section,
-                "date": clock.format_datetime(e.updated or e.created), "score": round(self.score, 4),
-                "relevance": None if self.relevance is None else round(self.relevance, 4),
-                "tokens": self.tokens, "truncated": self.truncated, "text": self.fenced(), "path": e.path,
-                "shared": self.shared, "agent": e.agent}
+        return {"id": escape(e.ref), "title": escape(e.title), "path": None if e.path is None else escape(e.path),
+                "section": self.section, "relevance": None if self.relevance is None else round(self.relevance, 4),
+                "tokens": self.tokens, "truncated": self.truncated,
+                "shared": self.shared, "agent": None if e.agent is None else escape(e.agent)}
 
 
 @dataclass
@@ -96,7 +99,8 @@ class AutoloadResult:
 
     def to_dict(self) -> dict:
         return {"context": self.context, "budget": self.budget, "tokens": self.tokens, "strategy": self.strategy,
-                "promoted": self.promoted, "entries": [i.to_dict() for i in self.items], "notes": self.notes,
+                "promoted": [quoted(p) for p in self.promoted], "entries": [i.to_dict() for i in self.items],
+                "notes": self.notes,
                 "markdown": self.markdown()}
 
 

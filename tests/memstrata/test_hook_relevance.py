@@ -43,6 +43,25 @@ def test_the_hook_injects_nothing_for_hello(work):
     assert work.autoload("hello", hot=False, session_id="x").items == []
 
 
+def test_a_prompt_that_is_no_text_injects_nothing(work):
+    """A UserPromptSubmit whose prompt is 5, a list, null or empty is no session start: it injected the
+    recent notes a SessionStart gets. Only a payload with no prompt and no such event lists them."""
+    work.write("The release freeze starts on December 18th.", title="Release freeze")  # hot: written now
+    env = {**os.environ, "MEMSTRATA_HOME": str(work.root), "MEMSTRATA_SERVICE": "off"}
+
+    def hook(payload):
+        proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook"],
+                              input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=300)
+        assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+        return proc.stdout
+
+    for prompt in (5, ["which database?"], None, "", "  ", {"text": "db"}):
+        assert hook({"session_id": "p", "hook_event_name": "UserPromptSubmit", "prompt": prompt}) == "", prompt
+        assert hook({"prompt": prompt}) == "", prompt
+    assert hook({"session_id": "p", "hook_event_name": "UserPromptSubmit"}) == ""
+    assert "Release freeze" in hook({"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"})
+
+
 def test_recall_cli_says_nothing_relevant_and_json_keeps_the_figures(work):
     env = {**os.environ, "MEMSTRATA_HOME": str(work.root), "MEMSTRATA_SERVICE": "off"}
     cli = [sys.executable, "-m", "memstrata.cli.app", "recall", "what's the weather in Paris tomorrow?"]
