@@ -54,3 +54,68 @@ def test_delete_then_restore_brings_a_note_back_with_its_mode(tmp_path, embedder
         assert note.read_bytes() == before
         assert mode(note) == perm, (name, oct(mode(note)))
     assert mode(vault / ".memstrata") == 0o700 and mode(vault / ".memstrata/trash") == 0o700
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def vault_pair(tmp_path, embedder) -> tuple[Memory, Path, Path]:
+    """A user's 0644 vault in git, adopted and pushed to a bare remote; a second plain git clone of it."""
+    bare, a_root, other = tmp_path / "r.git", tmp_path / "a", tmp_path / "other"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    for rel, text in (("Welcome.md", "Sailing boats.\n"), ("Notes/private.md", "My own secret plans.\n"),
+                      (".obsidian/app.json", '{"theme": "dark"}')):
+        (a_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (a_root / rel).write_text(text)
+    os.chmod(a_root / "Notes/private.md", 0o600)  # the user made this one private
+    git(a_root, "init", "-q")
+    git(a_root, "add", "-A")
+    git(a_root, "commit", "-q", "-m", "the user's vault")
+    git(a_root, "remote", "add", "origin", str(bare))
+    a = Memory(a_root, embedder=embedder)
+    a.init(adopt=True)
+    assert a.sync_remote()["pushed"]
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    git(other, "config", "user.email", "peer@example.org")
+    git(other, "config", "user.name", "peer")
+    return a, other, bare
+
+
+def test_a_pull_and_a_merge_keep_each_notes_mode_and_new_notes_get_the_umasks(tmp_path, embedder, umask022):
+    a, other, _ = vault_pair(tmp_path, embedder)
+    assert mode(a.root / "Welcome.md") == 0o644 and mode(a.root / "Notes/private.md") == 0o600
+    # the peer edits both notes and adds one; this clone edits Welcome.md too (a merge, not a fast-forward)
+    for rel, line in (("Welcome.md", "Dinghies too.\n"), ("Notes/private.md", "More plans.\n")):
+        with open(other / rel, "a") as out:
+            out.write(line)
+    (other / "Notes/new.md").write_text("A note from the peer.\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "peer edits")
+    git(other, "push", "-q", "origin", "HEAD")
+    welcome = a.root / "Welcome.md"
+    welcome.write_text(welcome.read_text().replace("Sailing boats.", "Sailing boats and yachts."))
+    result = a.sync_remote()
+    assert result["pushed"], result
+    assert [c["path"] for c in result["conflicts"]] == ["Welcome.md"], result["conflicts"]  # one side kept as a version
+    assert "More plans." in (a.root / "Notes/private.md").read_text()
+    assert mode(welcome) == 0o644                       # merged by the team rules
+    assert mode(a.root / "Notes/private.md") == 0o600   # pulled by git: still the user's private mode
+    assert mode(a.root / "Notes/new.md") == 0o644       # new: what the umask gives, as git would
+    assert mode(a.root / ".memstrata") == 0o700
+    assert git(a.root, "status", "--porcelain") == ""
+    assert a.doctor().findings == []
+
+
+def test_a_fast_forward_pull_keeps_modes(tmp_path, embedder, umask022):
+    a, other, _ = vault_pair(tmp_path, embedder)
+    with open(other / "Welcome.md", "a") as out:
+        out.write("Dinghies too.\n")
+    (other / "Notes/new.md").write_text("A note from the peer.\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "peer edits")
+    git(other, "push", "-q", "origin", "HEAD")
+    a.sync_remote()
+    assert "Dinghies too." in (a.root / "Welcome.md").read_text()
+    assert mode(a.root / "Welcome.md") == 0o644 and mode(a.root / "Notes/new.md") == 0o644
+    assert mode(a.root / "Notes/private.md") == 0o600

@@ -1,0 +1,79 @@
+"""The modes of the user's files in an adopted vault: what their umask gives, and a file's mode kept across a rewrite."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def current_umask() -> int:
+    """This thread's umask (the warm service gives each call its caller's), read without changing it
+    where Linux shows it; else set and set back at once."""
+    try:
+        with open("/proc/thread-self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(umask: int | None = None) -> int:
+    """The mode git (or any editor) gives a new file under `umask`: 0644 under 022."""
+    return 0o666 & ~(current_umask() if umask is None else umask)
+
+
+def new_folder_mode(umask: int | None = None) -> int:
+    return 0o777 & ~(current_umask() if umask is None else umask)
+
+
+def mode_of(path: Path) -> int | None:
+    """A regular file's permission bits (None: missing, or not a plain file)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def modes_of(root: Path, rels) -> dict[str, int]:
+    """{relative path: mode} of those of `rels` that are plain files now (before git rewrites them)."""
+    out = {}
+    for rel in rels:
+        found = mode_of(Path(root) / rel)
+        if found is not None:
+            out[rel] = found
+    return out
+
+
+def to_put_back(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The files whose mode a rewrite changed: {path: the mode to give back}. A file git or the engine
+    replaced (new inode, the umask's mode) gets back the read/write bits its owner gave it; the
+    execute bits stay as the rewrite left them (git tracks them: a pulled `chmod +x` is the team's)."""
+    out = {}
+    for rel, was in before.items():
+        if rel in after:
+            wanted = (was & ~0o111) | (after[rel] & 0o111)
+            if wanted != after[rel]:
+                out[rel] = wanted
+    return out
+
+
+def put_back(root: Path, before: dict[str, int]) -> list[str]:
+    """chmod back every file of `before` whose mode changed meanwhile (never a link: lstat'ed plain
+    files only, and not one hard-linked elsewhere); the paths changed."""
+    changed = to_put_back(before, modes_of(root, before))
+    done = []
+    for rel, was in sorted(changed.items()):
+        path = Path(root) / rel
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.getuid():
+                os.chmod(path, was)
+                done.append(rel)
+        except OSError:
+            continue
+    return done
