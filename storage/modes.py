@@ -6,9 +6,18 @@ import stat
 from pathlib import Path
 
 
+# `mem` runs with umask 077 (the engine's files are private); the umask the user ran it with is kept
+# here, in the environment the warm service gives each call too
+USER_UMASK_ENV = "MEMSTRATA_USER_UMASK"
+
+
 def current_umask() -> int:
-    """This thread's umask (the warm service gives each call its caller's), read without changing it
-    where Linux shows it; else set and set back at once."""
+    """The user's umask: the one `mem` was started with, else this thread's (the warm service gives
+    each call its caller's), read without changing it where Linux shows it; else set and set back."""
+    try:
+        return int(os.environ[USER_UMASK_ENV], 8) & 0o777
+    except (KeyError, ValueError):
+        pass
     try:
         with open("/proc/thread-self/status", encoding="ascii") as status:
             for line in status:

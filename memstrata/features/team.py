@@ -76,7 +76,11 @@ class TeamSync:
         branch = branch_to_clone(listed)  # git's own choice follows the remote's HEAD, even to a missing branch
         self.git.run("clone", "-q", "--no-checkout", *(["--branch", branch] if branch else []), url, str(root),
                      cwd=root.parent)
-        root.chmod(0o700)
+        # an adopted vault's files are the user's: checked out with their umask, as `git clone` would;
+        # only its `.memstrata/` is private. The engine's own tree is private from the root down.
+        vault = self.git.run("cat-file", "-e", f"HEAD:{layout.ENGINE_HOME}/config.md", check=False).returncode == 0
+        self.git.users_modes = vault
+        root.chmod(modes.new_folder_mode() if vault else 0o700)
         if machine:
             self.git.run("config", "memstrata.machine", machine)
         result = {"cloned": url, "root": str(root), "head": self.git.head(), "skipped": [], "warnings": []}
@@ -85,6 +89,8 @@ class TeamSync:
             self._skip(self.git.unwritable([p for _, p in self.git.changed(None, "HEAD")]),
                        "name too long for this file system", result)
             self.git.run("read-tree", "-mu", "HEAD")
+        if vault and (root / layout.ENGINE_HOME).is_dir():
+            (root / layout.ENGINE_HOME).chmod(0o700)
         return result
 
     # -- sync -------------------------------------------------------------------------------

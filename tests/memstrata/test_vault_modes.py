@@ -107,7 +107,7 @@ def test_a_pull_and_a_merge_keep_each_notes_mode_and_new_notes_get_the_umasks(tm
     assert a.doctor().findings == []
 
 
-def test_a_fast_forward_pull_keeps_modes(tmp_path, embedder, umask022):
+def test_mem_sync_remote_pulls_with_the_users_umask_not_the_engines(tmp_path, embedder, umask022):
     a, other, _ = vault_pair(tmp_path, embedder)
     with open(other / "Welcome.md", "a") as out:
         out.write("Dinghies too.\n")
@@ -115,7 +115,41 @@ def test_a_fast_forward_pull_keeps_modes(tmp_path, embedder, umask022):
     git(other, "add", "-A")
     git(other, "commit", "-q", "-m", "peer edits")
     git(other, "push", "-q", "origin", "HEAD")
-    a.sync_remote()
+    run = mem(a.root, "sync", "--remote")  # `mem` itself runs with umask 077 for the engine's files
+    assert run.returncode == 0, run.stderr
     assert "Dinghies too." in (a.root / "Welcome.md").read_text()
     assert mode(a.root / "Welcome.md") == 0o644 and mode(a.root / "Notes/new.md") == 0o644
     assert mode(a.root / "Notes/private.md") == 0o600
+
+
+def test_init_clone_of_a_vault_gives_the_umasks_modes_and_keeps_only_the_engine_folder_private(
+        tmp_path, embedder, umask022):
+    a, _, bare = vault_pair(tmp_path, embedder)
+    b_root = tmp_path / "b"
+    run = mem(b_root, "init", "--clone", str(bare))
+    assert run.returncode == 0, run.stderr
+    assert mode(b_root) == 0o755
+    for rel in ("Welcome.md", "Notes/private.md", ".obsidian/app.json"):  # git keeps no read bits: the umask's
+        assert mode(b_root / rel) == 0o644, rel
+    assert mode(b_root / "Notes") == 0o755 and mode(b_root / ".obsidian") == 0o755
+    assert mode(b_root / ".memstrata") == 0o700
+    b = Memory(b_root, embedder=embedder)
+    assert b.doctor().findings == []
+    assert git(b_root, "status", "--porcelain") == ""
+
+
+def test_init_clone_of_the_engines_own_tree_stays_private(tmp_path, embedder, umask022):
+    bare, a_root = tmp_path / "r.git", tmp_path / "a"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    a = Memory(a_root, embedder=embedder)
+    a.init()
+    a.write("The team deploys on Fridays.", title="Deploys")
+    git(a_root, "init", "-q")
+    git(a_root, "remote", "add", "origin", str(bare))
+    assert a.sync_remote()["pushed"]
+    b_root = tmp_path / "b"
+    run = mem(b_root, "init", "--clone", str(bare))
+    assert run.returncode == 0, run.stderr
+    assert mode(b_root) == 0o700
+    loose = [p for p in b_root.rglob("*") if ".git" not in p.relative_to(b_root).parts and p.stat().st_mode & 0o077]
+    assert loose == []
