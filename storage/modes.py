@@ -48,6 +48,17 @@ def mode_of(path: Path) -> int | None:
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
+def vault_file_mode(root: Path, rel: str) -> int | None:
+    """The mode for an engine rewrite of `rel`: in an adopted vault, outside `.memstrata/`, the file's
+    own mode, or for a new file the umask's; None (the engine's private default) anywhere else."""
+    from memstrata.storage import layout
+
+    if not layout.is_adopted(root) or rel == layout.ENGINE_HOME or rel.startswith(layout.ENGINE_HOME + "/"):
+        return None
+    found = mode_of(Path(root) / rel)
+    return new_file_mode() if found is None else found
+
+
 def modes_of(root: Path, rels) -> dict[str, int]:
     """{relative path: mode} of those of `rels` that are plain files now (before git rewrites them)."""
     out = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.storage import layout
-from memstrata.storage.modes import current_umask
+from memstrata.storage.modes import current_umask, vault_file_mode
 
 TRAILER_MACHINE = "Memstrata-Machine"
 GITATTRIBUTES_LINE = "*.md -merge"  # every .md both sides changed is resolved by memstrata, never by markers
@@ -243,7 +243,7 @@ class Git:
                 continue
             committed = self.run_bytes("show", f":{rel}")
             if committed != target.read_bytes() and committed in _unconverted(target.read_bytes()):
-                atomic_write_bytes(target, committed, root=self.root)
+                atomic_write_bytes(target, committed, root=self.root, mode=vault_file_mode(self.root, rel))
                 fixed.append(rel)
         return fixed
 

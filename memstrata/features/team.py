@@ -393,7 +393,7 @@ class TeamSync:
             if not entry.id or catalog.paths_of(entry.id):
                 continue  # no id, or the entry lives on at another path (a move)
             atomic_write_text(self.root / path, text, root=self.root,  # a vault's note: as git would write it
-                              mode=modes.new_file_mode() if layout.is_adopted(self.root) else None)
+                              mode=modes.vault_file_mode(self.root, path))
             trash.move_to_trash(self.root, entry, f"deleted on {self.git.writer_of(tracking, path)}",
                                 self.state.now())
 

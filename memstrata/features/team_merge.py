@@ -280,9 +280,5 @@ def _is_journal(root: Path, path: str) -> bool:
 def _write(git: Git, root: Path, rel: str, text: str) -> None:
     # a vault's file keeps the mode git's merge left it (the user's umask; TeamSync puts a note's own
     # mode back after the merge); the engine's own tree stays private
-    mode = None
-    if layout.is_adopted(root) and not rel.startswith(layout.ENGINE_HOME + "/"):
-        mode = modes.mode_of(root / rel)
-        mode = modes.new_file_mode() if mode is None else mode
-    atomic_write_text(root / rel, text, root=root, mode=mode)
+    atomic_write_text(root / rel, text, root=root, mode=modes.vault_file_mode(root, rel))
     git.run("add", "--", rel)
