@@ -71,14 +71,21 @@ def modes_of(root: Path, rels) -> dict[str, int]:
 
 def to_put_back(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     """The files whose mode a rewrite changed: {path: the mode to give back}. A file git or the engine
-    replaced (new inode, the umask's mode) gets back the read/write bits its owner gave it; the
-    execute bits stay as the rewrite left them (git tracks them: a pulled `chmod +x` is the team's)."""
+    replaced (new inode, the umask's mode) gets back the mode its owner gave it. Git tracks only the
+    owner's execute bit: a pulled `chmod +x` (or -x) is the team's, given to whoever may read it."""
     out = {}
     for rel, was in before.items():
-        if rel in after:
-            wanted = (was & ~0o111) | (after[rel] & 0o111)
-            if wanted != after[rel]:
-                out[rel] = wanted
+        if rel not in after:
+            continue
+        now = after[rel]
+        if (was & 0o100) == (now & 0o100):
+            wanted = was
+        elif now & 0o100:
+            wanted = was | ((was & 0o444) >> 2)  # made executable: x where r
+        else:
+            wanted = was & ~0o111
+        if wanted != now:
+            out[rel] = wanted
     return out
 
 
