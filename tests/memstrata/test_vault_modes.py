@@ -153,3 +153,14 @@ def test_init_clone_of_the_engines_own_tree_stays_private(tmp_path, embedder, um
     assert mode(b_root) == 0o700
     loose = [p for p in b_root.rglob("*") if ".git" not in p.relative_to(b_root).parts and p.stat().st_mode & 0o077]
     assert loose == []
+
+
+def test_a_note_mem_writes_into_a_vault_gets_the_umasks_mode(tmp_path, embedder, umask022):
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    (vault / "Notes/n.md").write_text("A note.\n")
+    Memory(vault, embedder=embedder).init(adopt=True)
+    run = mem(vault, "write", "Buy a new jib before the regatta.", "--title", "Jib", "--category", "Notes")
+    assert run.returncode == 0, run.stderr
+    written = [p for p in (vault / "Notes").iterdir() if p.name != "n.md"]
+    assert len(written) == 1 and mode(written[0]) == 0o644
