@@ -59,6 +59,23 @@ def vault_file_mode(root: Path, rel: str) -> int | None:
     return new_file_mode() if found is None else found
 
 
+def make_user_folders(root: Path, rel_folder: str) -> None:
+    """The missing folders of `rel_folder` (a vault's, outside `.memstrata/`) made with the umask's
+    mode, as the user's editor would make them (atomic.ensure_dir makes the engine's 0700)."""
+    from memstrata.storage import layout
+
+    if not layout.is_adopted(root) or rel_folder.split("/")[0] == layout.ENGINE_HOME:
+        return
+    level = Path(root)
+    for part in [p for p in rel_folder.split("/") if p]:
+        level = level / part
+        try:
+            level.mkdir()
+        except FileExistsError:
+            continue
+        os.chmod(level, new_folder_mode())  # mkdir's mode passes through the process umask (077 in `mem`)
+
+
 def modes_of(root: Path, rels) -> dict[str, int]:
     """{relative path: mode} of those of `rels` that are plain files now (before git rewrites them)."""
     out = {}

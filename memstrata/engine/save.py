@@ -135,6 +135,8 @@ class SavePath:
             if entry.path != old_path and (target.exists() or any(entry.path == e.path for e, _, _ in files)):
                 raise InvalidInput(f"{entry.path} already exists")
             files.append((entry, old_path, old_bytes))
+            if layout.is_adopted(root) and "/" in entry.path:  # a new folder in a vault: the user's mode
+                modes.make_user_folders(root, entry.path.rsplit("/", 1)[0])
             if old_bytes is not None and old_path != entry.path:
                 atomic_move(old_file, target, root=root)
             vault = layout.is_adopted(root)

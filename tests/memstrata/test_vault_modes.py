@@ -164,3 +164,7 @@ def test_a_note_mem_writes_into_a_vault_gets_the_umasks_mode(tmp_path, embedder,
     assert run.returncode == 0, run.stderr
     written = [p for p in (vault / "Notes").iterdir() if p.name != "n.md"]
     assert len(written) == 1 and mode(written[0]) == 0o644
+    run = mem(vault, "write", "Reef the main early.", "--title", "Reefing", "--category", "Sailing/Tips")
+    assert run.returncode == 0, run.stderr
+    assert mode(vault / "Sailing") == 0o755 and mode(vault / "Sailing/Tips") == 0o755  # new folders: the umask's
+    assert [mode(p) for p in (vault / "Sailing/Tips").iterdir()] == [0o644]
