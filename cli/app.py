@@ -103,12 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     (memstrata.client); an explicit argv (tests, the service itself) always runs here.
     """
     from memstrata.service import client
+    from memstrata.storage.modes import USER_UMASK_ENV
 
     args = client.global_options_last(list(sys.argv[1:] if argv is None else argv))
     if argv is None:
         import os
 
-        os.umask(0o077)  # what the engine and LanceDB create is private to the user
+        # what the engine and LanceDB create is private to the user; the user's own umask is kept for
+        # the files the engine brings into an adopted vault (storage/modes.py), here and in the service
+        os.environ[USER_UMASK_ENV] = oct(os.umask(0o077))
         code = client.run(args)
         if code is not None:
             return code

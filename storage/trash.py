@@ -73,7 +73,10 @@ def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported
     text = _trash_text(root, original, entry.path, trashed, entry.path)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
     atomic_move(root / entry.path, root / target_rel, root=root)
-    atomic_write_text(root / target_rel, text, root=root)
+    # a vault's note keeps its owner's permissions in the trash, so `mem restore` brings it back with
+    # them (the trash folder itself stays private); the engine's own tree keeps its files 0600
+    mode = os.stat(root / target_rel).st_mode & 0o777 if layout.is_adopted(root) else None
+    atomic_write_text(root / target_rel, text, root=root, mode=mode)
     return target_rel
 
 

@@ -8,7 +8,7 @@ from memstrata.engine.index import IndexStep
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError
 from memstrata.results import WriteResult
-from memstrata.storage import codec, frontmatter_edit, indexes, layout, tree, vault_note
+from memstrata.storage import codec, frontmatter_edit, indexes, layout, modes, tree, vault_note
 from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text, one_sync
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.entry_files import read_entry_file
@@ -135,6 +135,8 @@ class SavePath:
             if entry.path != old_path and (target.exists() or any(entry.path == e.path for e, _, _ in files)):
                 raise InvalidInput(f"{entry.path} already exists")
             files.append((entry, old_path, old_bytes))
+            if layout.is_adopted(root) and "/" in entry.path:  # a new folder in a vault: the user's mode
+                modes.make_user_folders(root, entry.path.rsplit("/", 1)[0])
             if old_bytes is not None and old_path != entry.path:
                 atomic_move(old_file, target, root=root)
             vault = layout.is_adopted(root)
@@ -142,8 +144,9 @@ class SavePath:
             if not vault or old_path != entry.path or old_bytes != text.encode("utf-8"):
                 # a vault's note given only a fresh id (doctor --fix of a template's copy) keeps its time: aging reads it
                 kept = os.stat(target) if vault and old_path == entry.path and _only_id_changed(entry, previous) else None
-                # a vault's note keeps its owner's permissions (the engine's own files are private)
-                mode = os.stat(target).st_mode & 0o777 if vault and old_bytes is not None else None
+                # a vault's note keeps its owner's permissions, a new one gets the umask's, as an editor's
+                # save would (the engine's own files are private)
+                mode = modes.vault_file_mode(root, entry.path) if vault else None
                 atomic_write_text(target, text, root=root, mode=mode,  # a vault's note with the same bytes is left be
                                   times_ns=(kept.st_atime_ns, kept.st_mtime_ns) if kept else None)
             if indexes.listing_changed(entry, previous):

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.storage import layout
+from memstrata.storage.modes import current_umask, vault_file_mode
 
 TRAILER_MACHINE = "Memstrata-Machine"
 GITATTRIBUTES_LINE = "*.md -merge"  # every .md both sides changed is resolved by memstrata, never by markers
@@ -29,13 +31,13 @@ NETWORK_COMMANDS = ("fetch", "push", "clone", "ls-remote", "pull")
 NETWORK_DEFAULTS = (20, 60, 900)  # the defaults of git_connect_timeout, git_idle_timeout, git_timeout
 
 
-def _run_bounded(command: list[str], cwd: str, env: dict, total: float) -> subprocess.CompletedProcess:
+def _run_bounded(command: list[str], cwd: str, env: dict, total: float, umask: int) -> subprocess.CompletedProcess:
     """Run a git that talks to a remote in its own process group: past `total` seconds the whole
     group (git, its remote helper, ssh) is killed and TimeoutExpired raised."""
     import signal
 
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            umask=0o077, start_new_session=True)
+                            umask=umask, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=total)
     except subprocess.TimeoutExpired:
@@ -62,10 +64,14 @@ def own_machine_name(host: str, cloned: bool, token: str) -> str:
 
 
 class Git:
-    """One working tree: run git in it with a private umask and no prompts."""
+    """One working tree: run git in it with no prompts, and a private umask unless it is a user's vault."""
 
     def __init__(self, root, limits: tuple[int, int, int] | None = None):
         self.root = Path(root)
+        # the engine's own tree is private (0700/0600): git writes it with umask 077. An adopted vault's
+        # files are the user's: git writes them with the user's umask, as their own `git pull` would
+        # (None: known by the tree's marker; `mem init --clone` sets it before the marker is checked out)
+        self.users_modes: bool | None = None
         # (connect, idle, total) seconds for the commands that talk to a remote: the settings
         # git_connect_timeout, git_idle_timeout, git_timeout (storage/config.py)
         self.limits = limits or NETWORK_DEFAULTS
@@ -75,12 +81,13 @@ class Git:
         network = bool(args) and args[0] in NETWORK_COMMANDS
         options = self._network_options(env) if network else []
         command = ["git", *self._identity(args), *options, *args]
+        umask = current_umask() if self._users_modes() else 0o077
         try:
             if network:
-                done = _run_bounded(command, str(cwd or self.root), env, self.limits[2])
+                done = _run_bounded(command, str(cwd or self.root), env, self.limits[2], umask)
             else:
                 done = subprocess.run(command, cwd=str(cwd or self.root), env=env, capture_output=True, text=True,
-                                      umask=0o077)
+                                      umask=umask)
         except FileNotFoundError:
             raise GitError("git is not installed (team sync runs the git command)") from None
         except subprocess.TimeoutExpired:
@@ -93,6 +100,9 @@ class Git:
                 last += f" (no answer within the git_connect_timeout/git_idle_timeout settings)"
             raise GitError(f"git {args[0]} failed: {last}")
         return done
+
+    def _users_modes(self) -> bool:
+        return self.users_modes if self.users_modes is not None else layout.is_adopted(self.root)
 
     def _network_options(self, env: dict) -> list[str]:
         """A remote that stops sending fails instead of hanging: curl's low-speed limit for http(s),
@@ -233,7 +243,7 @@ class Git:
                 continue
             committed = self.run_bytes("show", f":{rel}")
             if committed != target.read_bytes() and committed in _unconverted(target.read_bytes()):
-                atomic_write_bytes(target, committed, root=self.root)
+                atomic_write_bytes(target, committed, root=self.root, mode=vault_file_mode(self.root, rel))
                 fixed.append(rel)
         return fixed
 

@@ -14,7 +14,7 @@ from memstrata.features.team_merge import resolve_all
 from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
-from memstrata.storage import codec, journal, journal_compact, layout, trash, tree, versions
+from memstrata.storage import codec, journal, journal_compact, layout, modes, trash, tree, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.paths import category_of
@@ -76,7 +76,11 @@ class TeamSync:
         branch = branch_to_clone(listed)  # git's own choice follows the remote's HEAD, even to a missing branch
         self.git.run("clone", "-q", "--no-checkout", *(["--branch", branch] if branch else []), url, str(root),
                      cwd=root.parent)
-        root.chmod(0o700)
+        # an adopted vault's files are the user's: checked out with their umask, as `git clone` would;
+        # only its `.memstrata/` is private. The engine's own tree is private from the root down.
+        vault = self.git.run("cat-file", "-e", f"HEAD:{layout.ENGINE_HOME}/config.md", check=False).returncode == 0
+        self.git.users_modes = vault
+        root.chmod(modes.new_folder_mode() if vault else 0o700)
         if machine:
             self.git.run("config", "memstrata.machine", machine)
         result = {"cloned": url, "root": str(root), "head": self.git.head(), "skipped": [], "warnings": []}
@@ -85,6 +89,8 @@ class TeamSync:
             self._skip(self.git.unwritable([p for _, p in self.git.changed(None, "HEAD")]),
                        "name too long for this file system", result)
             self.git.run("read-tree", "-mu", "HEAD")
+        if vault and (root / layout.ENGINE_HOME).is_dir():
+            (root / layout.ENGINE_HOME).chmod(0o700)
         return result
 
     # -- sync -------------------------------------------------------------------------------
@@ -274,6 +280,9 @@ class TeamSync:
             return
         incoming = [p for _, p in git.changed(head, tracking)] if head else [p for _, p in git.changed(None, tracking)]
         self._skip(git.unwritable(incoming), "name too long for this file system", result)
+        # git replaces a file it updates (the umask's mode): a vault's note gets its own mode back below
+        own_modes = modes.modes_of(self.root, [p for p in incoming if not p.startswith(layout.ENGINE_HOME + "/")]) \
+            if layout.is_adopted(self.root) else {}
         for retry in (False, True):
             if head is None or git.is_ancestor("HEAD", tracking):
                 done = git.run("merge", "-q", "--ff-only", tracking, check=False)
@@ -314,6 +323,7 @@ class TeamSync:
                     f"memstrata: {kept}INDEX.md regenerated\n\n{TRAILER_MACHINE}: {machine}\n")
         if head:  # what the merge itself wrote (a conflict's kept version) changes the index too
             result["_pulled"].update(p for _, p in git.changed(head, "HEAD"))
+        modes.put_back(self.root, own_modes)
 
     def _fresh_ids_for_pulled_copies(self, result: dict) -> int:
         """A pulled file holding the id of another file (a peer copied a note, its id line with it) gets
@@ -382,7 +392,8 @@ class TeamSync:
                 continue
             if not entry.id or catalog.paths_of(entry.id):
                 continue  # no id, or the entry lives on at another path (a move)
-            atomic_write_text(self.root / path, text, root=self.root)
+            atomic_write_text(self.root / path, text, root=self.root,  # a vault's note: as git would write it
+                              mode=modes.vault_file_mode(self.root, path))
             trash.move_to_trash(self.root, entry, f"deleted on {self.git.writer_of(tracking, path)}",
                                 self.state.now())
 

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from memstrata.errors import MemstrataError
 from memstrata.features.gitrepo import Git
 from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
-from memstrata.storage import codec, journal, layout, tree, vault_note, versions
+from memstrata.storage import codec, journal, layout, modes, tree, vault_note, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.indexes import INDEX_FILE
@@ -278,5 +278,7 @@ def _is_journal(root: Path, path: str) -> bool:
 
 
 def _write(git: Git, root: Path, rel: str, text: str) -> None:
-    atomic_write_text(root / rel, text, root=root)
+    # a vault's file keeps the mode git's merge left it (the user's umask; TeamSync puts a note's own
+    # mode back after the merge); the engine's own tree stays private
+    atomic_write_text(root / rel, text, root=root, mode=modes.vault_file_mode(root, rel))
     git.run("add", "--", rel)

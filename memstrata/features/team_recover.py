@@ -7,6 +7,7 @@ from pathlib import Path
 
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git
 from memstrata.storage.atomic import atomic_write_bytes
+from memstrata.storage.modes import vault_file_mode
 
 SAVED_REF = "refs/memstrata/interrupted"  # the working tree as it was found, kept reachable for the user
 LOCK_STALE_SECONDS = 5.0  # a git lock file this old with no git running is a killed git's
@@ -128,7 +129,7 @@ def _put_back_local_edits(git: Git, root: Path, saved_tree: str, staged: dict[st
         if target.is_file() and target.read_bytes() == data:
             continue  # untracked: the reset left it as it was
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, data, root=root)
+        atomic_write_bytes(target, data, root=root, mode=vault_file_mode(root, path))  # a vault's: the user's mode
         restored.append(path)
     return restored
 
