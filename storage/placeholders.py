@@ -30,7 +30,7 @@ _WORDS = ("example", "placeholder", "redacted", "dummy", "fake", "sample", "repl
           "notreal", "not-a-real", "not_a_real")
 _MARKER = re.compile(
     "|".join([w for word in _WORDS for w in (word, word.upper(), word.capitalize())]
-             + [r"(?:your|YOUR|Your)[-_. ]", r"<[^<>]*>", r"\.{3,}|…", r"\*{3,}", r"x{4,}|X{4,}"]))
+             + [r"(?:your|YOUR|Your)[-_. ]", r"<[^<>]*(?:>|$)", r"\.{3,}|…", r"\*{3,}", r"x{4,}|X{4,}"]))
 # Runs a generated key gives no information by: one character 4+ times, counting up (`1234`, `abcd`).
 _REPEAT = re.compile(r"([A-Za-z0-9])\1{3,}")
 _COUNTING = re.compile(r"(?:0123|1234|2345|3456|4567|5678|6789|abcd|bcde|cdef|defg|efgh|ABCD|BCDE|CDEF)+")
