@@ -34,9 +34,15 @@ _MARKER = re.compile(
 # Runs a generated key gives no information by: one character 4+ times, counting up (`1234`, `abcd`).
 _REPEAT = re.compile(r"([A-Za-z0-9])\1{3,}")
 _COUNTING = re.compile(r"(?:0123|1234|2345|3456|4567|5678|6789|abcd|bcde|cdef|defg|efgh|ABCD|BCDE|CDEF)+")
-# A piece between separators in lower-case letters only is a word (`key`, `here`, `this-will-not-work`).
+# Words a placeholder spells out between separators (`your_api_key_here`, `this-will-not-work`). A list,
+# not "any lower-case piece": a short key cut by its own `-`/`_` has lower-case pieces of random letters.
 _PIECE = re.compile(r"[A-Za-z0-9]+")
-_WORD_PIECE = re.compile(r"[a-z]{1,12}")
+_FILLER_WORDS = frozenset((
+    "a", "an", "the", "my", "our", "this", "that", "is", "it", "in", "here", "goes", "put", "paste", "insert",
+    "fill", "enter", "will", "not", "work", "real", "key", "keys", "api", "token", "secret", "password", "pass",
+    "access", "auth", "client", "id", "user", "name", "app", "bot", "test", "demo", "dev", "prod", "value",
+    "string", "account", "project", "personal", "org", "live", "private", "public", "webhook", "url", "and",
+))
 
 # Fewer random characters than this, once markers are out, is no key: the shortest key any rule
 # takes holds 16 random characters (an AWS access key), passwords in prose 6+.
@@ -58,7 +64,7 @@ def random_left(value: str) -> tuple[str, bool]:
     rest, counts = _COUNTING.subn(" ", rest)
     pieces = _PIECE.findall(rest)
     if len(pieces) > 1:
-        pieces = [p for p in pieces if not _WORD_PIECE.fullmatch(p)]
+        pieces = [p for p in pieces if p.lower() not in _FILLER_WORDS]
     return "".join(pieces), bool(markers or runs or counts)
 
 

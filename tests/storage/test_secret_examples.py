@@ -88,6 +88,9 @@ def test_an_example_beside_a_real_key_leaves_the_real_key_found():
 def test_what_makes_a_token_an_example():
     assert is_example("AKIAIOSFODNN7EXAMPLE") and is_example("ghp_" + "x" * 36) and is_example(_JWT_IO)
     assert not is_example("gh" + "p_" + "7" * 8 + rnd(ALNUM, 28))  # 28 random characters left: a key
+    # a short key cut by its own `-`/`_`: its lower-case pieces are random letters, not filler words
+    assert not is_example("gl" + "pat-" + "yfiwdjEXAMPLEp2io6_pRg-R_pa")
+    assert is_example("xo" + "xb-not-a-real-token-this-will-not-work") and is_example("YOUR_API_KEY_HERE")
     for _ in range(200):  # generated keys are never examples
         assert not is_example("gh" + "p_" + rnd(ALNUM, 36))
         assert not is_example("AK" + "IA" + rnd(UPPER_DIGITS, 16))
