@@ -31,9 +31,8 @@ _WORDS = ("example", "placeholder", "redacted", "dummy", "fake", "sample", "repl
 _MARKER = re.compile(
     "|".join([w for word in _WORDS for w in (word, word.upper(), word.capitalize())]
              + [r"(?:your|YOUR|Your)[-_. ]", r"<[^<>]*(?:>|$)", r"\.{3,}|…", r"\*{3,}", r"x{4,}|X{4,}"]))
-# Runs a generated key gives no information by: one character 4+ times, counting up (`1234`, `abcd`).
+# Runs a generated key gives no information by: one character 4+ times, counting up (`1234`, `AbCd`).
 _REPEAT = re.compile(r"([A-Za-z0-9])\1{3,}")
-_COUNTING = re.compile(r"(?:0123|1234|2345|3456|4567|5678|6789|abcd|bcde|cdef|defg|efgh|ABCD|BCDE|CDEF)+")
 # Words a placeholder spells out between separators (`your_api_key_here`, `this-will-not-work`). A list,
 # not "any lower-case piece": a short key cut by its own `-`/`_` has lower-case pieces of random letters.
 _PIECE = re.compile(r"[A-Za-z0-9]+")
@@ -49,6 +48,24 @@ _FILLER_WORDS = frozenset((
 MIN_RANDOM_CHARS = 10
 
 
+def _without_counting(text: str, least: int = 4) -> tuple[str, int]:
+    """`text` with every run of `least`+ letters or digits counting up by one (`123456789`, `abcdefgh`,
+    `AbCdEf`: any case) replaced by a space, and how many runs there were."""
+    out, runs, i = [], 0, 0
+    while i < len(text):
+        j = i + 1
+        while (j < len(text) and text[j].isascii() and text[j].isalnum() and text[j - 1].isalnum()
+               and text[j].isdigit() == text[j - 1].isdigit() and ord(text[j].lower()) == ord(text[j - 1].lower()) + 1):
+            j += 1
+        if j - i >= least:
+            out.append(" ")
+            runs += 1
+        else:
+            out.append(text[i:j])
+        i = j
+    return "".join(out), runs
+
+
 def value_of(token: str) -> str:
     """The value of a whole match: `aws_secret_access_key = K7...` -> `K7...`, `Bearer eyJ...` -> `eyJ...`."""
     return _LABEL.sub("", token.strip(), count=1).strip("\"'")
@@ -61,7 +78,7 @@ def random_left(value: str) -> tuple[str, bool]:
     rest = _KEY_PREFIX.sub(" ", value, count=1)
     rest, markers = _MARKER.subn(" ", rest)
     rest, runs = _REPEAT.subn(" ", rest)
-    rest, counts = _COUNTING.subn(" ", rest)
+    rest, counts = _without_counting(rest)
     pieces = _PIECE.findall(rest)
     if len(pieces) > 1:
         pieces = [p for p in pieces if p.lower() not in _FILLER_WORDS]

@@ -53,6 +53,9 @@ EXAMPLES = [
     "SLACK_WEBHOOK=https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
     "postgres://user:your_password@localhost/db",
     "GITHUB_TOKEN=ghp_YOUR_TOKEN_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "GITHUB_TOKEN=ghp_1234567890abcdefghijklmnopqrstuvwxyz",
+    "SLACK_BOT_TOKEN=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "Authorization: Bearer YOUR_TOKEN",
 ]
 
 
