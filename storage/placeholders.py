@@ -21,7 +21,8 @@ _KEY_PREFIX = re.compile(
     r"(?:https?:)?//hooks\.slack\.com/(?:services|workflows|triggers)/|"
     r"(?:https?:)?//(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/)")
 # A label before the value in a whole match (`aws_secret_access_key = `, `Bearer `, `AccountKey=`, a bot id).
-_LABEL = re.compile(r"^(?:[A-Za-z_][\w.\-]*[\"']?[ \t]*(?:=>|=|:)[ \t]*[\"']?|(?i:bearer)[ \t]+)")
+# Letters only (`aws_secret_access_key`, `AccountKey`, `https`): a random run's own `=` is no label.
+_LABEL = re.compile(r"^(?:[A-Za-z]+(?:[_.\-][A-Za-z]+)*[\"']?[ \t]*(?:=>|=|:)[ \t]*[\"']?|(?i:bearer)[ \t]+)")
 
 # Placeholder markers, as tutorials write them: whole words or runs in one case, never a mixed-case
 # substring (random base62 holds `xXxX` or `fAkE` about once in 20,000 keys). `your` only before a
