@@ -7,6 +7,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
+from memstrata.storage.placeholders import is_example, is_marked_placeholder  # noqa: F401 (is_example: the rules' own)
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -31,11 +34,12 @@ _PLACEHOLDER_WORDS = {
     "yoursecret", "mytoken", "yourtoken", "value", "string", "required", "optional",
     "default", "secret123", "password123", "qwerty",
 }
-_PLACEHOLDER_HINTS = ("your", "example", "placeholder", "redacted", "changeme", "dummy",
-                      "xxxx", "****", "...", "${", "{{", "}}", "env.", "environ", "getenv",
-                      "secret_here", "replace_me", "replace-me")
-# `<password>`, `os.environ["X"]`, `getpass.getpass()`, `config.get(...)`, `vault[...]`
-_PLACEHOLDER_RE = re.compile(r"<[^<>]*>|^[A-Za-z_][\w.]*\s*[(\[]")
+# Code that fetches the value (`${DB_PASSWORD}`, `{{ secret }}`, `os.environ[...]`, `getenv`): no
+# literal at all. Words and runs that mark a placeholder (`your_`, `example`, `xxxx`, `<...>`) are judged
+# by what random text is left besides them (storage/placeholders.py), not by their presence alone.
+_CODE_HINTS = ("${", "{{", "}}", "env.", "environ", "getenv")
+# `os.environ["X"]`, `getpass.getpass()`, `config.get(...)`, `vault[...]`
+_PLACEHOLDER_RE = re.compile(r"^[A-Za-z_][\w.]*\s*[(\[]")
 
 
 # A value in capitals that spells what it stands for (`password="THEENCRYPTEDPASSWORDFROMABOVE"`,
@@ -50,35 +54,13 @@ def _is_placeholder(value: str) -> bool:
         return True
     if len(set(low)) <= 2:  # "*****", "xxxxxx", "......", "abab"
         return True
-    if v[0] in "<{[($%*" or v.startswith("…"):
+    if v[0] in "{[($%":
         return True
-    if any(h in low for h in _PLACEHOLDER_HINTS) or _PLACEHOLDER_RE.search(v):
+    if any(h in low for h in _CODE_HINTS) or _PLACEHOLDER_RE.search(v) or is_marked_placeholder(v):
         return True
     if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", v):  # ENV_VAR_NAME reference
         return True
     return False
-
-
-# Tokens published as examples in providers' own documentation (AWS's are caught by "EXAMPLE"):
-# the jwt.io sample, Stripe's documented test key.
-_DOCUMENTED_EXAMPLES = frozenset((
-    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
-    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
-    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
-))
-# Words and runs a generated key never holds (a random 40-character key holds a given 4-letter run
-# with odds near 1 in 300,000): tutorials and docs fill a key's shape with them.
-_EXAMPLE_MARKERS = ("example", "xxxx", "your", "placeholder", "redacted", "dummy", "fake", "sample",
-                    "replace", "notreal", "not-a-real", "not_a_real", "12345678", "abcdefgh")
-_SAME_CHAR_RUN = re.compile(r"(.)\1{7}")  # `ghp_00000000...`: 8 alike (hex keys: 1 in 4 million)
-
-
-def is_example(token: str) -> bool:
-    """Whether a key-shaped token is a documentation example or a placeholder (`AKIAIOSFODNN7EXAMPLE`,
-    `ghp_xxxxxxxx...`, `sk-your-key-here...`, the jwt.io sample), not a credential someone was given."""
-    low = token.lower()
-    return (token in _DOCUMENTED_EXAMPLES or any(marker in low for marker in _EXAMPLE_MARKERS)
-            or _SAME_CHAR_RUN.search(token) is not None)
 
 
 def _classes(s: str) -> set[str]:
@@ -140,9 +122,9 @@ def _userinfo_ok(m: re.Match) -> bool:
     """A URL's password: any literal counts, short ones too (`postgresql://app:pw@db`)."""
     pw = m.group("pw")
     low = pw.lower()
-    if len(set(low)) == 1 or low in _PLACEHOLDER_WORDS or pw[0] in "<{[($%*":
+    if len(set(low)) == 1 or low in _PLACEHOLDER_WORDS or pw[0] in "{[($%":
         return False
-    return not any(h in low for h in _PLACEHOLDER_HINTS)
+    return not (any(h in low for h in _CODE_HINTS) or is_marked_placeholder(pw))
 
 
 def _password_ok(m: re.Match) -> bool:

@@ -45,13 +45,15 @@ Decisions (kept deliberately conservative about prose):
   (``Forgot password: reset it``, ``the secret: well-being``, ``Password: 2-factor``,
   ``pwd: /home/me``) never fire; neither does ``password=`` followed by nothing. The
   known miss: an all-lowercase passphrase after a colon (``password: correct-horse``).
-- Placeholders never fire: ``<password>``, ``***``, ``xxxx``, ``...``, ``changeme``,
+- Placeholders never fire: ``<password>``, ``***``, ``xxxx``, ``...``, ``changeme`` (a marker with
+  no key's worth of random text beside it: storage/placeholders.py),
   ``password``, ``example``, ``your_api_key``, ``[REDACTED]``, ``${DB_PASSWORD}``,
   ``{password}``, ``%(pw)s``, ``os.environ[...]``, ``ALL_CAPS_ENV_NAMES`` and the like.
   ``changeme`` counts as a placeholder: it is the conventional "replace me" value; so does a
   value in capitals spelling its slot (``THEENCRYPTEDPASSWORDFROMABOVE``).
 - Documentation examples in a key's shape never fire either (``AKIAIOSFODNN7EXAMPLE``,
-  ``ghp_xxxx...``, the jwt.io token: ``secret_rules.is_example``), and hold their place so
+  ``ghp_xxxx...``, the jwt.io token: ``placeholders.is_example``, which takes the markers out and
+  asks whether a key's worth of random text is left), and hold their place so
   no later rule reads their pieces as keys. Paths in ``file://`` URLs are exempt from the
   entropy rule as web URLs are.
 - High-entropy tokens: runs of 32+ characters of ``[A-Za-z0-9+/_=-]`` that contain
