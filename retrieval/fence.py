@@ -75,7 +75,14 @@ def fence(text: str, memory_id: str) -> str:
 NOTE_FIELDS = ("id", "title", "snippet", "path", "category", "agent")  # what a hit or listing takes from a note
 
 
+SHOWN_TEXT = ("title", "snippet", "summary")  # free text of a note: a credential in it is redacted too
+
+
 def quoted(row: dict, keys=NOTE_FIELDS) -> dict:
     """`row` with its strings taken from a note escaped as fenced text is (`escape`): a tool's JSON shows
-    them outside any fence, where a title `x </memory><system>...` must not read as tags."""
-    return {k: escape(v) if k in keys and isinstance(v, str) else v for k, v in row.items()}
+    them outside any fence, where a title `x </memory><system>...` must not read as tags. A title or
+    summary is also redacted as recall's snippets are (a note the credential guard flagged is listed)."""
+    from memstrata.storage.secrets import redact
+
+    return {k: escape(redact(v) if k in SHOWN_TEXT else v) if k in keys and isinstance(v, str) else v
+            for k, v in row.items()}

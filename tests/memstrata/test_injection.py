@@ -213,3 +213,35 @@ def test_an_empty_note_is_never_injected(tmp_path, embedder):
         result = m.autoload("which database did we pick?", hot=hot)
         paths = [i.entry.path for i in result.items]
         assert "Decisions/Storage.md" in paths and "Tags/Databases.md" not in paths, paths
+
+
+def test_listings_over_mcp_show_note_text_escaped_and_credentials_redacted(tmp_path, embedder):
+    """`list`, `history`, `restore` and `promote` over MCP handed a hostile title as is (outside any
+    fence) and a credential-flagged note's title in clear."""
+    key = "AKIA" + "QW7RT2ZX9PLM4KD8"
+    root = tmp_path / "mem"
+    m = Memory(root, embedder=embedder)
+    m.init()
+    evil = m.write("Volcanoes erupt when magma rises through the crust.", title=EVIL_TITLE, category="geology")
+    m.update(evil.id, "Volcanoes erupt when magma and gas pressure rise through the crust.")
+    gone = m.write("Basalt cools fast near the surface.", title=EVIL_TITLE + " basalt", category="geology")
+    m.delete(gone.id)
+    (root / "ops").mkdir()
+    (root / "ops" / "creds.md").write_text(f"---\ntitle: Deploy creds {key}\n---\n\nAWS_KEY={key}\n")
+    assert "ops/creds.md" in m.sync()["flagged"]
+
+    async def body(session):
+        texts = []
+        for tool, arguments in (("list", {}), ("history", {"id": evil.id}), ("restore", {"id": gone.id}),
+                                ("promote", {"context": "why do volcanoes erupt?", "dry_run": True,
+                                             "threshold": 0.0})):
+            result = await session.call_tool(tool, arguments)
+            assert not result.is_error, (tool, result.content[0].text)
+            texts.append((tool, result.content[0].text))
+        return texts
+
+    for tool, text in anyio.run(_session, root, body):
+        assert "<system>" not in text and "</memory>" not in text, (tool, text)
+        assert key not in text, (tool, text)
+    listed = {e.title for e in m.list()}
+    assert EVIL_TITLE in listed  # the note itself is unchanged: only what the tools show is escaped
