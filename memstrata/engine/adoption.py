@@ -156,7 +156,10 @@ def _preload(state) -> None:
         except Exception:  # noqa: BLE001 - the caller loads it again and reports why it cannot
             pass
 
-    threading.Thread(target=run, name="adopt-preload", daemon=True).start()
+    # not a daemon: a process ending while this thread is inside onnxruntime's or LanceDB's native
+    # start-up aborted ("terminate called without an active exception", exit 134) instead of exiting
+    # with its one-line error; the interpreter now waits the second or two it takes
+    threading.Thread(target=run, name="adopt-preload", daemon=False).start()
 
 
 def give_ids(entries: Entries, left: list | None = None, progress=None, id_for=None) -> int:
