@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -359,7 +360,7 @@ def _meta_json(entry: Entry) -> str:
 def _finite(value):
     """`value` with YAML's .inf/.nan as text: SQLite's JSON (the own-id index reads `meta`) refuses
     Infinity and NaN, and one note's `rating: .inf` made every sync, list and doctor of the tree fail."""
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+    if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}

@@ -10,6 +10,9 @@ import pytest
 
 from memstrata import Memory
 
+sys.path.insert(0, str(Path(__file__).parent))
+from test_vault_team import git, vault_in_git  # noqa: E402  (a user's vault in git, adopted and pushed)
+
 PY = sys.executable
 
 
@@ -56,26 +59,12 @@ def test_delete_then_restore_brings_a_note_back_with_its_mode(tmp_path, embedder
     assert mode(vault / ".memstrata") == 0o700 and mode(vault / ".memstrata/trash") == 0o700
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
-
-
 def vault_pair(tmp_path, embedder) -> tuple[Memory, Path, Path]:
     """A user's 0644 vault in git, adopted and pushed to a bare remote; a second plain git clone of it."""
-    bare, a_root, other = tmp_path / "r.git", tmp_path / "a", tmp_path / "other"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    for rel, text in (("Welcome.md", "Sailing boats.\n"), ("Notes/private.md", "My own secret plans.\n"),
-                      (".obsidian/app.json", '{"theme": "dark"}')):
-        (a_root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (a_root / rel).write_text(text)
-    os.chmod(a_root / "Notes/private.md", 0o600)  # the user made this one private
-    git(a_root, "init", "-q")
-    git(a_root, "add", "-A")
-    git(a_root, "commit", "-q", "-m", "the user's vault")
-    git(a_root, "remote", "add", "origin", str(bare))
-    a = Memory(a_root, embedder=embedder)
-    a.init(adopt=True)
-    assert a.sync_remote()["pushed"]
+    notes = {"Welcome.md": "Sailing boats.\n", "Notes/private.md": "My own secret plans.\n",
+             ".obsidian/app.json": '{"theme": "dark"}'}
+    a, bare = vault_in_git(tmp_path, embedder, notes, modes={"Notes/private.md": 0o600})  # the user's private one
+    other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(bare), str(other))
     git(other, "config", "user.email", "peer@example.org")
     git(other, "config", "user.name", "peer")

@@ -30,13 +30,16 @@ NOTES = {
 }
 
 
-def adopted_pair(tmp_path, embedder) -> tuple[Memory, Memory]:
-    """A user's vault already in git, adopted and pushed to a bare remote, and a second clone of it."""
+def vault_in_git(tmp_path, embedder, notes: dict, modes: dict | None = None) -> tuple[Memory, Path]:
+    """A user's vault (`notes`, with the file `modes` the user gave some) already in git with a bare
+    remote `origin`, adopted as machine "laptop" and pushed; (the vault, the bare remote)."""
     bare, a_root = tmp_path / "r.git", tmp_path / "a"
     git(tmp_path, "init", "-q", "--bare", str(bare))
-    for rel, text in NOTES.items():
+    for rel, text in notes.items():
         (a_root / rel).parent.mkdir(parents=True, exist_ok=True)
         (a_root / rel).write_text(text)
+    for rel, mode in (modes or {}).items():
+        os.chmod(a_root / rel, mode)
     git(a_root, "init", "-q")
     git(a_root, "add", "-A")
     git(a_root, "commit", "-q", "-m", "the user's vault")
@@ -45,6 +48,12 @@ def adopted_pair(tmp_path, embedder) -> tuple[Memory, Memory]:
     a.init(adopt=True)
     git(a_root, "config", "memstrata.machine", "laptop")
     assert a.sync_remote()["pushed"]
+    return a, bare
+
+
+def adopted_pair(tmp_path, embedder) -> tuple[Memory, Memory]:
+    """A user's vault already in git, adopted and pushed to a bare remote, and a second clone of it."""
+    a, bare = vault_in_git(tmp_path, embedder, NOTES)
     b = Memory(tmp_path / "b", embedder=embedder)
     b.clone(str(bare), machine="desktop")
     return a, b
