@@ -41,7 +41,8 @@ _SEPARATORS = re.compile(r"[/\\_.-]+")
 _LEAD = re.compile(r"^\s*(?:(?:how|what|which|why|when|where|who)(?:'s)?\b(?:\s+(?:don't|doesn't|can't|do|does|did|can|"
                    r"could|should|would|is|are|was|were|to))?(?:\s+(?:i|you|we|my))?|is there (?:a|any) way to|"
                    r"can (?:i|you)|(?:do|does|did|is|are) (?:i|you|there|it))\b\s*", re.I)
-_QWORDS = frozenset("how what which why when where who whom do does did i can could should would is are was were my me".split())
+_QWORDS = frozenset("how what which why when where who whom do does did i can could should would is are was were my me"
+                    .split())
 
 
 def _lead(q: str) -> str:
