@@ -81,7 +81,6 @@ class ToolEngine:
                 return result(" ".join(message.split()), is_error=True)
 
 
-
 def _one_line_arguments_error(name: str, exc: BaseException) -> str | None:
     """A one-line reason for arguments that do not fit a tool's schema (None if it is not that)."""
     from pydantic import ValidationError
