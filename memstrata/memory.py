@@ -281,9 +281,10 @@ class Memory:
                                        dry_run=dry_run)
 
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
-                 include_shared: bool = True, hot: bool | None = None, session_id: str | None = None):
+                 include_shared: bool = True, hot: bool | None = None, session_id: str | None = None,
+                 form: str = "markdown"):
         return self._promotion.autoload(context, promote=promote, budget=budget, include_shared=include_shared,
-                                        hot=hot, session_id=session_id)
+                                        hot=hot, session_id=session_id, form=form)
 
     # -- categories ------------------------------------------------------------------------
     def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:

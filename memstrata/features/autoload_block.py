@@ -1,6 +1,7 @@
 """The autoload block as an agent receives it: fenced memories under one preamble, and what each part costs."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from memstrata import clock
@@ -16,6 +17,12 @@ HIT_TOKENS = 300
 CHARS_PER_TOKEN = 8
 TITLE_CHARS = 200  # a header shows at most this much of a title (a hand-made file's title can be a 10 MB word)
 CUT_MARK = " …"
+# What the budget measures: the Markdown block (the prompt hook, `mem autoload`), or the whole JSON
+# answer that carries it (MCP): there the block is JSON-escaped (a newline is `\n`, two tokens to
+# WordPiece) and each memory has its entry in `entries`; counting the block alone, a budget of 2,000
+# answered 3,193 tokens.
+FORMS = ("markdown", "json")
+CONTEXT_CHARS = 160  # the JSON answer echoes at most this much of the context: the caller has it whole
 
 HEAD = "\n".join(["# Memories for this session (memstrata)", "", PREAMBLE, ""])
 SECTIONS = (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty"))
@@ -67,6 +74,23 @@ class AutoloadItem:
                 "tokens": self.tokens, "truncated": self.truncated,
                 "shared": self.shared, "agent": None if e.agent is None else escape(e.agent)}
 
+    def row(self) -> dict:
+        """Its entry in the JSON answer (form "json"): to_dict without what is null or false (a hot
+        entry's relevance, truncated, shared, agent: ~25 tokens of each memory's share of the budget)."""
+        return entry_row(self.entry, self.section, self.relevance, self.tokens, self.truncated, self.shared)
+
+
+def entry_row(e: Entry, section: str, relevance: float | None, tokens: int, truncated: bool, shared: bool) -> dict:
+    row = {"id": escape(e.ref), "title": escape(e.title), "path": None if e.path is None else escape(e.path),
+           "section": section, "tokens": tokens}
+    if relevance is not None:
+        row["relevance"] = round(relevance, 4)
+    if truncated:
+        row["truncated"] = True
+    if shared:
+        row.update(shared=True, agent=None if e.agent is None else escape(e.agent))
+    return row
+
 
 @dataclass
 class AutoloadResult:
@@ -80,6 +104,7 @@ class AutoloadResult:
     strategy: str | None = None
     notes: list[str] = field(default_factory=list)
     frame_tokens: int = 0  # the preamble, section headings and promoted line, once there are items
+    form: str = "markdown"  # what the budget measures (FORMS): the block, or the JSON answer with it
 
     @property
     def tokens(self) -> int:
@@ -98,6 +123,11 @@ class AutoloadResult:
         return "\n".join(lines).rstrip() + "\n"
 
     def to_dict(self) -> dict:
+        if self.form == "json":  # the answer the budget measured: compact entries, the context echoed cut
+            context, cut = cut_chars(self.context or "", CONTEXT_CHARS)
+            return {"context": (context + CUT_MARK if cut else context) or None, "budget": self.budget,
+                    "tokens": self.tokens, "strategy": self.strategy, "promoted": [quoted(p) for p in self.promoted],
+                    "entries": [i.row() for i in self.items], "notes": self.notes, "markdown": self.markdown()}
         return {"context": self.context, "budget": self.budget, "tokens": self.tokens, "strategy": self.strategy,
                 "promoted": [quoted(p) for p in self.promoted], "entries": [i.to_dict() for i in self.items],
                 "notes": self.notes,
@@ -112,12 +142,33 @@ class Costs:
     """What parts of the block cost in the budget: the larger of the model's tokens and the
     characters / CHARS_PER_TOKEN, each part with the blank line that follows it."""
 
-    def __init__(self, embedder):
+    def __init__(self, embedder, form: str = "markdown"):
         self.embedder = embedder
+        self.as_json = form == "json"
         self.special = embedder.count_tokens("")  # [CLS] and [SEP]: counted once for the block (HEAD), not per part
 
     def of(self, text: str) -> int:
         text += "\n\n"
+        if self.as_json:  # as the JSON answer carries it: `\n`, `\"` and `\u0001` cost more than the characters
+            text = json.dumps(text, ensure_ascii=False)[1:-1]
+        return max(self.embedder.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
+
+    def whole(self, text: str) -> int:
+        """What a text costs as it is sent (the model's tokens, special ones included, or its characters)."""
+        return max(self.embedder.count_tokens(text), -(-len(text) // CHARS_PER_TOKEN))
+
+    def frame(self, result: "AutoloadResult") -> int:
+        """The JSON answer's own fields with no memory in it yet (0 for the Markdown form)."""
+        if not self.as_json:
+            return 0
+        return self.whole(json.dumps({**result.to_dict(), "tokens": result.budget}, ensure_ascii=False))
+
+    def row(self, entry: Entry, section: str, relevance: float | None, shared: bool, budget: int) -> int:
+        """What a memory's entry in the JSON answer costs (0 for the Markdown form): at most, as
+        its token count is not known yet (at most the budget) and it may be marked truncated."""
+        if not self.as_json:
+            return 0
+        text = json.dumps(entry_row(entry, section, relevance, budget, True, shared), ensure_ascii=False) + ", "
         return max(self.embedder.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
 
     def head(self) -> int:
@@ -127,21 +178,23 @@ class Costs:
         """What a memory's block costs with no text: its fence, title and id line."""
         return self.of(block(entry, "", True, shared))
 
-    def fit(self, entry: Entry, text: str, shared: bool, cap: int, cut: bool) -> tuple[str, bool, int] | None:
-        """(text, truncated, cost of the fenced block) for the longest prefix of `text` whose block
-        costs at most `cap`, cut where a token ends; None when not even the header fits. What is
-        measured is the fenced (escaped) block: `&` `<` `>` cost more there than in the note."""
+    def fit(self, entry: Entry, text: str, shared: bool, cap: int, cut: bool,
+            extra: int = 0) -> tuple[str, bool, int] | None:
+        """(text, truncated, cost of the fenced block plus `extra`, its entry in a JSON answer) for the
+        longest prefix of `text` whose block costs at most `cap`, cut where a token ends; None when
+        not even the header fits. What is measured is the fenced (escaped) block: `&` `<` `>` cost
+        more there than in the note."""
         text, chars_cut = cut_chars(text, cap * CHARS_PER_TOKEN)  # a 10 MB note is not tokenized whole
-        whole = self.of(block(entry, text, cut or chars_cut, shared))
+        whole = self.of(block(entry, text, cut or chars_cut, shared)) + extra
         if whole <= cap:
             return text, cut or chars_cut, whole
-        keep = cap - self.header(entry, shared)
+        keep = cap - self.header(entry, shared) - extra
         if keep <= 0:
             return None
         text, _ = cut_chars(text, keep * CHARS_PER_TOKEN)
         while keep > 0:
             text = self.embedder.truncate_to_tokens(text, keep)
-            cost = self.of(block(entry, text, True, shared))
+            cost = self.of(block(entry, text, True, shared)) + extra
             if cost <= cap:
                 return text, True, cost
             # escaped characters (`&` is `&amp;`) cost more in the block than in the note: cut deeper

@@ -6,8 +6,8 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
-from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECTIONS, TITLE_CHARS, AutoloadItem,
-                                               AutoloadResult, Costs, cut_chars, promoted_line)
+from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECTIONS, TITLE_CHARS, FORMS,
+                                               AutoloadItem, AutoloadResult, Costs, cut_chars, promoted_line)
 from memstrata.features.compression import without_note
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
@@ -197,7 +197,8 @@ class Promotion:
 
     # -- autoload -----------------------------------------------------------------------
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
-                 include_shared: bool = True, hot: bool | None = None, session_id: str | None = None) -> AutoloadResult:
+                 include_shared: bool = True, hot: bool | None = None, session_id: str | None = None,
+                 form: str = "markdown") -> AutoloadResult:
         """The memories an agent should start with: relevant ones first (hits that clear the
         recall_min_relevance cut-off), then, with `hot` (by default: only when there is no context, a
         session start), hot ones by weight, within `budget` tokens
@@ -208,7 +209,8 @@ class Promotion:
         relevant hit the part of its note the context asks about, a hot entry its opening. With a
         `session_id`, an entry already loaded in that session is not loaded again. Loading a hot
         entry counts as an access (correlation 1.0); a relevant hit does not (an injection
-        answering a prompt is no read that should make the entry hot)."""
+        answering a prompt is no read that should make the entry hot). `form` "json" makes the budget
+        bound the whole JSON answer (`to_dict`, as MCP sends it) rather than the Markdown block."""
         from memstrata.features import hook_sessions
         from memstrata.retrieval.prompts import has_topic, is_everyday
         from memstrata.scoring.weight import compute_weight
@@ -217,10 +219,12 @@ class Promotion:
         budget = settings.autoload_budget if budget is None else int(budget)
         if budget < 1:
             raise InvalidInput("budget must be a positive number of tokens")
+        if form not in FORMS:
+            raise InvalidInput(f"form must be one of {', '.join(FORMS)}")
         context = " ".join(str(context or "").split()) or None
         if hot is None:  # a task given: what it asks about, not 2,000 tokens of unrelated recent notes
             hot = context is None
-        result = AutoloadResult(context=context, budget=budget)
+        result = AutoloadResult(context=context, budget=budget, form=form)
         topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
         if context and not topic:
             # a greeting passed as the task is no session start: it must not pull the hot notes
@@ -285,8 +289,9 @@ class Promotion:
         each section's heading and the promoted line are counted with the fenced memories."""
         from memstrata.retrieval.prompts import relevant_part
 
-        costs = Costs(self.state.embedder)
+        costs = Costs(self.state.embedder, result.form)
         frame = costs.head() + (costs.of(promoted_line(result.promoted)) if result.promoted else 0)
+        frame += costs.frame(result)  # a JSON answer's own fields (MCP): 0 for the Markdown block
         headings = dict((section, costs.of(heading)) for section, heading in SECTIONS)
         used, seen, missed = frame, set(), 0  # missed: items in a row that did not fit
         for item, section, score in ranked:
@@ -312,7 +317,9 @@ class Promotion:
             # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list
             title, cut = cut_chars(redact(entry.title), TITLE_CHARS)
             entry = entry.copy(title=title + (" …" if cut else ""))
-            header = costs.header(entry, from_shared)
+            relevance = getattr(item, "relevance", None) if section == "relevant" else None
+            extra = costs.row(entry, section, relevance, from_shared, result.budget)  # its entry in a JSON answer
+            header = costs.header(entry, from_shared) + extra
             room = min(result.budget - used - opening, header + HIT_TOKENS)
             if room - header < _MIN_BODY_TOKENS:
                 missed += 1
@@ -322,13 +329,12 @@ class Promotion:
             part = section == "relevant" and costs.of(body[:(HIT_TOKENS + 1) * CHARS_PER_TOKEN]) > HIT_TOKENS
             if part:  # the part asked about; the note goes on (" …", and `mem read` has it all)
                 body = relevant_part(body, result.context or "", getattr(item, "snippet", None))
-            fitted = costs.fit(entry, body, from_shared, room, cut=part)
+            fitted = costs.fit(entry, body, from_shared, room, cut=part, extra=extra)
             if fitted is None:
                 missed += 1
                 continue
             missed = 0
             body, truncated, cost = fitted
-            relevance = getattr(item, "relevance", None) if section == "relevant" else None
             result.items.append(AutoloadItem(entry, section, score, body, cost, truncated, from_shared, relevance))
             used += cost + opening
         result.frame_tokens = frame + sum(headings[s] for s in {i.section for i in result.items})
