@@ -178,6 +178,12 @@ def test_init_clone_of_a_vault_gives_the_umasks_modes_and_keeps_only_the_engine_
         assert mode(b_root / rel) == 0o644, rel
     assert mode(b_root / "Notes") == 0o755 and mode(b_root / ".obsidian") == 0o755
     assert mode(b_root / ".memstrata") == 0o700
+    # `.git/` as the user's own `git clone` leaves it under umask 022 (git ran under umask 077 first)
+    inside = list((b_root / ".git").rglob("*"))
+    assert mode(b_root / ".git") == 0o755 and mode(b_root / ".git/config") == 0o644
+    assert [p for p in inside if p.is_dir() and mode(p) != 0o755] == []
+    assert [p for p in inside if p.is_file() and mode(p) & 0o044 != 0o044] == []
+    assert {mode(p) for p in (b_root / ".git/objects").rglob("*") if p.is_file()} <= {0o444, 0o644}
     b = Memory(b_root, embedder=embedder)
     assert b.doctor().findings == []
     assert git(b_root, "status", "--porcelain") == ""
