@@ -43,18 +43,23 @@ def table_part(index) -> str:
     return digest.hexdigest()
 
 
-def matches(index, tree: str) -> bool:
-    """Whether the table and the tree (its `tree_part`) are as they were when last found in step."""
+def matches(index, tree: str, table: str | None = None) -> bool:
+    """Whether the table (its `table_part`, read now unless given) and the tree (its `tree_part`)
+    are as they were when last found in step."""
     try:
         saved = read_regular_text(layout.path(index.root, STAMP_FILE), 1024).strip()
     except (OSError, UnicodeDecodeError):
         return False
-    return saved == f"{tree} {table_part(index)}"
+    return saved == f"{tree} {table_part(index) if table is None else table}"
 
 
-def record(index, tree: str) -> None:
-    """The table is in step with the tree as `tree_part` was taken (caller holds the tree lock, or
-    saw it so): the stamp of both, the table's read now, after its last write."""
+def record(index, tree: str, table: str | None = None) -> None:
+    """The table is in step with the tree as `tree_part` was taken: the stamp of both, the table's
+    read now, after its last write (the caller holds the tree lock). `table`: the `table_part` taken
+    with `tree` by a caller without the lock; nothing is recorded when another process wrote the
+    table meanwhile (an index pulled from a snapshot may be behind the tree)."""
+    if table is not None and table != table_part(index):
+        return
     try:
         atomic_write_text(layout.path(index.root, STAMP_FILE), f"{tree} {table_part(index)}\n",
                           root=Path(index.root))

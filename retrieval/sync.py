@@ -109,15 +109,15 @@ def behind(index: VectorIndex) -> bool:
     they were last found in step (retrieval/in_step.py) are told without opening the table."""
     from memstrata.retrieval import in_step
 
-    tree = in_step.tree_part(index.root)
-    if in_step.matches(index, tree):
+    tree, table = in_step.tree_part(index.root), in_step.table_part(index)
+    if in_step.matches(index, tree, table):
         return False
     if not index.exists():
         late = any(True for _ in iter_entry_files(index.root))
     else:
         late = not plan(index).empty
     if not late:
-        in_step.record(index, tree)
+        in_step.record(index, tree, table)  # unless the table changed meanwhile (no lock held here)
     return late
 
 
