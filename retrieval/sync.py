@@ -105,10 +105,20 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
 def behind(index: VectorIndex) -> bool:
     """Whether the table misses something of the tree (an entry file added, changed or removed
     since it was indexed, or no table while the tree holds entries), found without the model:
-    only files whose size/mtime differ from their rows are read."""
+    only files whose size/mtime differ from their rows are read. A tree and table unchanged since
+    they were last found in step (retrieval/in_step.py) are told without opening the table."""
+    from memstrata.retrieval import in_step
+
+    tree, table = in_step.tree_part(index.root), in_step.table_part(index)
+    if in_step.matches(index, tree, table):
+        return False
     if not index.exists():
-        return any(True for _ in iter_entry_files(index.root))
-    return not plan(index).empty
+        late = any(True for _ in iter_entry_files(index.root))
+    else:
+        late = not plan(index).empty
+    if not late:
+        in_step.record(index, tree, table)  # unless the table changed meanwhile (no lock held here)
+    return late
 
 
 def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> SyncPlan:

@@ -121,3 +121,31 @@ def put_back(root: Path, before: dict[str, int]) -> list[str]:
         except OSError:
             continue
     return done
+
+
+def follow_umask(folder: Path, umask: int | None = None) -> list[str]:
+    """A tree git made under `mem`'s umask 077 (a clone's `.git/`, before the engine knew it was a
+    user's vault) given the modes the user's umask gives, as their own `git clone` would: each
+    file's and folder's owner bits for everyone, less the umask (objects 0444, config 0644, folders
+    0755 under 022). Only plain files and folders of ours, never a link; the paths changed."""
+    mask = current_umask() if umask is None else umask
+    changed = _spread(Path(folder), mask)
+    for top, folders, files in os.walk(folder):  # never into a linked folder
+        for name in folders + files:
+            changed += _spread(Path(top) / name, mask)
+    return changed
+
+
+def _spread(path: Path, mask: int) -> list[str]:
+    try:
+        st = os.lstat(path)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)) or st.st_uid != os.getuid():
+            return []
+        owner = stat.S_IMODE(st.st_mode) & 0o700
+        wanted = (owner | owner >> 3 | owner >> 6) & ~mask & 0o777
+        if wanted == stat.S_IMODE(st.st_mode):
+            return []
+        os.chmod(path, wanted)
+        return [str(path)]
+    except OSError:
+        return []

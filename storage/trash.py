@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from memstrata.storage.clock import format_datetime, parse_datetime
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage import codec, frontmatter_edit, layout, vault_note
+from memstrata.storage import codec, frontmatter_edit, layout, modes, vault_note
 from memstrata.storage.atomic import atomic_move, atomic_write_text, ensure_dir
 from memstrata.storage.entry import Entry, require_id, valid_id
 from memstrata.storage.paths import slugify
@@ -52,7 +53,12 @@ def audit(root: Path, when: datetime, action: str, entry_id: str, title: str, or
     atomic_write_text(path, current + row, root=root)
 
 
-BOOKKEEPING = ("trashed_at", "trashed_from", "trash_reason", "reported_at")
+# A vault note's permissions when it was trashed, as `ls -l` shows them (`rw-r--r--`: an octal
+# 0644 would read back as a YAML number), given back by `mem restore`
+MODE_KEY = "trashed_mode"
+BOOKKEEPING = ("trashed_at", "trashed_from", "trash_reason", "reported_at", MODE_KEY)
+# Before the mode was recorded, `mem` trashed under its umask 077: every trash file was this
+LEGACY_TRASH_MODE = 0o600
 
 
 def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported: bool = False) -> str:
@@ -66,6 +72,9 @@ def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported
     trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
     if reported:
         trashed.extra["reported_at"] = format_datetime(now)
+    mode = modes.mode_of(root / entry.path) if layout.is_adopted(root) else None
+    if mode is not None:
+        trashed.extra[MODE_KEY] = stat.filemode(mode)[1:]
     try:  # a hand-made note keeps its own lines in the trash too (and when it comes back)
         original = read_regular_text(root / entry.path)
     except (OSError, UnicodeDecodeError):
@@ -73,9 +82,8 @@ def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported
     text = _trash_text(root, original, entry.path, trashed, entry.path)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
     atomic_move(root / entry.path, root / target_rel, root=root)
-    # a vault's note keeps its owner's permissions in the trash, so `mem restore` brings it back with
-    # them (the trash folder itself stays private); the engine's own tree keeps its files 0600
-    mode = os.stat(root / target_rel).st_mode & 0o777 if layout.is_adopted(root) else None
+    # a vault's note keeps its owner's permissions in the trash too (the trash folder itself stays
+    # private); the engine's own tree keeps its files 0600
     atomic_write_text(root / target_rel, text, root=root, mode=mode)
     return target_rel
 
@@ -147,7 +155,8 @@ def mark_reported(root: Path, items: list[TrashItem], now: datetime) -> list[Tra
                 text = read_regular_text(path)
                 entry = codec.parse(text, path=item.path, id_key=layout.id_key(root))
                 entry.extra["reported_at"] = format_datetime(now)
-                atomic_write_text(path, _trash_text(root, text, item.path, entry, item.trashed_from), root=root)
+                atomic_write_text(path, _trash_text(root, text, item.path, entry, item.trashed_from), root=root,
+                                  mode=modes.mode_of(path) if layout.is_adopted(root) else None)
                 item = TrashItem(**{**item.__dict__, "reported_at": now})
             except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
                 pass
@@ -191,14 +200,63 @@ def find(root: Path, ref: str) -> TrashItem:
     return matches[-1]
 
 
-def take_out(root: Path, item: TrashItem) -> Entry:
-    """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
+def _read_item(root: Path, item: TrashItem) -> Entry:
     text = read_regular_text(Path(root) / item.path)
     home = PurePosixPath(item.trashed_from).stem if item.trashed_from else ""  # a note titled by its name
-    entry = codec.parse(text, path=item.path, fallback_title=home, id_key=layout.id_key(root))
+    return codec.parse(text, path=item.path, fallback_title=home, id_key=layout.id_key(root))
+
+
+def take_out(root: Path, item: TrashItem) -> Entry:
+    """Read a trashed entry back without its trash bookkeeping fields (the file stays put)."""
+    entry = _read_item(root, item)
     for key in BOOKKEEPING:
         entry.extra.pop(key, None)
     return entry
+
+
+def parse_mode(text) -> int | None:
+    """The permission bits of an `ls -l` string (`rw-r-----`: 0o640); None when it is not one."""
+    text = str(text or "")
+    if len(text) != 9:
+        return None
+    mode = 0
+    for n, (char, allowed) in enumerate(zip(text, "rwx" * 3)):
+        if char not in ("-", allowed):
+            return None
+        mode |= (char != "-") << (8 - n)
+    return mode
+
+
+def restored_mode(root: Path, item: TrashItem) -> int | None:
+    """The mode a vault's note comes back with: the one recorded when it was trashed; else its
+    trash file's own, unless that is the 0600 every trash file got before the mode was kept (the
+    engine trashed under umask 077, whatever the note's mode was): then the umask's, as a new file
+    of the user's. None outside a vault (the engine's files stay private)."""
+    root = Path(root)
+    if not layout.is_adopted(root):
+        return None
+    try:
+        recorded = parse_mode(_read_item(root, item).extra.get(MODE_KEY))
+    except (CorruptEntry, InvalidInput, ValueError, OSError, UnicodeDecodeError):
+        recorded = None
+    if recorded is not None:
+        return recorded
+    found = modes.mode_of(root / item.path)
+    return modes.new_file_mode() if found in (None, LEGACY_TRASH_MODE) else found
+
+
+def give_back_mode(root: Path, item: TrashItem) -> None:
+    """Before a restore moves it back: the trash file of a vault's note gets the mode the note had
+    (restored_mode), which the move and the engine's rewrite keep. The trash folder is private, and
+    only a plain file of ours with one link is changed."""
+    mode = restored_mode(root, item)
+    path = check_write_target(root, Path(root) / item.path)
+    try:
+        st = os.lstat(path)
+        if mode is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.getuid():
+            os.chmod(path, mode)
+    except OSError:
+        pass  # the save that follows reports a file it cannot move
 
 
 def purge(root: Path, now: datetime, retention_days, everything: bool = False,

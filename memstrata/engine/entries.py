@@ -285,7 +285,9 @@ class Entries:
                                tier="hot" if entry.status != "active" else entry.tier)
             keep = origin if not (self.root / origin).exists() else None
             entry.path = keep or tree.unique_entry_path(self.root, category, entry.title)
-            # the trash file moves back and keeps its own lines (a hand-made note stays as written)
+            # the trash file moves back and keeps its own lines (a hand-made note stays as written),
+            # and a vault's note its own mode (one trashed by an older release: the umask's)
+            trash.give_back_mode(self.root, item)
             self.save.save(entry, previous=entry.copy(path=item.path))
             (self.root / item.path).unlink(missing_ok=True)
             trash.audit(self.root, now, "restore", entry.id, entry.title, entry.path, "restored")

@@ -1,6 +1,6 @@
 """Aging without loss: weights, tiers, reversible compression, archive, forgetting.
 
-The rules are scoring's (weight, tiers, lifecycle.plan, review); this mixin applies them to
+The rules are scoring's (weight, tiers, lifecycle.plan, review); Aging applies them to
 the tree through the one save path (engine/save.py), a few entries per lock-held step, so a
 crash leaves each entry as it was or as it should be, never half-changed:
 
@@ -13,7 +13,7 @@ crash leaves each entry as it was or as it should be, never half-changed:
 Compressed bodies are extractive summaries of the original (models/summarize.py, local
 model, English and Chinese): L1 key points, L2 one line and tags, L4 a paragraph (and
 `summary:` "one sentence | paragraph" in the frontmatter). They are always computed from
-the original, never from an already-compressed body.
+the original, never from an already-compressed body (features/compressor.py).
 """
 from __future__ import annotations
 
@@ -23,18 +23,17 @@ from memstrata.clock import format_datetime
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.errors import MemstrataError, NotFound
 from memstrata.features.access_fold import AccessFold
-from memstrata.features.compression import compressed_body, may_shrink, shrinks, surely_shrinks
+from memstrata.features.compression import may_shrink
+from memstrata.features.compressor import Compressor
 from memstrata.features.maintain_report import MaintenanceReport, change_row, purge_row, reported_row
 from memstrata.scoring import lifecycle
 from memstrata.scoring import weight as weight_rules
-from memstrata.scoring.access import touched
 from memstrata.scoring.lifecycle import Action
 from memstrata.storage import journal, layout, sidecars, trash, tree, usage
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
-from memstrata.storage.safe_io import read_regular_bytes
 
 # maintain writes this many entries per lock-held step (one index update and INDEX.md rewrite each).
 MAINTAIN_BATCH = 32
@@ -49,7 +48,7 @@ class Aging:
         self.entries = entries
         self.save = save
         self.root = state.root
-        self._summaries: dict = {}  # compressed bodies computed for the current maintain batch
+        self.compression = Compressor(state, entries, save)  # compress, its dry run, decompress
         self._use_days: tuple = ()  # the days in use the current maintain counts
 
     # -- weight ---------------------------------------------------------------------------
@@ -153,7 +152,7 @@ class Aging:
                     report.changes.append(row)
                 if progress is not None:
                     progress(done, len(todo))
-            self._summaries.clear()
+            self.compression.forget_summaries()
         else:
             for start in range(0, len(todo), MAINTAIN_BATCH):
                 self._maintain_batch(todo[start:start + MAINTAIN_BATCH], now, referrers, report)
@@ -217,7 +216,7 @@ class Aging:
                     report.errors.append({"id": planned.id, "path": planned.path,
                                           "error": getattr(exc, "message", None) or str(exc)})
             self._flush(pending, report)
-        self._summaries.clear()
+        self.compression.forget_summaries()
 
     def _warm_summaries(self, batch: list[Entry], now, referrers: dict[str, set[str]]) -> None:
         """Compute the compressed bodies the batch will need, without the lock.
@@ -244,17 +243,9 @@ class Aging:
                 else:
                     continue
                 if may_shrink(original, layer, current, rel, self.state.settings):
-                    self._compressed(original, layer, current, rel)
+                    self.compression.compressed(original, layer, current, rel)
             except (MemstrataError, OSError):
                 continue
-
-    def _compressed(self, original: str, layer: str, entry: Entry, rel: str) -> tuple[str, str | None]:
-        """compressed_body, remembered for the current maintain batch."""
-        key = (layer, original, tuple(entry.tags), entry.id, rel)
-        if key not in self._summaries:
-            self._summaries[key] = compressed_body(original, layer, entry, rel, self.state.embedder,
-                                                   self.state.settings)
-        return self._summaries[key]
 
     def _flush(self, pending: list, report: MaintenanceReport) -> None:
         if not pending:
@@ -292,7 +283,7 @@ class Aging:
         new = entry.copy()
         done = []
         for action in actions:
-            if action.kind == "compress" and not self._may_shrink(entry, action.to_value):
+            if action.kind == "compress" and not self.compression.may_shrink(entry, action.to_value):
                 continue
             done.append(action)
             if action.kind == "retier":
@@ -306,23 +297,6 @@ class Aging:
                 new.status = "expired" if action.kind == "expire" else entry.status
                 new.path = f"{layout.at(self.root, trash.TRASH_DIR)}/"
         return change_row(entry, new, done) if done else None
-
-    def _may_shrink(self, entry: Entry, layer: str) -> bool:
-        """may_shrink for an entry as its file (or its full original) holds it; True when unreadable."""
-        try:
-            current = self.entries.resolve(entry.path)
-            rel = current.full_content_file if current.layer != "L0" else sidecars.relative_path(current.id, self.root)
-            original = current.body if current.layer == "L0" else sidecars.original_body(self.root, rel)
-        except (MemstrataError, OSError):
-            return True
-        if not may_shrink(original, layer, current, rel, self.state.settings):
-            return False
-        if surely_shrinks(original, layer, current, rel, self.state.settings):
-            return True
-        try:  # a borderline entry: only the model's choice tells, as in the real run (which then skips it)
-            return shrinks(original, self._compressed(original, layer, current, rel)[0])
-        except (MemstrataError, OSError):
-            return True
 
     def _to_trash(self, current: Entry, actions: list[Action]) -> dict:
         """Expire or forget: to the trash through the core's delete (audit row, restorable)."""
@@ -345,7 +319,7 @@ class Aging:
             if action.kind == "retier":
                 new.tier = action.to_value
             elif action.kind == "compress":
-                if not self._compress(current, new, action.to_value):
+                if not self.compression.compress(current, new, action.to_value):
                     continue
             elif action.kind == "archive":
                 new.status = "archived"
@@ -367,72 +341,11 @@ class Aging:
         keep = entry.path if is_archived_path(entry.path or "") else None
         return tree.unique_entry_path(self.root, entry.category, entry.title, archived=True, keep=keep)
 
-    def _compress(self, current: Entry, new: Entry, layer: str) -> bool:
-        """Set `new`'s body, layer, sidecar and summary for `layer`; the original goes to `.full/` first.
-        False, and `new` untouched, when the compressed body would not be smaller than the full
-        original (a one-sentence entry: its summary is itself plus the note on the full text)."""
-        if current.layer == "L0":
-            original, rel = current.body, sidecars.relative_path(current.id, self.root)
-        else:
-            rel = current.full_content_file
-            if not rel or not sidecars.exists(self.root, rel):
-                raise NotFound(f"{current.path} is compressed ({current.layer}) but its full content "
-                               f"{rel or '(no full_content_file)'} is missing: not compressing it further")
-            original = sidecars.original_body(self.root, rel)
-        if not may_shrink(original, layer, new, rel, self.state.settings):
-            return False
-        body, summary = self._compressed(original, layer, new, rel)
-        if not shrinks(original, body):
-            return False
-        compressed = new.copy(body=body, layer=layer, full_content_file=rel,
-                              summary=summary if summary is not None else new.summary)
-        if current.layer == "L0":
-            sidecars.write(self.root, current.id, read_regular_bytes(self.root / current.path))
-        new.body, new.layer, new.full_content_file, new.summary = (
-            compressed.body, compressed.layer, compressed.full_content_file, compressed.summary)
-        return True
-
-    # -- decompress -----------------------------------------------------------------------
+    # -- decompress (features/compressor.py) -------------------------------------------------
     def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:
-        """The full original of a compressed entry (`show`, not an access), or put it back (`restore`).
-
-        Restore writes the original body back byte for byte, layer L0, status active, tier
-        hot (out of archived/ if it was there), removes the sidecar and counts as an access.
-        An entry that is not compressed is returned as it is (restored: false).
-        """
-        if show and restore:
-            raise InvalidInput("say --show or --restore, not both")
-        entry = self.entries.resolve(ref)
-        if not restore:
-            # NotFound when a compressed entry's sidecar is missing: say so rather than show the summary.
-            full = sidecars.original_body(self.root, entry.full_content_file) if entry.is_compressed else entry.body
-            return {"id": entry.id, "title": entry.title, "path": entry.path, "layer": entry.layer,
-                    "compressed": entry.is_compressed, "full_content_file": entry.full_content_file,
-                    "summary": entry.summary, "body": full}
-        with self.state.lock():
-            current = self.entries.resolve(entry.path)
-            if not current.is_compressed:
-                return {"id": current.id, "title": current.title, "path": current.path, "layer": current.layer,
-                        "restored": False, "message": f"{current.path} is not compressed (L0)"}
-            rel = current.full_content_file
-            original = sidecars.original_body(self.root, rel)
-            now = self.state.now()
-            new = current.copy(body=original, layer="L0", full_content_file=None, summary=None, status="active")
-            new = touched(new, now, self.state.settings)
-            new.tier = "hot"
-            if is_archived_path(current.path or ""):
-                new.path = tree.unique_entry_path(self.root, current.category, current.title)
-            self.save.save(new, previous=current)
-            sidecars.remove(self.root, rel)
-        return {"id": new.id, "title": new.title, "path": new.path, "layer": new.layer, "restored": True,
-                "from_layer": current.layer, "from_path": current.path, "tier": new.tier, "status": new.status,
-                "message": f"restored the full text of {new.path} ({current.layer} -> L0, hot)"}
+        """The full original of a compressed entry (`show`), or put it back (`restore`): Compressor.decompress."""
+        return self.compression.decompress(ref, show=show, restore=restore)
 
     def full_text_again(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
-        """The update step: a new body for a compressed entry is its full content from now on
-        (the old original is kept aside)."""
-        if current.is_compressed and changed.body != current.body:
-            sidecars.supersede(self.root, current.full_content_file, format_datetime(self.state.now()) or "now")
-            changed.layer = "L0"
-            changed.full_content_file = None
-            changed.summary = None
+        """The update step of a compressed entry given a new body: Compressor.full_text_again."""
+        self.compression.full_text_again(current, changed, note, undo)

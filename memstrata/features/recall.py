@@ -66,7 +66,7 @@ class Recall:
         A change of embedding model rebuilds the whole table (result["model_changed"]).
         Raises ModelUnavailable when something must be embedded and the model cannot load.
         """
-        from memstrata.retrieval import ann, sync
+        from memstrata.retrieval import ann, in_step, sync
 
         embedder = self.state.model()
         left: list[str] = []
@@ -76,6 +76,7 @@ class Recall:
             index.refresh()
             previous = index.meta().get("model")
             generation, changed = self._changes_since_in_step(embedder.name)
+            tree = in_step.tree_part(self.root) if changed is None else None  # before the walk reads a file
             todo = sync.plan(index, embedder.name, embedder.dim, changed)
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
@@ -86,6 +87,8 @@ class Recall:
             self.state.index_in_step = ((generation, embedder.name) if generation is not None and not result["errors"]
                                         else None)
             ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
+            if tree is not None:  # a walk of the whole tree: the next `mem sync --remote` need not open the table
+                in_step.record(index, tree)
             self._write_indexes()  # hand edits (new, renamed, deleted notes) reach INDEX.md too
         result["model"] = embedder.name
         if todo.model_changed:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
+from memstrata.errors import CorruptEntry, MemstrataError
 from memstrata.features.gitrepo import TRAILER_MACHINE, Git, GitError, ensure_attributes
 from memstrata.features.recall import Recall
+from memstrata.features.team_clone import clone, leave_out
 from memstrata.features.team_merge import resolve_all
 from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
@@ -67,31 +67,8 @@ class TeamSync:
 
     # -- clone ------------------------------------------------------------------------------
     def clone(self, url: str, machine: str | None = None) -> dict:
-        """Make this tree from a remote (`git clone URL root`); the caller then runs init and sync."""
-        root = Path(self.root)
-        if root.exists() and any(root.iterdir()):
-            raise InvalidInput(f"{root} exists and is not empty; --clone needs a new folder")
-        root.parent.mkdir(parents=True, exist_ok=True)  # the network limits: their defaults (no config.md yet)
-        listed = self.git.run("ls-remote", "--symref", url, cwd=root.parent).stdout
-        branch = branch_to_clone(listed)  # git's own choice follows the remote's HEAD, even to a missing branch
-        self.git.run("clone", "-q", "--no-checkout", *(["--branch", branch] if branch else []), url, str(root),
-                     cwd=root.parent)
-        # an adopted vault's files are the user's: checked out with their umask, as `git clone` would;
-        # only its `.memstrata/` is private. The engine's own tree is private from the root down.
-        vault = self.git.run("cat-file", "-e", f"HEAD:{layout.ENGINE_HOME}/config.md", check=False).returncode == 0
-        self.git.users_modes = vault
-        root.chmod(modes.new_folder_mode() if vault else 0o700)
-        if machine:
-            self.git.run("config", "memstrata.machine", machine)
-        result = {"cloned": url, "root": str(root), "head": self.git.head(), "skipped": [], "warnings": []}
-        if result["head"]:  # checked out here, without the names this file system cannot hold
-            self.git.protect_merges()  # and with no pushed attribute changing the bytes written
-            self._skip(self.git.unwritable([p for _, p in self.git.changed(None, "HEAD")]),
-                       "name too long for this file system", result)
-            self.git.run("read-tree", "-mu", "HEAD")
-        if vault and (root / layout.ENGINE_HOME).is_dir():
-            (root / layout.ENGINE_HOME).chmod(0o700)
-        return result
+        """Make this tree from a remote (features/team_clone.py); the caller then runs init and sync."""
+        return clone(self.git, url, machine)
 
     # -- sync -------------------------------------------------------------------------------
     def sync(self, remote: str = "origin", index: bool = True) -> dict:
@@ -362,14 +339,7 @@ class TeamSync:
         return given
 
     def _skip(self, paths: list[str], why: str, result: dict) -> None:
-        """Paths of the remote this clone cannot write: left out of its working tree (still in git,
-        pushed on unchanged), reported; one bad name never stops the sync."""
-        if not paths:
-            return
-        self.git.skip_paths(paths)
-        for path in paths:
-            result["skipped"].append({"path": path, "why": why})
-            result["warnings"].append(f"{path[:80]}{'...' if len(path) > 80 else ''}: {why}; left out of this tree")
+        leave_out(self.git, paths, why, result)
 
     def _trash_pulled_deletions(self, head: str | None, tracking: str, machine: str) -> None:
         """An entry another machine deleted goes to this machine's trash too (restorable, and
@@ -397,18 +367,3 @@ class TeamSync:
             trash.move_to_trash(self.root, entry, f"deleted on {self.git.writer_of(tracking, path)}",
                                 self.state.now())
 
-
-def branch_to_clone(ls_remote: str) -> str | None:
-    """The branch `mem init --clone` takes, from `git ls-remote --symref`: None (git's choice) when the
-    remote's HEAD names a branch it has, or it has none; its only branch when HEAD names a missing one
-    (`git init --bare` points HEAD at `master`, the team pushed `main`: git would give an empty tree and
-    a later push an unrelated `master`); InvalidInput naming them when it has several."""
-    refs = {name for sha, _, name in (line.partition("\t") for line in ls_remote.splitlines())
-            if name and not sha.startswith("ref:")}
-    if "HEAD" in refs:
-        return None
-    heads = sorted(name[len("refs/heads/"):] for name in refs if name.startswith("refs/heads/"))
-    if len(heads) > 1:
-        raise InvalidInput(f"the remote's HEAD names no branch it has, and it has several ({', '.join(heads)}); "
-                           f"point its HEAD at the team's (git symbolic-ref HEAD refs/heads/NAME in the remote)")
-    return heads[0] if heads else None

@@ -51,12 +51,68 @@ def test_delete_then_restore_brings_a_note_back_with_its_mode(tmp_path, embedder
         note = vault / "Notes" / name
         before = note.read_bytes()
         entry_id = next(e.id for e in m.list() if e.path == f"Notes/{name}")
-        for args in (("delete", entry_id), ("restore", entry_id)):
+        for args in (("delete", entry_id), ("trash", "list"), ("restore", entry_id)):  # listing rewrites it
             run = mem(vault, *args)
             assert run.returncode == 0, run.stderr
         assert note.read_bytes() == before
         assert mode(note) == perm, (name, oct(mode(note)))
     assert mode(vault / ".memstrata") == 0o700 and mode(vault / ".memstrata/trash") == 0o700
+
+
+def test_a_note_trashed_by_an_older_release_comes_back_with_the_umasks_mode(tmp_path, embedder):
+    """Before the mode was recorded, `mem` trashed under its umask 077: the trash file is 0600 and
+    says nothing of the note's mode. A restore gives it what the user's umask gives a new file."""
+    vault = tmp_path / "vault"
+    (vault / "Notes").mkdir(parents=True)
+    for name in ("old.md", "kept.md"):
+        (vault / "Notes" / name).write_text(f"A note called {name}, trashed long ago.\n")
+        os.chmod(vault / "Notes" / name, 0o644)
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    ids = {e.path: e.id for e in m.list()}
+    before = (vault / "Notes/old.md").read_bytes()
+    for name in ("old.md", "kept.md"):
+        assert mem(vault, "delete", ids[f"Notes/{name}"]).returncode == 0
+    trashed = {p.name.split("--")[0]: p for p in (vault / ".memstrata/trash").glob("*--*.md")}
+    # the older release's trash file: no recorded mode, written anew under umask 077
+    old = trashed[ids["Notes/old.md"]]
+    text = "".join(line for line in old.read_text().splitlines(True) if not line.startswith("trashed_mode:"))
+    old.unlink()
+    mask = os.umask(0o077)
+    try:
+        with open(old, "w") as out:
+            out.write(text)
+    finally:
+        os.umask(mask)
+    assert mode(old) == 0o600 and "trashed_mode" not in old.read_text()
+    # one trashed in between (its mode kept on the file, none recorded): that mode
+    kept = trashed[ids["Notes/kept.md"]]
+    kept.write_text("".join(ln for ln in kept.read_text().splitlines(True) if not ln.startswith("trashed_mode:")))
+    os.chmod(kept, 0o640)
+    mask = os.umask(0o027)  # the user's umask now: a new file of theirs is 0640
+    try:
+        for name in ("old.md", "kept.md"):
+            run = mem(vault, "restore", ids[f"Notes/{name}"])
+            assert run.returncode == 0, run.stderr
+    finally:
+        os.umask(mask)
+    assert (vault / "Notes/old.md").read_bytes() == before
+    assert mode(vault / "Notes/old.md") == 0o640 and mode(vault / "Notes/kept.md") == 0o640
+    mask = os.umask(0o022)
+    try:  # and with the umask most users have
+        for args in (("delete", ids["Notes/old.md"]), ("restore", ids["Notes/old.md"])):
+            assert mem(vault, *args).returncode == 0
+    finally:
+        os.umask(mask)
+    assert mode(vault / "Notes/old.md") == 0o640  # recorded now: its own mode, whatever the umask
+
+
+def test_the_recorded_mode_reads_as_ls_shows_it():
+    from memstrata.storage.trash import parse_mode
+
+    assert parse_mode("rw-r--r--") == 0o644 and parse_mode("rwx------") == 0o700 and parse_mode("---------") == 0
+    for bad in ("", "0644", 644, "rw-r--r-", "rw-r--r--x", "wr-r--r--", None):
+        assert parse_mode(bad) is None
 
 
 def vault_pair(tmp_path, embedder) -> tuple[Memory, Path, Path]:
@@ -122,6 +178,12 @@ def test_init_clone_of_a_vault_gives_the_umasks_modes_and_keeps_only_the_engine_
         assert mode(b_root / rel) == 0o644, rel
     assert mode(b_root / "Notes") == 0o755 and mode(b_root / ".obsidian") == 0o755
     assert mode(b_root / ".memstrata") == 0o700
+    # `.git/` as the user's own `git clone` leaves it under umask 022 (git ran under umask 077 first)
+    inside = list((b_root / ".git").rglob("*"))
+    assert mode(b_root / ".git") == 0o755 and mode(b_root / ".git/config") == 0o644
+    assert [p for p in inside if p.is_dir() and mode(p) != 0o755] == []
+    assert [p for p in inside if p.is_file() and mode(p) & 0o044 != 0o044] == []
+    assert {mode(p) for p in (b_root / ".git/objects").rglob("*") if p.is_file()} <= {0o444, 0o644}
     b = Memory(b_root, embedder=embedder)
     assert b.doctor().findings == []
     assert git(b_root, "status", "--porcelain") == ""

@@ -1,0 +1,67 @@
+"""A stamp of the tree and the vector table when they were last found in step: an unchanged tree is known in step without opening LanceDB."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from memstrata.retrieval.table import META_FILE, TABLE_NAME
+from memstrata.storage import layout
+from memstrata.storage.atomic import atomic_write_text
+from memstrata.storage.catalog import iter_entry_files
+from memstrata.storage.safe_io import read_regular_text
+
+# Where: the tree's cache (git-ignored, never pulled: a stamp says what this machine's table holds)
+STAMP_FILE = ".cache/index.sig"
+
+
+def tree_part(root: Path) -> str:
+    """A digest of the entry files as the table compares them with its rows (path, size, mtime):
+    equal digests, no file the sync plan would read. Taken before a plan, so a file changed while
+    the plan ran leaves a stamp that no longer matches."""
+    digest = hashlib.sha1()
+    for rel, st in sorted(iter_entry_files(root)):
+        digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def table_part(index) -> str:
+    """What changes whenever the table does, read without LanceDB: the names of its manifests (one
+    per commit: a write, a delete, a compaction, a rebuild) and its meta.json (the model)."""
+    digest = hashlib.sha1()
+    versions = Path(index.dir) / f"{TABLE_NAME}.lance" / "_versions"
+    try:  # and the folder itself (a table made anew, as far as it got as the old one, is another table)
+        st = os.stat(versions)
+        names = [f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}", *sorted(os.listdir(versions))]
+    except OSError:
+        names = ["-"]  # no table: in step only with a tree of no entries, as sync.behind says
+    digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
+    try:
+        digest.update(read_regular_text(Path(index.dir) / META_FILE, 64 * 1024).encode("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        digest.update(b"-")
+    return digest.hexdigest()
+
+
+def matches(index, tree: str, table: str | None = None) -> bool:
+    """Whether the table (its `table_part`, read now unless given) and the tree (its `tree_part`)
+    are as they were when last found in step."""
+    try:
+        saved = read_regular_text(layout.path(index.root, STAMP_FILE), 1024).strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return saved == f"{tree} {table_part(index) if table is None else table}"
+
+
+def record(index, tree: str, table: str | None = None) -> None:
+    """The table is in step with the tree as `tree_part` was taken: the stamp of both, the table's
+    read now, after its last write (the caller holds the tree lock). `table`: the `table_part` taken
+    with `tree` by a caller without the lock; nothing is recorded when another process wrote the
+    table meanwhile (an index pulled from a snapshot may be behind the tree)."""
+    if table is not None and table != table_part(index):
+        return
+    try:
+        atomic_write_text(layout.path(index.root, STAMP_FILE), f"{tree} {table_part(index)}\n",
+                          root=Path(index.root))
+    except OSError:
+        pass  # derived: the next check opens the table
