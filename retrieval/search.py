@@ -161,17 +161,16 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     else:
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
                                         frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
-    if mode in ("hybrid", "text"):
-        text_scores = _text_side(stats, terms, mask, settings, limit)
-        if lexical.has_cjk(query):
-            texts = index.texts(frame)
-            topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
-            found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
-                                                       limit) if rid in frame.pos]
-            cjk, grams, chars = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic), lexical.cjk_chars(topic)
-            cjk_ideal = cjk.ideal(grams, chars)
-            for pos, (share, held) in cjk.scores(grams, found, chars).items():
-                cjk_scores[pos], cjk_cover[pos] = share, held
+    text_scores = _text_side(stats, terms, mask, settings, limit)  # vector mode too: it is judged on the words
+    if lexical.has_cjk(query):
+        texts = index.texts(frame)
+        topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
+        found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
+                                                   limit) if rid in frame.pos]
+        cjk, grams, chars = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic), lexical.cjk_chars(topic)
+        cjk_ideal = cjk.ideal(grams, chars)
+        for pos, (share, held) in cjk.scores(grams, found, chars).items():
+            cjk_scores[pos], cjk_cover[pos] = share, held
     if mask is None:
         mask = np.ones(n, dtype=bool)
     inactive = _inactive(frame)
@@ -193,11 +192,11 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if cjk_ideal > 0 and terms:
         text_arr, cjk_arr = _mixed_sides(n, stats, terms, ideal, mask, settings, text_arr, cjk_arr, cjk_ideal)
 
-    def rank(feedback_scores):
+    def rank(feedback_scores, words: bool = mode != "vector"):
         cosine = fusion.dense_scores(n, dense) if dense else np.zeros(n)
-        return fusion.ranking(weights, cosine, text_arr,
-                              fusion.scaled(n, feedback_scores, fb_ideal[0]), cjk_arr, cjk_share,
-                              structure, entity_share, date_near, inactive, mask)
+        return fusion.ranking(weights, cosine, text_arr if words else np.zeros(n),
+                              fusion.scaled(n, feedback_scores, fb_ideal[0]), cjk_arr if words else np.zeros(n),
+                              cjk_share, structure, entity_share, date_near, inactive, mask)
 
     fb_ideal = [0.0]
     if _signals_out is not None:  # bench/fit_ranking.py: the signals, to rank offline
@@ -230,7 +229,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             vector_search(moved / max(float(np.linalg.norm(moved)), 1e-9))
             score, parts, boosts = rank(feedback)
     whole: dict[int, float] = {}
-    fused = score  # the relevance model reads the fused score (one scale with or without the ranker)
+    fused, judged_parts = score, parts  # the relevance model reads the fused score (one scale with or without the ranker)
+    if mode == "vector":  # judged as hybrid judges the same note: the model was fitted with the words' evidence,
+        fused, judged_parts, _ = rank({}, words=True)  # and read a body's words as absent (helm: 0.008, not 0.25)
     if qv is not None and dense:
         score, whole = rerank.learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near,
                                       structure, weights, _signals_out, reorder=not cjk_share, inactive=inactive,
@@ -252,7 +253,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         c = frame.cols
         signals = relevance_signals(
             cosine=float(parts["dense"][pos]) if dense else None,
-            text=_text_signal(parts, pos, cover[pos] if pos in cjk_cover else None, cjk_share),
+            text=_text_signal(judged_parts, pos, cover[pos] if pos in cjk_cover else None, cjk_share),
             coverage=cover[pos],
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
