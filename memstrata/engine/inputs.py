@@ -79,14 +79,18 @@ def require_encodable(text: str, what: str) -> None:
 MAX_BODY_BYTES = 8 * 1024 * 1024  # the largest max_entry_bytes (storage/config.py)
 
 
-def check_size(body: str, limit: int) -> None:
+def check_size(body: str, limit: int, what: str = "body") -> None:
     """Refuse bodies above max_entry_bytes with the sizes and the setting to change."""
     size = len(body.encode("utf-8"))
     limit = limit or MAX_BODY_BYTES  # 0: no setting limit, but an entry file is never read past 16 MB
     if size > limit:
-        mb = 1024 * 1024
-        raise InvalidInput(f"body is {size / mb:.1f} MB; the limit is {limit / mb:.1f} MB "
-                           f"(max_entry_bytes in config.md)")
+        raise InvalidInput(f"{what} is {_bytes(size)}; the limit is {_bytes(limit)} (max_entry_bytes in config.md)")
+
+
+def _bytes(n: int) -> str:
+    """A size as people read it: MB from 0.1 MB on (a limit of 1000 bytes read '0.0 MB')."""
+    mb = 1024 * 1024
+    return f"{n / mb:.1f} MB" if n >= mb // 10 else f"{n:,} bytes"
 
 
 def clean_tags(tags, what: str = "tags") -> list[str]:

@@ -8,6 +8,7 @@ from typing import Callable
 
 from memstrata.engine.entries import Entries
 from memstrata.engine.index import INDEX_FAILURES
+from memstrata.engine.inputs import check_size
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import Interrupted, InvalidInput, MemstrataError, NotFound
@@ -229,6 +230,7 @@ class Transfer:
                         report.skipped += 1
                         this_run[entry.id] = where
                     else:
+                        self._check_size(entry)
                         entry.id = entry.id or new_id()
                         # the whole record: full text (the sidecar to be) and kept versions included
                         report.warnings.extend(f"{redact(entry.title)}: {w}"
@@ -270,12 +272,21 @@ class Transfer:
             report.skipped += 1
             report.unchanged += same
             return
+        self._check_size(row)
         changed = current.copy(title=row.title, body=row.body, tags=list(row.tags), updated=self.state.now())
         report.warnings.extend(f"{redact(row.title)}: {w}" for w in self.save.check_entry(changed))
         self.save.update(current, changed)
         present.pop()
         report.updated += 1
         report.ids.append(current.id)
+
+    def _check_size(self, row: Entry) -> None:
+        """The limit `mem write` applies (max_entry_bytes), to a row's body and a compressed row's original."""
+        limit = self.state.settings.max_entry_bytes
+        check_size(row.body, limit)
+        full = row.extra.get("__full_content__")
+        if isinstance(full, str):
+            check_size(full, limit, "its full original text")
 
     def _same_row(self, meta: Entry, row: Entry) -> bool:
         """The entry in the root holds this row's title and text."""

@@ -109,6 +109,25 @@ def test_twenty_megabyte_body(stored, embedder, tmp_path):
         m.config_set("max_entry_bytes", 32 * 1024 * 1024)
 
 
+def test_an_imported_row_past_max_entry_bytes_is_refused_by_its_line(stored, embedder, tmp_path):
+    """`mem import` applies the limit `mem write` does: the row past it is refused by its line
+    number, the others go in (it was written whatever its size)."""
+    root, ids, _ = stored
+    m = Memory(root, embedder=embedder)
+    m.config_set("max_entry_bytes", 1000)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"title": "small", "body": "A small note about kites."},
+        {"title": "big", "body": "word " * 400},
+        {"id": ids[0], "title": "DB choice", "body": "Postgres. " * 200}]))  # an update past the limit too
+    err = one_line_error(cli(root, "import", str(rows)), 2)
+    assert "line 2: body is 2,000 bytes; the limit is 1,000 bytes (max_entry_bytes in config.md)" in err
+    report = json.loads(cli(root, "import", str(rows), "--json").stdout)
+    assert {e["line"] for e in report["errors"]} == {2, 3}
+    assert sorted(e.title for e in m.list()) == ["DB choice", "Standup", "small"]
+    assert "JSONB" in m.read(ids[0], count_access=False).body
+
+
 def test_cli_bad_input_one_line_errors(stored, tmp_path):
     root, ids, before = stored
     binary = tmp_path / "blob.bin"
