@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from memstrata import clock
 from memstrata.errors import InvalidInput
 from memstrata.storage.entry import ID_PATTERN, require_id, valid_id  # noqa: F401 - the one id rule, shared
 
@@ -91,6 +92,18 @@ def _bytes(n: int) -> str:
     """A size as people read it: MB from 0.1 MB on (a limit of 1000 bytes read '0.0 MB')."""
     mb = 1024 * 1024
     return f"{n / mb:.1f} MB" if n >= mb // 10 else f"{n:,} bytes"
+
+
+def clean_expires(value, now):
+    """The expiry a write or update is given, as a UTC datetime. One typed as text (the CLI, MCP, a
+    JSON call) before today is refused: the entry would go to the trash at the next maintain
+    (`--expires 0001-01-01` was taken). A datetime is an entry's own, carried over (a share's
+    copy of a note already past it): kept as it is."""
+    when = clock.parse_datetime(value)
+    if isinstance(value, str) and when.date() < now.date():
+        raise InvalidInput(f"expires {value.strip()} is before today ({now.date().isoformat()}): "
+                           f"the entry would be trashed at the next maintain; give today or a later date")
+    return when
 
 
 def clean_tags(tags, what: str = "tags") -> list[str]:
