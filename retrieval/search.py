@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, names, rerank
-from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
+from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence, no_text, place_empty, text_first
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
 
@@ -237,6 +237,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                                       structure, weights, _signals_out, reorder=not cjk_share, inactive=inactive,
                                       texts=(lambda: texts if texts is not None else index.texts(frame)))
     order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
+    texts = texts if texts is not None else index.texts(frame)
+    own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
+    empty = {p for p in order if no_text(own[p], frame.cols["title"][p])}
+    order = text_first(order, empty)
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
@@ -258,7 +262,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
             whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
-        text = names.without_names(lexical.entry_part(texts[pos], c["tags"][pos])) if texts else ""
+        text = own[pos]
         snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
@@ -274,11 +278,12 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 "relevance_signals": {f: _r(v) for f, v in signals.items()},
                 "dense": _r(parts["dense"][pos]), "text": _r(parts["text"][pos]),
                 "boosts": {name: _r(v[pos]) for name, v in boosts.items() if v[pos]},
-                "status_factor": weights.archived_factor if inactive[pos] else 1.0,
+                "status_factor": weights.archived_factor if inactive[pos] else 1.0, "no_text": pos in empty,
             }
         result.results.append(hit)
     for hit, relevance in zip(result.results, rel.relevances(judged, model)):
         hit.relevance = relevance
+    result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
                        "dense_query": dense_query, "named_dates": len(dates)}
