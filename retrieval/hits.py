@@ -80,6 +80,7 @@ def place_empty(hits: list, empty: list[bool]) -> list:
     best = max((h.relevance for h in full), default=None)
     out = list(full)
     for hit in (h for h, e in zip(hits, empty) if e):
+        hit.no_text = True
         if best is not None:
             hit.relevance = min(hit.relevance, best)
         after = max((i for i, h in enumerate(out) if h.relevance >= hit.relevance), default=-1)
@@ -102,6 +103,7 @@ class RecallHit:
     shared_root: str | None = None  # set on hits that come from the shared root
     agent: str | None = None  # who wrote a shared hit
     relevance: float | None = None  # calibrated probability that the hit is relevant (scoring.relevance)
+    no_text: bool = False  # an empty note (place_empty): a merge by score keeps it below the notes with text
 
     @classmethod
     def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None,

@@ -407,7 +407,7 @@ class Recall:
             result.results.append(RecallHit.from_entry(e, mid, snippet,
                                                        {"grep": True, "matched_terms": matched} if explain else None,
                                                        relevance=word_relevance(matched, fallback.grep_terms(query))))
-        result.results.sort(key=lambda h: -h.score)
+        result.results.sort(key=lambda h: (h.no_text, -h.score))
         del result.results[k:]
         result.notes.append(f"merged {len(extra)} exact grep match(es) from the {len(entries)}-entry scope")
 

@@ -316,8 +316,8 @@ def test_an_empty_note_is_listed_below_the_notes_that_answer(tmp_path, embedder)
     (vault / "Net" / "k8s.md").write_text("Kubernetes pods get their DNS from CoreDNS in kube-system.\n")
     m = Memory(vault, embedder=embedder)
     m.init(adopt=True)
-    for strategy in ("hybrid", "vector", "text", "grep"):
-        hits = m.recall("DNS resolver", strategy=strategy, count_access=False).results
+    for strategy, scope in [("hybrid", None), ("vector", None), ("text", None), ("grep", None), ("hybrid", "Net")]:
+        hits = m.recall("DNS resolver", strategy=strategy, category=scope, count_access=False).results
         paths = [h.path for h in hits]
         assert paths[0] == "Net/unbound.md", (strategy, paths)
         assert "Net/DNS Resolver.md" in paths and "Net/DNS Resolver Setup.md" in paths  # still listed
