@@ -315,7 +315,9 @@ class Memory:
 
     # -- import and export -------------------------------------------------------------------
     def export_jsonl(self, target=None) -> dict:
-        return self._transfer.export_jsonl(target)
+        from memstrata.features.export import export_jsonl
+
+        return export_jsonl(self.state, self._entries, target)
 
     def import_path(self, path, layout: str = "auto", progress=None, category: str | None = None) -> dict:
         return self._transfer.import_path(path, layout=layout, progress=progress, category=category)

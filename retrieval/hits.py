@@ -44,6 +44,50 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
     return redact(best[:4 * SNIPPET_CHARS])
 
 
+def no_text(text: str, title: str | None) -> bool:
+    """Whether an entry's own text (its indexed text without tags, dates and alias lines) holds
+    nothing past its title and headings: a note of frontmatter only, a vault's tag page, a lone
+    heading. Such a note answers nothing, though its title may match a question word for word (0.95)."""
+    from memstrata.storage.versions import EARLIER_VERSION
+
+    cut = text.find("\n" + EARLIER_VERSION)  # the earlier versions the index carries are not its text
+    own = _plain(title or "")
+    for line in (text[:cut] if cut >= 0 else text).splitlines():
+        words = _plain(line)
+        if words and words != own and not _HEADING_LINE.match(line):
+            return False
+    return True
+
+
+def _plain(line: str) -> str:
+    """A line's words as compared with a title; '' when it holds none ('---')."""
+    words = " ".join(line.split()).casefold()
+    return words if any(ch.isalnum() for ch in words) else ""
+
+
+def text_first(order: list, empty: set) -> list:
+    """`order` with the entries that hold text first (they are judged as a list: the top hit's lead
+    is over the next hit with text)."""
+    return [p for p in order if p not in empty] + [p for p in order if p in empty]
+
+
+def place_empty(hits: list, empty: list[bool]) -> list:
+    """Hits judged in text_first order, each empty note (no_text) placed among them: its relevance
+    held to the best of the notes with text, and listed after every one of those at least that
+    likely to answer. An empty note may be listed, never above a note that can answer (its title
+    alone scored 0.95 and pushed the answer down)."""
+    full = [h for h, e in zip(hits, empty) if not e]
+    best = max((h.relevance for h in full), default=None)
+    out = list(full)
+    for hit in (h for h, e in zip(hits, empty) if e):
+        hit.no_text = True
+        if best is not None:
+            hit.relevance = min(hit.relevance, best)
+        after = max((i for i, h in enumerate(out) if h.relevance >= hit.relevance), default=-1)
+        out.insert(after + 1, hit)
+    return out
+
+
 @dataclass
 class RecallHit:
     id: str
@@ -59,6 +103,7 @@ class RecallHit:
     shared_root: str | None = None  # set on hits that come from the shared root
     agent: str | None = None  # who wrote a shared hit
     relevance: float | None = None  # calibrated probability that the hit is relevant (scoring.relevance)
+    no_text: bool = False  # an empty note (place_empty): a merge by score keeps it below the notes with text
 
     @classmethod
     def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, names, rerank
-from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence
+from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence, no_text, place_empty, text_first
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
 
@@ -161,17 +161,16 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     else:
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
                                         frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
-    if mode in ("hybrid", "text"):
-        text_scores = _text_side(stats, terms, mask, settings, limit)
-        if lexical.has_cjk(query):
-            texts = index.texts(frame)
-            topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
-            found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
-                                                       limit) if rid in frame.pos]
-            cjk, grams, chars = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic), lexical.cjk_chars(topic)
-            cjk_ideal = cjk.ideal(grams, chars)
-            for pos, (share, held) in cjk.scores(grams, found, chars).items():
-                cjk_scores[pos], cjk_cover[pos] = share, held
+    text_scores = _text_side(stats, terms, mask, settings, limit)  # vector mode too: it is judged on the words
+    if lexical.has_cjk(query):
+        texts = index.texts(frame)
+        topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
+        found = [frame.pos[rid] for rid, _ in _fts(table, lexical.cjk_query(topic), lexical.CJK_COLUMN, where,
+                                                   limit) if rid in frame.pos]
+        cjk, grams, chars = _cjk_stats(frame, texts), lexical.cjk_bigrams(topic), lexical.cjk_chars(topic)
+        cjk_ideal = cjk.ideal(grams, chars)
+        for pos, (share, held) in cjk.scores(grams, found, chars).items():
+            cjk_scores[pos], cjk_cover[pos] = share, held
     if mask is None:
         mask = np.ones(n, dtype=bool)
     inactive = _inactive(frame)
@@ -193,11 +192,11 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if cjk_ideal > 0 and terms:
         text_arr, cjk_arr = _mixed_sides(n, stats, terms, ideal, mask, settings, text_arr, cjk_arr, cjk_ideal)
 
-    def rank(feedback_scores):
+    def rank(feedback_scores, words: bool = mode != "vector"):
         cosine = fusion.dense_scores(n, dense) if dense else np.zeros(n)
-        return fusion.ranking(weights, cosine, text_arr,
-                              fusion.scaled(n, feedback_scores, fb_ideal[0]), cjk_arr, cjk_share,
-                              structure, entity_share, date_near, inactive, mask)
+        return fusion.ranking(weights, cosine, text_arr if words else np.zeros(n),
+                              fusion.scaled(n, feedback_scores, fb_ideal[0]), cjk_arr if words else np.zeros(n),
+                              cjk_share, structure, entity_share, date_near, inactive, mask)
 
     fb_ideal = [0.0]
     if _signals_out is not None:  # bench/fit_ranking.py: the signals, to rank offline
@@ -230,12 +229,18 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             vector_search(moved / max(float(np.linalg.norm(moved)), 1e-9))
             score, parts, boosts = rank(feedback)
     whole: dict[int, float] = {}
-    fused = score  # the relevance model reads the fused score (one scale with or without the ranker)
+    fused, judged_parts = score, parts  # the relevance model reads the fused score (one scale with or without the ranker)
+    if mode == "vector":  # judged as hybrid judges the same note: the model was fitted with the words' evidence,
+        fused, judged_parts, _ = rank({}, words=True)  # and read a body's words as absent (helm: 0.008, not 0.25)
     if qv is not None and dense:
         score, whole = rerank.learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near,
                                       structure, weights, _signals_out, reorder=not cjk_share, inactive=inactive,
                                       texts=(lambda: texts if texts is not None else index.texts(frame)))
     order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
+    texts = texts if texts is not None else index.texts(frame)
+    own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
+    empty = {p for p in order if no_text(own[p], frame.cols["title"][p])}
+    order = text_first(order, empty)
     dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
     text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
@@ -252,12 +257,12 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         c = frame.cols
         signals = relevance_signals(
             cosine=float(parts["dense"][pos]) if dense else None,
-            text=_text_signal(parts, pos, cover[pos] if pos in cjk_cover else None, cjk_share),
+            text=_text_signal(judged_parts, pos, cover[pos] if pos in cjk_cover else None, cjk_share),
             coverage=cover[pos],
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
             whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
-        text = names.without_names(lexical.entry_part(texts[pos], c["tags"][pos])) if texts else ""
+        text = own[pos]
         snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
         hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
@@ -273,11 +278,12 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 "relevance_signals": {f: _r(v) for f, v in signals.items()},
                 "dense": _r(parts["dense"][pos]), "text": _r(parts["text"][pos]),
                 "boosts": {name: _r(v[pos]) for name, v in boosts.items() if v[pos]},
-                "status_factor": weights.archived_factor if inactive[pos] else 1.0,
+                "status_factor": weights.archived_factor if inactive[pos] else 1.0, "no_text": pos in empty,
             }
         result.results.append(hit)
     for hit, relevance in zip(result.results, rel.relevances(judged, model)):
         hit.relevance = relevance
+    result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
                        "dense_query": dense_query, "named_dates": len(dates)}

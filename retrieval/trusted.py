@@ -5,7 +5,7 @@ import hashlib
 
 from memstrata.storage.errors import InvalidInput
 from memstrata.retrieval import chunking, lexical
-from memstrata.retrieval.table import indexed_form, row_id, schema
+from memstrata.retrieval.table_rows import indexed_form, meta_values, row_id, schema
 
 
 def text_hash(text: str) -> str:
@@ -96,7 +96,7 @@ def _columns_from_files(index, data, files: dict):
     ids = data.column("id").to_pylist()
     chunk = data.column("chunk").to_pylist()
     texts = data.column("text").to_pylist()
-    meta = {rid: index._meta_values(e) for rid, e in files.items() if rid in set(ids)}
+    meta = {rid: meta_values(index.root, e) for rid, e in files.items() if rid in set(ids)}
     for name in meta[ids[0]]:
         field = data.schema.field(name)
         column = pa.array([meta[rid][name] for rid in ids], type=field.type)

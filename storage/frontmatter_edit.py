@@ -35,8 +35,11 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own
     head, lines, tail_start = layout
     nl = "\r\n" if head.endswith("\r\n") else "\n"
     old_fm, new_fm = codec.entry_to_frontmatter(before), codec.entry_to_frontmatter(entry)
-    lines = _edited(lines, {key: value for key, value in new_fm.items() if old_fm.get(key, _MISSING) != value},
-                    [key for key in old_fm if key not in new_fm], nl)
+    sets = {key: value for key, value in new_fm.items() if old_fm.get(key, _MISSING) != value}
+    for key in _LISTS_AS_WRITTEN:
+        if key in sets:
+            sets[key] = _as_written(key, sets[key], old_text)
+    lines = _edited(lines, sets, [key for key in old_fm if key not in new_fm], nl)
     if lines is None:
         return full
     if entry.body == before.body:
@@ -59,6 +62,29 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own
             codec.entry_to_frontmatter(after) != new_fm:
         return full
     return text
+
+
+# Lists whose items an entry reads as the words they were written as (codec.scalar_text): `1`, `true`.
+_LISTS_AS_WRITTEN = ("tags", "related")
+
+
+def _as_written(key: str, value, old_text: str):
+    """`value` (a tags or related list) with each item the file already held as a number, boolean or
+    date given back as that: `mem update --tag x` on `tags: [1, true]` writes `[1, true, x]`, not the
+    quoted strings '1', 'true' the entry reads them as (they read back the same either way)."""
+    try:
+        raw, _ = codec.split_frontmatter(old_text)
+    except Exception:  # noqa: BLE001 - unreadable: the entry's own strings
+        return value
+    old = next((raw[name] for name in _spellings(key) if name in raw), None)
+    if not isinstance(value, list) or not isinstance(old, (list, tuple)):
+        return value
+    typed = {}
+    for item in old:
+        text = None if isinstance(item, str) else codec.scalar_text(item)
+        if text is not None:
+            typed.setdefault(text.strip(), item)
+    return [typed.get(v, v) if isinstance(v, str) else v for v in value]
 
 
 def _edited(lines: list[str], sets: dict, drops: list[str], nl: str) -> list[str] | None:

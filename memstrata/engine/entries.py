@@ -5,6 +5,7 @@ from memstrata import clock
 from memstrata.engine.inputs import (
     check_size,
     clean_body,
+    clean_expires,
     clean_importance,
     clean_tags,
     clean_title,
@@ -182,7 +183,7 @@ class Entries:
         entry = Entry(
             id=str(id) if id else new_id(), title=title, body=body, category=category, created=stamp,
             updated=stamp, tags=tags, importance=level, important=bool(important) or important_word,
-            related=clean_tags(related, "related"), expires=clock.parse_datetime(expires) if expires else None,
+            related=clean_tags(related, "related"), expires=clean_expires(expires, now) if expires else None,
             extra=dict(extra or {}),
         )
         if entry.extra.get("agent"):  # a canonical field given among the extras (the shared space does)
@@ -235,7 +236,7 @@ class Entries:
             if related is not None:
                 changed.related = clean_tags(related, "related")
             if expires is not None:
-                changed.expires = clock.parse_datetime(expires) if expires else None
+                changed.expires = clean_expires(expires, self.state.now()) if expires else None
             if category is not None and validate_category(category, top=self.state.vault) != current.category:
                 changed.category = validate_category(category, top=self.state.vault)
                 changed.path = tree.unique_entry_path(self.root, changed.category, changed.title,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from memstrata import clock
 from memstrata.errors import InvalidInput
 from memstrata.storage.entry import ID_PATTERN, require_id, valid_id  # noqa: F401 - the one id rule, shared
 
@@ -79,14 +80,30 @@ def require_encodable(text: str, what: str) -> None:
 MAX_BODY_BYTES = 8 * 1024 * 1024  # the largest max_entry_bytes (storage/config.py)
 
 
-def check_size(body: str, limit: int) -> None:
+def check_size(body: str, limit: int, what: str = "body") -> None:
     """Refuse bodies above max_entry_bytes with the sizes and the setting to change."""
     size = len(body.encode("utf-8"))
     limit = limit or MAX_BODY_BYTES  # 0: no setting limit, but an entry file is never read past 16 MB
     if size > limit:
-        mb = 1024 * 1024
-        raise InvalidInput(f"body is {size / mb:.1f} MB; the limit is {limit / mb:.1f} MB "
-                           f"(max_entry_bytes in config.md)")
+        raise InvalidInput(f"{what} is {_bytes(size)}; the limit is {_bytes(limit)} (max_entry_bytes in config.md)")
+
+
+def _bytes(n: int) -> str:
+    """A size as people read it: MB from 0.1 MB on (a limit of 1000 bytes read '0.0 MB')."""
+    mb = 1024 * 1024
+    return f"{n / mb:.1f} MB" if n >= mb // 10 else f"{n:,} bytes"
+
+
+def clean_expires(value, now):
+    """The expiry a write or update is given, as a UTC datetime. One typed as text (the CLI, MCP, a
+    JSON call) before today is refused: the entry would go to the trash at the next maintain
+    (`--expires 0001-01-01` was taken). A datetime is an entry's own, carried over (a share's
+    copy of a note already past it): kept as it is."""
+    when = clock.parse_datetime(value)
+    if isinstance(value, str) and when.date() < now.date():
+        raise InvalidInput(f"expires {value.strip()} is before today ({now.date().isoformat()}): "
+                           f"the entry would be trashed at the next maintain; give today or a later date")
+    return when
 
 
 def clean_tags(tags, what: str = "tags") -> list[str]:

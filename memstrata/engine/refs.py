@@ -42,7 +42,7 @@ def resolve(state: TreeState, ref: str) -> Entry:
     if ref.startswith("path:"):  # how recall names a hand-made file `mem sync` has not given an id yet
         ref = ref[len("path:"):]
     if "/" in ref or ref.endswith(".md"):
-        return _at_path(root, ref)
+        return _at_path_or_own_id(state, ref)
     for attempt in range(2):
         holders = _holders(state, ref) if valid_id(ref) else []
         own = _own_id_holders(state, ref, {h.path for h in holders})
@@ -70,6 +70,21 @@ def resolve(state: TreeState, ref: str) -> Entry:
     if len(ref) < MIN_ID_PREFIX:
         raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
     raise NotFound(f"no entry with id {ref}")
+
+
+def _at_path_or_own_id(state: TreeState, ref: str) -> Entry:
+    """The entry file at `ref`; when there is none, the note whose own `id:` is `ref` (a vault's ids may
+    hold a slash, `id: sub/a2`, and an engine id never does): a file at that path still wins."""
+    try:
+        return _at_path(state.root, ref)
+    except (NotFound, InvalidInput) as missing:  # InvalidInput: `ref` as a path leaves the root
+        for attempt in range(2):
+            own = _own_id_holders(state, ref, set())
+            if own:
+                return _named_by(state, ref, [], own)
+            if attempt == 0:
+                state.catalog.refresh()
+        raise missing
 
 
 def _at_path(root, ref: str) -> Entry:

@@ -10,7 +10,7 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.engine.index import INDEX_FAILURES
 from memstrata.errors import InvalidInput, NotFound
-from memstrata.features.transfer import index_missing
+from memstrata.features.import_index import index_missing
 from memstrata.storage.paths import slugify, validate_category
 
 IMPORT_MAX_BYTES = 4 * 1024 * 1024

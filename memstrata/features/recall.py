@@ -6,7 +6,8 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.inputs import clean_tags
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput, Locked, MemstrataError
-from memstrata.retrieval.hits import RecallHit, RecallResult
+from memstrata.retrieval.hits import RecallHit, RecallResult, no_text, place_empty
+from memstrata.retrieval.names import without_names
 from memstrata.storage import journal
 from memstrata.storage.entry import Entry
 
@@ -368,6 +369,9 @@ class Recall:
         for e, score, snippet, matched, exact in found:
             result.results.append(RecallHit.from_entry(e, score, snippet, {"matched_terms": matched, "exact": exact},
                                                        relevance=word_relevance(matched, terms)))
+        if strategy == "grep":  # grep read each file (navigation lists titles unread): an empty note goes below
+            result.results = place_empty(result.results, [no_text(without_names(f"{e.title}\n{e.body}"), e.title)
+                                                          for e, *_ in found])
         return result
 
     def _merge_pending(self, result, query, k, filters, pending, explain) -> None:
@@ -406,7 +410,7 @@ class Recall:
             result.results.append(RecallHit.from_entry(e, mid, snippet,
                                                        {"grep": True, "matched_terms": matched} if explain else None,
                                                        relevance=word_relevance(matched, fallback.grep_terms(query))))
-        result.results.sort(key=lambda h: -h.score)
+        result.results.sort(key=lambda h: (h.no_text, -h.score))
         del result.results[k:]
         result.notes.append(f"merged {len(extra)} exact grep match(es) from the {len(entries)}-entry scope")
 

@@ -1,23 +1,23 @@
-"""Import and export: every entry out as JSON lines; JSONL files, Viking and PME trees in, through the save path."""
+"""Import: JSONL files, Viking and PME trees in, through the save path (export: features/export.py)."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Callable
 
 from memstrata.engine.entries import Entries
 from memstrata.engine.index import INDEX_FAILURES
+from memstrata.engine.inputs import check_size
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import Interrupted, InvalidInput, MemstrataError, NotFound
+from memstrata.features.import_index import index_missing, warm_imports
 from memstrata.features.transfer_formats import (
     ImportReport,
     detect_layout,
     entries_from_jsonl,
     entries_from_pme,
     entries_from_viking,
-    entry_record,
     viking_base,
     write_sidecar,
 )
@@ -33,7 +33,7 @@ Progress = Callable[[int, int], None]
 
 
 class Transfer:
-    """export_jsonl; import_path / import_jsonl / import_tree.
+    """import_path / import_jsonl / import_tree.
 
     Imported entries take the one save path (engine/save.py) in batches: the same checks
     (input rules, the secret guard over the whole entry), files with rollback, catalog,
@@ -47,49 +47,6 @@ class Transfer:
         self.entries = entries
         self.save = save
         self.root = state.root
-
-    # -- export ---------------------------------------------------------------------------
-    def export_jsonl(self, target=None) -> dict:
-        """Write every entry as one JSON line (frontmatter + category + path + body).
-
-        `target`: a path, an open text stream, or None for stdout. Returns counts.
-        """
-        import sys
-
-        from memstrata.storage.catalog import read_entry_file
-
-        entries = sorted(self.entries.list(), key=lambda e: e.path or "")
-        own = False
-        if target is None or target == "-":
-            stream = sys.stdout
-        elif hasattr(target, "write"):
-            stream = target
-        else:
-            path = Path(os.path.expanduser(str(target)))
-            if path.is_dir():
-                raise InvalidInput(f"{path} is a folder; give a file name for the export")
-            if not path.parent.is_dir():
-                raise InvalidInput(f"{path.parent} is not a folder; make it first or export elsewhere")
-            stream = open(path, "w", encoding="utf-8")
-            own = True
-        count = 0
-        unreadable = sorted(self.state.catalog.errors())
-        try:
-            for meta in entries:
-                try:
-                    entry = read_entry_file(self.root, meta.path)
-                except (MemstrataError, OSError):
-                    unreadable.append(meta.path)
-                    continue
-                stream.write(json.dumps(entry_record(entry, self.root), ensure_ascii=False, default=str) + "\n")
-                count += 1
-        finally:
-            if own:
-                stream.close()
-            else:
-                stream.flush()
-        return {"root": str(self.root), "entries": count, "unreadable": unreadable,
-                "path": None if not own else str(Path(os.path.expanduser(str(target))).resolve())}
 
     # -- import ---------------------------------------------------------------------------
     def import_path(self, path, layout: str = "auto", progress: Progress | None = None,
@@ -161,7 +118,7 @@ class Transfer:
         self.entries.require_tree()
         total = len(entries)
         if total >= WARM_IMPORTS_FROM:
-            _warm_imports()
+            warm_imports()
         progress = _monotonic(progress) if progress else None
         if progress and total:
             progress(0, total)
@@ -229,6 +186,7 @@ class Transfer:
                         report.skipped += 1
                         this_run[entry.id] = where
                     else:
+                        self._check_size(entry)
                         entry.id = entry.id or new_id()
                         # the whole record: full text (the sidecar to be) and kept versions included
                         report.warnings.extend(f"{redact(entry.title)}: {w}"
@@ -270,12 +228,21 @@ class Transfer:
             report.skipped += 1
             report.unchanged += same
             return
+        self._check_size(row)
         changed = current.copy(title=row.title, body=row.body, tags=list(row.tags), updated=self.state.now())
         report.warnings.extend(f"{redact(row.title)}: {w}" for w in self.save.check_entry(changed))
         self.save.update(current, changed)
         present.pop()
         report.updated += 1
         report.ids.append(current.id)
+
+    def _check_size(self, row: Entry) -> None:
+        """The limit `mem write` applies (max_entry_bytes), to a row's body and a compressed row's original."""
+        limit = self.state.settings.max_entry_bytes
+        check_size(row.body, limit)
+        full = row.extra.get("__full_content__")
+        if isinstance(full, str):
+            check_size(full, limit, "its full original text")
 
     def _same_row(self, meta: Entry, row: Entry) -> bool:
         """The entry in the root holds this row's title and text."""
@@ -369,57 +336,9 @@ class Transfer:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def index_missing(state: TreeState, present: list[Entry]) -> int:
-    """Index the entries an earlier run left without their rows, or with stale ones (a run killed
-    between its files and its index rows): the plan a sync makes, over their files only.
-    Caller holds the tree lock. Returns how many were embedded (0 when the model cannot load)."""
-    from memstrata.retrieval import sync
-
-    if not present:
-        return 0
-    try:
-        embedder = state.model()
-    except MemstrataError:
-        return 0  # the entries stand; the next sync indexes them
-    index = state.vector_index()
-    index.refresh()
-    todo = sync.plan(index, embedder.name, embedder.dim, {e.path for e in present if e.path})
-    if not (todo.embed or todo.remove or todo.missing or todo.model_changed):
-        return 0
-    sync.apply(index, todo, embedder)
-    return len(todo.embed)
-
-
 def _where(where) -> str:
     """A row's place in its source, for a message: `line 12` or the file."""
     return f"line {where}" if isinstance(where, int) else str(where)
-
-
-def _warm_imports() -> None:
-    """Import lancedb and onnxruntime in a background thread while the first batch's files are
-    read, checked and written: the index needs both, and a fresh `mem import` otherwise waits
-    for their imports (~2 s of wall time, lancedb's mostly) only after the files. The main
-    thread's own import of the same module waits for this one (Python's per-module import
-    locks), so the work is done once either way."""
-    import sys
-    import threading
-
-    wanted = [m for m in ("lancedb", "onnxruntime") if m not in sys.modules]
-    if not wanted:
-        return
-
-    def run() -> None:
-        import importlib
-
-        from memstrata.retrieval.lance_import import import_lancedb
-
-        for name in wanted:
-            try:
-                import_lancedb() if name == "lancedb" else importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - the main thread's own import reports it
-                return
-
-    threading.Thread(target=run, name="memstrata-warm-imports", daemon=True).start()
 
 
 def _later(a, b) -> bool:

@@ -72,6 +72,8 @@ BAD_WRITES = [
     (dict(body="x", id="~root"), "may only hold"),
     (dict(body="x", id=".."), "may only hold"),
     (dict(body="x", importance="whenever"), "importance must be"),
+    (dict(body="x", expires="0001-01-01"), "before today"),
+    (dict(body="x", expires="not a date"), "not a date"),
     (dict(body=f"the key is {SECRET}"), "credential"),
     (dict(body="ok", title=f"key {SECRET}"), "credential"),
     (dict(body="ok", tags=[SECRET]), "credential"),
@@ -107,6 +109,41 @@ def test_twenty_megabyte_body(stored, embedder, tmp_path):
     assert Memory(root, embedder=embedder).settings.max_entry_bytes == 8 * 1024 * 1024
     with pytest.raises(InvalidInput, match="between 0 and"):  # ... below the 16 MB no file is read past
         m.config_set("max_entry_bytes", 32 * 1024 * 1024)
+
+
+def test_an_expiry_before_today_is_refused_by_write_and_update(stored, embedder):
+    """`mem write --expires 0001-01-01` was taken (the entry went to the trash at the next maintain);
+    today and later are taken, and `--expires ''` still clears an expiry."""
+    root, ids, before = stored
+    err = one_line_error(cli(root, "write", "x", "--expires", "0001-01-01"), 2)
+    assert "expires 0001-01-01 is before today" in err
+    one_line_error(cli(root, "update", ids[0], "--expires", "2020-01-01"), 2)
+    assert snapshot(root) == before
+    m = Memory(root, embedder=embedder)
+    today = m.state.now().date().isoformat()
+    assert m.update(ids[0], expires=today).action == "updated"
+    assert m.read(ids[0], count_access=False).expires.date().isoformat() == today
+    assert cli(root, "update", ids[0], "--expires", "").returncode == 0
+    assert m.read(ids[0], count_access=False).expires is None
+
+
+def test_an_imported_row_past_max_entry_bytes_is_refused_by_its_line(stored, embedder, tmp_path):
+    """`mem import` applies the limit `mem write` does: the row past it is refused by its line
+    number, the others go in (it was written whatever its size)."""
+    root, ids, _ = stored
+    m = Memory(root, embedder=embedder)
+    m.config_set("max_entry_bytes", 1000)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"title": "small", "body": "A small note about kites."},
+        {"title": "big", "body": "word " * 400},
+        {"id": ids[0], "title": "DB choice", "body": "Postgres. " * 200}]))  # an update past the limit too
+    err = one_line_error(cli(root, "import", str(rows)), 2)
+    assert "line 2: body is 2,000 bytes; the limit is 1,000 bytes (max_entry_bytes in config.md)" in err
+    report = json.loads(cli(root, "import", str(rows), "--json").stdout)
+    assert {e["line"] for e in report["errors"]} == {2, 3}
+    assert sorted(e.title for e in m.list()) == ["DB choice", "Standup", "small"]
+    assert "JSONB" in m.read(ids[0], count_access=False).body
 
 
 def test_cli_bad_input_one_line_errors(stored, tmp_path):

@@ -63,6 +63,30 @@ def test_a_note_tagged_with_a_number_and_a_boolean_is_found_by_them_and_never_re
     assert adopted.endswith("tags: [1, true]\n---\nThe SSH daemon listens on port 22 of the bastion host.\n")
 
 
+def test_a_tag_added_keeps_the_other_tags_as_their_owner_wrote_them(tmp_path, clock, embedder):
+    """`mem update --tag x` on `tags: [1, true]` wrote `['1', 'true', x]`: the user's numbers,
+    booleans and dates stay as written, in a vault's note and in a hand-edited entry alike."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    note = vault / "ports.md"
+    note.write_text("---\ntags: [1, true, 2.5, 2024-05-01, ssh]\nrelated: [202301011200]\n---\nSSH listens on 22.\n")
+    assert mem(vault, "init", "--adopt").returncode == 0
+    done = mem(vault, "update", "ports.md", "--tag", "x", "--untag", "2.5")
+    assert done.returncode == 0, done.stderr
+    assert "tags: [1, true, 2024-05-01, ssh, x]\nrelated: [202301011200]\n" in note.read_text()
+    m = Memory(vault, embedder=embedder)
+    assert m.read("ports.md", count_access=False).tags == ["1", "true", "2024-05-01", "ssh", "x"]
+
+    root = tmp_path / "tree"
+    tree = Memory(root, embedder=embedder)
+    tree.init()
+    entry_id = tree.write("The bastion host runs sshd.", title="Bastion").id
+    path = next(root.glob("general/*.md"))
+    path.write_text(path.read_text().replace("tags: []", "tags: [7, false]"))
+    assert mem(root, "update", entry_id, "--tag", "ops").returncode == 0
+    assert "tags: [7, false, ops]\n" in path.read_text()
+
+
 # -- 2. JSONL tags that are no strings ---------------------------------------------------------
 def test_jsonl_tags_and_links_that_are_objects_or_nested_lists_refuse_their_row_by_line(tmp_path, clock, embedder):
     rows = [

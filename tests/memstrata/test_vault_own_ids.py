@@ -69,3 +69,24 @@ def test_an_own_id_that_names_two_notes_names_both_files(tmp_path, embedder):
         m.read(raft.id, count_access=False)
     assert "Zettel/Raft.md" in str(err.value) and "Zettel/Leases.md" in str(err.value)
     assert m.read("Zettel/Raft.md", count_access=False).id == raft.id  # a path still names it
+
+
+def test_an_own_id_with_a_slash_names_its_note_when_no_file_has_that_path(tmp_path, embedder):
+    from memstrata import Memory
+
+    vault = _vault(tmp_path)
+    (vault / "Zettel" / "Alpha.md").write_text("---\nid: sub/a2\n---\n\nAlpha grows tomatoes.\n")
+    (vault / "sub").mkdir()
+    (vault / "sub" / "real.md").write_text("---\nid: Zettel/Paxos.md\n---\n\nA note whose own id is a path.\n")
+    mem("sync", "--root", str(vault), machine="desktop")
+    read = mem("read", "sub/a2", "--root", str(vault), machine="desktop")  # the real CLI
+    assert read["path"] == "Zettel/Alpha.md" and "tomatoes" in read["body"]
+
+    m = Memory(vault, embedder=embedder)
+    m.update("sub/a2", "Alpha grows tomatoes and basil.")
+    assert "basil" in (vault / "Zettel" / "Alpha.md").read_text()
+    assert len(m.history("sub/a2")) == 2
+    assert m.read("Zettel/Paxos.md", count_access=False).path == "Zettel/Paxos.md"  # a file at the path wins
+    done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "read", "sub/none", "--root", str(vault)],
+                          capture_output=True, text=True, env=env(), timeout=300)
+    assert done.returncode == 3 and done.stderr.strip() == "mem: error: no entry at sub/none"

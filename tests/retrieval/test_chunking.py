@@ -74,11 +74,12 @@ def test_a_long_chinese_entry_is_its_sentences(embedder):
 
 
 def test_a_pooled_whole_entry_vector_is_the_mean_of_its_sentences(mem):
+    from memstrata.retrieval.table_rows import rows_for
     from memstrata.storage.entry import Entry
 
     index = mem.state.vector_index()
     entry = Entry(id="zh1", title="计费系统笔记", body=_ZH, category="notes")
-    rows = index.rows_for([entry], mem.embedder)
+    rows = rows_for(index, [entry], mem.embedder)
     sentences = np.array([r["vector"] for r in rows if r["kind"] == "sentence"])
     mean = sentences.mean(axis=0)
     np.testing.assert_allclose(rows[0]["vector"], mean / np.linalg.norm(mean), atol=1e-6)

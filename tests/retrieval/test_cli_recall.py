@@ -58,3 +58,27 @@ def test_a_k_past_the_candidate_pool_is_honoured(tmp_path, capsys, embedder):
     assert len(set(ids(100000))) == 130
     assert len(set(ids(100000, "--strategy", "vector"))) == 130
     assert ids(120)[:100] == ids(100) and len(ids(120)) == 120
+
+
+def test_vector_recall_is_judged_on_the_words_as_hybrid_is(tmp_path, capsys, embedder):
+    """`--strategy vector` ranks by meaning alone, but whether a hit answers is judged on the same
+    evidence as hybrid's (the words included): 'helm', found only in a note's body, answered in
+    hybrid and said "nothing relevant" in vector (0.008 against the cut-off's 0.01)."""
+    root = str(tmp_path / "mem")
+    assert _run(capsys, "init", "--root", root)[0] == 0
+    src = tmp_path / "notes.jsonl"
+    src.write_text("".join(json.dumps({"title": t, "body": b}) + "\n" for t, b in [
+        ("Kitchen", "The sourdough starter needs feeding twice a day with rye flour and water at room temperature."),
+        ("Ops", "Deploy the billing service with helm after the canary passes."),
+        ("Calendar", "Quarterly planning meeting moved to Thursday.")]))
+    assert _run(capsys, "import", str(src), "--root", root, "--json")[0] == 0
+    for query, title in [("helm", "Ops"), ("room temperature water", "Kitchen")]:
+        found = {}
+        for strategy in ("hybrid", "vector"):
+            code, out = _run(capsys, "recall", query, "--strategy", strategy, "--no-touch", "--root", root, "--json")
+            data = json.loads(out)
+            assert code == 0 and data["strategy"] == strategy and data["results"], (query, strategy, data)
+            found[strategy] = data["results"][0]
+        assert found["vector"]["title"] == found["hybrid"]["title"] == title
+    code, out = _run(capsys, "recall", "hello, how are you today?", "--strategy", "vector", "--root", root, "--json")
+    assert code == 0 and json.loads(out)["results"] == []  # small talk still brings nothing

@@ -302,3 +302,26 @@ def test_until_the_last_day_or_a_basic_date(mem):
               created="2026-12-01T15:30:00Z")
     assert mem.recall("vendor licence", until="9999-12-31", min_relevance=0).ids
     assert mem.recall("vendor licence", until="20261201", min_relevance=0).ids
+
+
+def test_an_empty_note_is_listed_below_the_notes_that_answer(tmp_path, embedder):
+    """A vault's tag page (frontmatter only), a note of one heading: their titles match a question
+    word for word (0.95 once) but they answer nothing; listed, never above a note with text."""
+    vault = tmp_path / "vault"
+    (vault / "Net").mkdir(parents=True)
+    (vault / "Net" / "DNS Resolver.md").write_text("---\ntags: [net]\n---\n")
+    (vault / "Net" / "DNS Resolver Setup.md").write_text("# DNS Resolver\n")
+    (vault / "Net" / "unbound.md").write_text("---\ntitle: Resolver\n---\nThe DNS resolver forwards queries to "
+                                              "9.9.9.9 and caches answers for an hour.\n")
+    (vault / "Net" / "k8s.md").write_text("Kubernetes pods get their DNS from CoreDNS in kube-system.\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    for strategy, scope in [("hybrid", None), ("vector", None), ("text", None), ("grep", None), ("hybrid", "Net")]:
+        hits = m.recall("DNS resolver", strategy=strategy, category=scope, count_access=False).results
+        paths = [h.path for h in hits]
+        assert paths[0] == "Net/unbound.md", (strategy, paths)
+        assert "Net/DNS Resolver.md" in paths and "Net/DNS Resolver Setup.md" in paths  # still listed
+        assert all(h.relevance <= hits[0].relevance for h in hits)
+    from memstrata.retrieval.hits import no_text
+
+    assert no_text("Title\n## Setup\n---\n", "Title") and not no_text("Title\nUse port 53.", "Title")

@@ -1,0 +1,171 @@
+"""What a row of the chunk table holds: the schema, an entry's row key and indexed form, its chunks embedded into rows."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memstrata.retrieval import chunking, lexical, names
+from memstrata.retrieval.embed_batch import embed_distinct, pooled_vector
+from memstrata.storage.entry import Entry
+from memstrata.storage.sidecars import with_full_body
+from memstrata.storage.versions import with_kept_versions
+
+
+def row_id(entry: Entry) -> str:
+    """The row key of an entry: its id (a file without one is keyed by its path)."""
+    return entry.id or f"path:{entry.path}"
+
+
+def indexed_form(root: Path, entry: Entry) -> Entry:
+    """The entry as the index (and grep) sees it: a compressed entry carries its full original
+    text, and an entry with kept versions carries their text after its own (storage.versions).
+
+    The one place of the rules "a compressed entry is found by what it said before compression"
+    and "an old version stays findable"; `VectorIndex.upsert` applies it to whatever it is given,
+    so no writer has to remember it. Applying it twice changes nothing (the result is marked).
+    """
+    if entry.extra.get(_INDEXED):
+        return entry
+    # a note's frontmatter aliases are other titles: a line under the title (retrieval.names)
+    indexed = names.with_aliases(with_kept_versions(root, with_full_body(root, entry)))
+    indexed = indexed.copy(extra={**indexed.extra, _INDEXED: True}) if indexed is not entry else \
+        entry.copy(extra={**entry.extra, _INDEXED: True})
+    return indexed
+
+
+_INDEXED = "__indexed__"  # marks an entry already in its indexed form (never written anywhere)
+
+
+def _short(text: str) -> bool:
+    """Short enough to be a conversation's turn (the bound fusion.time_structure puts on files)."""
+    from memstrata.retrieval.fusion import CONVERSATION_MAX_BYTES
+
+    return len(text.encode("utf-8")) <= CONVERSATION_MAX_BYTES
+
+
+def _ts(dt) -> float | None:
+    return dt.timestamp() if dt is not None else None
+
+
+def schema(dim: int):
+    import pyarrow as pa
+
+    return pa.schema([
+        ("id", pa.string()), ("chunk", pa.int32()), ("kind", pa.string()), ("text", pa.string()),
+        (lexical.EN_COLUMN, pa.string()), (lexical.CJK_COLUMN, pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+        ("title", pa.string()), ("category", pa.string()), ("tier", pa.string()), ("status", pa.string()),
+        ("tags", pa.list_(pa.string())), ("importance", pa.float64()), ("weight", pa.float64()),
+        ("created", pa.float64()), ("updated", pa.float64()), ("last_access", pa.float64()),
+        ("path", pa.string()), ("hash", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64()),
+    ])
+
+
+def rows_for(index, entries: list[Entry], embedder, progress=None) -> list[dict]:
+    """Chunk and embed entries (one batched call) into rows of `index` (a VectorIndex: its settings, root,
+    and the entries written before them for the context chunk)."""
+    s = index.settings
+    per_entry = []
+    texts = []
+    before = previous_texts(index, entries) if s.chunk_context else {}
+    for e in entries:
+        chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
+                                      s.chunk_overlap_tokens, s.chunk_max_sentences,
+                                      s.chunk_sentence_min_words)
+        prev = before.get(row_id(e))
+        if prev:
+            chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
+        per_entry.append(chunks)
+        texts.extend(c.embedded for c in chunks if not c.pooled)
+    vectors = embed_distinct(embedder, texts, progress)
+    rows = []
+    n = 0
+    for e, chunks in zip(entries, per_entry):
+        base = meta_values(index.root, e)
+        full = chunks[0].text
+        own = vectors[n:n + sum(1 for c in chunks if not c.pooled)]
+        n += len(own)
+        embedded = iter(own)
+        for c in chunks:
+            first = c.number == 0
+            vector = pooled_vector(own, chunks) if c.pooled else next(embedded)
+            rows.append({**base, "chunk": c.number, "kind": c.kind, "text": c.text,
+                         lexical.EN_COLUMN: lexical.en_text(full, e.created, e.tags) if first else None,
+                         lexical.CJK_COLUMN: lexical.cjk_text(full) if first else None,
+                         "vector": vector})
+    return rows
+
+
+def arrow_rows(table, rows: list[dict]):
+    """The rows as one Arrow table of `table`'s schema; the vectors go in as one float32
+    block (a list of Python floats per row was most of the cost of a write)."""
+    import numpy as np
+    import pyarrow as pa
+
+    full = table.schema
+    dim = full.field("vector").type.list_size
+    vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
+    others = pa.schema([f for f in full if f.name != "vector"])
+    data = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "vector"} for r in rows], schema=others)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim)
+    return data.append_column(full.field("vector"), column).select(full.names)
+
+
+def previous_texts(index, entries: list[Entry]) -> dict[str, str]:
+    """For each entry, the text of the entry written just before it in its category, if that
+    was within the sitting gap (from this batch or the table): its context chunk."""
+    import bisect
+
+    gap = 60.0 * index.settings.recall_session_gap_minutes
+    timeline: dict[str, list[tuple[float, str]]] = {}
+    texts: dict[str, str] = {}
+    for e in entries:
+        if e.created is not None:
+            timeline.setdefault(e.category, []).append((e.created.timestamp(), row_id(e)))
+            texts[row_id(e)] = chunking.entry_text(e.title, e.body)
+    frame = index.frame()
+    if frame is not None:
+        wanted = set(timeline)
+        for n, cat in enumerate(frame.cols["category"]):
+            ts = frame.cols["created"][n]
+            if cat in wanted and ts is not None and frame.ids[n] not in texts:
+                timeline[cat].append((ts, frame.ids[n]))
+    for items in timeline.values():
+        items.sort()
+    out: dict[str, str] = {}
+    missing: dict[str, str] = {}
+    for e in entries:
+        if e.created is None:
+            continue
+        items = timeline[e.category]
+        ts = e.created.timestamp()
+        i = bisect.bisect_left(items, (ts, "")) - 1
+        # a conversation's turn (fusion.time_structure): written after the one before, both short
+        if (i >= 0 and 0 < ts - items[i][0] <= gap and items[i][1] != row_id(e)
+                and _short(chunking.entry_text(e.title, e.body))):
+            prev = items[i][1]
+            if prev in texts:
+                if _short(texts[prev]):
+                    out[row_id(e)] = texts[prev]
+            else:
+                missing[row_id(e)] = prev
+    if missing:
+        rows = index.fetch_rows(sorted(set(missing.values())))
+        for rid, prev in missing.items():
+            if rows.get(prev) and _short(rows[prev][0]["text"]):
+                out[rid] = rows[prev][0]["text"]
+    return out
+
+
+def meta_values(root: Path, e: Entry) -> dict:
+    """The metadata columns of `e`'s rows (its file's size and mtime: how sync sees it changed)."""
+    try:
+        st = os.stat(root / e.path)
+        size, mtime = st.st_size, st.st_mtime_ns
+    except (OSError, TypeError):
+        size, mtime = -1, -1
+    return {"id": row_id(e), "title": e.title, "category": e.category, "tier": e.tier, "status": e.status,
+            "tags": list(e.tags), "importance": float(e.importance),
+            "weight": float(e.weight) if e.weight is not None else None,
+            "created": _ts(e.created), "updated": _ts(e.updated), "last_access": _ts(e.last_access),
+            "path": e.path, "hash": chunking.content_hash(e.title, e.body), "size": size, "mtime_ns": mtime}
