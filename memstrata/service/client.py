@@ -54,6 +54,8 @@ CANCELLABLE = frozenset({"import", "sync", "reindex"})
 # Commands not worth starting a service for (they read the catalog only); every other command
 # loads the model or opens the vector table, and a call of one starts the service on demand.
 LIGHT = frozenset({"init", "list", "config", "stats", "index", "trash", "history", "serve", "mcp"})
+# Command groups: named alone they print their help (or list the trash), which loads nothing.
+GROUPS = frozenset({"config", "index", "review", "trash"})
 
 
 GLOBAL_FLAGS = ("--json",)
@@ -353,6 +355,7 @@ def run(argv: list[str]) -> int | None:
         spawn(root, wait_pid=os.getpid())
         return 0
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
+            and not (command in GROUPS and argv == [command])
             and not _under_test() and not _OTHER_INSTALL):
         spawn(root, wait_pid=os.getpid())
     return None
