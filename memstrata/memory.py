@@ -167,6 +167,7 @@ class Memory:
         return self._entries.read(ref, count_access=count_access)
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None, tags=None):
+        self._entries.require_category(category)  # a mistyped category is said, not listed as empty
         return self._entries.list(category, tier, status, tags)
 
     def hot_entries(self, now):

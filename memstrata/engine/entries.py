@@ -120,7 +120,6 @@ class Entries:
         tree.require_initialised(self.root)
         scope = validate_category(category, top=self.state.vault) if category else None
         self.state.catalog.refresh()  # a hand-made file is listed without an id: reads never write
-        self.require_category(scope)
         wanted_tags = set(clean_tags(tags))
         listed = self.state.catalog.entries(scope)
         if self.state.accesses():
