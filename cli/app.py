@@ -11,8 +11,8 @@ from memstrata import __version__
 
 HELP = """memstrata: local, offline, persistent memory for AI agents.
 
-Memories are Markdown files in a category tree under the root ($MEMSTRATA_HOME, else
-~/memory, or --root). Recall is semantic first (a bundled model, no network).
+Memories are Markdown files in a category tree under the root (--root, else $MEMSTRATA_HOME,
+else the tree the current directory is in, else ~/memory). Recall is semantic first (a bundled model, no network).
 
 Examples:
 
@@ -142,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # click usage errors and anything unforeseen: still one line
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group (`mem`, `mem config`): its help, not an error
+            sys.stdout.write(exc.ctx.get_help() + "\n")
+            return 0
         if isinstance(exc, _click_errors()):  # usage errors carry exit code 2
             message = _usage_line(exc)
             _report(message, {"error": "usage", "message": message}, wants_json)

@@ -15,7 +15,7 @@ from memstrata.features.versions import Versions
 
 
 class Memory:
-    """A memory tree at `root` (default: $MEMSTRATA_HOME, else ~/memory).
+    """A memory tree at `root` (default: $MEMSTRATA_HOME, else the tree the current directory is in, else ~/memory).
 
     `Memory` builds the parts once and hands each what it needs; every public method is a
     line or three that delegates to one part. The save path's steps are registered here, in
@@ -167,6 +167,7 @@ class Memory:
         return self._entries.read(ref, count_access=count_access)
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None, tags=None):
+        self._entries.require_category(category)  # a mistyped category is said, not listed as empty
         return self._entries.list(category, tier, status, tags)
 
     def hot_entries(self, now):
@@ -225,6 +226,7 @@ class Memory:
                        strategy=strategy, explain=explain, min_relevance=min_relevance, count_access=count_access)
         if include_shared:
             return self._shared.recall(query, k=k, **options)
+        self._entries.require_category(category)  # (the shared root may hold a category this tree lacks)
         return self._recall.recall(query, k=k, **options)
 
     def recall_batch(self, queries, k: int = 10, **options) -> list[dict]:

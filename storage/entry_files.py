@@ -171,3 +171,14 @@ def read_entry_file(root: Path, rel: str) -> Entry:
         raise CorruptEntry(exc.message) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. created: -62135596801
         raise CorruptEntry(f"frontmatter value cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def unreadable_hint(message: str) -> str:
+    """What to do about a file read_entry_file refused, by its cause (the message it raised)."""
+    if "not UTF-8 text" in message:
+        return "save it as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"
+    if "NUL bytes" in message:
+        return "binary data, not a note: move it out of the tree"
+    if "MB: not read" in message:
+        return "split it into smaller notes"
+    return "fix its frontmatter (the YAML between the --- lines)"  # every other refusal is the frontmatter's

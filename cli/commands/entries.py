@@ -39,7 +39,8 @@ def init(
     """Create a memory tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
     Every other command refuses a folder that `mem init` did not make. A folder that already
-    holds notes (an Obsidian vault, a docs folder) is made a tree only with --adopt.
+    holds notes (an Obsidian vault, a docs folder) is made a tree only with --adopt; --adopt on a
+    folder that does not exist or holds no Markdown notes is refused and creates nothing.
 
     Examples: mem init --root ~/memory; mem init --adopt --root ~/notes;
     mem init --clone git@host:team/memory.git --root ~/memory

@@ -149,11 +149,28 @@ def sync(
                     announce=None if as_json else (lambda msg: sys.stderr.write(msg + "\n")))
     result["seconds"] = round(time.monotonic() - started, 2)
     emit(as_json, result, f"synced: {result['embedded']} embedded, {result['updated']} updated, "
-                          f"{result['removed']} removed ({result['model']})"
-                          + (f"; {len(result['errors'])} unreadable" if result["errors"] else ""))
+                          f"{result['removed']} removed ({result['model']})" + _unreadable(result["errors"]))
     if not as_json:
+        from memstrata.storage.entry_files import unreadable_hint
+
+        for path, why in sorted(result["errors"].items())[:SHOWN_UNREADABLE]:
+            said = why.removeprefix(f"{path} is ").removeprefix(f"{path} ")  # the path is named once
+            sys.stderr.write(f"mem: warning: {path}: {said}; {unreadable_hint(why)}\n")
         for path, why in sorted(result.get("flagged", {}).items()):
             sys.stderr.write(f"mem: warning: {path}: {why}\n")
+
+
+SHOWN_UNREADABLE = 5  # files named one by one after a sync; `mem doctor` lists them all
+
+
+def _unreadable(errors: dict) -> str:
+    """"; 2 unreadable (not in the index): a.md, b.md ..." on sync's summary line ("" when none)."""
+    if not errors:
+        return ""
+    names = sorted(errors)
+    more = f" and {len(names) - SHOWN_UNREADABLE} more (`mem doctor` lists them)" if len(names) > SHOWN_UNREADABLE else ""
+    return (f"; {len(names)} unreadable, not memories until fixed (then `mem sync`): "
+            f"{', '.join(names[:SHOWN_UNREADABLE])}{more}")
 
 
 def reindex(root: RootOpt = None, as_json: JsonOpt = False):

@@ -93,8 +93,11 @@ def index(
         return
     from memstrata.errors import InvalidInput
 
+    if not rebuild and root is None and not as_json:  # a bare `mem index`: its help, as every bare group
+        typer.echo(ctx.get_help())
+        return
     if not rebuild:
-        raise InvalidInput("say --rebuild to regenerate every INDEX.md")
+        raise InvalidInput("give --rebuild (regenerate every INDEX.md) or a subcommand: push, pull")
     result = memory(root).rebuild_indexes()
     emit(as_json, result, f"rebuilt INDEX.md for {counted(result['categories'], 'category', 'categories')}, "
          f"{counted(result['entries'], 'entry', 'entries')}")

@@ -7,12 +7,23 @@ import typer
 from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
 from memstrata.clock import format_datetime
 
-trash_app = typer.Typer(help="The trash: deleted and forgotten entries, restorable until purged.",
-                        no_args_is_help=True)
+trash_app = typer.Typer(help="The trash: deleted and forgotten entries, restorable until purged. "
+                             "`mem trash` alone lists it.",
+                        no_args_is_help=False, invoke_without_command=True)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(trash_app, name="trash")
+
+
+@trash_app.callback()
+def trash(ctx: typer.Context, root: RootOpt = None, as_json: JsonOpt = False):
+    """The trash: deleted and forgotten entries, restorable until purged (`mem trash` lists it).
+
+    Examples: mem trash; mem trash list --json; mem trash purge
+    """
+    if ctx.invoked_subcommand is None:  # a bare `mem trash` does the obvious thing: list it
+        trash_list(root, as_json)
 
 
 @trash_app.command("list")

@@ -12,6 +12,7 @@ from memstrata.errors import CorruptEntry
 from memstrata.storage.atomic import is_temp_file
 from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, printable_name, read_entry_file
+from memstrata.storage.entry_files import unreadable_hint
 from memstrata.storage.entry import Entry, holder_rank
 from memstrata.storage.holders import keeper_first
 from memstrata.storage.lock import LOCK_FILE
@@ -308,7 +309,8 @@ def check_secrets(scan: Scan) -> list[Finding]:
 def check_unparseable(scan: Scan) -> list[Finding]:
     if layout.is_adopted(scan.root):  # a vault's note (an Obsidian template's `date: {{date}}`): the
         # user's file, never moved (a quarantine is git-ignored: team sync would push it as deleted)
-        return [Finding("unparseable", f"{message}; not a memory until its frontmatter is YAML (left as it is)",
+        return [Finding("unparseable", f"{message}; not a memory until fixed: {unreadable_hint(message)} "
+                        "(left as it is)",
                         path=rel, fixable=False, notice=True)
                 for rel, message in sorted(scan.errors.items())]
     return [Finding("unparseable", message, path=rel, action="move to .quarantine/")

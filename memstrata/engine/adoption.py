@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.storage import adopt, indexes, layout, tree
 from memstrata.storage.atomic import ChangedMeanwhile, one_sync
 from memstrata.storage.catalog import read_entry_file
@@ -86,6 +86,14 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False, pr
     """
     if entries.root.exists() and not entries.root.is_dir():
         raise InvalidInput(f"{entries.root} exists and is not a folder")
+    if adopt and not tree.is_initialised(entries.root):  # --adopt names a folder of notes: never a new empty tree
+        shown = str(entries.root)
+        if not entries.root.exists():
+            raise NotFound(f"{shown} does not exist: --adopt makes a folder of Markdown notes a tree "
+                           f"(`mem init --root {shown}` without --adopt starts a new, empty one)")
+        if not _markdown_notes(entries.root) and not (entries.root / layout.ENGINE_HOME).is_dir():
+            raise InvalidInput(f"{shown} holds no Markdown notes to adopt "
+                               f"(`mem init --root {shown}` without --adopt makes it an empty tree)")
     fresh = not tree.is_initialised(entries.root) and entries.root.exists()
     # a folder with the engine's hidden folder is an adopted vault that lost its settings: never
     # the old layout over the user's files

@@ -387,6 +387,17 @@ class Entries:
         """The save path's note when the (derived) vector index could not follow the last save."""
         return [self.save.index.last_error] if self.save.index.last_error else []
 
+    def require_category(self, category: str | None) -> None:
+        """NotFound when a category filter names no category of the tree (no folder, no entry in
+        or under it): a mistyped --category would otherwise quietly find nothing."""
+        tree.require_initialised(self.root)  # (before the catalog: nothing is made outside a tree)
+        scope = validate_category(category, top=self.state.vault) if category else None
+        if not scope or (self.root / scope).is_dir():
+            return
+        if any(c == scope or c.startswith(scope + "/") for c in self.state.catalog.category_counts()):
+            return
+        raise NotFound(f"no category {scope!r} in {self.root} (`mem stats` lists the categories)")
+
     def category_warnings(self, category: str) -> list[str]:
         count = self.state.catalog.category_counts().get(category, 0)
         limit = self.state.settings.split_threshold

@@ -237,6 +237,7 @@ class Recall:
 
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
+        _check_tier_status(tier, status)  # here too: a vault's tier filter is applied below, not in _recall
         found = self._recall(query, max(int(k), CUT_DEPTH), category, None if self.state.vault else tier, status,
                              tags, since, until, strategy, explain, _sync)  # a vault's tiers: computed (below)
         found.results = self.entries.tiers_now(found.results, tier) if self.state.vault else found.results
@@ -259,12 +260,7 @@ class Recall:
             raise InvalidInput(f"strategy must be one of {', '.join(STRATEGIES)}")
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
-        from memstrata.storage.entry import STATUSES, TIERS
-
-        if tier and tier not in TIERS:
-            raise InvalidInput(f"tier must be one of {', '.join(TIERS)}")
-        if status and status not in STATUSES:
-            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}")
+        _check_tier_status(tier, status)
         filters = self._filters(category, tier, status, tags, since, until)
         notes: list[str] = []
         if strategy in ("grep", "index"):
@@ -437,3 +433,12 @@ def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0,
                           relative, k, floor)
     result.results = [result.results[i] for i in kept]
     return result
+
+
+def _check_tier_status(tier, status) -> None:
+    from memstrata.storage.entry import STATUSES, TIERS
+
+    if tier and tier not in TIERS:
+        raise InvalidInput(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+    if status and status not in STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(STATUSES)}, not {status!r}")

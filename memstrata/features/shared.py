@@ -161,7 +161,13 @@ class SharedSpace:
         if not is_initialised(shared.root):
             mine.notes.append(f"the shared root {shared.root} holds no memory tree yet")
             return mine
-        theirs = shared.recall(query, k=k, **{**options, "count_access": options.get("count_access", False)})
+        try:
+            theirs = shared.recall(query, k=k, **{**options, "count_access": options.get("count_access", False)})
+        except NotFound:
+            if not options.get("category"):
+                raise
+            mine.notes.append(f"the shared root {shared.root} has no category {options['category']!r}")
+            return mine
         return _merge_recall(mine, theirs, shared, k)
 
 

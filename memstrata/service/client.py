@@ -54,6 +54,8 @@ CANCELLABLE = frozenset({"import", "sync", "reindex"})
 # Commands not worth starting a service for (they read the catalog only); every other command
 # loads the model or opens the vector table, and a call of one starts the service on demand.
 LIGHT = frozenset({"init", "list", "config", "stats", "index", "trash", "history", "serve", "mcp"})
+# Command groups: named alone they print their help (or list the trash), which loads nothing.
+GROUPS = frozenset({"config", "index", "review", "trash"})
 
 
 GLOBAL_FLAGS = ("--json",)
@@ -79,7 +81,8 @@ def global_options_last(argv: list[str]) -> list[str]:
 
 
 def resolve_root(argv: list[str]) -> str:
-    """The root a call addresses: --root, else $MEMSTRATA_HOME, else ~/memory (as storage.tree does)."""
+    """The root a call addresses: --root, else $MEMSTRATA_HOME, else the tree the current directory
+    is in, else ~/memory (as storage.tree does)."""
     chosen = None
     for i, arg in enumerate(argv):
         if arg == "--":
@@ -89,7 +92,9 @@ def resolve_root(argv: list[str]) -> str:
         elif arg.startswith("--root="):
             chosen = arg[len("--root="):]
     if chosen in (None, ""):
-        chosen = os.environ.get("MEMSTRATA_HOME") or "~/memory"
+        from memstrata.storage.layout import enclosing_tree  # stdlib only
+
+        chosen = os.environ.get("MEMSTRATA_HOME") or enclosing_tree() or "~/memory"
     return os.path.realpath(os.path.expanduser(str(chosen)))
 
 
@@ -350,6 +355,7 @@ def run(argv: list[str]) -> int | None:
         spawn(root, wait_pid=os.getpid())
         return 0
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
+            and not (command in GROUPS and argv == [command])
             and not _under_test() and not _OTHER_INSTALL):
         spawn(root, wait_pid=os.getpid())
     return None
