@@ -23,8 +23,8 @@ def secrets_allow(path: PathArg, root: RootOpt = None, as_json: JsonOpt = False)
     Example: mem secrets allow github-actions/postgresq-service-container.md
     """
     data = memory(root).secrets_allow(path)
-    emit(as_json, data, f"allowed {counted(len(data['allowed']), 'flagged value')} in {data['path']}; "
-                        f"indexed ({data['sync'].get('embedded', 0)} embedded)")
+    emit(as_json, data, f"allowed {counted(len(data['allowed']), 'flagged value')} in {data['path']}"
+                        + ("; indexed" if data["indexed"] else "; not indexed (see `mem doctor`)"))
 
 
 @secrets_app.command("list")
@@ -45,4 +45,5 @@ def secrets_revoke(path: PathArg, root: RootOpt = None, as_json: JsonOpt = False
     Example: mem secrets revoke github-actions/postgresq-service-container.md
     """
     data = memory(root).secrets_revoke(path)
-    emit(as_json, data, f"revoked {counted(data['revoked'], 'allowed value')} of {data['path']}")
+    emit(as_json, data, f"revoked {counted(data['revoked'], 'allowed value')} of {data['path']}"
+                        + ("; flagged again and out of the index" if data["unindexed"] else ""))

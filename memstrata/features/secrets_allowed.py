@@ -23,8 +23,10 @@ class SecretsAllowed:
             raise InvalidInput(f"{entry.path}: nothing in it is flagged as a credential; nothing to allow")
         with self.state.lock():
             records = secret_allow.allow(self.state.root, entry.path, located, format_datetime(self.state.now()))
-        synced = self.recall.sync()
-        return {"path": entry.path, "allowed": [_shown(r) for r in records], "sync": synced}
+        # indexed here, not left to a sync: its file did not change, so a watcher-driven sync (the
+        # service's) would not look at it again
+        indexed = self.recall.reindex_entries([entry.path]) == 1
+        return {"path": entry.path, "allowed": [_shown(r) for r in records], "indexed": indexed}
 
     def revoke(self, ref: str) -> dict:
         """Forget what was allowed for a note (a path: the note may be gone); the next sync flags it again."""
@@ -33,11 +35,10 @@ class SecretsAllowed:
             n = secret_allow.revoke(self.state.root, rel)
             if not n:
                 raise InvalidInput(f"{rel}: nothing was allowed for it (see `mem secrets list`)")
-            self._unindex_if_flagged(rel)
-        synced = self.recall.sync()
-        return {"path": rel, "revoked": n, "sync": synced}
+            unindexed = self._unindex_if_flagged(rel)
+        return {"path": rel, "revoked": n, "unindexed": unindexed}
 
-    def _unindex_if_flagged(self, rel: str) -> None:
+    def _unindex_if_flagged(self, rel: str) -> bool:
         """The note's row goes when it is flagged again: its file did not change, so a sync would keep it."""
         from memstrata.retrieval.sync import flag
         from memstrata.retrieval.table import indexed_form, row_id
@@ -46,10 +47,12 @@ class SecretsAllowed:
         try:
             entry = indexed_form(self.state.root, read_entry_file(self.state.root, rel))
         except (MemstrataError, OSError):
-            return  # gone or unreadable: the sync removes or reports it
+            return False  # gone or unreadable: the sync removes or reports it
         index = self.state.vector_index()
-        if flag(entry, self.state.root) is not None and index.exists():
-            index.delete([row_id(entry)])
+        if flag(entry, self.state.root) is None or not index.exists():
+            return False
+        index.delete([row_id(entry)])
+        return True
 
     def listed(self) -> dict:
         notes = secret_allow.load(self.state.root)["notes"]

@@ -51,7 +51,7 @@ def test_allow_list_new_secret_and_revoke(vault):
     assert "ops/billing.md" not in found(root)
 
     data = js(run(root, "secrets", "allow", "ops/billing.md", "--json"))
-    assert data["path"] == "ops/billing.md" and [a["kind"] for a in data["allowed"]] == [
+    assert data["path"] == "ops/billing.md" and data["indexed"] and [a["kind"] for a in data["allowed"]] == [
         "connection string with password"]
     stored = (root / ".memstrata" / "secrets-allowed.json").read_text()
     assert PASSWORD not in stored and "fingerprint" in stored   # a fingerprint, never the value
@@ -73,7 +73,7 @@ def test_allow_list_new_secret_and_revoke(vault):
     js(run(root, "secrets", "allow", "ops/billing.md", "--json"))
     assert found(root)[0] == "ops/billing.md"
     revoked = js(run(root, "secrets", "revoke", "ops/billing.md", "--json"))
-    assert revoked["revoked"] == 2
+    assert revoked["revoked"] == 2 and revoked["unindexed"]
     assert "ops/billing.md" not in found(root)
     assert js(run(root, "secrets", "list", "--json"))["count"] == 0
 
