@@ -225,7 +225,7 @@ def _labelled_id(text: str, start: int) -> bool:
 
 
 def _high_entropy_ok(m: re.Match) -> bool:
-    run = m.group(0)
+    run = m.group(0)[:8192]  # a run of megabytes (one long "word") is judged by its start, in time
     if _labelled_id(m.string, m.start()) or _FILE_EXT.match(m.string, m.end()):
         return False
     if (name := _NAME_EQ.match(run)) is not None:

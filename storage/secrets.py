@@ -67,6 +67,11 @@ Decisions (kept deliberately conservative about prose):
   the blob after ``ssh-ed25519``/``ssh-rsa``/``ecdsa-sha2-nistp256``..., a PGP PUBLIC KEY BLOCK,
   an SRI/npm ``sha256-``/``sha384-``/``sha512-`` digest of its exact length, a bitcoin address
   with a valid checksum. Private key blocks stay caught by their own rule.
+- Ids, digests, paths and defaults (simonw/til's 33 false alarms; rules in secret_rules.py): hex runs
+  and UUIDs inside a run are hashes; a run's `NAME=` is cut off; a run labelled as an id or digest,
+  a file name, a path (segment by segment), a Fernet token, a JSON-escaped URL is no token; a default
+  password (or the user's name) on a local host is none. `mem secrets allow` (storage/secret_allow.py)
+  passes what the user says is no secret, note by note.
 - Overlaps: when several rules match the same characters, the more specific rule (earlier
   in ``RULES``) wins, so ``Bearer eyJ...`` is reported once, as a JWT.
 """
