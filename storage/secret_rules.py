@@ -203,15 +203,14 @@ _ID_LABEL = re.compile(
     r"state|nonce)[\"'`]?[ \t]*(?:=|:|=>)?[ \t]*[\"'`]?$")
 # A file name: the run ends at a dot before a known extension (`..._x86_64.whl`, `...AB6A.sqlite`).
 _FILE_EXT = re.compile(r"\.(?:whl|tar|gz|tgz|zip|so|dylib|dll|exe|py|js|ts|json|md|txt|html|css|sqlite|db|"
-                       r"png|jpe?g|gif|svg|pdf|csv|log|yml|yaml|toml|sh|deb|rpm|dmg|img|iso|bin|com)(?![A-Za-z0-9])")
+                       r"png|jpe?g|gif|svg|pdf|csv|log|yml|yaml|toml|sh|deb|rpm|dmg|img|iso|bin)(?![A-Za-z0-9])")
 # A path: it starts at a slash and its first segments are words (`/Users/simon/Library/...`), two of
 # them at least, or short pieces (`/var/folders/x6/`).
+_PATH_LEAD = re.compile(r"(?:/(?:[A-Za-z][a-z]{2,}|[a-z]{3,}|[A-Za-z0-9]{1,3})(?=/)){2,}/")
 # A word between slashes (`/wheels/`, `/pip-ephem-wheel-cache-jh0fk5iu/`): two of them make the rest a path too.
 _PATH_WORD = re.compile(r"(?<=/)(?:[A-Za-z][a-z]{2,}|[a-z]{3,}|[a-z]{2,}(?:-[a-z0-9]+)+)(?=/)")
-_PATH_LEAD = re.compile(r"(?:/(?:[A-Za-z][a-z]{2,}|[a-z]{3,}|[A-Za-z0-9]{1,3})(?=/)){2,}/")
-
-
-_SECRET_ID = re.compile(r"(?i:session|secret|token|key|pass\w*|auth|cookie)[_\- ]?id", re.IGNORECASE)
+# An id label that names a credential all the same (`session_id`, `secret-id`, `token id`).
+_SECRET_ID = re.compile(r"(?:session|secret|token|key|pass\w*|auth|cookie)[_\- ]?id", re.IGNORECASE)
 
 
 def _id_label(window: str) -> bool:
