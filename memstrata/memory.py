@@ -98,6 +98,12 @@ class Memory:
         return TeamSync(self.state, self.save_path, self._recall)
 
     @cached_property
+    def _secrets_allowed(self):
+        from memstrata.features.secrets_allowed import SecretsAllowed
+
+        return SecretsAllowed(self.state, self._entries, self._recall)
+
+    @cached_property
     def _snapshots(self):
         from memstrata.features.snapshots import IndexSnapshots
 
@@ -241,6 +247,16 @@ class Memory:
 
     def reindex(self, progress=None) -> dict:
         return self._recall.reindex(progress=progress)
+
+    def secrets_allow(self, ref: str) -> dict:
+        """Say the values flagged in one note are no secret (fingerprints, docs/secrets.md); indexes it."""
+        return self._secrets_allowed.allow(ref)
+
+    def secrets_revoke(self, ref: str) -> dict:
+        return self._secrets_allowed.revoke(ref)
+
+    def secrets_allowed(self) -> dict:
+        return self._secrets_allowed.listed()
 
     # -- versions ------------------------------------------------------------------------
     def history(self, ref: str) -> list[dict]:

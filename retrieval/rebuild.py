@@ -24,7 +24,7 @@ def indexable_entries(root) -> tuple[list, dict, dict]:
         if e.id and e.id in seen:
             errors[rel] = f"duplicate id {e.id}: indexed once"
             continue
-        if (why := flag(indexed_form(root, e))) is not None:
+        if (why := flag(indexed_form(root, e), root)) is not None:
             flagged[rel] = why
             continue
         seen.add(e.id)

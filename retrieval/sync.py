@@ -40,17 +40,21 @@ class SyncPlan:
         return out
 
 
-def flag(entry) -> str | None:
+def flag(entry, root) -> str | None:
     """Why a file the engine did not check (hand-made, adopted, pulled) must not enter the index: the
-    credentials the guard finds in its whole record (never the text), or None."""
-    from memstrata.storage.secrets import scan_entry
+    credentials the guard finds in its whole record (never the text) that the user did not allow
+    for this note (`mem secrets allow`, storage/secret_allow.py), or None."""
+    from memstrata.storage.secret_allow import not_allowed
+    from memstrata.storage.secrets import located_in_entry
 
-    found = scan_entry(entry)
+    located = located_in_entry(entry)
+    found = not_allowed(root, entry.path, located) if located else []
     if not found:
         return None
     return ("possible credential (" + "; ".join(f.describe() for f in found[:3])
             + (f"; {len(found) - 3} more" if len(found) > 3 else "")
-            + "): not indexed or shown until it is taken out of the file")
+            + f"): not indexed or shown until it is taken out of the file (or, if it is no secret, "
+            f"`mem secrets allow {entry.path}`)")
 
 
 def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | None = None,
@@ -84,7 +88,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
             continue
-        if (why := flag(entry)) is not None:
+        if (why := flag(entry, index.root)) is not None:
             out.flagged[rel] = why
             continue
         rid = row_id(entry)
@@ -144,7 +148,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
         except (CorruptEntry, OSError) as exc:
             out.errors[rel] = getattr(exc, "message", str(exc))
             continue
-        if (why := flag(entry)) is not None:
+        if (why := flag(entry, index.root)) is not None:
             out.flagged[rel] = why
             continue
         rid = row_id(entry)

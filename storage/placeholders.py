@@ -27,7 +27,7 @@ _LABEL = re.compile(r"^(?:[A-Za-z]+(?:[_.\-][A-Za-z]+)*[\"']?[ \t]*(?:=>|=|:)[ \
 # Placeholder markers, as tutorials write them: whole words or runs in one case, never a mixed-case
 # substring (random base62 holds `xXxX` or `fAkE` about once in 20,000 keys). `your` only before a
 # separator (`your-key`, `YOUR_API_KEY`): glued (`Your8fj3...`) it is just four letters of a key.
-_WORDS = ("example", "placeholder", "redacted", "dummy", "fake", "sample", "replace", "changeme",
+_WORDS = ("example", "placeholder", "redacted", "dummy", "fake", "sample", "replace", "changeme", "insecure",
           "notreal", "not-a-real", "not_a_real")
 _MARKER = re.compile(
     "|".join([w for word in _WORDS for w in (word, word.upper(), word.capitalize())]
@@ -84,6 +84,13 @@ def random_left(value: str) -> tuple[str, bool]:
     if len(pieces) > 1:
         pieces = [p for p in pieces if p.lower() not in _FILLER_WORDS]
     return "".join(pieces), bool(markers or runs or counts)
+
+
+def only_words(value: str, words: frozenset | set = frozenset()) -> bool:
+    """A value of two or more pieces, each a filler word or one of `words` (`key-password`,
+    `docker-password` for user docker): it names its slot, it holds no randomness."""
+    pieces = [p.lower() for p in _PIECE.findall(value)]
+    return len(pieces) >= 2 and all(p in _FILLER_WORDS or p in words for p in pieces)
 
 
 def is_marked_placeholder(value: str) -> bool:

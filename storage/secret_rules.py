@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from memstrata.storage.placeholders import is_example, is_marked_placeholder  # noqa: F401 (is_example: the rules' own)
+from memstrata.storage.placeholders import is_example, is_marked_placeholder, only_words  # noqa: F401 (is_example: the rules' own)
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,11 @@ _PLACEHOLDER_RE = re.compile(r"^[A-Za-z_][\w.]*\s*[(\[]")
 
 
 # A value in capitals that spells what it stands for (`password="THEENCRYPTEDPASSWORDFROMABOVE"`,
-# `YOURSECRETTOKEN`): how tutorials mark the slot to fill. Letters only, so `HUNTER2` still counts.
-_SHOUTED_SLOT = re.compile(r"[A-Z]*(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY)[A-Z]*")
+# `YOURSECRETTOKEN`, `RANDOM_PASSWORD`): how tutorials mark the slot to fill. Letters only, so `HUNTER2`
+# still counts.
+_SHOUTED_SLOT = re.compile(r"[A-Z_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY)[A-Z_]*")
+# A name in code whose last word names a credential (`clientSecret`, `dbPassword`): a variable, no literal.
+_CODE_NAME = re.compile(r"[a-z]+(?:[A-Z][a-z]+)*(?:Secret|Password|Passwd|Token|Key|Credentials?)")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -57,6 +60,8 @@ def _is_placeholder(value: str) -> bool:
     if v[0] in "{[($%":
         return True
     if any(h in low for h in _CODE_HINTS) or _PLACEHOLDER_RE.search(v) or is_marked_placeholder(v):
+        return True
+    if only_words(v) or _CODE_NAME.fullmatch(v):  # `key-password`, `clientSecret`
         return True
     if re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", v):  # ENV_VAR_NAME reference
         return True
@@ -110,6 +115,8 @@ def _assignment_ok(m: re.Match) -> bool:
     value = m.group("v").rstrip(".,;:)]}>!?*")
     if len(value) < 6 or _is_placeholder(value):
         return False
+    if re.sub(r"[_\-]", "", value).lower() == re.sub(r"[_\-]", "", m.group("key")).lower():
+        return False  # `credentials=credentials`: a variable of the same name
     if _PATH_OR_URL.match(value):  # `pwd: /home/me`, `credentials: https://wiki/...`
         return False
     if _looks_random(value):
@@ -118,18 +125,41 @@ def _assignment_ok(m: re.Match) -> bool:
     return "=" in m.group("sep") and m.group("gap") == ""
 
 
+# Passwords a database or broker image starts with (the user's own name besides), as its docs show them.
+_DEFAULT_PASSWORDS = frozenset(("postgres", "mysql", "root", "admin", "guest", "docker", "redis", "mongo",
+                                "rabbitmq", "dev", "local", "localhost", "secret", "changeme", "example"))
+# A host only this machine or its own private network reaches: loopback, a private or Docker address,
+# `host.docker.internal`, `.local`, or one label (a Compose service: `db`, `database`).
+_LOCAL_HOST = re.compile(
+    r"(?i:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[::1\]|10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|"
+    r"172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|host\.docker\.internal|[a-z0-9\-]+\.local|[a-z][a-z0-9_\-]*)"
+    r"(?![A-Za-z0-9.\-])")
+
+
+def _local_default(m: re.Match) -> bool:
+    """`postgres://postgres:postgres@127.0.0.1`, `docker:docker-password@host.docker.internal`: a
+    well-known default password (or the user's own name) on a local host is no one's secret."""
+    user, pw = m.group("user").lower(), m.group("pw").lower()
+    words = _DEFAULT_PASSWORDS | {user}
+    default = pw in words or only_words(pw, words)
+    return default and _LOCAL_HOST.match(m.string, m.end() - 1) is not None
+
+
 def _userinfo_ok(m: re.Match) -> bool:
-    """A URL's password: any literal counts, short ones too (`postgresql://app:pw@db`)."""
+    """A URL's password: any literal counts, short ones too (`postgresql://app:pw@db`), except a
+    default password on a local host."""
     pw = m.group("pw")
     low = pw.lower()
-    if len(set(low)) == 1 or low in _PLACEHOLDER_WORDS or pw[0] in "{[($%":
+    if len(set(low)) == 1 or low in _PLACEHOLDER_WORDS or pw[0] in "{[($%" or _SHOUTED_SLOT.fullmatch(pw):
+        return False
+    if _local_default(m):
         return False
     return not (any(h in low for h in _CODE_HINTS) or is_marked_placeholder(pw))
 
 
 def _password_ok(m: re.Match) -> bool:
     """A password given on a command line or in prose: a literal that is not only words."""
-    v = m.group("v").rstrip(".,;:)]}>!?'\"")
+    v = m.group("v").rstrip(".,;:)]}>!?'\"`")  # a backtick ends inline code (`-user:simonw`)
     return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
 
 
@@ -154,13 +184,67 @@ def _bearer_ok(m: re.Match) -> bool:
 
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# A capitalised or lower-case word of 3+ letters, or an acronym before a CamelCase word.
-_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{2,}(?=[A-Z][a-z])")
+# A capitalised or lower-case word of 3+ letters, an acronym before a CamelCase word, or one between
+# separators (`RedPajama-INCITE-Chat`; not beside a digit: `1YRQWAVT4` is random base64).
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{2,}(?=[A-Z][a-z])|(?<=[_\-])[A-Z]{3,}(?=[_\-])")
 ENTROPY_THRESHOLD = 3.5   # bits per character, on runs of 32+ characters
 
 
+# A name before `=` in the run (`DATASETTE_REF=<sha>`, `LD_PRELOAD=/tmp/...`): the value is judged alone.
+_NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?=[^=])")
+# Hash shapes inside a path or glued to a word (`<sha>Simon`, `Data-<UUID>`): ids, not keys; a random
+# base62 key holds a 32-hex run with odds of about 1e-14.
+_HEX_SHAPE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32,}")
+# A label that says what follows is an identifier or a digest (`"id": "chatcmpl-..."`, `client_id "..."`,
+# `Request ID: `, `x-amz-id-2: `, `CodeSha256": "`), not a credential; a session, secret, key or token id
+# is one (`session_id`: a cookie's value), so those labels are no id (_SECRET_ID).
+_ID_LABEL = re.compile(
+    r"(?i:(?<![a-z])(?:[a-z]+[_\- ])?id(?:-\d)?|[a-z]*sha(?:1|256|384|512)|hash|digest|checksum|etag|"
+    r"state|nonce)[\"'`]?[ \t]*(?:=|:|=>)?[ \t]*[\"'`]?$")
+# A file name: the run ends at a dot before a known extension (`..._x86_64.whl`, `...AB6A.sqlite`).
+_FILE_EXT = re.compile(r"\.(?:whl|tar|gz|tgz|zip|so|dylib|dll|exe|py|js|ts|json|md|txt|html|css|sqlite|db|"
+                       r"png|jpe?g|gif|svg|pdf|csv|log|yml|yaml|toml|sh|deb|rpm|dmg|img|iso|bin)(?![A-Za-z0-9])")
+# A path: it starts at a slash and its first segments are words (`/Users/simon/Library/...`), two of
+# them at least, or short pieces (`/var/folders/x6/`).
+_PATH_LEAD = re.compile(r"(?:/(?:[A-Za-z][a-z]{2,}|[a-z]{3,}|[A-Za-z0-9]{1,3})(?=/)){2,}/")
+# A word between slashes (`/wheels/`, `/pip-ephem-wheel-cache-jh0fk5iu/`): two of them make the rest a path too.
+_PATH_WORD = re.compile(r"(?<=/)(?:[A-Za-z][a-z]{2,}|[a-z]{3,}|[a-z]{2,}(?:-[a-z0-9]+)+)(?=/)")
+# An id label that names a credential all the same (`session_id`, `secret-id`, `token id`).
+_SECRET_ID = re.compile(r"(?:session|secret|token|key|pass\w*|auth|cookie)[_\- ]?id", re.IGNORECASE)
+
+
+def _id_label(window: str) -> bool:
+    label = _ID_LABEL.search(window)
+    return label is not None and not _SECRET_ID.search(window, max(0, label.start() - 12))
+
+
+def _labelled_id(text: str, start: int) -> bool:
+    line = text.rfind("\n", 0, start) + 1
+    return _id_label(text[max(line, start - 40):start])
+
+
 def _high_entropy_ok(m: re.Match) -> bool:
-    run = m.group(0)
+    run = m.group(0)[:8192]  # a run of megabytes (one long "word") is judged by its start, in time
+    if _labelled_id(m.string, m.start()) or _FILE_EXT.match(m.string, m.end()):
+        return False
+    if (name := _NAME_EQ.match(run)) is not None:
+        if _id_label(name.group(0)):
+            return False
+        run = run[name.end():]
+    lead = _PATH_LEAD.match(run)
+    if lead is not None:  # a path: its segments one by one, and whatever follows its leading words as one
+        tail = run[lead.end():]
+        return any(_random_run(seg) for seg in run.split("/")) or (
+            len(_PATH_WORD.findall("/" + tail)) < 2 and _random_run(tail))
+    return _random_run(run)
+
+
+def _random_run(run: str) -> bool:
+    """A run of 32+ characters that is no hex shape, identifier, name or path: mixed case and digits,
+    its letters mostly not words, and high entropy."""
+    pieces = [p for p in _HEX_SHAPE.split(run) if p]
+    if len(pieces) != 1 or pieces[0] != run:
+        return any(_random_run(p) for p in pieces)
     core = run.rstrip("=")
     if len(core) < 32:
         return False
@@ -287,7 +371,7 @@ RULES: tuple[Rule, ...] = (
        _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     _r("url_password", "connection string with password",
        r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://"
-       r"[^\s:/@?#\"'<>]{0,256}:(?P<pw>[^\s/@?#\"'<>]{1,256})@[A-Za-z0-9\[]",
+       r"(?P<user>[^\s:/@?#\"'<>]{0,256}):(?P<pw>[^\s/@?#\"'<>]{1,256})@[A-Za-z0-9\[]",
        _userinfo_ok),
     _r("bearer_token", "bearer token",
        r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)",

@@ -67,6 +67,11 @@ Decisions (kept deliberately conservative about prose):
   the blob after ``ssh-ed25519``/``ssh-rsa``/``ecdsa-sha2-nistp256``..., a PGP PUBLIC KEY BLOCK,
   an SRI/npm ``sha256-``/``sha384-``/``sha512-`` digest of its exact length, a bitcoin address
   with a valid checksum. Private key blocks stay caught by their own rule.
+- Ids, digests, paths and defaults (simonw/til's 33 false alarms; rules in secret_rules.py): hex runs
+  and UUIDs inside a run are hashes; a run's `NAME=` is cut off; a run labelled as an id or digest,
+  a file name, a path (segment by segment), a Fernet token, a JSON-escaped URL is no token; a default
+  password (or the user's name) on a local host is none. `mem secrets allow` (storage/secret_allow.py)
+  passes what the user says is no secret, note by note.
 - Overlaps: when several rules match the same characters, the more specific rule (earlier
   in ``RULES``) wins, so ``Bearer eyJ...`` is reported once, as a JWT.
 """
@@ -83,7 +88,7 @@ from memstrata.storage.public_data import public_spans
 from memstrata.storage.secret_rules import KINDS, RULES, Rule, is_example
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
-           "scan_entry", "redact"]
+           "scan_entry", "located_in_entry", "redact"]
 
 MODES = ("refuse", "warn")
 
@@ -104,7 +109,8 @@ class Finding:
         return asdict(self)
 
 # a web or file URL: its paths are no token (`file:///C:/Users/Digit/AppData/Local/Temp/lu17828v2iv72.tmp`)
-_URL = re.compile(r"(?:https?|file)://[^\s<>\"'`)\]]+", re.IGNORECASE)
+# (slashes escaped as in JSON, `https:\/\/a.nel.cloudflare.com\/report`, too)
+_URL = re.compile(r"(?:https?|file):(?:\\?/){2}[^\s<>\"'`)\]]+", re.IGNORECASE)
 _DATA_URI = re.compile(r"base64,[A-Za-z0-9+/=]+")
 
 
@@ -244,6 +250,10 @@ def scan(text: str, field: str = "body") -> list[Finding]:
 
     If the field's own name contains a matched credential (a caller labelling a tag by its
     value, say), that part of the name is replaced by "[redacted]" in the findings."""
+    return [f for f, _value in _located(text, field)]
+
+
+def _located(text: str, field: str) -> list[tuple[Finding, str]]:
     if not text:
         return []
     spans = _original_spans(text)
@@ -254,24 +264,28 @@ def scan(text: str, field: str = "body") -> list[Finding]:
     if not spans:
         return out
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    for start, _end, rule in spans:
+    for start, end, rule in spans:
         li = bisect.bisect_right(line_starts, start) - 1
-        out.append(Finding(rule.kind, li + 1, start - line_starts[li] + 1, field))
+        out.append((Finding(rule.kind, li + 1, start - line_starts[li] + 1, field), text[start:end]))
     return out
 
 
 def scan_fields(fields: Mapping[str, object]) -> list[Finding]:
     """Scan several named fields; list values are scanned item by item as `name[i]`."""
-    out: list[Finding] = []
+    return [f for f, _value in _located_fields(fields)]
+
+
+def _located_fields(fields: Mapping[str, object]) -> list[tuple[Finding, str]]:
+    out: list[tuple[Finding, str]] = []
     for name, value in fields.items():
         if value is None:
             continue
         if isinstance(value, (list, tuple)):
             for i, item in enumerate(value):
                 if item is not None:
-                    out.extend(scan(str(item), f"{name}[{i}]"))
+                    out.extend(_located(str(item), f"{name}[{i}]"))
         else:
-            out.extend(scan(value if isinstance(value, str) else str(value), str(name)))
+            out.extend(_located(value if isinstance(value, str) else str(value), str(name)))
     return out
 
 
@@ -323,6 +337,12 @@ def record_fields(entry) -> dict:
 def scan_entry(entry) -> list[Finding]:
     """Every credential-looking span anywhere in the record of `entry` (see record_fields)."""
     return scan_fields(record_fields(entry))
+
+
+def located_in_entry(entry) -> list[tuple[Finding, str]]:
+    """scan_entry's findings each with the text it matched: only for fingerprints
+    (storage/secret_allow.py), never to be shown, logged or stored."""
+    return _located_fields(record_fields(entry))
 
 
 def redact(text: str) -> str:

@@ -43,7 +43,10 @@ def doctor(
             fixed = sum(1 for f in report.findings if f.fixed)
             typer.echo(f"healthy: {counted(checked, 'entry', 'entries')} checked" + (f", {counted(fixed, 'problem')} fixed" if fixed else ""))
         else:
-            hint = "" if fix else " (run `mem doctor --fix`)"
+            hints = [] if fix or not any(p.fixable for p in report.problems) else ["run `mem doctor --fix`"]
+            if any(p.kind == "secret" for p in report.problems):  # only the user can say a value is no secret
+                hints.append("a flagged value that is no secret: `mem secrets allow PATH`")
+            hint = f" ({'; '.join(hints)})" if hints else ""
             typer.echo(f"{counted(len(report.problems), 'problem')} remain{'s' if len(report.problems) == 1 else ''} in "
                        f"{counted(checked, 'entry', 'entries')}{hint}", err=True)
 

@@ -85,7 +85,7 @@ class Scan:
             from memstrata.retrieval.table import indexed_form
 
             self.__dict__["_flagged"] = {e.path: why for e in self.entries
-                                         if (why := flag(indexed_form(self.root, e))) is not None}
+                                         if (why := flag(indexed_form(self.root, e), self.root)) is not None}
         return self.__dict__["_flagged"]
 
 
@@ -302,7 +302,8 @@ def check_bad_names(scan: Scan) -> list[Finding]:
 def check_secrets(scan: Scan) -> list[Finding]:
     """A credential in a file the engine did not check (hand-made, adopted, pulled): named, never shown."""
     return [Finding("secret", why, path=rel, fixable=False,
-                    action="take the credential out of the file (or delete the entry), then `mem sync`")
+                    action="take the credential out of the file (or delete the entry), then `mem sync`; or, if "
+                    "it is no secret, `mem secrets allow` the note")
             for rel, why in sorted(scan.flagged.items())]
 
 

@@ -56,8 +56,13 @@ class SavePath:
     def check_entry(self, entry: Entry, initialised: bool | None = None) -> list[str]:
         """The secret guard over everything an entry would store (storage.secrets.record_fields:
         every field, every frontmatter key and value, path, an import's full text and versions)."""
-        from memstrata.storage.secrets import record_fields
+        from memstrata.storage import secret_allow
+        from memstrata.storage.secrets import located_in_entry, record_fields
 
+        # values the user allowed in this very note (`mem secrets allow`) pass; any other is judged as ever
+        if entry.path and secret_allow.holds(self.state.root, entry.path) and not secret_allow.not_allowed(
+                self.state.root, entry.path, located_in_entry(entry)):
+            return []
         return self.check_fields(record_fields(entry), initialised)
 
     def prepare(self) -> None:

@@ -53,7 +53,7 @@ class Recall:
                 entry = self.entries.resolve(entry_id)
             except (MemstrataError, OSError):
                 continue  # gone, or not an id: the next sync sees the tree as it is
-            if flag(indexed_form(self.root, entry)) is None:  # a pulled version may hold a credential
+            if flag(indexed_form(self.root, entry), self.root) is None:  # a pulled version may hold a credential
                 entries.append(entry)
         if entries:
             with self.state.lock():

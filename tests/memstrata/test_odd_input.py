@@ -174,7 +174,8 @@ def test_tutorial_notes_are_indexed_and_a_note_with_a_real_looking_key_is_named(
     assert done.returncode == 0, done.stderr
     warned = [line for line in done.stderr.splitlines() if "credential" in line]
     assert warned == ["warning: Network/Keys.md: possible credential (AWS access key at body line 1, column 43): "
-                      "not indexed or shown until it is taken out of the file"], done.stderr
+                      "not indexed or shown until it is taken out of the file (or, if it is no secret, "
+                      "`mem secrets allow Network/Keys.md`)"], done.stderr
     m = Memory(vault, embedder=embedder)
     assert m.recall("guacamole user mapping").results[0].path == "Network/Guacamole.md"
     assert m.recall("google dorking filetype").results[0].path == "Network/OSINT.md"
