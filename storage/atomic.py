@@ -24,6 +24,17 @@ class ChangedMeanwhile(Exception):
         self.paths = list(paths)
 
 
+class NotReplaced(OSError):
+    """Files of a one_sync block the system refused to replace (an immutable file, a read-only
+    folder): each is left as it was, the block's others are written. `refused`: path -> reason;
+    `changed`: files left because they changed meanwhile (as ChangedMeanwhile's)."""
+
+    def __init__(self, refused: dict[str, str], changed: list[str]):
+        path, reason = next(iter(refused.items()))
+        super().__init__(f"{reason}: {path}" + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
+        self.refused, self.changed = dict(refused), list(changed)
+
+
 def temp_name(name: str) -> str:
     """`.{name}.{pid}.{random}.tmp`, with `name` cut short when the whole would pass the file
     system's 255-byte limit on a name (a note named with 253 bytes still gets written)."""
@@ -146,7 +157,7 @@ def _commit(pending) -> None:
     except BaseException:
         _discard(pending)
         raise
-    changed, folders = [], {}
+    changed, folders, refused = [], {}, {}
     for n, (temp, target, unchanged) in enumerate(pending):
         try:
             if unchanged is not None and not unchanged():
@@ -154,12 +165,18 @@ def _commit(pending) -> None:
                 changed.append(str(target))
                 continue
             os.replace(temp, target)
+        except OSError as exc:  # this file stays as it was; the others are still written
+            _discard([(temp, target, unchanged)])
+            refused[str(target)] = exc.strerror or str(exc)
+            continue
         except BaseException:
             _discard(pending[n:])
             raise
         folders[str(target.parent)] = target.parent
     for folder in folders.values():
         fsync_dir(folder)
+    if refused:
+        raise NotReplaced(refused, changed)
     if changed:
         raise ChangedMeanwhile(*changed)
 
