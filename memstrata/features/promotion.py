@@ -221,10 +221,15 @@ class Promotion:
             raise InvalidInput("budget must be a positive number of tokens")
         if form not in FORMS:
             raise InvalidInput(f"form must be one of {', '.join(FORMS)}")
+        from memstrata.retrieval.query_limits import cut_prompt
+
+        context, cut_note = cut_prompt(context)
         context = " ".join(str(context or "").split()) or None
         if hot is None:  # a task given: what it asks about, not 2,000 tokens of unrelated recent notes
             hot = context is None
         result = AutoloadResult(context=context, budget=budget, form=form)
+        if cut_note:
+            result.notes.append(cut_note)
         topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
         if context and not topic:
             # a greeting passed as the task is no session start: it must not pull the hot notes

@@ -249,9 +249,10 @@ class Recall:
 
     def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
         """recall's answer before the cut-off: grep/index when asked or when the index cannot answer."""
+        from memstrata.retrieval.query_limits import checked_query
         from memstrata.retrieval.search import STRATEGIES
 
-        query = " ".join(str(query or "").split())
+        query = " ".join(checked_query(query).split())
         if not query:
             raise InvalidInput("give a query")
         if strategy not in STRATEGIES:

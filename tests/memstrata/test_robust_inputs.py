@@ -41,3 +41,40 @@ def test_an_immutable_note_or_folder_is_skipped_with_its_reason_and_the_rest_ado
         assert not [p for p in os.listdir(vault) if p.endswith(".tmp")]
     finally:
         _chattr("-i", vault / "imm.md", vault / "frozen")
+
+
+def _mem(*args, stdin: bytes | None = None, env: dict | None = None, timeout: float = 60):
+    full = {**os.environ, "MEMSTRATA_SERVICE": "off", **(env or {})}
+    return subprocess.run([MEM, *args], input=stdin, capture_output=True, env=full, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("robust") / "mem"
+    m = Memory(root, embedder=embedder)
+    m.init()
+    m.write("To rename a git remote: git remote rename origin upstream.", title="rename a git remote", category="git")
+    m.write("Café au lait costs 3 euros at the corner.", title="café prices", category="food")
+    return root
+
+
+def test_a_huge_prompt_is_cut_and_answered_within_the_hook_timeout(tree, embedder):
+    prompt = "how do I rename a git remote? " + "postgres " * 2_000_000  # 18 MB
+    payload = json.dumps({"prompt": prompt}).encode()
+    import time
+
+    started = time.monotonic()
+    out = _mem("autoload", "--hook", "--root", str(tree), stdin=payload)
+    assert time.monotonic() - started < 10  # the hook's timeout (it took 43 s)
+    assert out.returncode == 0 and "rename a git remote" in out.stdout.decode()
+    result = Memory(tree, embedder=embedder).autoload(prompt)
+    assert any("first and last 4,096" in n for n in result.notes)
+    assert len(result.context) < 9_000
+
+
+def test_a_query_of_megabytes_is_refused_in_one_line(tree):
+    out = _mem("recall", "rename " * 3_000, "--root", str(tree))
+    assert out.returncode == 2
+    assert out.stderr.decode().strip().splitlines() == [
+        "mem: error: the query is 21,000 characters long; at most 16,384 "
+        "(ask a question or give a few lines, not a whole document)"]
