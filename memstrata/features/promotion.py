@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from memstrata.engine.entries import Entries
+from memstrata.engine.inputs import require_encodable
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
@@ -46,6 +47,7 @@ class Promotion:
         context = " ".join(str(context or "").split())
         if not context:
             raise InvalidInput("give a context: the task or prompt the memories should serve")
+        require_encodable(context, "context")
         wanted = self._layers(layers)
         if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
             raise InvalidInput("threshold must be between 0 and 1")
@@ -224,6 +226,8 @@ class Promotion:
         from memstrata.retrieval.query_limits import cut_prompt
 
         context, cut_note = cut_prompt(context)
+        if context is not None:
+            require_encodable(str(context), "context")
         context = " ".join(str(context or "").split()) or None
         if hot is None:  # a task given: what it asks about, not 2,000 tokens of unrelated recent notes
             hot = context is None

@@ -78,3 +78,11 @@ def test_a_query_of_megabytes_is_refused_in_one_line(tree):
     assert out.stderr.decode().strip().splitlines() == [
         "mem: error: the query is 21,000 characters long; at most 16,384 "
         "(ask a question or give a few lines, not a whole document)"]
+
+
+@pytest.mark.parametrize("args, what", [(["recall"], "query"), (["autoload", "--context"], "context"),
+                                        (["promote", "--context"], "context")])
+def test_text_that_is_not_utf8_is_refused_as_a_write_refuses_it(tree, args, what):
+    out = _mem(*args, b"caf\xe9", "--root", str(tree))
+    assert out.returncode == 2
+    assert out.stderr.decode() == f"mem: error: {what} is not valid Unicode text (it holds a lone surrogate)\n"
