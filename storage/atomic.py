@@ -257,3 +257,42 @@ def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None
     os.replace(source, target)
     fsync_dir(Path(target).parent)
     fsync_dir(Path(source).parent)
+
+
+class ReplacingFile:
+    """A text file written whole or not at all (an export): the text goes to a temp file beside
+    `path` that takes its place on close(); close(keep=False) or a failure leaves no partial file
+    (ENOSPC half-way left one). A device or FIFO (/dev/stdout, /dev/full) is written straight."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        straight = self.path.exists() and not self.path.is_file()
+        self._temp = None if straight else self.path.parent / temp_name(self.path.name)
+        self._handle = open(self.path if straight else self._temp, "w" if straight else "x", encoding="utf-8")
+
+    def write(self, text: str) -> int:
+        return self._handle.write(text)
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def close(self, keep: bool = True) -> None:
+        if not keep:
+            try:
+                self._handle.close()
+            except OSError:
+                pass  # its buffer could not be written: the temp file goes anyway
+            if self._temp is not None:
+                self._temp.unlink(missing_ok=True)
+            return
+        try:
+            self._handle.flush()
+            if self._temp is not None:
+                os.fsync(self._handle.fileno())
+            self._handle.close()
+        except BaseException:
+            self.close(keep=False)
+            raise
+        if self._temp is not None:
+            os.replace(self._temp, self.path)
+            fsync_dir(self.path.parent)

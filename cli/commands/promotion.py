@@ -5,7 +5,7 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table, utf8_stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -104,7 +104,7 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
             event = payload.get("hook_event_name") or ("UserPromptSubmit" if context else "SessionStart")
             sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event,
                                                                  "additionalContext": result.markdown()}},
-                                        ensure_ascii=False) + "\n")
+                                        ensure_ascii=not utf8_stdout()) + "\n")
         else:
             sys.stdout.write(result.markdown())
     except BaseException:  # noqa: BLE001 - a hook must never block or break the agent

@@ -56,6 +56,7 @@ class Transfer:
         """
         import sys
 
+        from memstrata.storage.atomic import ReplacingFile
         from memstrata.storage.catalog import read_entry_file
 
         entries = sorted(self.entries.list(), key=lambda e: e.path or "")
@@ -70,8 +71,7 @@ class Transfer:
                 raise InvalidInput(f"{path} is a folder; give a file name for the export")
             if not path.parent.is_dir():
                 raise InvalidInput(f"{path.parent} is not a folder; make it first or export elsewhere")
-            stream = open(path, "w", encoding="utf-8")
-            own = True
+            stream, own = ReplacingFile(path), True  # written whole or not at all
         count = 0
         unreadable = sorted(self.state.catalog.errors())
         try:
@@ -83,11 +83,11 @@ class Transfer:
                     continue
                 stream.write(json.dumps(entry_record(entry, self.root), ensure_ascii=False, default=str) + "\n")
                 count += 1
-        finally:
+        except BaseException:
             if own:
-                stream.close()
-            else:
-                stream.flush()
+                stream.close(keep=False)
+            raise
+        stream.close() if own else stream.flush()
         return {"root": str(self.root), "entries": count, "unreadable": unreadable,
                 "path": None if not own else str(Path(os.path.expanduser(str(target))).resolve())}
 

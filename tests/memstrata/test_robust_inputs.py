@@ -86,3 +86,39 @@ def test_text_that_is_not_utf8_is_refused_as_a_write_refuses_it(tree, args, what
     out = _mem(*args, b"caf\xe9", "--root", str(tree))
     assert out.returncode == 2
     assert out.stderr.decode() == f"mem: error: {what} is not valid Unicode text (it holds a lone surrogate)\n"
+
+
+def test_output_in_an_encoding_other_than_utf8_never_fails(tree):
+    (tree / "food").mkdir(exist_ok=True)
+    env = {"PYTHONIOENCODING": "latin-1"}
+    out = _mem("recall", "café prices", "--json", "--root", str(tree), env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.decode("ascii"))["results"][0]["title"] == "café prices"
+    (tree / "food" / "dash.md").write_text("# café dash\n\nCafé au lait — 3 € at 東京's corner.\n")
+    for encoding in ("latin-1", "ascii"):  # a dash, a euro and kanji in neither
+        out = _mem("recall", "café au lait", "--root", str(tree), env={"PYTHONIOENCODING": encoding})
+        assert out.returncode == 0 and b"dash" in out.stdout, out.stderr
+        out = _mem("recall", "café au lait", "--json", "--root", str(tree), env={"PYTHONIOENCODING": encoding})
+        found = json.loads(out.stdout.decode("ascii"))["results"]  # escaped: ASCII whatever the notes hold
+        assert any("東京" in (hit.get("snippet") or "") for hit in found), found
+
+
+def test_an_export_that_runs_out_of_space_says_so_in_one_line_and_leaves_nothing(tree, tmp_path):
+    out = _mem("export", "--jsonl", "/dev/full", "--root", str(tree))
+    assert (out.returncode, out.stderr.decode()) == (1, "mem: error: No space left on device\n")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        (tree / "bulk").mkdir(exist_ok=True)
+        (tree / "bulk" / "big.md").write_text("# big\n\n" + "filler text " * 2000)  # more than 4 KB to export
+        (small / "old.jsonl").write_text("the export before\n")
+        for name in ("new.jsonl", "old.jsonl"):
+            out = _mem("export", "--jsonl", str(small / name), "--root", str(tree))
+            assert out.stderr.decode().splitlines()[-1] == "mem: error: No space left on device"
+        assert sorted(os.listdir(small)) == ["old.jsonl"]
+        assert (small / "old.jsonl").read_text() == "the export before\n"
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
+        (tree / "bulk" / "big.md").unlink()
