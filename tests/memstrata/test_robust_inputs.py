@@ -122,3 +122,17 @@ def test_an_export_that_runs_out_of_space_says_so_in_one_line_and_leaves_nothing
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)
         (tree / "bulk" / "big.md").unlink()
+
+
+def test_queries_answer_as_one_json_document_or_lines_and_an_empty_file_is_refused(tree, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"qid": "a", "query": "rename a git remote"}\nnot json\n')
+    out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--json")
+    data = json.loads(out.stdout)  # one document (it was a JSON line per query)
+    assert (out.returncode, data["queries"], data["failed"]) == (2, 2, 1)
+    assert data["answers"][0]["results"][0]["title"] == "rename a git remote"
+    out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--jsonl")
+    assert [("error" in json.loads(line)) for line in out.stdout.splitlines()] == [False, True]
+    queries.write_text("\n")
+    out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--json")
+    assert (out.returncode, out.stderr.decode()) == (2, f"mem: error: no queries in {queries}\n")
