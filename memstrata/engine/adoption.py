@@ -69,7 +69,8 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                        if shown != rel or "\n" in rel or "\r" in rel else
                        "at the top level: entries live in folders" if "/" not in rel and not layout.is_adopted(root)
                        else "a reserved name")
-                skipped.append(f"not adopted: {shown!r} ({why})" if "\n" in rel or "\r" in rel
+                # printable_name escaped the line break once: quoted, not repr'd (that escaped it twice)
+                skipped.append(f"not adopted: '{shown}' ({why})" if "\n" in rel or "\r" in rel
                                else f"not adopted: {shown} ({why})")
     return blocking, skipped
 
