@@ -44,7 +44,9 @@ class Promotion:
         """
         from memstrata.scoring import promotion
 
-        context = " ".join(str(context or "").split())
+        from memstrata.retrieval.query_limits import cut_prompt
+
+        context = " ".join(str(cut_prompt(context)[0] or "").split())  # a pasted log: its two ends
         if not context:
             raise InvalidInput("give a context: the task or prompt the memories should serve")
         require_encodable(context, "context")
