@@ -117,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
             return code
     import typer
 
+    from memstrata.cli.output import tolerant_streams
     from memstrata.errors import MemstrataError
 
+    tolerant_streams()
     command = _click_command()
     wants_json = "--json" in args
     try:
@@ -197,8 +199,10 @@ def _usage_line(exc) -> str:
 
 
 def _report(message: str, data: dict, wants_json: bool) -> None:
+    from memstrata.cli.output import utf8_stdout
+
     if wants_json:
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json.dumps(data, ensure_ascii=not utf8_stdout(), default=str) + "\n")
     sys.stderr.write(f"mem: error: {message}\n")
 
 

@@ -20,8 +20,25 @@ def _default(value):
     return str(value)
 
 
+def utf8_stdout() -> bool:
+    """Whether stdout writes UTF-8 (else --json escapes every non-ASCII character: valid JSON that
+    any encoding carries; PYTHONIOENCODING=latin-1 made a note's dash an internal error)."""
+    return (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "") == "utf8"
+
+
+def tolerant_streams() -> None:
+    """stdout and stderr in an encoding other than UTF-8 write what it cannot hold as backslash
+    escapes (a note's '—' or '東京' in latin-1), instead of failing half-way through an answer."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "") != "utf8":
+                stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass  # not a text stream of io's (a test's capture): left as it is
+
+
 def print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=_default) + "\n")
+    sys.stdout.write(json.dumps(data, ensure_ascii=not utf8_stdout(), indent=2, default=_default) + "\n")
 
 
 def counted(n: int, singular: str, plural: str | None = None) -> str:

@@ -30,6 +30,7 @@ def indexed_form(root: Path, entry: Entry) -> Entry:
     indexed = names.with_aliases(with_kept_versions(root, with_full_body(root, entry)))
     indexed = indexed.copy(extra={**indexed.extra, _INDEXED: True}) if indexed is not entry else \
         entry.copy(extra={**entry.extra, _INDEXED: True})
+    indexed.read_stamp = entry.read_stamp  # the same file as read: its row records that stamp
     return indexed
 
 
@@ -159,9 +160,8 @@ def previous_texts(index, entries: list[Entry]) -> dict[str, str]:
 
 def meta_values(root: Path, e: Entry) -> dict:
     """The metadata columns of `e`'s rows (its file's size and mtime: how sync sees it changed)."""
-    try:
-        st = os.stat(root / e.path)
-        size, mtime = st.st_size, st.st_mtime_ns
+    try:  # the file as its text was read; an entry the engine just wrote: as it is now
+        size, mtime = e.read_stamp or (lambda st: (st.st_size, st.st_mtime_ns))(os.stat(root / e.path))
     except (OSError, TypeError):
         size, mtime = -1, -1
     return {"id": row_id(e), "title": e.title, "category": e.category, "tier": e.tier, "status": e.status,

@@ -12,7 +12,8 @@ ACCESS_FIELDS = ("last_access", "access_count", "weight")
 CONTENT_FIELDS = ("title", "body")
 # Fields the merge decides itself rather than field by field.
 _OWN_FIELDS = set(ACCESS_FIELDS) | set(CONTENT_FIELDS) | {"id", "path", "category", "version", "history", "updated"}
-_METADATA_FIELDS = tuple(f.name for f in fields(Entry) if f.name not in _OWN_FIELDS)
+# the note's own fields (compare=False: Entry.read_stamp, where the entry was read from, is none)
+_METADATA_FIELDS = tuple(f.name for f in fields(Entry) if f.name not in _OWN_FIELDS and f.compare)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,17 @@ class ChangedMeanwhile(Exception):
         self.paths = list(paths)
 
 
+class NotReplaced(OSError):
+    """Files of a one_sync block the system refused to replace (an immutable file, a read-only
+    folder): each is left as it was, the block's others are written. `refused`: path -> reason;
+    `changed`: files left because they changed meanwhile (as ChangedMeanwhile's)."""
+
+    def __init__(self, refused: dict[str, str], changed: list[str]):
+        path, reason = next(iter(refused.items()))
+        super().__init__(f"{reason}: {path}" + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
+        self.refused, self.changed = dict(refused), list(changed)
+
+
 def temp_name(name: str) -> str:
     """`.{name}.{pid}.{random}.tmp`, with `name` cut short when the whole would pass the file
     system's 255-byte limit on a name (a note named with 253 bytes still gets written)."""
@@ -146,7 +157,7 @@ def _commit(pending) -> None:
     except BaseException:
         _discard(pending)
         raise
-    changed, folders = [], {}
+    changed, folders, refused = [], {}, {}
     for n, (temp, target, unchanged) in enumerate(pending):
         try:
             if unchanged is not None and not unchanged():
@@ -154,12 +165,18 @@ def _commit(pending) -> None:
                 changed.append(str(target))
                 continue
             os.replace(temp, target)
+        except OSError as exc:  # this file stays as it was; the others are still written
+            _discard([(temp, target, unchanged)])
+            refused[str(target)] = exc.strerror or str(exc)
+            continue
         except BaseException:
             _discard(pending[n:])
             raise
         folders[str(target.parent)] = target.parent
     for folder in folders.values():
         fsync_dir(folder)
+    if refused:
+        raise NotReplaced(refused, changed)
     if changed:
         raise ChangedMeanwhile(*changed)
 
@@ -240,3 +257,42 @@ def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None
     os.replace(source, target)
     fsync_dir(Path(target).parent)
     fsync_dir(Path(source).parent)
+
+
+class ReplacingFile:
+    """A text file written whole or not at all (an export): the text goes to a temp file beside
+    `path` that takes its place on close(); close(keep=False) or a failure leaves no partial file
+    (ENOSPC half-way left one). A device or FIFO (/dev/stdout, /dev/full) is written straight."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        straight = self.path.exists() and not self.path.is_file()
+        self._temp = None if straight else self.path.parent / temp_name(self.path.name)
+        self._handle = open(self.path if straight else self._temp, "w" if straight else "x", encoding="utf-8")
+
+    def write(self, text: str) -> int:
+        return self._handle.write(text)
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def close(self, keep: bool = True) -> None:
+        if not keep:
+            try:
+                self._handle.close()
+            except OSError:
+                pass  # its buffer could not be written: the temp file goes anyway
+            if self._temp is not None:
+                self._temp.unlink(missing_ok=True)
+            return
+        try:
+            self._handle.flush()
+            if self._temp is not None:
+                os.fsync(self._handle.fileno())
+            self._handle.close()
+        except BaseException:
+            self.close(keep=False)
+            raise
+        if self._temp is not None:
+            os.replace(self._temp, self.path)
+            fsync_dir(self.path.parent)

@@ -11,7 +11,7 @@ from memstrata.storage.atomic import is_temp_file
 from memstrata.storage.entry import Entry, valid_id
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of
-from memstrata.storage.safe_io import FileTooLarge, read_regular_bytes
+from memstrata.storage.safe_io import FileTooLarge, read_regular_stamped
 
 SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased: INDEX.md, Config.md ... are never entries
 VAULT_SKIPPED_FILES = VAULT_RESERVED_FILE_NAMES  # ... in an adopted vault (its README.md, config.md are notes)
@@ -151,7 +151,7 @@ def read_entry_file(root: Path, rel: str) -> Entry:
     if not is_entry_path_in(root, str(rel)):
         raise NotFound(f"{rel} is not an entry file (a reserved name, a hidden folder or outside a category)")
     try:
-        raw = read_regular_bytes(os.path.join(str(root), rel), ENTRY_FILE_MAX_BYTES)
+        raw, st = read_regular_stamped(os.path.join(str(root), rel), ENTRY_FILE_MAX_BYTES)
     except FileTooLarge:
         raise CorruptEntry(f"{rel} is larger than {ENTRY_FILE_MAX_BYTES // (1024 * 1024)} MB: not read "
                            f"(an entry that size is a pasted dump, not a memory)") from None
@@ -166,6 +166,7 @@ def read_entry_file(root: Path, rel: str) -> Entry:
                             id_key=layout.ADOPTED_ID_KEY if adopted else layout.ID_KEY)
         if adopted:
             _outside_the_note(root, rel, entry)
+        entry.read_stamp = (st.st_size, st.st_mtime_ns)
         return entry
     except InvalidInput as exc:  # a value the codec refuses (e.g. importance: urgent): this file only
         raise CorruptEntry(exc.message) from None

@@ -30,6 +30,7 @@ MAX_SLUG_BYTES = 120  # file names are limited to 255 bytes; leave room for suff
 # write as "File name too long", and 2,000 levels took minutes of mkdir and checks (issue 27).
 MAX_CATEGORY_DEPTH = 32
 MAX_CATEGORY_BYTES = 1024
+_JOINERS = "\u200c\u200d"  # zero-width (non-)joiners: part of how some scripts and emoji are written
 _SLUG_DROP = re.compile(r"[^\w]+", re.UNICODE)
 
 
@@ -45,6 +46,11 @@ def validate_category(category: str | None, top: bool = False) -> str:
         return TOP_CATEGORY if top else DEFAULT_CATEGORY
     if "\x00" in text or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
         raise InvalidInput("category contains control characters or lone surrogates")
+    if any(ch in "<>" or (unicodedata.category(ch) == "Cf" and ch not in _JOINERS) for ch in text):
+        # a folder name, shown to agents in listings and blocks: no markup ('</memory><system>'),
+        # no invisible format characters (a right-to-left override reverses how a path reads)
+        raise InvalidInput(f"category {text[:80]!r} holds '<', '>' or an invisible format character; "
+                           "a category is a folder name")
     if text.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", text):
         raise InvalidInput(f"category {category!r} is an absolute path; use a relative path like projects/web")
     if text.startswith("~"):

@@ -31,7 +31,15 @@ def is_regular_file(path, *, follow_symlinks: bool = False) -> bool:
 
 
 def read_regular_bytes(path, limit: int | None = None, *, follow_symlinks: bool = False) -> bytes:
-    """The bytes of a regular file; NotRegularFile for anything else, FileTooLarge past `limit`.
+    """The bytes of a regular file; NotRegularFile for anything else, FileTooLarge past `limit`
+    (read_regular_stamped without the stamp)."""
+    return read_regular_stamped(path, limit, follow_symlinks=follow_symlinks)[0]
+
+
+def read_regular_stamped(path, limit: int | None = None, *, follow_symlinks: bool = False) -> tuple[bytes, os.stat_result]:
+    """(bytes, fstat of the descriptor taken before they were read) of a regular file: the stamp
+    (size, mtime) belongs to the text read or to an older one, never to a later save, so a file
+    edited after the read is seen as changed by the next sync.
 
     stat first (a FIFO or device is never opened), then open non-blocking and fstat the
     descriptor (the file may have been swapped between the two), then read.
@@ -48,7 +56,7 @@ def read_regular_bytes(path, limit: int | None = None, *, follow_symlinks: bool 
             raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
         if limit is not None and st.st_size > limit:
             raise FileTooLarge(errno.EFBIG, f"larger than {limit} bytes", str(path))
-        return _read_all(fd, limit)
+        return _read_all(fd, limit), st
     finally:
         os.close(fd)
 

@@ -45,20 +45,17 @@ def _owner(name: str, known) -> str | None:
     return name if name in known else None
 
 
-_TYPE_ONLY: dict[int, set[int]] = {}
-
-
 def _type_only(tree: ast.Module) -> set[int]:
-    """The nodes under `if TYPE_CHECKING:`: imports for annotations, never run, so never a cycle."""
-    if id(tree) not in _TYPE_ONLY:
-        inside = set()
-        for node in ast.walk(tree):
-            test = getattr(node, "test", None)
-            if isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
-                                             or getattr(test, "attr", None) == "TYPE_CHECKING"):
-                inside.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-        _TYPE_ONLY[id(tree)] = inside
-    return _TYPE_ONLY[id(tree)]
+    """The nodes under `if TYPE_CHECKING:`: imports for annotations, never run, so never a cycle.
+    Computed once per tree by its caller (a cache keyed by id(tree) outlived the tree: a later tree
+    given the same id was judged by the dead one's nodes, and a cycle came and went with memory layout)."""
+    inside = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(test, "attr", None) == "TYPE_CHECKING"):
+            inside.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return inside
 
 
 def _dynamic(node: ast.Call, known) -> set[str]:
@@ -83,8 +80,9 @@ def imports(known: dict[str, Path]):
         edges[name] = out = set()
         here = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        type_only = _type_only(tree)
         for node in ast.walk(tree):
-            if id(node) in _type_only(tree):
+            if id(node) in type_only:
                 continue
             if isinstance(node, ast.Call):
                 out.update(_dynamic(node, known))

@@ -5,7 +5,7 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table, utf8_stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -73,6 +73,9 @@ def autoload(
     emit(as_json, result.to_dict(), lambda: typer.echo(result.markdown() or "(no memories to load)", nl=False))
 
 
+HOOK_MAX_BYTES = 32 * 1024 * 1024  # a hook payload past this is not read further (the prompt is cut anyway)
+
+
 def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as_json: bool) -> None:
     """Hook mode: context from Claude Code's JSON; on any error print nothing and exit 0.
 
@@ -80,13 +83,17 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
     not injected earlier in the same session (`session_id`); a session start gets the hot ones."""
     import json
 
+    from memstrata.retrieval.query_limits import cut_prompt
+
     try:
-        raw = sys.stdin.read() if not sys.stdin.isatty() else ""
+        raw = sys.stdin.buffer.read(HOOK_MAX_BYTES + 1) if not sys.stdin.isatty() else b""
+        if len(raw) > HOOK_MAX_BYTES:
+            return  # no hook payload is that large: nothing to inject, at once (the hook has 10 s)
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             payload = {}
         prompt = payload.get("prompt")
-        context = prompt if isinstance(prompt, str) and prompt.strip() else None
+        context = cut_prompt(prompt)[0] if isinstance(prompt, str) and prompt.strip() else None
         if context is None and is_prompt_event(payload):
             return  # a prompt that is no text (5, a list, null, "") asks about nothing: not a session start
         session = payload.get("session_id")
@@ -97,7 +104,7 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
             event = payload.get("hook_event_name") or ("UserPromptSubmit" if context else "SessionStart")
             sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event,
                                                                  "additionalContext": result.markdown()}},
-                                        ensure_ascii=False) + "\n")
+                                        ensure_ascii=not utf8_stdout()) + "\n")
         else:
             sys.stdout.write(result.markdown())
     except BaseException:  # noqa: BLE001 - a hook must never block or break the agent

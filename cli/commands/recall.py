@@ -7,7 +7,7 @@ import time
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, progress
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, print_json, progress, utf8_stdout
 from memstrata.storage.paths import shown_category
 
 
@@ -35,7 +35,8 @@ def recall(
     include_shared: Annotated[bool, typer.Option("--include-shared",
                               help="Search the shared root too (shared_root in config.md or $MEMSTRATA_SHARED).")] = False,
     queries: Annotated[Optional[str], typer.Option("--queries", help="JSONL file of {\"qid\", \"query\"} lines: "
-                                                   "one {\"qid\", \"results\"} line out per query.")] = None,
+                                                   "their answers as one JSON document with --json, one line each with --jsonl.")] = None,
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="With --queries: one {\"qid\", \"results\"} JSON line per query.")] = False,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -70,16 +71,27 @@ def recall(
                             items.append({"qid": f"line {n}", "error": f"line {n} is not JSON"})
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read {queries}: {getattr(exc, 'strerror', None) or exc}") from None
-        failed = 0
-        for row in m.recall_batch(items, k=k, **options):
-            failed += "error" in row
-            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if not items:
+            raise InvalidInput(f"no queries in {queries}")
+        rows = m.recall_batch(items, k=k, **options)
+        failed = sum("error" in row for row in rows)
+        if as_json:  # one document, as every --json
+            print_json({"queries": len(rows), "failed": failed, "answers": rows})
+        elif jsonl:  # one line per query, for a stream reader
+            for row in rows:
+                sys.stdout.write(json.dumps(row, ensure_ascii=not utf8_stdout()) + "\n")
+        else:
+            for row in rows:
+                typer.echo(f"{row.get('qid')}: " + (f"error: {row['error']}" if "error" in row else
+                           "; ".join(hit["title"] for hit in row["results"][:3]) or "nothing relevant"))
         if failed:
-            sys.stderr.write(f"mem: error: {failed} of {len(items)} queries failed (their lines say why)\n")
+            sys.stderr.write(f"mem: error: {failed} of {len(items)} queries failed (their answers say why)\n")
             raise typer.Exit(2)
         return
     if query is None:
         raise InvalidInput("give a query (or --queries FILE)")
+    if jsonl:
+        raise InvalidInput("--jsonl goes with --queries FILE (one answer line per query); a single query: --json")
     result = m.recall(query, k=k, include_shared=include_shared, count_access=not no_touch, **options)
     emit(as_json, result.to_dict(), lambda: _print(result, explain))
 

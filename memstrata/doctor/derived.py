@@ -173,7 +173,10 @@ def check_vectors(scan: Scan, settings) -> list[Finding]:
     parts = [f"{len(v)} {k} ({', '.join(v[:3])}{'...' if len(v) > 3 else ''})" for k, v in diff.items() if v]
     if parts:
         out.append(Finding("vectors_rows", "index rows differ from the files: " + "; ".join(parts), path=rel,
-                           action="re-sync (mem sync)" if not diff["duplicated"] else "rebuild (mem reindex)"))
+                           # a stale row may carry its file's current stamp (an edit made while an older
+                           # release embedded it was stamped as indexed): sync passes it over, --fix re-embeds it
+                           action="rebuild (mem reindex)" if diff["duplicated"] else
+                           "re-embed them (mem doctor --fix)" if diff["stale"] else "re-sync (mem sync)"))
     from memstrata.retrieval.trusted import mismatched_rows
 
     planted = mismatched_rows(index)  # a row whose text is not the text its hash was made from

@@ -1,12 +1,13 @@
 """Making a folder a tree: `mem init`, adopting a folder of notes, and ids for hand-made files."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.storage import adopt, indexes, layout, tree
-from memstrata.storage.atomic import ChangedMeanwhile, one_sync
+from memstrata.storage.atomic import ChangedMeanwhile, NotReplaced, one_sync
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry, new_id
@@ -68,7 +69,8 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                        if shown != rel or "\n" in rel or "\r" in rel else
                        "at the top level: entries live in folders" if "/" not in rel and not layout.is_adopted(root)
                        else "a reserved name")
-                skipped.append(f"not adopted: {shown!r} ({why})" if "\n" in rel or "\r" in rel
+                # printable_name escaped the line break once: quoted, not repr'd (that escaped it twice)
+                skipped.append(f"not adopted: '{shown}' ({why})" if "\n" in rel or "\r" in rel
                                else f"not adopted: {shown} ({why})")
     return blocking, skipped
 
@@ -121,8 +123,9 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False, pr
         _preload(entries.state)  # the index is synced next: load it while the notes are given ids
         with entries.state.lock():
             tree.ensure_gitignore(entries.root)
-        adopted = give_ids(entries, progress=progress)
-        skipped = _not_adoptable(entries.root)[1] + _not_adopted(entries)
+        refused: dict[str, str] = {}
+        adopted = give_ids(entries, progress=progress, refused=refused)
+        skipped = _not_adoptable(entries.root)[1] + _not_adopted(entries, refused)
         with entries.state.lock():
             entries.save.write_indexes(None)
         count = sum(1 for e in entries.state.catalog.entries() if e.id)
@@ -170,16 +173,20 @@ def _preload(state) -> None:
     threading.Thread(target=run, name="adopt-preload", daemon=False).start()
 
 
-def give_ids(entries: Entries, left: list | None = None, progress=None, id_for=None) -> int:
+def give_ids(entries: Entries, left: list | None = None, progress=None, id_for=None,
+             refused: dict | None = None) -> int:
     """Give every entry file without a usable id a stable one, written once into the file (one
     id line, `mem-id:` in an adopted vault; nothing else in it changes). Returns how many files got one.
     Only `mem sync`, `mem maintain`, `mem init` and writes call it: a read never writes. A file
     changed while it was given its id is left as it is (its path goes into `left`). `id_for(path)`
-    chooses the id (team sync: the same on every clone for a note pulled without one); default random."""
+    chooses the id (team sync: the same on every clone for a note pulled without one); default random.
+    A file the system does not let it write (immutable, a read-only folder) is left as it is, the
+    others get theirs; `refused` gets its path and the reason."""
     from memstrata.doctor.checks import remove_dead_writers_temps
 
     catalog = entries.state.catalog
     given, categories = 0, []
+    refused = {} if refused is None else refused
     with entries.state.lock():
         remove_dead_writers_temps(entries.root)  # a killed write's copy of a note is no note of the user's
         catalog.refresh()
@@ -194,13 +201,19 @@ def give_ids(entries: Entries, left: list | None = None, progress=None, id_for=N
                     try:
                         if adopt.give_id(entries.root, rel, fresh):
                             written.append((rel, fresh))
-                    except (MemstrataError, OSError):
+                    except OSError as exc:  # e.g. its folder takes no new file: left for the doctor to report
+                        refused[rel] = exc.strerror or str(exc)
+                    except MemstrataError:
                         continue  # left for the doctor to report
         except ChangedMeanwhile as exc:  # the others are written; these an editor saved meanwhile
             changed = set(exc.paths)
+        except NotReplaced as exc:  # the others are written; these the system would not replace
+            changed = set(exc.changed) | set(exc.refused)
+            refused.update({os.path.relpath(path, entries.root).replace(os.sep, "/"): why
+                            for path, why in exc.refused.items()})
         for rel, fresh in written:
             if str(entries.root / rel) in changed:
-                if left is not None:
+                if left is not None and rel not in refused:
                     left.append(rel)
                 continue
             try:
@@ -217,16 +230,20 @@ def give_ids(entries: Entries, left: list | None = None, progress=None, id_for=N
             progress(len(todo), len(todo))
     return given
 
-def _not_adopted(entries: Entries) -> list[str]:
-    """The notes of a folder being adopted that did not become entries, and why."""
+def _not_adopted(entries: Entries, refused: dict | None = None) -> list[str]:
+    """The notes of a folder being adopted that did not become entries, and why (`refused`: those
+    give_ids could not write, with the system's reason)."""
+    refused = refused or {}
     catalog = entries.state.catalog
     out = [f"not adopted: {rel} (unreadable: {error}; fix it, then `mem sync`)"
            for rel, error in sorted(catalog.errors().items())]
-    out += [f"not adopted: {rel} ({_why_no_id(entries.root, rel)}; not adopted)"
+    out += [f"not adopted: {rel} (cannot write: {refused[rel]})" if rel in refused else
+            f"not adopted: {rel} ({_why_no_id(entries.root, rel)}; not adopted)"
             for rel in catalog.unidentified()]  # give_ids left it as it was: a one-line edit would break it
     holders: dict[str, list[Entry]] = {}
     for entry in catalog.entries():
-        holders.setdefault(entry.id, []).append(entry)
+        if entry.id:  # files without one are listed above
+            holders.setdefault(entry.id, []).append(entry)
     for entry_id, same in sorted(holders.items()):
         keeper, *others = keeper_first(entries.root, same, catalog.first_seen(entry_id))  # as `mem read`, the doctor
         for other in others:

@@ -107,6 +107,7 @@ class SavePath:
         key = layout.id_key(self.state.root)
         for entry, _ in changes:
             entry.id_key = key  # `mem-id:` in an adopted vault, whatever the entry was built from
+            entry.read_stamp = None  # its file is the one written now: the index stats it
             if not entry.id:  # a hand-made file the user writes to: a write gives it its id
                 entry.id = new_id()
         try:

@@ -18,6 +18,7 @@ def export_jsonl(state: TreeState, entries: Entries, target=None) -> dict:
     """
     import sys
 
+    from memstrata.storage.atomic import ReplacingFile
     from memstrata.storage.catalog import read_entry_file
 
     listed = sorted(entries.list(), key=lambda e: e.path or "")
@@ -32,8 +33,7 @@ def export_jsonl(state: TreeState, entries: Entries, target=None) -> dict:
             raise InvalidInput(f"{path} is a folder; give a file name for the export")
         if not path.parent.is_dir():
             raise InvalidInput(f"{path.parent} is not a folder; make it first or export elsewhere")
-        stream = open(path, "w", encoding="utf-8")
-        own = True
+        stream, own = ReplacingFile(path), True  # written whole or not at all
     count = 0
     unreadable = sorted(state.catalog.errors())
     try:
@@ -45,10 +45,10 @@ def export_jsonl(state: TreeState, entries: Entries, target=None) -> dict:
                 continue
             stream.write(json.dumps(entry_record(entry, state.root), ensure_ascii=False, default=str) + "\n")
             count += 1
-    finally:
+    except BaseException:
         if own:
-            stream.close()
-        else:
-            stream.flush()
+            stream.close(keep=False)
+        raise
+    stream.close() if own else stream.flush()
     return {"root": str(state.root), "entries": count, "unreadable": unreadable,
             "path": None if not own else str(Path(os.path.expanduser(str(target))).resolve())}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from memstrata.engine.entries import Entries
+from memstrata.engine.inputs import require_encodable
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
@@ -43,9 +44,12 @@ class Promotion:
         """
         from memstrata.scoring import promotion
 
-        context = " ".join(str(context or "").split())
+        from memstrata.retrieval.query_limits import cut_prompt
+
+        context = " ".join(str(cut_prompt(context)[0] or "").split())  # a pasted log: its two ends
         if not context:
             raise InvalidInput("give a context: the task or prompt the memories should serve")
+        require_encodable(context, "context")
         wanted = self._layers(layers)
         if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
             raise InvalidInput("threshold must be between 0 and 1")
@@ -221,10 +225,17 @@ class Promotion:
             raise InvalidInput("budget must be a positive number of tokens")
         if form not in FORMS:
             raise InvalidInput(f"form must be one of {', '.join(FORMS)}")
+        from memstrata.retrieval.query_limits import cut_prompt
+
+        context, cut_note = cut_prompt(context)
+        if context is not None:
+            require_encodable(str(context), "context")
         context = " ".join(str(context or "").split()) or None
         if hot is None:  # a task given: what it asks about, not 2,000 tokens of unrelated recent notes
             hot = context is None
         result = AutoloadResult(context=context, budget=budget, form=form)
+        if cut_note:
+            result.notes.append(cut_note)
         topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
         if context and not topic:
             # a greeting passed as the task is no session start: it must not pull the hot notes

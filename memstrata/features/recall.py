@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from memstrata import clock
 from memstrata.engine.entries import Entries
-from memstrata.engine.inputs import clean_tags
+from memstrata.engine.inputs import clean_tags, require_encodable
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput, Locked, MemstrataError
 from memstrata.retrieval.hits import RecallHit, RecallResult, no_text, place_empty
@@ -251,9 +251,12 @@ class Recall:
 
     def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
         """recall's answer before the cut-off: grep/index when asked or when the index cannot answer."""
+        from memstrata.retrieval.query_limits import checked_query
         from memstrata.retrieval.search import STRATEGIES
 
-        query = " ".join(str(query or "").split())
+        query = checked_query(query)
+        require_encodable(query, "query")  # as a write refuses them: a broken decoder's bytes (caf\xe9)
+        query = " ".join(query.split())
         if not query:
             raise InvalidInput("give a query")
         if strategy not in STRATEGIES:

@@ -249,7 +249,7 @@ def test_everyday_commands_behave_as_people_expect(tmp_path, clock, capsys, embe
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"qid": 1, "query": "replication lag"}\nnot json\n{"qid": 3}\n{"qid": 4, "query": "lag"}\n')
     capsys.readouterr()
-    assert _mem("recall", "--queries", str(queries), "--root", root) == 2
+    assert _mem("recall", "--queries", str(queries), "--root", root, "--jsonl") == 2
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [("error" in r) for r in rows] == [False, True, True, False] and rows[0]["results"]
 

@@ -221,3 +221,4 @@ def test_adopt_names_a_bad_name_as_the_doctor_does(tmp_path, clock, embedder):
     bad = [s for s in skipped if "bad" in s or "lines" in s]
     assert len(bad) == 2 and all("not UTF-8 or holds a line break" in s for s in bad), skipped
     assert not any("reserved name" in s for s in skipped)
+    assert "not adopted: 'Notes/two\\nlines.md' (a name" in " ".join(skipped)  # escaped once (it was twice)
