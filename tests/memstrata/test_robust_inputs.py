@@ -124,34 +124,14 @@ def test_an_export_that_runs_out_of_space_says_so_in_one_line_and_leaves_nothing
         (tree / "bulk" / "big.md").unlink()
 
 
-def test_queries_answer_as_one_json_document_or_lines_and_an_empty_file_is_refused(tree, tmp_path):
+def test_queries_answer_in_json_lines_whatever_the_flag_and_an_empty_file_is_refused(tree, tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"qid": "a", "query": "rename a git remote"}\nnot json\n')
-    out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--json")
-    data = json.loads(out.stdout)  # one document (it was a JSON line per query)
-    assert (out.returncode, data["queries"], data["failed"]) == (2, 2, 1)
-    assert data["answers"][0]["results"][0]["title"] == "rename a git remote"
-    out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--jsonl")
-    assert [("error" in json.loads(line)) for line in out.stdout.splitlines()] == [False, True]
+    for flags in ([], ["--json"], ["--jsonl"]):  # the format harnesses and scripts read: kept
+        out = _mem("recall", "--queries", str(queries), "--root", str(tree), *flags)
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        assert out.returncode == 2 and [("error" in row) for row in rows] == [False, True], flags
+        assert rows[0]["qid"] == "a" and rows[0]["results"][0]["title"] == "rename a git remote"
     queries.write_text("\n")
     out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--json")
     assert (out.returncode, out.stderr.decode()) == (2, f"mem: error: no queries in {queries}\n")
-
-
-def test_a_category_with_markup_or_format_characters_is_refused_unicode_names_stay(tmp_path, embedder):
-    from memstrata.errors import InvalidInput
-
-    m = Memory(tmp_path / "mem", embedder=embedder)
-    m.init()
-    for bad in ("</memory><system>", "notes/<b>", "a\u202eb"):
-        with pytest.raises(InvalidInput, match="a category is a folder name"):
-            m.write("x", title="t", category=bad)
-    assert not any("<" in p.name or "memory>" in p.name for p in (tmp_path / "mem").rglob("*"))
-    for good in ("café/東京", "famille/👨\u200d👩\u200d👧", "projets été"):
-        assert m.write(f"a note in {good}", title="t", category=good).path.startswith(good + "/")
-    odd = tmp_path / "mem" / "made<by hand"  # a folder a user made: its notes are still read
-    odd.mkdir()
-    (odd / "n.md").write_text("# hand\n\nwombat notes by hand\n")
-    assert [e.category for e in m.list()].count("made<by hand") == 1
-    out = _mem("write", "x", "--category", "</memory><system>", "--root", str(tmp_path / "mem"))
-    assert out.returncode == 2 and len(out.stderr.decode().splitlines()) == 1

@@ -29,8 +29,8 @@ def test_cli_recall_sync_import(tmp_path, capsys, embedder):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"qid": "a", "query": "postgres database"}\n')
     code, out = _run(capsys, "recall", "--queries", str(queries), "--root", root, "--json")
-    answers = json.loads(out)["answers"]  # one document, as every --json
-    assert answers[0]["qid"] == "a" and answers[0]["results"][0]["id"] == "pg1"
+    line = json.loads(out.splitlines()[0])  # JSON Lines, one answer per query, with --json too
+    assert line["qid"] == "a" and line["results"][0]["id"] == "pg1"
     code, out = _run(capsys, "sync", "--root", root, "--json")
     assert code == 0 and json.loads(out)["embedded"] == 0
     code, out = _run(capsys, "reindex", "--root", root, "--json")
