@@ -25,7 +25,7 @@ class DailyNotes:
     def daily(self, text: str, *, day=None, share: bool = False) -> WriteResult:
         """Append `text` to today's daily note daily/YYYY-MM-DD.md (created on first use).
 
-        Each append is a "## HH:MM" section; the day and time are local to this machine.
+        Each append is a "## HH:MM" section; the day and time are the caller's local ones (its TZ).
         An append is not an edit: it goes through the save path without making a new version,
         and skips the duplicate checks of a new write.
         """

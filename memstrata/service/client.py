@@ -10,13 +10,16 @@ a folder that is not a tree before connecting or starting anything.
 Protocol (one request per connection, Unix stream socket `{runtime}/mem.sock`):
 
   client -> service   4-byte big-endian length + JSON
-                      {"op": "run", "root", "argv", "cwd", "umask", "env", "enc", "term"}
+                      {"op": "run", "root", "argv", "cwd", "umask", "env", "enc", "term",
+                       "ns", "paths"} (what the caller's paths name: caller_paths.py)
                       with the client's fds 0, 1, 2 attached (SCM_RIGHTS): the service's
                       worker writes straight into the caller's stdout/stderr and reads its
                       stdin, so output, isatty() and terminal size are the caller's own.
   service -> client   newline-delimited JSON: {"t": "started"} when the command begins,
                       then {"t": "exit", "code": N}; or {"t": "refused"} / {"t": "outdated"}
-                      before starting (the caller then runs the call itself).
+                      before starting (the caller then runs the call itself: also for a path
+                      the service would resolve as itself, /dev/stdout, /proc/self/..., or a TZ
+                      it cannot apply per call).
 
 Results are identical with and without the service by construction: the service runs the
 same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and whole environment (for that
