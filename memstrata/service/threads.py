@@ -231,7 +231,14 @@ class _CallerFile(io.FileIO):
             raise Interrupted("stopped: its caller went away while it read its input")
         return super().readinto(buffer)
 
-    def readall(self):  # FileIO's own would wait in C, past the check
+    def read(self, size=-1):  # FileIO's own read and readall would wait in C, past the check
+        if size is None or size < 0:
+            return self.readall()
+        buffer = bytearray(size)
+        count = self.readinto(buffer)
+        return None if count is None else bytes(buffer[:count])
+
+    def readall(self):
         chunks = []
         while True:
             chunk = self.read(1 << 16)

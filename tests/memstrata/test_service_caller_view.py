@@ -102,9 +102,10 @@ def test_dev_and_proc_paths_mean_the_callers_own(tree, tmp_path):
     assert status(RUN)["requests"] == calls + 1  # the write ran in its caller too
 
 
-def test_a_killed_caller_does_not_leave_its_call_in_flight(tree):
-    warm(tree)
-    writer = subprocess.Popen([PY, "-m", "memstrata.cli.app", "write", "-", "--title", "stuck"],
+@pytest.mark.parametrize("args", [["write", "-", "--title", "stuck"], ["autoload", "--hook"]])
+def test_a_killed_caller_does_not_leave_its_call_in_flight(tree, args):
+    warm(tree)  # a write reads a bounded size, a hook all of its stdin: both ways wait for the caller
+    writer = subprocess.Popen([PY, "-m", "memstrata.cli.app", *args],
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=_env(tree))  # we hold its stdin open, as `sleep 300 |` does
     try:
