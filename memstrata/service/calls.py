@@ -78,7 +78,7 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
     # Every call is watched: a caller gone (a kill) abandons the call's streams (a read of a stdin
     # that never ends), and a cancellable call also stops at its next safe point.
     watcher = CallerWatch(conn)
-    streams = open_streams(fds, message, watcher)
+    streams = open_streams(fds, message, watcher.gone_fd)
     fds.clear()  # the streams own them now: never closed a second time by _handle
     previous_cwd = None
     try:
@@ -144,7 +144,6 @@ class CallerWatch:
         self._conn = conn
         self._wake_r, self._wake_w = os.pipe()
         self.gone_fd, self._gone_w = os.pipe()  # readable once the caller is gone (the call's streams poll it)
-        self.hung_up = False  # the caller closed the socket whole (it exited, or was killed), not only its writing side
         self._thread = threading.Thread(target=self._watch, name="caller-watch", daemon=True)
         self._thread.start()
 
@@ -153,8 +152,8 @@ class CallerWatch:
         poller.register(self._conn.fileno(), select.POLLIN | select.POLLHUP | getattr(select, "POLLRDHUP", 0))
         poller.register(self._wake_r, select.POLLIN)
         while True:
-            events = dict(poller.poll())
-            if self._wake_r in events:
+            ready = {fd for fd, _ in poller.poll()}
+            if self._wake_r in ready:
                 return
             try:
                 data = self._conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
@@ -164,7 +163,6 @@ class CallerWatch:
                 data = b""
             if not data:
                 log("the caller went away: its call stops at the next safe point, its input is abandoned")
-                self.hung_up = bool(events.get(self._conn.fileno(), 0) & select.POLLHUP)
                 self.gone.set()
                 os.write(self._gone_w, b"x")
             return  # closed, or (never expected) data: stop watching either way

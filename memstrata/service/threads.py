@@ -201,15 +201,14 @@ def _children_get_the_callers_env() -> None:
 
 
 class _CallerFile(io.FileIO):
-    """One of the caller's fds, abandoned once the caller is gone (`watch.gone_fd` readable): a read
+    """One of the caller's fds, abandoned once the caller is gone (`gone_fd` readable): a read
     raises Interrupted (`sleep 300 | mem write -` whose client was killed ends instead of holding
-    the service's stop for ever); a write is dropped once the caller has exited, or would wait (the
-    terminal of a client stopped by Ctrl-C, which still reads its socket, gets the call's last line)."""
+    the service's stop for ever), a write that would wait is dropped (a writable fd, such as the
+    terminal of a client stopped by Ctrl-C, still gets the call's last line)."""
 
-    def __init__(self, fd: int, mode: str, watch=None):
+    def __init__(self, fd: int, mode: str, gone_fd: int | None):
         super().__init__(fd, mode, closefd=True)
-        self._watch = watch
-        self._gone_fd = None if watch is None else watch.gone_fd
+        self._gone_fd = gone_fd
 
     def _ready(self, event: int) -> tuple[bool, bool]:
         """(this fd is ready, the caller is gone), waiting for either."""
@@ -251,19 +250,19 @@ class _CallerFile(io.FileIO):
         import select
 
         ready, gone = self._ready(select.POLLOUT)
-        if gone and (not ready or self._watch.hung_up):
-            return len(data)  # nobody waits for it any more: dropped, as a killed process writes nothing
+        if gone and not ready:
+            return len(data)  # nobody reads it any more: dropped rather than waited for
         return super().write(data)
 
 
-def open_streams(fds: list[int], message: dict, watch=None):
-    """The caller's stdin, stdout and stderr as text streams owning `fds`; with `watch` (its `gone_fd`
-    readable once the caller is gone, `hung_up` once it exited) they are abandoned then."""
+def open_streams(fds: list[int], message: dict, gone_fd: int | None = None):
+    """The caller's stdin, stdout and stderr as text streams owning `fds`; with `gone_fd` (readable
+    once the caller is gone) a read or write that would wait is abandoned then."""
     enc = message.get("enc") or {}
-    stdin = io.TextIOWrapper(io.BufferedReader(_CallerFile(fds[0], "r", watch)),
+    stdin = io.TextIOWrapper(io.BufferedReader(_CallerFile(fds[0], "r", gone_fd)),
                              encoding=enc.get("stdin") or "utf-8", errors="strict")
-    out_raw = _CallerFile(fds[1], "w", watch)
-    err_raw = _CallerFile(fds[2], "w", watch)
+    out_raw = _CallerFile(fds[1], "w", gone_fd)
+    err_raw = _CallerFile(fds[2], "w", gone_fd)
     tty_out = out_raw.isatty()
     stdout = io.TextIOWrapper(io.BufferedWriter(out_raw), encoding="utf-8",
                               errors=enc.get("stdout_errors") or "strict", line_buffering=tty_out)

