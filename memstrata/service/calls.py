@@ -71,13 +71,14 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
     """Run one forwarded call here, in this worker thread, as its caller: its streams (the fds, taken
     over: the list is emptied), cwd, umask and environment around `main(argv)`; reply started/exit."""
     main = service._load_cli()
+    # Every call is watched: a caller gone (a kill) abandons the call's streams (a read of a stdin
+    # that never ends), and a cancellable call also stops at its next safe point. Made before the
+    # serial lock is taken, so that its failing (no fd left) never leaves the lock held.
+    watcher = CallerWatch(conn)
     private = private_fs()
     serial = None if private else serial_calls
     if serial is not None:
         serial.acquire()
-    # Every call is watched: a caller gone (a kill) abandons the call's streams (a read of a stdin
-    # that never ends), and a cancellable call also stops at its next safe point.
-    watcher = CallerWatch(conn)
     streams = open_streams(fds, message, watcher.gone_fd)
     fds.clear()  # the streams own them now: never closed a second time by _handle
     previous_cwd = None
