@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import os
-from datetime import date, datetime, timedelta, timezone
+import threading
+from datetime import date, datetime, timedelta, timezone, tzinfo
 
 from memstrata.storage.errors import InvalidInput
 
@@ -94,3 +95,18 @@ def parse_until(value) -> datetime:
         return moment + timedelta(days=1) - timedelta(microseconds=1)
     except OverflowError:  # the last day there is
         return datetime.max.replace(tzinfo=timezone.utc)
+
+
+_zone = threading.local()
+
+
+def set_local_zone(zone: tzinfo | None) -> None:
+    """The local time zone of this thread's call (the warm service sets its caller's); None: this
+    process's own (the C library's, from TZ or /etc/localtime, as `astimezone()` reads it)."""
+    _zone.value = zone
+
+
+def to_local(dt: datetime) -> datetime:
+    """`dt` in the caller's local time: the day and hour a user reads (daily notes)."""
+    zone = getattr(_zone, "value", None)
+    return dt.astimezone(zone) if zone is not None else dt.astimezone()

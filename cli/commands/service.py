@@ -60,6 +60,9 @@ def serve(
         busy = service.silent_pid(folder) if info is None else None
         if busy:  # alive but not answering: never "no service" while one holds memory
             problem = f"a memory service (pid {busy}) runs but did not answer within 10 s (busy)"
+        blocker = rundir.socket_blocker(folder) if info is None and not busy and not problem else None
+        if blocker is not None:  # every call runs in its own process until it is gone
+            problem = rundir.blocker_advice(folder, blocker) + "; calls run in their own process meanwhile"
         data = {"running": info is not None, "runtime_dir": folder,
                 **({"problem": problem} if problem and info is None and os.path.lexists(folder) else {}),
                 **({"busy_pid": busy} if busy else {}),
@@ -87,6 +90,9 @@ def serve(
     folder, reason = rundir.ensure(create=True)
     if reason:
         raise InvalidInput(f"{reason}; fix it (chmod 700, or remove it) or set MEMSTRATA_RUNTIME_DIR")
+    blocker = rundir.socket_blocker(folder)
+    if blocker is not None and not blocker[1]:  # never deleted: the user moves it
+        raise InvalidInput(rundir.blocker_advice(folder, blocker))
     if detach:
         info = service.start_detached(resolved, idle_minutes=idle_minutes, root_idle_minutes=root_idle_minutes)
         if info is None:

@@ -1,6 +1,7 @@
 """Daily notes: one entry per day, daily/YYYY-MM-DD.md, appended to in "## HH:MM" sections."""
 from __future__ import annotations
 
+from memstrata.clock import parse_datetime, to_local
 from memstrata.engine.entries import Entries
 from memstrata.engine.inputs import clean_body
 from memstrata.engine.save import SavePath
@@ -24,7 +25,7 @@ class DailyNotes:
     def daily(self, text: str, *, day=None, share: bool = False) -> WriteResult:
         """Append `text` to today's daily note daily/YYYY-MM-DD.md (created on first use).
 
-        Each append is a "## HH:MM" section; the day and time are local to this machine.
+        Each append is a "## HH:MM" section; the day and time are the caller's local ones (its TZ).
         An append is not an edit: it goes through the save path without making a new version,
         and skips the duplicate checks of a new write.
         """
@@ -33,12 +34,10 @@ class DailyNotes:
             raise InvalidInput("a daily note needs some text")
         warnings = self.save.check_fields({"body": text})
         now = self.state.now()
-        local = now.astimezone()
+        local = to_local(now)  # the caller's zone, also through the warm service (its TZ is not the caller's)
         if day is None:
             day_text = local.strftime("%Y-%m-%d")
         else:
-            from memstrata.clock import parse_datetime
-
             day_text = parse_datetime(day).strftime("%Y-%m-%d")
         block = f"## {local.strftime('%H:%M')}\n\n{text}\n"
         category = tree.top_level_spelling(self.root, "daily")  # an adopted vault's `Daily/`

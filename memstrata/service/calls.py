@@ -8,12 +8,13 @@ import sys
 import threading
 import time
 
-from memstrata.service import client
+from memstrata.service import caller_paths, client
 from memstrata.service.pool import POOL
 from memstrata.service.process import log, log_path
-from memstrata.service.threads import close_streams, env_overlay, call_local, open_streams, private_fs, serial_calls
+from memstrata.service.threads import (close_streams, env_overlay, call_local, open_streams, private_fs,
+                                       process_environ, serial_calls)
 from memstrata.service.wire import send_reply
-from memstrata.storage import cancel
+from memstrata.storage import cancel, clock
 
 # Calls after which the index may need upkeep (anything that can write), checked
 # upkeep.MAINTAIN_DELAY seconds after the last call when no call is running.
@@ -26,18 +27,61 @@ def log_internal_error(exc: BaseException, command: str | None) -> str:
     return f" (traceback in {log_path()})"
 
 
+def caller_zone(caller_tz: str | None, own_tz: str | None):
+    """(usable, zone) for a caller's TZ: zone None means the service's own local time (the same TZ);
+    usable False when it names no zone file (a POSIX rule such as `XYZ-3`): the caller runs the call.
+    The service never calls tzset: the C library's zone is one per process, shared by every call."""
+    from datetime import timezone
+    from zoneinfo import ZoneInfo
+
+    if caller_tz == own_tz:
+        return True, None
+    if caller_tz == "":
+        return True, timezone.utc  # as the C library reads an empty TZ
+    name = "/etc/localtime" if caller_tz is None else caller_tz[1:] if caller_tz.startswith(":") else caller_tz
+    try:
+        if os.path.isabs(name):
+            with open(name, "rb") as f:
+                return True, ZoneInfo.from_file(f, key=name)
+        return True, ZoneInfo(name)
+    except FileNotFoundError:
+        return (True, timezone.utc) if caller_tz is None else (False, None)  # no /etc/localtime: UTC
+    except (OSError, ValueError, KeyError):
+        return False, None
+
+
+def refusal(message: dict) -> str | None:
+    """Why this service cannot run a call as its caller would (None: it can): another mount namespace
+    or root (its paths name other files), or a TZ it cannot apply per call. Sets the call's zone."""
+    theirs = message.get("ns")
+    if theirs is not None and theirs != caller_paths.namespace():
+        return "the caller sees other files (another mount namespace or root)"
+    env = message.get("env") or {}
+    argv, cwd = list(message.get("argv") or []), str(message.get("cwd") or "/")
+    if message.get("paths") != caller_paths.identities(argv, cwd, env.get("HOME")):
+        return "a path of the call names another file in the service (a link through /dev or /proc)"
+    usable, zone = caller_zone(env.get("TZ"), process_environ().get("TZ"))
+    if not usable:
+        return "the caller's TZ names no time zone file"
+    message["zone"] = zone
+    return None
+
+
 def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
     """Run one forwarded call here, in this worker thread, as its caller: its streams (the fds, taken
     over: the list is emptied), cwd, umask and environment around `main(argv)`; reply started/exit."""
     main = service._load_cli()
+    # Every call is watched: a caller gone (a kill) abandons the call's streams (a read of a stdin
+    # that never ends), and a cancellable call also stops at its next safe point. Made before the
+    # serial lock is taken, so that its failing (no fd left) never leaves the lock held.
+    watcher = CallerWatch(conn)
     private = private_fs()
     serial = None if private else serial_calls
     if serial is not None:
         serial.acquire()
-    streams = open_streams(fds, message)
+    streams = open_streams(fds, message, watcher.gone_fd)
     fds.clear()  # the streams own them now: never closed a second time by _handle
     previous_cwd = None
-    watcher = None
     try:
         if private:
             os.chdir(message["cwd"])
@@ -48,8 +92,8 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
         call_local.stdin, call_local.stdout, call_local.stderr = streams
         call_local.env = env_overlay(message)
         call_local.memories = {}
+        clock.set_local_zone(message.get("zone"))
         if client.command_of(list(message.get("argv") or [])) in client.CANCELLABLE:
-            watcher = CallerWatch(conn)
             cancel.set_event(watcher.gone)
         with service._state:
             service.requests += 1
@@ -71,13 +115,13 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
         close_streams(streams)  # before the reply: the caller exits holding the only copies
         send_reply(conn, {"t": "exit", "code": int(code or 0)})
     finally:
-        if watcher is not None:
-            cancel.set_event(None)
-            watcher.stop()
+        cancel.set_event(None)
+        clock.set_local_zone(None)
         POOL.checkin_all()
         call_local.stdin = call_local.stdout = call_local.stderr = None
         call_local.env = None
         close_streams(streams)
+        watcher.stop()  # after the streams: they wait on its fd
         with service._state:
             service.last_activity = time.monotonic()
         if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
@@ -100,6 +144,7 @@ class CallerWatch:
         self.gone = threading.Event()
         self._conn = conn
         self._wake_r, self._wake_w = os.pipe()
+        self.gone_fd, self._gone_w = os.pipe()  # readable once the caller is gone (the call's streams poll it)
         self._thread = threading.Thread(target=self._watch, name="caller-watch", daemon=True)
         self._thread.start()
 
@@ -118,13 +163,14 @@ class CallerWatch:
             except OSError:
                 data = b""
             if not data:
-                log("the caller went away: its call stops at the next safe point")
+                log("the caller went away: its call stops at the next safe point, its input is abandoned")
                 self.gone.set()
+                os.write(self._gone_w, b"x")
             return  # closed, or (never expected) data: stop watching either way
 
     def stop(self) -> None:
         """End the watch (the call ended) before the socket is closed, so no other socket is watched."""
         os.write(self._wake_w, b"x")
         self._thread.join()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        for fd in (self._wake_r, self._wake_w, self.gone_fd, self._gone_w):
+            os.close(fd)

@@ -10,13 +10,16 @@ a folder that is not a tree before connecting or starting anything.
 Protocol (one request per connection, Unix stream socket `{runtime}/mem.sock`):
 
   client -> service   4-byte big-endian length + JSON
-                      {"op": "run", "root", "argv", "cwd", "umask", "env", "enc", "term"}
+                      {"op": "run", "root", "argv", "cwd", "umask", "env", "enc", "term",
+                       "ns", "paths"} (what the caller's paths name: caller_paths.py)
                       with the client's fds 0, 1, 2 attached (SCM_RIGHTS): the service's
                       worker writes straight into the caller's stdout/stderr and reads its
                       stdin, so output, isatty() and terminal size are the caller's own.
   service -> client   newline-delimited JSON: {"t": "started"} when the command begins,
                       then {"t": "exit", "code": N}; or {"t": "refused"} / {"t": "outdated"}
-                      before starting (the caller then runs the call itself).
+                      before starting (the caller then runs the call itself: also for a path
+                      the service would resolve as itself, /dev/stdout, /proc/self/..., or a TZ
+                      it cannot apply per call).
 
 Results are identical with and without the service by construction: the service runs the
 same `memstrata.cli.app.main(argv)` with the caller's cwd, umask and whole environment (for that
@@ -34,7 +37,7 @@ import socket
 import stat
 import sys
 
-from memstrata.service import rundir
+from memstrata.service import caller_paths, rundir
 from memstrata.service.connection import (  # noqa: F401 - the client's names for its callers and tests
     CONNECT_TIMEOUT,
     Lines,
@@ -211,6 +214,7 @@ def code_home() -> str:
 
 _OTHER_INSTALL: list[str] = []  # set when the user's service belongs to another install (then none is started)
 _FAILED: list[str] = []  # set when the running service failed this call: it runs here (a hook too), none is started
+_REFUSED: list[str] = []  # set when the running service cannot run this call as its caller would: it runs here
 
 
 def forward(argv: list[str], root: str, folder: str | None = None) -> int | None:
@@ -229,7 +233,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
         return None
     hook = command_of(argv) == "autoload" and "--hook" in argv
     message = {"op": "run", "v": PROTOCOL, "code": code_home(), "root": root, "argv": argv, "cwd": cwd, "umask": umask,
-               "hook": hook,
+               "hook": hook, "ns": caller_paths.namespace(),
+               "paths": caller_paths.identities(argv, cwd, os.environ.get("HOME")),
                "env": dict(os.environ),
                "enc": {"stdin": getattr(sys.stdin, "encoding", None) or "utf-8",
                        "stdout_errors": getattr(sys.stdout, "errors", None) or "strict",
@@ -245,6 +250,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
         if first is None or first.get("t") != "started":
             if first is not None and first.get("t") == "exit":
                 return int(first.get("code", 1))
+            if first is not None and first.get("t") == "refused":
+                _REFUSED.append(str(first.get("message")))
             if first is not None and first.get("t") == "other-install":
                 _OTHER_INSTALL.append(str(first.get("code")))
             if first is not None and first.get("t") == "failed":
@@ -344,11 +351,23 @@ def run(argv: list[str]) -> int | None:
         return None  # not a tree: the command says so in-process; no service is ever started for it
     if service_mode(root) == "off":
         return None
+    try:
+        if caller_paths.needs_caller(argv, os.getcwd()):
+            return None  # /dev/stdout, /dev/fd/63, /proc/self/...: the service would resolve them as itself
+    except OSError:
+        return None  # no cwd: nothing to hand over
     code = forward(argv, root)
     if code is not None:
         return code
-    if _FAILED:
-        return None
+    if _FAILED or _REFUSED:
+        return None  # a service runs: none is started
+    folder = rundir.candidate()
+    blocker = rundir.socket_blocker(folder)
+    if blocker is not None:
+        # Never a quiet fall-back for good: the user learns why every call is a cold start.
+        sys.stderr.write(f"mem: note: this call ran without the memory service: {rundir.blocker_advice(folder, blocker)}\n")
+        if not blocker[1]:  # a service started now could not listen there: none is started
+            return 0 if command == "autoload" and "--hook" in argv else None  # a hook never waits (as below)
     if command == "autoload" and "--hook" in argv and not _under_test() and not _OTHER_INSTALL:
         # A prompt hook never waits for a cold start (seconds to load the model): it starts the
         # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).

@@ -18,7 +18,8 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
     """Run the user's service in this process, opening the tree `root` first, until stopped.
 
     0 also when the user's service already runs (it is asked to open the tree); 3 when `root`
-    is not a tree (nothing is started), 4 when the runtime folder is not safe.
+    is not a tree (nothing is started), 4 when the runtime folder is not safe, 5 when
+    something that is not a socket (and not a symlink) takes the socket's path.
     `idle_minutes`: stop after that long without calls and close trees as soon (0: never);
     None: each tree closes after its own service_idle_minutes and the service stops once none
     is open. `root_idle_minutes` sets the trees' idle time alone.
@@ -48,7 +49,11 @@ def run_service(root, idle_minutes: float | None = None, wait_pid: int | None = 
     except (OSError, ValueError, AttributeError):
         pass
     install_process_hooks()
-    service.bind()
+    try:
+        service.bind()
+    except OSError as exc:  # something that is not ours at the socket's path: one line, no traceback
+        log(f"not serving: {exc}")
+        return 5
     log(f"serving on {service.sock_path} (pid {os.getpid()}), opening {root}; idle stop: "
          + ("never" if service.idle_seconds == 0 else "once no tree is open" if service.idle_seconds is None
             else f"{idle_minutes} min without calls"))

@@ -92,3 +92,35 @@ def pid_path(folder: str) -> str:
 
 def log_path(folder: str) -> str:
     return os.path.join(folder, LOG_NAME)
+
+
+def socket_blocker(folder: str) -> tuple[str, bool] | None:
+    """What sits at the socket's path when it is not a socket (a stale symlink, a file someone put
+    there): (what it is, whether a new service may replace it), or None (a socket, or nothing).
+    Only a symlink is replaced (the link goes, never what it points to); a file or folder that is
+    not ours is never deleted."""
+    path = socket_path(folder)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISSOCK(st.st_mode):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"a symlink (to {target})", True
+    what = "a regular file" if stat.S_ISREG(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) else "not a socket"
+    return what, False
+
+
+def blocker_advice(folder: str, blocker: tuple[str, bool]) -> str:
+    """One line on a socket path taken by something else: what it is, what to do."""
+    what, replaceable = blocker
+    path = socket_path(folder)
+    if replaceable:
+        return f"{path} is {what}, not the memory service's socket; `mem serve --detach` replaces the link"
+    return (f"{path} is {what}, not the memory service's socket (memstrata never deletes what it did not "
+            "make): move it away, or set MEMSTRATA_RUNTIME_DIR to another folder")

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from memstrata.service import client, rundir
 from memstrata.service import threads as service_threads
-from memstrata.service.calls import log_internal_error, run_call
+from memstrata.service.calls import log_internal_error, refusal, run_call
 from memstrata.service.pool import POOL, install_memory_factory
 from memstrata.service.process import log, log_path, peak_rss_mb, pid_alive, rss_mb
 from memstrata.service.threads import call_local
@@ -99,18 +99,13 @@ class Service:
         return True
 
     def bind(self) -> None:
-        """Listen on {runtime}/mem.sock (0600); a stale socket file is replaced (we hold the lock).
-
-        Anything else at that path (a regular file, a folder, a link) is never replaced: OSError.
+        """Listen on {runtime}/mem.sock (0600); a stale socket or a symlink there is replaced (we hold
+        the lock; a link goes, never what it points to). Anything else at that path (a regular file,
+        a folder) is never replaced: OSError, with the line that says what to do.
         """
-        import stat as stat_mod
-
-        try:
-            existing = os.lstat(self.sock_path)
-        except FileNotFoundError:
-            existing = None
-        if existing is not None and not stat_mod.S_ISSOCK(existing.st_mode):
-            raise OSError(f"{self.sock_path} exists and is not a socket; not replacing it")
+        blocker = rundir.socket_blocker(str(self.folder))
+        if blocker is not None and not blocker[1]:
+            raise OSError(rundir.blocker_advice(str(self.folder), blocker))
         tmp = self.folder / f".mem.sock.{os.getpid()}.tmp"
         try:
             tmp.unlink()
@@ -347,6 +342,10 @@ class Service:
                 root = tree_of(message)
                 if root is None:  # the client checks this too: no tree is ever opened for a plain folder
                     send_reply(conn, {"t": "refused", "message": "not an initialised memory tree"})
+                    return
+                refused = refusal(message)
+                if refused:  # the caller runs it itself, exactly as with MEMSTRATA_SERVICE=off
+                    send_reply(conn, {"t": "refused", "message": refused})
                     return
                 self._run(conn, message, fds, root)  # takes the fds (clears the list)
             else:

@@ -200,12 +200,69 @@ def _children_get_the_callers_env() -> None:
     subprocess.Popen.__init__ = __init__
 
 
-def open_streams(fds: list[int], message: dict):
+class _CallerFile(io.FileIO):
+    """One of the caller's fds, abandoned once the caller is gone (`gone_fd` readable): a read
+    raises Interrupted (`sleep 300 | mem write -` whose client was killed ends instead of holding
+    the service's stop for ever), a write that would wait is dropped (a writable fd, such as the
+    terminal of a client stopped by Ctrl-C, still gets the call's last line)."""
+
+    def __init__(self, fd: int, mode: str, gone_fd: int | None):
+        super().__init__(fd, mode, closefd=True)
+        self._gone_fd = gone_fd
+
+    def _ready(self, event: int) -> tuple[bool, bool]:
+        """(this fd is ready, the caller is gone), waiting for either."""
+        if self._gone_fd is None:
+            return True, False
+        import select
+
+        poller = select.poll()
+        poller.register(self.fileno(), event)
+        poller.register(self._gone_fd, select.POLLIN)
+        ready = {fd for fd, _ in poller.poll()}
+        return self.fileno() in ready, self._gone_fd in ready
+
+    def readinto(self, buffer):
+        import select
+
+        if self._ready(select.POLLIN)[1]:
+            from memstrata.storage.errors import Interrupted
+
+            raise Interrupted("stopped: its caller went away while it read its input")
+        return super().readinto(buffer)
+
+    def read(self, size=-1):  # FileIO's own read and readall would wait in C, past the check
+        if size is None or size < 0:
+            return self.readall()
+        buffer = bytearray(size)
+        count = self.readinto(buffer)
+        return None if count is None else bytes(buffer[:count])
+
+    def readall(self):
+        chunks = []
+        while True:
+            chunk = self.read(1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    def write(self, data):
+        import select
+
+        ready, gone = self._ready(select.POLLOUT)
+        if gone and not ready:
+            return len(data)  # nobody reads it any more: dropped rather than waited for
+        return super().write(data)
+
+
+def open_streams(fds: list[int], message: dict, gone_fd: int | None = None):
+    """The caller's stdin, stdout and stderr as text streams owning `fds`; with `gone_fd` (readable
+    once the caller is gone) a read or write that would wait is abandoned then."""
     enc = message.get("enc") or {}
-    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(fds[0], "r", closefd=True)),
+    stdin = io.TextIOWrapper(io.BufferedReader(_CallerFile(fds[0], "r", gone_fd)),
                              encoding=enc.get("stdin") or "utf-8", errors="strict")
-    out_raw = io.FileIO(fds[1], "w", closefd=True)
-    err_raw = io.FileIO(fds[2], "w", closefd=True)
+    out_raw = _CallerFile(fds[1], "w", gone_fd)
+    err_raw = _CallerFile(fds[2], "w", gone_fd)
     tty_out = out_raw.isatty()
     stdout = io.TextIOWrapper(io.BufferedWriter(out_raw), encoding="utf-8",
                               errors=enc.get("stdout_errors") or "strict", line_buffering=tty_out)
@@ -230,7 +287,7 @@ def env_overlay(message: dict) -> dict:
     """The caller's whole environment for its call: every variable of the service's own that the
     caller does not have is unset for the call (None)."""
     sent = {str(k): str(v) for k, v in dict(message.get("env") or {}).items()}
-    real = os.environ._real if isinstance(os.environ, _ThreadEnviron) else os.environ
+    real = process_environ()
     overlay: dict = {k: None for k in real}
     overlay.update(sent)
     term = message.get("term")
@@ -239,3 +296,8 @@ def env_overlay(message: dict) -> dict:
     if term and overlay.get("LINES") is None:
         overlay["LINES"] = str(term[1])
     return overlay
+
+
+def process_environ():
+    """The service process's own environment (what its C library sees), not a call's view."""
+    return os.environ._real if isinstance(os.environ, _ThreadEnviron) else os.environ
