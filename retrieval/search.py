@@ -241,8 +241,11 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
     empty = {p for p in order if no_text(own[p], frame.cols["title"][p])}
     order = text_first(order, empty)
-    dense_rank = {p: r for r, p in enumerate(sorted(dense, key=lambda p: -dense[p]), 1)}
-    text_rank = {p: r for r, p in enumerate(sorted(text_scores, key=lambda p: -text_scores[p]), 1)}
+    # ranks among the notes that can answer: an empty note's title match above the answer in both
+    # lists made the answer rank 2 and dropped its relevance under the cut-off ("nothing relevant")
+    dense_rank = {p: r for r, p in enumerate((p for p in sorted(dense, key=lambda p: -dense[p]) if p not in empty), 1)}
+    text_rank = {p: r for r, p in enumerate((p for p in sorted(text_scores, key=lambda p: -text_scores[p])
+                                             if p not in empty), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
     # a mostly Chinese query is judged on its words: the bundled model is English, and it finds
     # any two Chinese texts alike (its cosines would make every Chinese entry look relevant)
@@ -281,8 +284,12 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 "status_factor": weights.archived_factor if inactive[pos] else 1.0, "no_text": pos in empty,
             }
         result.results.append(hit)
-    for hit, relevance in zip(result.results, rel.relevances(judged, model)):
-        hit.relevance = relevance
+    # the notes with text are judged as a list of their own: an empty note's title match ahead of the
+    # answer gave the top hit a negative margin and dropped it under the cut-off
+    with_text = [n for n, p in enumerate(order) if p not in empty]
+    own_list = dict(zip(with_text, rel.relevances([judged[n] for n in with_text], model))) if with_text else {}
+    for n, (hit, relevance) in enumerate(zip(result.results, rel.relevances(judged, model))):
+        hit.relevance = own_list.get(n, relevance)
     result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
