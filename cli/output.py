@@ -7,7 +7,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-RootOpt = Annotated[Optional[str], typer.Option("--root", help="Memory root (default: $MEMSTRATA_HOME, else the tree the current directory is in, else ~/memory).",
+RootOpt = Annotated[Optional[str], typer.Option("--root", help="Memory root (default: $MEMSTRATA_HOME, else ~/memory).",
                                                 show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 

@@ -47,34 +47,3 @@ def id_key(root) -> str:
 def engine_home_rel(root) -> str | None:
     """`.memstrata` for an adopted tree, else None."""
     return ENGINE_HOME if is_adopted(root) else None
-
-
-def enclosing_tree(start: str | None = None) -> str | None:
-    """The nearest folder at or above `start` (default: the current directory) that is a memory
-    tree, as git finds its repository: one holding `.memstrata/config.md` (an adopted vault) or a
-    config.md that `mem init` wrote (its head names memstrata); None when there is none. Stdlib
-    only: the thin client (service/client.py) resolves the root with it before importing anything."""
-    try:
-        folder = os.path.abspath(start or os.getcwd())
-    except OSError:  # the current directory was removed
-        return None
-    while True:
-        if os.path.isfile(os.path.join(folder, _MARK)) or _init_config(os.path.join(folder, "config.md")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
-
-
-def _init_config(path: str) -> bool:
-    """A cheap look at a config.md: YAML frontmatter naming memstrata (storage.tree.is_engine_config
-    decides for good; a folder found here that is no tree is refused there, never written into)."""
-    try:
-        if not os.path.isfile(path):  # never opens a FIFO
-            return False
-        with open(path, "rb") as handle:
-            head = handle.read(4096).decode("utf-8", "replace").lstrip("\ufeff")
-    except OSError:
-        return False
-    return head.startswith("---") and "memstrata" in head.lower()

@@ -23,10 +23,8 @@ GITIGNORE = ".vectors/\n.trash/\n.cache/\n.quarantine/\n.lock\n*.lock\n*.sock\n.
 
 
 def resolve_root(root: str | os.PathLike | None = None) -> Path:
-    """--root, else $MEMSTRATA_HOME, else the tree the current directory is in (layout.enclosing_tree),
-    else ~/memory (made absolute; symlinks resolved)."""
-    chosen = root if root not in (None, "") else (os.environ.get("MEMSTRATA_HOME") or layout.enclosing_tree()
-                                                  or DEFAULT_ROOT)
+    """--root, else $MEMSTRATA_HOME, else ~/memory (made absolute; symlinks resolved)."""
+    chosen = root if root not in (None, "") else os.environ.get("MEMSTRATA_HOME") or DEFAULT_ROOT
     path = Path(os.path.expanduser(str(chosen)))
     return Path(os.path.realpath(path))
 

@@ -84,8 +84,7 @@ def global_options_last(argv: list[str]) -> list[str]:
 
 
 def resolve_root(argv: list[str]) -> str:
-    """The root a call addresses: --root, else $MEMSTRATA_HOME, else the tree the current directory
-    is in, else ~/memory (as storage.tree does)."""
+    """The root a call addresses: --root, else $MEMSTRATA_HOME, else ~/memory (as storage.tree does)."""
     chosen = None
     for i, arg in enumerate(argv):
         if arg == "--":
@@ -95,9 +94,7 @@ def resolve_root(argv: list[str]) -> str:
         elif arg.startswith("--root="):
             chosen = arg[len("--root="):]
     if chosen in (None, ""):
-        from memstrata.storage.layout import enclosing_tree  # stdlib only
-
-        chosen = os.environ.get("MEMSTRATA_HOME") or enclosing_tree() or "~/memory"
+        chosen = os.environ.get("MEMSTRATA_HOME") or "~/memory"
     return os.path.realpath(os.path.expanduser(str(chosen)))
 
 
