@@ -12,7 +12,7 @@ from memstrata import __version__
 HELP = """memstrata: local, offline, persistent memory for AI agents.
 
 Memories are Markdown files in a category tree under the root (--root, else $MEMSTRATA_HOME,
-else the tree the current directory is in, else ~/memory). Recall is semantic first (a bundled model, no network).
+else ~/memory). Recall is semantic first (a bundled model, no network).
 
 Examples:
 

@@ -82,6 +82,17 @@ def test_tier_and_category_filters_are_checked(vault):
     assert found.returncode == 0 and json.loads(found.stdout)["results"][0]["path"] == "git/rebase.md"
 
 
+def test_a_category_only_this_tree_has_is_recalled_with_the_shared_root(tmp_path, vault):
+    shared = tmp_path / "shared"
+    assert mem("init", root=shared).returncode == 0
+    proc = mem("recall", "squash commits", "--category", "git", "--include-shared", "--json", root=vault,
+               env={"MEMSTRATA_SHARED": str(shared)})
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout)
+    assert answer["results"][0]["path"] == "git/rebase.md"
+    assert f"the shared root {shared} has no category 'git'" in answer["notes"]
+
+
 def test_a_starter_category_without_entries_exists(tmp_path):
     root = tmp_path / "mem"
     assert mem("init", root=root).returncode == 0
