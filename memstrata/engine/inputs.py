@@ -96,13 +96,13 @@ def _bytes(n: int) -> str:
 
 def clean_expires(value, now):
     """The expiry a write or update is given, as a UTC datetime. One typed as text (the CLI, MCP, a
-    JSON call) before today is refused: the entry would go to the trash at the next maintain
-    (`--expires 0001-01-01` was taken). A datetime is an entry's own, carried over (a share's
+    JSON call) that is not after now is refused: the entry would go to the trash at the next maintain
+    (`--expires 0001-01-01` was taken; a date alone is its midnight UTC, so today is past too). A datetime is an entry's own, carried over (a share's
     copy of a note already past it): kept as it is."""
     when = clock.parse_datetime(value)
-    if isinstance(value, str) and when.date() < now.date():
-        raise InvalidInput(f"expires {value.strip()} is before today ({now.date().isoformat()}): "
-                           f"the entry would be trashed at the next maintain; give today or a later date")
+    if isinstance(value, str) and when <= now:
+        raise InvalidInput(f"expires {value.strip()} is not after now ({clock.format_datetime(now)}): "
+                           f"the entry would be trashed at the next maintain; give a later date")
     return when
 
 

@@ -1,5 +1,5 @@
 """What a new user meets first: adopt refusals, bare command groups, checked filters, named unreadable
-files, the tree found from a subfolder, a talking setup script and the demo run twice."""
+files, the tree never chosen by the cwd, a talking setup script and the demo run twice."""
 import json
 import os
 import shutil
@@ -116,20 +116,19 @@ def test_sync_names_unreadable_files_and_doctor_hints_per_cause(tmp_path, vault)
     assert "fix its frontmatter" in said["git/badyaml.md"]
 
 
-def test_the_tree_is_found_from_a_subfolder(tmp_path, vault):
+def test_the_current_directory_never_chooses_the_tree(tmp_path, vault):
+    """Run inside an adopted vault (or a cloned repository holding a .memstrata/) without --root, a
+    command still uses ~/memory: a tree found from the cwd took a user's memories into a stranger's repo."""
     env = {k: v for k, v in os.environ.items() if k != "MEMSTRATA_HOME"}
     env["HOME"] = str(tmp_path / "home")
-    inside = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "list", "--json"], capture_output=True,
-                            text=True, env=env, cwd=vault / "git", timeout=180)
-    assert inside.returncode == 0, inside.stderr
-    assert {e["path"] for e in json.loads(inside.stdout)["entries"]} >= {"git/rebase.md", "git/bisect.md"}
-    outside = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "list"], capture_output=True,
-                             text=True, env=env, cwd=tmp_path, timeout=180)
-    one_line_error(outside, 3)
-    assert f"no memory tree at {tmp_path / 'home' / 'memory'}" in outside.stderr
-    named = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "list", "--root", str(tmp_path / "home")],
-                           capture_output=True, text=True, env=env, cwd=vault, timeout=180)
-    one_line_error(named, 3)  # --root wins over the tree the call is made in
+    inside = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "write", "my private plan", "--title", "plan"],
+                            capture_output=True, text=True, env=env, cwd=vault / "git", timeout=180)
+    one_line_error(inside, 3)
+    assert f"no memory tree at {tmp_path / 'home' / 'memory'}" in inside.stderr
+    assert not any("plan" in p.name for p in vault.rglob("*.md"))
+    named = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "list", "--json", "--root", str(vault)],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180)
+    assert named.returncode == 0 and {e["path"] for e in json.loads(named.stdout)["entries"]} >= {"git/rebase.md"}
 
 
 def test_setup_script_says_when_it_installs_and_only_then(tmp_path):

@@ -5,6 +5,8 @@ the root and its files are private (0700/0600), and the secret guard covers ever
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 import json
 import os
 import stat
@@ -72,7 +74,7 @@ BAD_WRITES = [
     (dict(body="x", id="~root"), "may only hold"),
     (dict(body="x", id=".."), "may only hold"),
     (dict(body="x", importance="whenever"), "importance must be"),
-    (dict(body="x", expires="0001-01-01"), "before today"),
+    (dict(body="x", expires="0001-01-01"), "is not after now"),
     (dict(body="x", expires="not a date"), "not a date"),
     (dict(body=f"the key is {SECRET}"), "credential"),
     (dict(body="ok", title=f"key {SECRET}"), "credential"),
@@ -111,18 +113,21 @@ def test_twenty_megabyte_body(stored, embedder, tmp_path):
         m.config_set("max_entry_bytes", 32 * 1024 * 1024)
 
 
-def test_an_expiry_before_today_is_refused_by_write_and_update(stored, embedder):
-    """`mem write --expires 0001-01-01` was taken (the entry went to the trash at the next maintain);
-    today and later are taken, and `--expires ''` still clears an expiry."""
+def test_an_expiry_not_after_now_is_refused_by_write_and_update(stored, embedder):
+    """`mem write --expires 0001-01-01` was taken (the entry went to the trash at the next maintain),
+    and so was today's date (its midnight had passed: trashed by the next maintain too); a later
+    date is taken, and `--expires ''` still clears an expiry."""
     root, ids, before = stored
     err = one_line_error(cli(root, "write", "x", "--expires", "0001-01-01"), 2)
-    assert "expires 0001-01-01 is before today" in err
+    assert "expires 0001-01-01 is not after now" in err
     one_line_error(cli(root, "update", ids[0], "--expires", "2020-01-01"), 2)
-    assert snapshot(root) == before
     m = Memory(root, embedder=embedder)
-    today = m.state.now().date().isoformat()
-    assert m.update(ids[0], expires=today).action == "updated"
-    assert m.read(ids[0], count_access=False).expires.date().isoformat() == today
+    now = m.state.now()
+    one_line_error(cli(root, "update", ids[0], "--expires", now.date().isoformat()), 2)
+    assert snapshot(root) == before
+    tomorrow = (now + timedelta(days=1)).date().isoformat()
+    assert m.update(ids[0], expires=tomorrow).action == "updated"
+    assert m.read(ids[0], count_access=False).expires.date().isoformat() == tomorrow
     assert cli(root, "update", ids[0], "--expires", "").returncode == 0
     assert m.read(ids[0], count_access=False).expires is None
 
