@@ -41,9 +41,26 @@ def load(root) -> dict:
     except (OSError, ValueError) as exc:
         raise CorruptEntry(f"{layout.at(root, ALLOW_FILE)}: not readable JSON ({exc}); move it away to "
                            "start the list again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("notes"), dict):
+    if not _well_formed(data):  # a hand edit: every later use of it (hex salt, records) must hold
         raise CorruptEntry(f"{layout.at(root, ALLOW_FILE)}: not a list of allowed values; move it away")
     return data
+
+
+def _well_formed(data) -> bool:
+    """Whether `data` has the shape `load` documents (salt: hex or null; each note a list of records)."""
+    if not isinstance(data, dict) or not isinstance(data.get("notes"), dict):
+        return False
+    salt = data.get("salt")
+    if salt is not None:
+        try:
+            if not isinstance(salt, str) or not bytes.fromhex(salt):
+                return False
+        except ValueError:
+            return False
+    return all(isinstance(rel, str) and isinstance(records, list)
+               and all(isinstance(r, dict) and isinstance(r.get("fingerprint"), str)
+                       and isinstance(r.get("kind"), str) for r in records)
+               for rel, records in data["notes"].items())
 
 
 def _save(root, data: dict) -> None:
