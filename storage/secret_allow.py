@@ -7,8 +7,9 @@ caught. The fingerprint is PBKDF2-SHA256 with a random per-tree salt: a short de
 (`postgres`) cannot be read back from the file by hashing a word list with one fast hash.
 
 The record is one JSON file in the tree's own state (`.memstrata/secrets-allowed.json` in an
-adopted vault, `.secrets-allowed.json` in a tree made by `mem init`), written atomically; it may be
-committed with the tree (it holds no value).
+adopted vault, `.secrets-allowed.json` in a tree made by `mem init`), written atomically. It is this
+machine's word: the engine's .gitignore keeps it out of team sync (an allowance pulled by a teammate
+would stay in their index after a revoke here), so a teammate allows on their own machine.
 """
 from __future__ import annotations
 
@@ -95,6 +96,21 @@ def revoke(root, rel: str) -> int:
         return 0
     _save(root, data)
     return len(records)
+
+
+def marks(root) -> dict[str, str]:
+    """Per note allowed for, a digest of what is allowed (salt and fingerprints): the index keeps the
+    marks it was synced with, so a sync re-checks each note whose allowance changed since (a revoke,
+    the file edited or deleted by hand). An unreadable file allows nothing: no marks."""
+    if not _path(root).is_file():
+        return {}
+    try:
+        data = load(root)
+    except CorruptEntry:
+        return {}
+    salt = data.get("salt") or ""
+    return {rel: hashlib.sha1("\0".join([salt, *sorted(r["fingerprint"] for r in records)]).encode()).hexdigest()[:16]
+            for rel, records in data["notes"].items() if records}
 
 
 def holds(root, rel: str) -> bool:
