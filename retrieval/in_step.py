@@ -19,9 +19,16 @@ def tree_part(root: Path) -> str:
     """A digest of the entry files as the table compares them with its rows (path, size, mtime):
     equal digests, no file the sync plan would read. Taken before a plan, so a file changed while
     the plan ran leaves a stamp that no longer matches."""
+    from memstrata.storage.secret_allow import ALLOW_FILE
+
     digest = hashlib.sha1()
     for rel, st in sorted(iter_entry_files(root)):
         digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    try:  # an allowance changed (`mem secrets allow|revoke`, a hand edit): notes to check again
+        st = os.stat(layout.path(root, ALLOW_FILE))
+        digest.update(f"allowed\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    except OSError:
+        pass
     return digest.hexdigest()
 
 

@@ -27,10 +27,11 @@ class SyncPlan:
     flagged: dict = field(default_factory=dict)    # files holding a credential: not indexed (storage.secrets)
     model_changed: bool = False
     missing: bool = False
+    allowed: dict | None = None  # the allowance marks to record once applied; None: the recorded ones
 
     @property
     def empty(self) -> bool:
-        return not (self.embed or self.metadata or self.remove)
+        return not (self.embed or self.metadata or self.remove) and self.allowed is None
 
     def summary(self) -> dict:
         out = {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
@@ -57,6 +58,40 @@ def flag(entry, root) -> str | None:
             f"`mem secrets allow {entry.path}`)")
 
 
+ALLOWED_META = "secrets_allowed"  # meta.json: the allowance marks (secret_allow.marks) the table was synced with
+
+
+def _allow_changes(index: VectorIndex) -> tuple[dict | None, set[str]]:
+    """(the allowance marks to record, None when they are the recorded ones; the notes whose
+    allowance changed since): those are read again whatever their stamp, as their file did not
+    change when `mem secrets revoke` ran elsewhere or the allow file was edited or deleted by hand."""
+    from memstrata.storage.secret_allow import marks
+
+    now, before = marks(index.root), index.meta().get(ALLOWED_META)
+    before = before if isinstance(before, dict) else {}
+    if now == before:
+        return None, set()
+    return now, {rel for rel in set(now) | set(before) if now.get(rel) != before.get(rel)}
+
+
+def allowance_applied(index: VectorIndex, rel: str) -> None:
+    """Note `rel`'s row was just made to follow its allowance (`mem secrets allow|revoke` index or
+    unindex it at once): its mark is the current one, so a later change of it is seen. Caller holds
+    the tree lock; only this note's mark (another's hand edit is still the next sync's)."""
+    from memstrata.storage.secret_allow import marks
+
+    if not index.exists():
+        return
+    recorded = index.meta().get(ALLOWED_META)
+    recorded = dict(recorded) if isinstance(recorded, dict) else {}
+    mark = marks(index.root).get(rel)
+    if mark is None:
+        recorded.pop(rel, None)
+    else:
+        recorded[rel] = mark
+    index.set_meta(ALLOWED_META, recorded)
+
+
 def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | None = None,
          paths: set[str] | None = None) -> SyncPlan:
     """Compare files on disk with the indexed rows (reads only files whose size/mtime changed).
@@ -67,6 +102,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
     if paths is not None:
         return _plan_paths(index, model_name, model_dim, paths)
     out = SyncPlan()
+    out.allowed, recheck = _allow_changes(index)
     frame = index.frame() if index.exists() else None
     meta = index.meta()
     if frame is None:
@@ -79,7 +115,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
     seen_ids: set[str] = set()
     for rel, st in sorted(iter_entry_files(index.root)):
         row = known.get(rel)
-        if row is not None and (row[1], row[2]) == (st.st_size, st.st_mtime_ns):
+        if row is not None and (row[1], row[2]) == (st.st_size, st.st_mtime_ns) and rel not in recheck:
             seen_ids.add(row[0])
             continue
         stop_if_cancelled("sync")  # before each file read: nothing is written yet
@@ -132,6 +168,8 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
     if frame is None or (model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim)):
         return plan(index, model_name, model_dim)  # the whole tree is to embed
     out = SyncPlan()
+    out.allowed, recheck = _allow_changes(index)
+    paths = set(paths) | recheck
     at_path = frame.by_path
     found: dict[str, str] = {}  # row id -> path where it is now
     for rel in sorted(p for p in paths if is_entry_path_in(index.root, p)):
@@ -139,7 +177,8 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
         if st is None:
             continue
         n = at_path.get(rel)
-        if n is not None and (frame.cols["size"][n], frame.cols["mtime_ns"][n]) == (st.st_size, st.st_mtime_ns):
+        if n is not None and (frame.cols["size"][n], frame.cols["mtime_ns"][n]) == (st.st_size, st.st_mtime_ns) \
+                and rel not in recheck:
             found[frame.ids[n]] = rel
             continue
         stop_if_cancelled("sync")
@@ -212,4 +251,6 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
     if progress is not None and entries:
         progress(len(entries), len(entries))
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))
+    if todo.allowed is not None and index.exists():
+        index.set_meta(ALLOWED_META, todo.allowed)
     return todo.summary()

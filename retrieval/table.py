@@ -52,6 +52,10 @@ class VectorIndex(FrameCache):
         except (OSError, ValueError):
             return {}
 
+    def set_meta(self, key: str, value) -> None:
+        """Keep `value` under `key` in meta.json (caller holds the tree lock)."""
+        self._write_meta({**self.meta(), key: value})
+
     def _write_meta(self, data: dict) -> None:
         from memstrata.storage.atomic import atomic_write_text
 

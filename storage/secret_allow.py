@@ -7,8 +7,9 @@ caught. The fingerprint is PBKDF2-SHA256 with a random per-tree salt: a short de
 (`postgres`) cannot be read back from the file by hashing a word list with one fast hash.
 
 The record is one JSON file in the tree's own state (`.memstrata/secrets-allowed.json` in an
-adopted vault, `.secrets-allowed.json` in a tree made by `mem init`), written atomically; it may be
-committed with the tree (it holds no value).
+adopted vault, `.secrets-allowed.json` in a tree made by `mem init`), written atomically. It is this
+machine's word: the engine's .gitignore keeps it out of team sync (an allowance pulled by a teammate
+would stay in their index after a revoke here), so a teammate allows on their own machine.
 """
 from __future__ import annotations
 
@@ -41,9 +42,26 @@ def load(root) -> dict:
     except (OSError, ValueError) as exc:
         raise CorruptEntry(f"{layout.at(root, ALLOW_FILE)}: not readable JSON ({exc}); move it away to "
                            "start the list again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("notes"), dict):
+    if not _well_formed(data):  # a hand edit: every later use of it (hex salt, records) must hold
         raise CorruptEntry(f"{layout.at(root, ALLOW_FILE)}: not a list of allowed values; move it away")
     return data
+
+
+def _well_formed(data) -> bool:
+    """Whether `data` has the shape `load` documents (salt: hex or null; each note a list of records)."""
+    if not isinstance(data, dict) or not isinstance(data.get("notes"), dict):
+        return False
+    salt = data.get("salt")
+    if salt is not None:
+        try:
+            if not isinstance(salt, str) or not bytes.fromhex(salt):
+                return False
+        except ValueError:
+            return False
+    return all(isinstance(rel, str) and isinstance(records, list)
+               and all(isinstance(r, dict) and isinstance(r.get("fingerprint"), str)
+                       and isinstance(r.get("kind"), str) for r in records)
+               for rel, records in data["notes"].items())
 
 
 def _save(root, data: dict) -> None:
@@ -78,6 +96,21 @@ def revoke(root, rel: str) -> int:
         return 0
     _save(root, data)
     return len(records)
+
+
+def marks(root) -> dict[str, str]:
+    """Per note allowed for, a digest of what is allowed (salt and fingerprints): the index keeps the
+    marks it was synced with, so a sync re-checks each note whose allowance changed since (a revoke,
+    the file edited or deleted by hand). An unreadable file allows nothing: no marks."""
+    if not _path(root).is_file():
+        return {}
+    try:
+        data = load(root)
+    except CorruptEntry:
+        return {}
+    salt = data.get("salt") or ""
+    return {rel: hashlib.sha1("\0".join([salt, *sorted(r["fingerprint"] for r in records)]).encode()).hexdigest()[:16]
+            for rel, records in data["notes"].items() if records}
 
 
 def holds(root, rel: str) -> bool:

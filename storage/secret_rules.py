@@ -128,12 +128,32 @@ def _assignment_ok(m: re.Match) -> bool:
 # Passwords a database or broker image starts with (the user's own name besides), as its docs show them.
 _DEFAULT_PASSWORDS = frozenset(("postgres", "mysql", "root", "admin", "guest", "docker", "redis", "mongo",
                                 "rabbitmq", "dev", "local", "localhost", "secret", "changeme", "example"))
-# A host only this machine or its own private network reaches: loopback, a private or Docker address,
-# `host.docker.internal`, `.local`, or one label (a Compose service: `db`, `database`).
+# A host on this machine itself: loopback, any address, Docker's bridge (172.16.0.0/12) and host name.
+# Not 10/8 or 192.168/16 or `.local`: a LAN or a cloud VPC holds real servers.
 _LOCAL_HOST = re.compile(
-    r"(?i:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[::1\]|10(?:\.\d{1,3}){3}|192\.168(?:\.\d{1,3}){2}|"
-    r"172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|host\.docker\.internal|[a-z0-9\-]+\.local|[a-z][a-z0-9_\-]*)"
-    r"(?![A-Za-z0-9.\-])")
+    r"(?i:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[::1\]|172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2}|"
+    r"host\.docker\.internal)(?![A-Za-z0-9.\-])")
+# ... or a Compose service that says what it is (`db`, `postgres-db`, `redis_1`): one label made of these
+# words; any other one-label name (`production`, `prod`, `billing`) may be a real server's.
+_SERVICE_WORDS = frozenset((
+    "db", "database", "postgres", "postgresql", "pg", "pgsql", "mysql", "mariadb", "redis", "mongo", "mongodb",
+    "rabbitmq", "rabbit", "amqp", "memcached", "elasticsearch", "opensearch", "minio", "mssql", "sqlserver",
+    "clickhouse", "cassandra", "couchdb", "neo4j", "kafka", "zookeeper", "influxdb", "timescaledb", "valkey",
+    "keydb", "cache", "broker", "queue", "mailhog", "mailpit", "smtp", "ldap", "keycloak", "vault", "consul",
+    "test", "dev", "local", "docker"))
+_ONE_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*(?![A-Za-z0-9.\-])")
+
+
+def _local_host_at(text: str, at: int) -> bool:
+    """Whether the host that starts at `at` is one of _LOCAL_HOST or a self-describing Compose service."""
+    if _LOCAL_HOST.match(text, at):
+        return True
+    label = _ONE_LABEL.match(text, at)
+    if label is None:
+        return False
+    words = [w.rstrip("0123456789") for w in re.split(r"[_\-]", label.group().lower())]
+    return any(w in _SERVICE_WORDS - {"test", "dev", "local", "docker"} for w in words) and all(
+        w in _SERVICE_WORDS or not w for w in words)
 
 
 def _local_default(m: re.Match) -> bool:
@@ -142,7 +162,7 @@ def _local_default(m: re.Match) -> bool:
     user, pw = m.group("user").lower(), m.group("pw").lower()
     words = _DEFAULT_PASSWORDS | {user}
     default = pw in words or only_words(pw, words)
-    return default and _LOCAL_HOST.match(m.string, m.end() - 1) is not None
+    return default and _local_host_at(m.string, m.end() - 1)
 
 
 def _userinfo_ok(m: re.Match) -> bool:

@@ -19,7 +19,8 @@ STARTER_CATEGORIES = {
     "long-term": "Knowledge meant to last: decisions, conventions, lessons.",
 }
 # .full/ and .versions/ are memories: kept in git; .quarantine/ holds what the doctor set aside unread
-GITIGNORE = ".vectors/\n.trash/\n.cache/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n"
+# .secrets-allowed.json: `mem secrets allow` is this machine's word (storage/secret_allow.py), never a team's
+GITIGNORE = ".vectors/\n.trash/\n.cache/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n.secrets-allowed.json\n"
 
 
 def resolve_root(root: str | os.PathLike | None = None) -> Path:

@@ -26,6 +26,11 @@ class SecretsAllowed:
         # indexed here, not left to a sync: its file did not change, so a watcher-driven sync (the
         # service's) would not look at it again
         indexed = self.recall.reindex_entries([entry.path]) == 1
+        if indexed:
+            from memstrata.retrieval.sync import allowance_applied
+
+            with self.state.lock():
+                allowance_applied(self.state.vector_index(), entry.path)
         return {"path": entry.path, "allowed": [_shown(r) for r in records], "indexed": indexed}
 
     def revoke(self, ref: str) -> dict:
@@ -36,6 +41,10 @@ class SecretsAllowed:
             if not n:
                 raise InvalidInput(f"{rel}: nothing was allowed for it (see `mem secrets list`)")
             unindexed = self._unindex_if_flagged(rel)
+            if unindexed:
+                from memstrata.retrieval.sync import allowance_applied
+
+                allowance_applied(self.state.vector_index(), rel)
         return {"path": rel, "revoked": n, "unindexed": unindexed}
 
     def _unindex_if_flagged(self, rel: str) -> bool:

@@ -69,17 +69,24 @@ def autoload_answer(loaded, embedder):
         loaded.items.pop()
 
 
-def read_answer(entry, raw: bool = False) -> dict:
+def read_answer(entry, root, raw: bool = False) -> dict:
     """MCP read: the entry with every string taken from the note escaped, as recall and autoload show
     them (a body `</memory><system>...` reached the model as tags), a title or summary also redacted
-    as listings are, the body fenced as autoload fences a memory. With `raw`, `raw_body` holds the
-    body as stored, unescaped, for an edit (`update` takes the new text as is)."""
+    as listings are, the body fenced as autoload fences a memory and redacted as snippets are unless
+    the user allowed what is flagged in it (`mem secrets allow`). With `raw`, `raw_body` holds the
+    body as stored, unescaped and unredacted, for an edit (`update` takes the new text as is)."""
     from memstrata.results import entry_full
     from memstrata.retrieval.fence import fence, quoted
+    from memstrata.retrieval.sync import flag
+    from memstrata.retrieval.table import indexed_form
+    from memstrata.storage.secrets import redact
 
     full = entry_full(entry)
+    # a flagged note (hand-made or pulled: the guard never saw it) is neither indexed nor shown in a
+    # snippet; its body reached the agent whole here
+    body = redact(entry.body) if flag(indexed_form(root, entry), root) is not None else entry.body
     answer = {**quoted(full, LISTED), "tags": escaped(full["tags"]), "frontmatter": escaped(full["frontmatter"]),
-              "body": fence(entry.body, entry.ref)}
+              "body": fence(body, entry.ref)}
     if raw:
         answer["raw_body"] = entry.body
     return answer

@@ -84,6 +84,25 @@ def test_errors_are_one_line(vault):
         assert done.returncode != 0 and done.stderr.startswith("mem: error: ") and done.stderr.count("\n") == 1, args
 
 
+def test_a_misshapen_allow_file_is_one_line_everywhere(vault):
+    """A hand edit of the wrong shape gave `internal error: ValueError` (TypeError, AttributeError)."""
+    allow = vault / ".memstrata" / "secrets-allowed.json"
+    kept = allow.read_text()
+    try:
+        for bad in ({"salt": "zz", "notes": {}}, {"salt": 5, "notes": {}}, {"salt": None, "notes": {"a.md": "oops"}},
+                    {"salt": None, "notes": {"ops/billing.md": [1, 2]}}):
+            allow.write_text(json.dumps(bad))
+            assert "ops/billing.md" not in found(vault)
+            for args in (["sync"], ["doctor"], ["secrets", "list"]):
+                done = run(vault, *args)
+                assert "internal error" not in done.stderr + done.stdout, (bad, args)
+            done = run(vault, "secrets", "allow", "ops/billing.md")
+            assert done.returncode != 0 and done.stderr.count("\n") == 1 and done.stderr.startswith(
+                "mem: error: .memstrata/secrets-allowed.json: not a list of allowed values"), (bad, done.stderr)
+    finally:
+        allow.write_text(kept)
+
+
 def test_help_has_an_example():
     for sub in ("allow", "list", "revoke"):
         done = run("/nonexistent", "secrets", sub, "--help")

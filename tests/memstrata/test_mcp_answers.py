@@ -90,6 +90,30 @@ def test_read_fences_the_body_and_gives_the_raw_text_only_when_asked(tree):
     assert Memory(root).read(entry_id, count_access=False).title == EVIL_TITLE  # the note itself unchanged
 
 
+def test_read_redacts_a_credential_unless_the_note_is_allowed(tree, embedder):
+    """`read` answered a flagged note's credential verbatim in `body`, where recall and autoload redact it."""
+    import random
+    import string
+
+    root, _ = tree
+    rng = random.Random(5)
+    password = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(14))
+    (root / "ops").mkdir(exist_ok=True)  # made by hand: the guard never saw it
+    (root / "ops" / "billing.md").write_text(f"# Billing\n\nReports: postgres://billing:{password}@reports.example.com/b\n")
+
+    async def reads(session):
+        plain = await session.call_tool("read", {"id": "ops/billing.md", "count_access": False})
+        raw = await session.call_tool("read", {"id": "ops/billing.md", "count_access": False, "raw": True})
+        return _data(plain), _data(raw)
+
+    plain, raw = anyio.run(_session, root, reads)
+    assert password not in plain["body"] and "[redacted]" in plain["body"]
+    assert password in raw["raw_body"] and password not in raw["body"]  # asked for, to edit: as stored
+    Memory(root, embedder=embedder).secrets_allow("ops/billing.md")
+    plain, _raw = anyio.run(_session, root, reads)
+    assert password in plain["body"]  # the user said it is no secret
+
+
 HUGE = "x" * 100_000
 HOSTILE = {
     "write": [{"body": 12}, {"body": ["a"]}, {"body": "ok", "importance": HUGE}, {"body": "ok", "expires": HUGE},

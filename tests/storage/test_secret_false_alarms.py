@@ -84,6 +84,21 @@ def test_keys_beside_the_same_shapes_are_found():
         assert scan(text), text
 
 
+@pytest.mark.parametrize("host", ["production", "prod", "staging", "billing", "test", "10.0.0.5",
+                                  "192.168.1.20", "nas.local", "prod-db"])
+def test_a_default_password_on_a_host_that_is_not_this_machine_is_found(host):
+    """Only this machine's own hosts and Compose services named for what they are pass a default password:
+    any one-label name did (`postgres://admin:admin@production/app` passed)."""
+    assert scan(f"postgres://admin:admin@{host}/app"), host
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "0.0.0.0", "172.17.0.1",
+                                  "host.docker.internal", "db", "database", "postgres", "mysql", "mariadb",
+                                  "redis", "mongodb", "rabbitmq", "postgres-db", "db_1", "test-db"])
+def test_a_default_password_on_this_machine_or_a_named_service_is_quiet(host):
+    assert scan(f"postgres://postgres:postgres@{host}:5432/app") == [], host
+
+
 def test_random_keys_in_the_new_contexts_are_found_as_bare_ones_are():
     """2,000 random base64 keys of 40 characters: every one found bare is also found after `NAME=`, after
     a hash and after a label that is no id; at the end of a path, all but a few (a key's own `/` can cut

@@ -1,0 +1,97 @@
+"""`mem secrets allow` is this machine's word: team sync never shares the allow file (a teammate's index
+kept a note allowed here after a revoke here), and a sync re-checks a note whose allowance changed
+without its file changing (the allow file edited or deleted by hand)."""
+import json
+import random
+import string
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from test_vault_team import git, vault_in_git  # noqa: E402  (a vault in git with a bare remote)
+
+_rng = random.Random(41)
+PASSWORD = "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(14))  # made at run time
+NOTES = {"Welcome.md": "# Welcome\nThis vault is about sailing boats.\n",
+         "ops/billing.md": "# Billing\n\nThe zebrafish reporting database:\n\n"
+                           f"    postgres://billing:{PASSWORD}@reports.example.com:5432/billing\n"}
+ALLOW = ".memstrata/secrets-allowed.json"
+QUERY = "zebrafish reporting database"
+
+
+@pytest.fixture(autouse=True)
+def _no_service(monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+
+
+def found(m: Memory) -> list[str]:
+    return [h.path for h in m.recall(QUERY).results]
+
+
+def test_an_allowance_stays_on_its_machine(tmp_path, embedder):
+    a, bare = vault_in_git(tmp_path, embedder, NOTES)
+    b = Memory(tmp_path / "b", embedder=embedder)
+    b.clone(str(bare), machine="desktop")
+    a.secrets_allow("ops/billing.md")
+    assert found(a)[:1] == ["ops/billing.md"]
+    a.sync_remote()
+    assert ALLOW not in git(a.root, "ls-files").split() and (a.root / ALLOW).is_file()
+    b.sync_remote()
+    assert not (b.root / ALLOW).exists() and "ops/billing.md" not in found(b)  # a teammate allows on theirs
+
+    # an allow file an older release committed leaves the team's tree (it stays on this disk)
+    git(a.root, "add", "-f", ALLOW)
+    git(a.root, "commit", "-q", "-m", "an older release shared it")
+    a.sync_remote()
+    assert ALLOW not in git(a.root, "ls-files").split() and (a.root / ALLOW).is_file()
+    assert found(a)[:1] == ["ops/billing.md"]
+
+
+def test_a_hand_edit_or_deletion_of_the_allow_file_is_seen_by_the_next_sync(tmp_path, embedder):
+    root = tmp_path / "v"
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    m = Memory(root, embedder=embedder)
+    m.init(adopt=True)
+    m.secrets_allow("ops/billing.md")
+    m.sync()
+    assert found(m)[:1] == ["ops/billing.md"]
+
+    data = json.loads((root / ALLOW).read_text())
+    data["notes"] = {}  # the user takes the allowance out by hand
+    (root / ALLOW).write_text(json.dumps(data))
+    assert "ops/billing.md" in m.sync().get("flagged", {})
+    assert "ops/billing.md" not in found(m)
+    assert not [f for f in m.doctor().findings if f.kind == "vectors_rows"]
+
+    m.secrets_allow("ops/billing.md")
+    assert found(m)[:1] == ["ops/billing.md"]
+    (root / ALLOW).unlink()  # ... or deletes the file
+    m.sync()
+    assert "ops/billing.md" not in found(m)
+    assert not [f for f in m.doctor().findings if f.kind == "vectors_rows"]
+
+
+@pytest.mark.parametrize("bad", [{"salt": "zz"}, {"salt": 5}, {"notes": {"ops/billing.md": "oops"}},
+                                 {"notes": {"ops/billing.md": [1, 2]}}])
+def test_a_misshapen_allow_file_allows_nothing_and_says_so(tmp_path, embedder, bad):
+    from memstrata.errors import MemstrataError
+
+    root = tmp_path / "v"
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    m = Memory(root, embedder=embedder)
+    m.init(adopt=True)
+    (root / ALLOW).write_text(json.dumps({"salt": "00ff", "notes": {}, **bad}))
+    m.sync()  # was: internal error (ValueError, TypeError, AttributeError) from sync, doctor and allow
+    assert "ops/billing.md" not in found(m)
+    assert [f.kind for f in m.doctor().findings] == ["secret"]
+    with pytest.raises(MemstrataError, match="secrets-allowed.json: not a list of allowed values"):
+        m.secrets_allow("ops/billing.md")
