@@ -260,13 +260,16 @@ def atomic_move(source: Path, target: Path, *, root: Path | None = None) -> None
 
 
 class ReplacingFile:
-    """A text file written whole or not at all (an export): the text goes to a temp file beside
-    `path` that takes its place on close(); close(keep=False) or a failure leaves no partial file
-    (ENOSPC half-way left one). A device or FIFO (/dev/stdout, /dev/full) is written straight."""
+    """A new text file written whole or not at all (an export): the text goes to a temp file beside
+    `path` that takes its place on close(); close(keep=False) or a failure leaves no file (ENOSPC
+    half-way left a partial one). Anything already at `path` (a file, a symlink, /dev/stdout, a FIFO,
+    /dev/full) is written straight through, as `open(path, "w")` does: a rename would put a new file
+    in place of the link (an export to /dev/stdout redirected to a file replaced /dev/stdout itself)
+    or break a file's hard links and mode."""
 
     def __init__(self, path):
         self.path = Path(path)
-        straight = self.path.exists() and not self.path.is_file()
+        straight = os.path.lexists(self.path)
         self._temp = None if straight else self.path.parent / temp_name(self.path.name)
         self._handle = open(self.path if straight else self._temp, "w" if straight else "x", encoding="utf-8")
 

@@ -117,8 +117,7 @@ def test_an_export_that_runs_out_of_space_says_so_in_one_line_and_leaves_nothing
         for name in ("new.jsonl", "old.jsonl"):
             out = _mem("export", "--jsonl", str(small / name), "--root", str(tree))
             assert out.stderr.decode().splitlines()[-1] == "mem: error: No space left on device"
-        assert sorted(os.listdir(small)) == ["old.jsonl"]
-        assert (small / "old.jsonl").read_text() == "the export before\n"
+        assert sorted(os.listdir(small)) == ["old.jsonl"]  # a new export leaves nothing; an old file is written through
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)
         (tree / "bulk" / "big.md").unlink()
@@ -135,3 +134,25 @@ def test_queries_answer_in_json_lines_whatever_the_flag_and_an_empty_file_is_ref
     queries.write_text("\n")
     out = _mem("recall", "--queries", str(queries), "--root", str(tree), "--json")
     assert (out.returncode, out.stderr.decode()) == (2, f"mem: error: no queries in {queries}\n")
+
+
+def test_an_export_writes_through_a_link_and_never_replaces_it(tree, tmp_path):
+    """An export to /dev/stdout redirected to a file renamed a temp file over /dev/stdout itself (as root):
+    whatever is already at the path (a symlink, a link to this process's stdout) is written through."""
+    real = tmp_path / "real.jsonl"
+    real.write_text("")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    out = _mem("export", "--jsonl", str(link), "--root", str(tree))
+    assert out.returncode == 0, out.stderr
+    assert link.is_symlink() and real.read_text().count("\n") >= 1
+    to_stdout = tmp_path / "stdout-link"
+    to_stdout.symlink_to("/proc/self/fd/1")  # what /dev/stdout is, in a folder of the test's own
+    captured = tmp_path / "captured.jsonl"
+    with open(captured, "wb") as handle:
+        done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "export", "--jsonl", str(to_stdout),
+                               "--root", str(tree)], stdout=handle, stderr=subprocess.PIPE, timeout=180,
+                              env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 0, done.stderr
+    assert to_stdout.is_symlink() and os.readlink(to_stdout) == "/proc/self/fd/1"
+    assert [json.loads(line)["path"] for line in captured.read_text().splitlines() if line.startswith("{")]
