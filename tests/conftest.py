@@ -13,6 +13,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # folder of this session (tests of the service itself use one per module; see test_service.py).
 _RUNTIME = tempfile.mkdtemp(prefix="memstrata-test-run-")
 os.environ["MEMSTRATA_RUNTIME_DIR"] = _RUNTIME
+# ... and never makes or reads the user's own machine-local state (the secrets-allow key)
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="memstrata-test-state-")
 
 
 def stop_service_and_remove(folder: str) -> None:
