@@ -186,6 +186,23 @@ def holds(root, rel: str) -> bool:
         return False
 
 
+def held_before_pull(root, incoming) -> str | None:
+    """This machine's allow file, when the commits about to be pulled (`incoming`: paths) hold it: git
+    overwrites (or deletes) an ignored file with what a teammate force-added, so it is put back after."""
+    if layout.at(root, ALLOW_FILE) not in incoming:
+        return None
+    try:
+        return _path(root).read_text(encoding="utf-8")
+    except OSError:  # none here: the pulled one stays, and allows nothing here (its records are not this machine's)
+        return None
+
+
+def put_back(root, text: str) -> None:
+    p = _path(root)
+    os.makedirs(p.parent, exist_ok=True)
+    atomic_write_text(p, text, root=root)
+
+
 def not_allowed(root, rel: str, located) -> list:
     """The findings of `located` (pairs of finding and value) the user did not allow for `rel`."""
     if not located:
