@@ -9,7 +9,10 @@ caught. The fingerprint is PBKDF2-SHA256 with a random per-tree salt: a short de
 The record is one JSON file in the tree's own state (`.memstrata/secrets-allowed.json` in an
 adopted vault, `.secrets-allowed.json` in a tree made by `mem init`), written atomically. It is this
 machine's word: the engine's .gitignore keeps it out of team sync (an allowance pulled by a teammate
-would stay in their index after a revoke here), so a teammate allows on their own machine.
+would stay in their index after a revoke here), so a teammate allows on their own machine. Git still
+overwrites an ignored file with one a teammate force-added, so every fingerprint is also keyed with a
+random key kept outside the tree (`machine_key`): a record made on another machine (or before the
+key) never matches here, it is listed as not this machine's and its note stays flagged.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import hashlib
 import json
 import os
 import secrets as _random
+
+from pathlib import Path
 
 from memstrata.storage import layout
 from memstrata.storage.atomic import atomic_write_text
@@ -26,6 +31,61 @@ ALLOW_FILE = ".secrets-allowed.json"
 # Slow enough that guessing a weak value costs (about 10 ms a guess), fast enough for the few
 # values of flagged notes a sync meets.
 _ROUNDS = 20_000
+
+
+KEY_FILE = "secrets-allow.key"
+_keys: dict[str, bytes] = {}
+
+
+def key_path() -> Path:
+    """This user's machine-local key: $XDG_STATE_HOME/memstrata (else ~/.local/state/memstrata), never
+    in a tree, so nothing a sync pulls can know or replace it."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base).expanduser() / "memstrata" / KEY_FILE
+
+
+def machine_key() -> bytes:
+    """The key (32 random bytes), made once with mode 0600; CorruptEntry when the file is not one."""
+    p = key_path()
+    if str(p) in _keys:
+        return _keys[str(p)]
+    if not p.is_file():
+        os.makedirs(p.parent, mode=0o700, exist_ok=True)
+        tmp = p.with_name(f".{KEY_FILE}.{os.getpid()}.{_random.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, (_random.token_hex(32) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, p)  # never replaces a key another process made first: theirs is kept
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    try:
+        key = bytes.fromhex(p.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        key = b""
+    if len(key) != 32:
+        raise CorruptEntry(f"{p}: not a secrets-allow key; move it away (what was allowed is allowed again "
+                           "with `mem secrets allow`)")
+    _keys[str(p)] = key
+    return key
+
+
+def key_id() -> str:
+    """A name of this machine's key written with each record (not the key): which records are this machine's."""
+    return hashlib.sha256(b"memstrata secrets-allow key\0" + machine_key()).hexdigest()[:16]
+
+
+def is_here(record: dict) -> bool:
+    """Whether `record` was made with this machine's key (one made elsewhere or before the key allows nothing)."""
+    try:
+        return record.get("key") == key_id()
+    except CorruptEntry:
+        return False
 
 
 def _path(root):
@@ -71,8 +131,9 @@ def _save(root, data: dict) -> None:
 
 
 def fingerprint(salt: str, rel: str, kind: str, value: str) -> str:
+    """Keyed with this machine's key: a file made elsewhere cannot hold a fingerprint that matches here."""
     raw = "\0".join((rel, kind, value)).encode("utf-8")
-    return hashlib.pbkdf2_hmac("sha256", raw, bytes.fromhex(salt), _ROUNDS).hex()
+    return hashlib.pbkdf2_hmac("sha256", raw, bytes.fromhex(salt) + machine_key(), _ROUNDS).hex()
 
 
 def allow(root, rel: str, located, now: str) -> list[dict]:
@@ -80,8 +141,9 @@ def allow(root, rel: str, located, now: str) -> list[dict]:
     it); returns the records (kind and where, no value)."""
     data = load(root)
     salt = data.get("salt") or _random.token_hex(16)
+    here = key_id()
     records = [{"kind": f.kind, "field": f.field, "line": f.line, "column": f.column, "allowed_at": now,
-                "fingerprint": fingerprint(salt, rel, f.kind, value)} for f, value in located]
+                "key": here, "fingerprint": fingerprint(salt, rel, f.kind, value)} for f, value in located]
     data["salt"] = salt
     data["notes"][rel] = records
     _save(root, data)
@@ -109,8 +171,9 @@ def marks(root) -> dict[str, str]:
     except CorruptEntry:
         return {}
     salt = data.get("salt") or ""
+    mine = {rel: [r for r in records if is_here(r)] for rel, records in data["notes"].items()}
     return {rel: hashlib.sha1("\0".join([salt, *sorted(r["fingerprint"] for r in records)]).encode()).hexdigest()[:16]
-            for rel, records in data["notes"].items() if records}
+            for rel, records in mine.items() if records}
 
 
 def holds(root, rel: str) -> bool:
@@ -118,9 +181,26 @@ def holds(root, rel: str) -> bool:
     if not _path(root).is_file():
         return False
     try:
-        return bool(load(root)["notes"].get(rel))
+        return any(is_here(r) for r in load(root)["notes"].get(rel) or [])
     except CorruptEntry:
         return False
+
+
+def held_before_pull(root, incoming) -> str | None:
+    """This machine's allow file, when the commits about to be pulled (`incoming`: paths) hold it: git
+    overwrites (or deletes) an ignored file with what a teammate force-added, so it is put back after."""
+    if layout.at(root, ALLOW_FILE) not in incoming:
+        return None
+    try:
+        return _path(root).read_text(encoding="utf-8")
+    except OSError:  # none here: the pulled one stays, and allows nothing here (its records are not this machine's)
+        return None
+
+
+def put_back(root, text: str) -> None:
+    p = _path(root)
+    os.makedirs(p.parent, exist_ok=True)
+    atomic_write_text(p, text, root=root)
 
 
 def not_allowed(root, rel: str, located) -> list:
@@ -131,8 +211,20 @@ def not_allowed(root, rel: str, located) -> list:
         data = load(root)
     except CorruptEntry:  # an unreadable list allows nothing: the notes stay flagged, doctor says why
         return [f for f, _value in located]
-    records = data["notes"].get(rel)
-    if not records or not data.get("salt"):
+    known = {r.get("fingerprint") for r in data["notes"].get(rel) or [] if is_here(r)}
+    if not known or not data.get("salt"):
         return [f for f, _value in located]
-    known = {r.get("fingerprint") for r in records}
-    return [f for f, value in located if fingerprint(data["salt"], rel, f.kind, value) not in known]
+    try:
+        return [f for f, value in located if fingerprint(data["salt"], rel, f.kind, value) not in known]
+    except CorruptEntry:  # the key went bad since is_here read it: nothing is allowed
+        return [f for f, _value in located]
+
+
+def elsewhere(root, rel: str) -> bool:
+    """Whether the allow file holds records for `rel` made on another machine (or before the machine
+    key) and none made here: what a flagged note says, as such a file allows nothing here."""
+    try:
+        records = load(root)["notes"].get(rel) or [] if _path(root).is_file() else []
+    except CorruptEntry:
+        return False
+    return bool(records) and not any(is_here(r) for r in records)

@@ -1,7 +1,9 @@
 """Shared fixtures: one loaded model per test process, a private service folder, a daily-use clock; heaviest files first."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -13,6 +15,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # folder of this session (tests of the service itself use one per module; see test_service.py).
 _RUNTIME = tempfile.mkdtemp(prefix="memstrata-test-run-")
 os.environ["MEMSTRATA_RUNTIME_DIR"] = _RUNTIME
+# ... and never makes or reads the user's own machine-local state (the secrets-allow key)
+_STATE = tempfile.mkdtemp(prefix="memstrata-test-state-")
+os.environ["XDG_STATE_HOME"] = _STATE
+atexit.register(shutil.rmtree, _STATE, True)
 
 
 def stop_service_and_remove(folder: str) -> None:

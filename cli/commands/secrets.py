@@ -29,13 +29,14 @@ def secrets_allow(path: PathArg, root: RootOpt = None, as_json: JsonOpt = False)
 
 @secrets_app.command("list")
 def secrets_list(root: RootOpt = None, as_json: JsonOpt = False):
-    """The notes with allowed values: kind and place of each (no value, no fingerprint).
+    """The notes with allowed values: kind and place of each (no value, no fingerprint); here False: made
+    on another machine (a pulled file), it allows nothing here.
 
     Example: mem secrets list --json
     """
     data = memory(root).secrets_allowed()
     rows = [{"path": rel, **r} for rel, records in data["notes"].items() for r in records]
-    emit(as_json, data, lambda: table(rows, ["path", "kind", "field", "line", "column", "allowed_at"]))
+    emit(as_json, data, lambda: table(rows, ["path", "kind", "field", "line", "column", "allowed_at", "here"]))
 
 
 @secrets_app.command("revoke")

@@ -75,5 +75,6 @@ class SecretsAllowed:
 
 
 def _shown(record: dict) -> dict:
-    """A record as it is shown: kind and where, no fingerprint (nothing to read in it)."""
-    return {k: record.get(k) for k in ("kind", "field", "line", "column", "allowed_at")}
+    """A record as it is shown: kind, where and whether it is this machine's; no fingerprint."""
+    return {**{k: record.get(k) for k in ("kind", "field", "line", "column", "allowed_at")},
+            "here": secret_allow.is_here(record)}  # False: made on another machine, allows nothing here

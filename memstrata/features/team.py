@@ -14,7 +14,7 @@ from memstrata.features.team_merge import resolve_all
 from memstrata.features.team_recover import clear_stale_locks, recover
 from memstrata.features.team_settings import guard_pulled_config
 from memstrata.scoring.merge import describe_changes
-from memstrata.storage import codec, journal, journal_compact, layout, modes, trash, tree, versions
+from memstrata.storage import codec, journal, journal_compact, layout, modes, secret_allow, trash, tree, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.paths import category_of
@@ -257,6 +257,7 @@ class TeamSync:
             return
         incoming = [p for _, p in git.changed(head, tracking)] if head else [p for _, p in git.changed(None, tracking)]
         self._skip(git.unwritable(incoming), "name too long for this file system", result)
+        own_allow = secret_allow.held_before_pull(self.root, incoming)  # a teammate's must not replace it
         # git replaces a file it updates (the umask's mode): a vault's note gets its own mode back below
         own_modes = modes.modes_of(self.root, [p for p in incoming if not p.startswith(layout.ENGINE_HOME + "/")]) \
             if layout.is_adopted(self.root) else {}
@@ -301,6 +302,10 @@ class TeamSync:
         if head:  # what the merge itself wrote (a conflict's kept version) changes the index too
             result["_pulled"].update(p for _, p in git.changed(head, "HEAD"))
         modes.put_back(self.root, own_modes)
+        if own_allow is not None:
+            secret_allow.put_back(self.root, own_allow)
+            result["warnings"].append(f"the pull changed {layout.at(self.root, secret_allow.ALLOW_FILE)} (a "
+                                      "teammate committed or removed theirs): this machine's is kept")
 
     def _fresh_ids_for_pulled_copies(self, result: dict) -> int:
         """A pulled file holding the id of another file (a peer copied a note, its id line with it) gets

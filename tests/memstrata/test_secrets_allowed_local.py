@@ -95,3 +95,55 @@ def test_a_misshapen_allow_file_allows_nothing_and_says_so(tmp_path, embedder, b
     assert [f.kind for f in m.doctor().findings] == ["secret"]
     with pytest.raises(MemstrataError, match="secrets-allowed.json: not a list of allowed values"):
         m.secrets_allow("ops/billing.md")
+
+
+def test_a_pulled_allow_file_allows_nothing_here_and_this_machines_is_kept(tmp_path, embedder, monkeypatch):
+    from memstrata.storage import secret_allow
+
+    a, bare = vault_in_git(tmp_path, embedder, NOTES)
+    b = Memory(tmp_path / "b", embedder=embedder)
+    b.clone(str(bare), machine="desktop")
+    a.secrets_allow("ops/billing.md")
+    assert found(a)[:1] == ["ops/billing.md"]
+    mine = (a.root / ALLOW).read_text()
+
+    # the teammate's machine has its own key: they allow the note there and force-add their file
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "b-state"))
+    b.secrets_allow("ops/billing.md")
+    git(b.root, "add", "-f", ALLOW)
+    git(b.root, "commit", "-q", "-m", "share my allowances")
+    git(b.root, "push", "-q", "origin", "HEAD")
+    monkeypatch.undo()
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    assert secret_allow.key_path() != tmp_path / "b-state" / "memstrata" / secret_allow.KEY_FILE
+
+    done = a.sync_remote()
+    assert (a.root / ALLOW).read_text() == mine  # this machine's allowances are not lost
+    assert any("this machine's is kept" in w for w in done["warnings"])
+    assert ALLOW not in git(a.root, "ls-files").split()
+
+    # the crafted file itself, put in place by hand (or by an older release's pull): it allows nothing here
+    (a.root / ALLOW).write_text(git(b.root, "show", f"HEAD:{ALLOW}"))
+    flagged = a.sync().get("flagged", {})
+    assert "not made on this machine" in flagged["ops/billing.md"]
+    assert "ops/billing.md" not in found(a)
+    assert [r["here"] for r in a.secrets_allowed()["notes"]["ops/billing.md"]] == [False]
+    a.secrets_allow("ops/billing.md")  # allowing it again here makes it this machine's
+    assert found(a)[:1] == ["ops/billing.md"]
+    assert all(r["here"] for r in a.secrets_allowed()["notes"]["ops/billing.md"])
+
+
+def test_the_machine_key_is_made_once_private_and_outside_the_tree(tmp_path, monkeypatch):
+    import stat
+
+    from memstrata.storage import secret_allow
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    key = secret_allow.machine_key()
+    p = tmp_path / "state" / "memstrata" / secret_allow.KEY_FILE
+    assert secret_allow.key_path() == p and len(key) == 32
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    text = p.read_text()
+    (tmp_path / "link").symlink_to(tmp_path / "state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "link"))  # another spelling: read again, not cached
+    assert secret_allow.machine_key() == key and p.read_text() == text  # made once, never replaced
