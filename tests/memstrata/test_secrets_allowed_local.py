@@ -95,3 +95,20 @@ def test_a_misshapen_allow_file_allows_nothing_and_says_so(tmp_path, embedder, b
     assert [f.kind for f in m.doctor().findings] == ["secret"]
     with pytest.raises(MemstrataError, match="secrets-allowed.json: not a list of allowed values"):
         m.secrets_allow("ops/billing.md")
+
+
+def test_a_token_glued_to_an_allowed_key_is_flagged(tmp_path, embedder):
+    """An allowed AWS key hid a GitHub token glued to it (`AKIA..._ghp_...`): sync embedded the note."""
+    aws = "AKIA" + "".join(_rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))
+    token = "ghp_" + "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    root = tmp_path / "v"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "aws.md").write_text(f"# Zebrafish reporting database\n\nKey: {aws}\n")
+    m = Memory(root, embedder=embedder)
+    m.init(adopt=True)
+    m.secrets_allow("ops/aws.md")
+    assert not m.sync().get("flagged")
+    with (root / "ops" / "aws.md").open("a") as f:
+        f.write(f"Deploy token: {aws}_{token}\n")
+    assert "ops/aws.md" in m.sync().get("flagged", {})
+    assert "ops/aws.md" not in found(m)
