@@ -107,3 +107,17 @@ def test_help_has_an_example():
     for sub in ("allow", "list", "revoke"):
         done = run("/nonexistent", "secrets", sub, "--help")
         assert done.returncode == 0 and "Example: mem secrets " + sub in done.stdout
+
+
+def test_recall_by_grep_redacts_a_flagged_title(tmp_path):
+    """`mem recall --strategy grep` printed a flagged note's title with its token (MCP recall and the hook
+    redacted it): grep reads the files themselves."""
+    token = "ghp_" + "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    root = tmp_path / "vault"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "deploy.md").write_text(f"# Deploy notes billing {token}\n\nHow the billing service deploys.\n")
+    assert run(root, "init", "--adopt").returncode == 0
+    plain = run(root, "recall", "deploy notes billing", "--strategy", "grep")
+    answer = run(root, "recall", "deploy notes billing", "--strategy", "grep", "--json")
+    assert plain.returncode == 0 and "[redacted]" in plain.stdout and token not in plain.stdout + plain.stderr
+    assert js(answer)["results"][0]["path"] == "ops/deploy.md" and token not in answer.stdout
