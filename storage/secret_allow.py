@@ -47,6 +47,18 @@ def load(root) -> dict:
     return data
 
 
+def problem(root) -> str | None:
+    """What is wrong with the allow file (not readable JSON, the wrong shape: it then allows nothing,
+    and `mem secrets allow` refuses to write over it), or None when it is missing or sound."""
+    if not _path(root).is_file():
+        return None
+    try:
+        load(root)
+    except CorruptEntry as exc:
+        return exc.message
+    return None
+
+
 def _well_formed(data) -> bool:
     """Whether `data` has the shape `load` documents (salt: hex or null; each note a list of records)."""
     if not isinstance(data, dict) or not isinstance(data.get("notes"), dict):
