@@ -90,9 +90,15 @@ def test_a_misshapen_allow_file_allows_nothing_and_says_so(tmp_path, embedder, b
     m = Memory(root, embedder=embedder)
     m.init(adopt=True)
     (root / ALLOW).write_text(json.dumps({"salt": "00ff", "notes": {}, **bad}))
-    m.sync()  # was: internal error (ValueError, TypeError, AttributeError) from sync, doctor and allow
+    said = m.sync()  # was: internal error (ValueError, TypeError, AttributeError) from sync, doctor and allow
     assert "ops/billing.md" not in found(m)
-    assert [f.kind for f in m.doctor().findings] == ["secret"]
+    # sync and doctor named the note only and advised `mem secrets allow`, which refuses this file
+    assert "secrets-allowed.json: not a list of allowed values" in said["allow_file"]
+    (root / "ops" / "billing.md").write_text(NOTES["ops/billing.md"] + "\nEdited.\n")
+    assert "secrets-allowed.json: not a list of allowed values" in m.sync()["flagged"]["ops/billing.md"]
+    findings = m.doctor().findings
+    assert [f.kind for f in findings] == ["secrets_allow_file", "secret"]
+    assert findings[0].path == ALLOW and "move it away" in findings[0].action
     with pytest.raises(MemstrataError, match="secrets-allowed.json: not a list of allowed values"):
         m.secrets_allow("ops/billing.md")
 
