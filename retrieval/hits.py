@@ -109,8 +109,11 @@ class RecallHit:
     def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None,
                    relevance: float | None = None) -> "RecallHit":
         from memstrata.storage.clock import format_datetime
+        from memstrata.storage.secrets import redact
 
-        return cls(id=entry.id, title=entry.title, score=float(score), snippet=snippet, category=entry.category,
+        # the title redacted as the snippet is: grep reads files the guard never saw (a flagged note's
+        # title and its token reached `mem recall` as is)
+        return cls(id=entry.id, title=redact(entry.title), score=float(score), snippet=snippet, category=entry.category,
                    tier=entry.tier, status=entry.status, path=entry.path, created=format_datetime(entry.created),
                    signals=signals, relevance=relevance)
 

@@ -45,20 +45,24 @@ def flag(entry, root) -> str | None:
     """Why a file the engine did not check (hand-made, adopted, pulled) must not enter the index: the
     credentials the guard finds in its whole record (never the text) that the user did not allow
     for this note (`mem secrets allow`, storage/secret_allow.py), or None."""
-    from memstrata.storage.secret_allow import elsewhere, not_allowed
+    from memstrata.storage.secret_allow import elsewhere, not_allowed, problem
     from memstrata.storage.secrets import located_in_entry
 
     located = located_in_entry(entry)
     found = not_allowed(root, entry.path, located) if located else []
     if not found:
         return None
+    # an allow file of the wrong shape allows nothing and `mem secrets allow` refuses it: name it first
+    broken = problem(root)
+    allow = (f"`mem secrets allow {entry.path}` once the allow list is fixed: {broken}" if broken
+             else f"`mem secrets allow {entry.path}`")
     # said, not silent: a pulled allow file (or one from before the machine key) replaced this machine's
     foreign = (" (the allow file's allowance for it was not made on this machine: it allows nothing here)"
                if elsewhere(root, entry.path) else "")
     return ("possible credential (" + "; ".join(f.describe() for f in found[:3])
             + (f"; {len(found) - 3} more" if len(found) > 3 else "")
-            + f"): not indexed or shown until it is taken out of the file (or, if it is no secret, "
-            f"`mem secrets allow {entry.path}`){foreign}")
+            + f"): not indexed or shown until it is taken out of the file (or, if it is no secret, {allow})"
+            + foreign)
 
 
 ALLOWED_META = "secrets_allowed"  # meta.json: the allowance marks (secret_allow.marks) the table was synced with

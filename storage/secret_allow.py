@@ -107,6 +107,25 @@ def load(root) -> dict:
     return data
 
 
+def problem(root) -> str | None:
+    """What is wrong with the allow file (not readable JSON, the wrong shape: it then allows nothing,
+    and `mem secrets allow` refuses to write over it), or None when it is missing or sound."""
+    if not _path(root).is_file():
+        return None
+    try:
+        load(root)
+    except CorruptEntry as exc:
+        return exc.message
+    return None
+
+
+def warning(root) -> str | None:
+    """What `mem sync` says of an allow file `problem` finds wrong, or None."""
+    broken = problem(root)
+    return None if broken is None else (f"{broken}: it allows nothing (the notes it allowed are flagged); fix it "
+                                        "by hand, or move it away and `mem secrets allow` each note again")
+
+
 def _well_formed(data) -> bool:
     """Whether `data` has the shape `load` documents (salt: hex or null; each note a list of records)."""
     if not isinstance(data, dict) or not isinstance(data.get("notes"), dict):

@@ -88,7 +88,7 @@ from memstrata.storage.public_data import public_spans
 from memstrata.storage.secret_rules import KINDS, RULES, Rule, is_example
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
-           "scan_entry", "located_in_entry", "redact"]
+           "scan_entry", "located_in_entry", "redact", "redact_value"]
 
 MODES = ("refuse", "warn")
 
@@ -127,12 +127,36 @@ def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
     return any(a <= span[0] and span[1] <= b for a, b in spans[max(0, i - 4):i])
 
 
-def _spans(text: str) -> list[tuple[int, int, Rule]]:
-    """Accepted (start, end, rule) matches, overlaps resolved by rule priority."""
+_GLUE = re.compile(r"[^\sA-Za-z0-9]*")  # what joins a token glued to a finding (`_`, `-`, `/`)
+_WORD_END = re.compile(r"\s|$")
+
+
+def _glued(text: str, accepted: list, exempt: list[tuple[int, int]] | None) -> list[tuple[int, int, Rule]]:
+    """Tokens glued after a finding, up to the end of its word (`AKIA..._ghp_...`, `AKIA.../wJalr...`):
+    read on their own, as matches may not overlap and the finding's span hid them (an allowed key
+    then let a new credential glued to it through)."""
+    out: list[tuple[int, int, Rule]] = []
+    for i, (_s, e, _rule) in enumerate(accepted):
+        end = _WORD_END.search(text, e).start()
+        if i + 1 < len(accepted):
+            end = min(end, accepted[i + 1][0])
+        start = _GLUE.match(text, e, end).end()
+        if end - start < 8:
+            continue
+        if exempt is None:
+            exempt = _exempt_spans(text)
+        shifted = [(a - start, b - start) for a, b in exempt if b > start and a < end]
+        out.extend((a + start, b + start, r) for a, b, r in _spans(text[start:end], shifted, glued=False))
+    return out
+
+
+def _spans(text: str, exempt: list[tuple[int, int]] | None = None, glued: bool = True) -> list[tuple[int, int, Rule]]:
+    """Accepted (start, end, rule) matches, overlaps resolved by rule priority, and with `glued` the
+    tokens glued after each (`_glued`). `exempt`: the spans the entropy rule passes, when `text` is a
+    piece of a larger text (computed from `text` when None)."""
     # accepted spans never overlap, so sorted by start they are sorted by end as well
     starts: list[int] = []
     accepted: list[tuple[int, int, Rule]] = []
-    exempt: list[tuple[int, int]] | None = None
     low = text.lower()
     present: dict[str, bool] = {}
     for rule in RULES:
@@ -156,6 +180,8 @@ def _spans(text: str) -> list[tuple[int, int, Rule]]:
             starts.insert(i, s)
             # a documented example holds its place (None) so no later rule reads its pieces as a key
             accepted.insert(i, (s, e, None if rule.examples and is_example(m.group(0)) else rule))
+    if glued and accepted:
+        accepted = sorted(accepted + _glued(text, accepted, exempt))
     return [span for span in accepted if span[2] is not None]
 
 
@@ -356,6 +382,23 @@ def redact(text: str) -> str:
         out.append(REDACTED)
         last = end
     return "".join(out) + text[last:] if out else text
+
+
+def redact_value(key: str, value):
+    """A frontmatter value as shown: each string in it redacted as `redact` does, and read as
+    ``key: value`` too, as the guard reads it (record_fields), so ``password: hunter2`` shows
+    ``[redacted]`` though ``hunter2`` alone is no finding."""
+    if isinstance(value, dict):
+        return {k: redact_value(str(k), v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(key, v) for v in value]
+    if not isinstance(value, str):
+        return value
+    text, prefix = redact(value), f"{key}: "
+    keyed = redact(prefix + text)
+    if keyed == prefix + text:
+        return text
+    return keyed[len(prefix):] if keyed.startswith(prefix) else REDACTED
 
 
 def check(fields: Mapping[str, object], mode: str = "refuse") -> list[Finding]:

@@ -182,11 +182,14 @@ def list_entries(
     """
     from memstrata.results import entry_summary
     from memstrata.storage.paths import shown_category
+    from memstrata.storage.secrets import redact
 
     _check_choice("tier", tier, ("hot", "warm", "cold", "archive"))
     _check_choice("status", status, ("active", "archived", "expired"))
     entries = memory(root).list(category=category, tier=tier, status=status, tags=tag)
-    rows = [entry_summary(e) for e in entries]
+    # a listing redacts as recall does (a flagged note's title and tags showed its token); `mem read` shows the file
+    rows = [{**r, "title": redact(r["title"]), "tags": [redact(t) for t in r["tags"]]}
+            for r in map(entry_summary, entries)]
     emit(as_json, {"count": len(rows), "entries": rows},
          lambda: table([{**r, "category": shown_category(r["category"])} for r in rows],  # a vault's top: "/"
                        ["id", "title", "category", "status", "tier", "updated"]))

@@ -166,6 +166,8 @@ def sync(
             sys.stderr.write(f"mem: warning: {path}: {said}; {unreadable_hint(why)}\n")
         for path, why in sorted(result.get("flagged", {}).items()):
             sys.stderr.write(f"mem: warning: {path}: {why}\n")
+        if "allow_file" in result:
+            sys.stderr.write(f"mem: warning: {result['allow_file']}\n")
 
 
 SHOWN_UNREADABLE = 5  # files named one by one after a sync; `mem doctor` lists them all

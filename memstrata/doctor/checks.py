@@ -32,7 +32,7 @@ _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 KINDS = (
     "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
     "orphan_versions", "missing_sidecar", "catalog", "index_md", "vectors_missing", "vectors_unreadable",
-    "model_mismatch", "vectors_rows", "permissions", "secret",
+    "model_mismatch", "vectors_rows", "permissions", "secrets_allow_file", "secret",
 )
 
 
@@ -300,11 +300,19 @@ def check_bad_names(scan: Scan) -> list[Finding]:
 
 
 def check_secrets(scan: Scan) -> list[Finding]:
-    """A credential in a file the engine did not check (hand-made, adopted, pulled): named, never shown."""
-    return [Finding("secret", why, path=rel, fixable=False,
-                    action="take the credential out of the file (or delete the entry), then `mem sync`; or, if "
-                    "it is no secret, `mem secrets allow` the note")
-            for rel, why in sorted(scan.flagged.items())]
+    """A credential in a file the engine did not check (hand-made, adopted, pulled): named, never shown;
+    the allow file first when it is unreadable (it allows nothing and `mem secrets allow` refuses it)."""
+    from memstrata.storage.secret_allow import ALLOW_FILE, problem
+
+    at, broken = layout.at(scan.root, ALLOW_FILE), problem(scan.root)
+    out = [Finding("secrets_allow_file", f"{broken.removeprefix(at + ': ')}: it allows nothing, so every note it "
+                   "allowed is flagged, and `mem secrets allow` refuses to write over it", path=at, fixable=False,
+                   action="fix its JSON by hand, or move it away (to .quarantine/, say) and `mem secrets allow` "
+                   "each note that is no secret again")] if broken else []
+    return out + [Finding("secret", why, path=rel, fixable=False,
+                          action="take the credential out of the file (or delete the entry), then `mem sync`; or, "
+                          "if it is no secret, `mem secrets allow` the note")
+                  for rel, why in sorted(scan.flagged.items())]
 
 
 def check_unparseable(scan: Scan) -> list[Finding]:

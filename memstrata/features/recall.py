@@ -68,6 +68,7 @@ class Recall:
         Raises ModelUnavailable when something must be embedded and the model cannot load.
         """
         from memstrata.retrieval import ann, in_step, sync
+        from memstrata.storage import secret_allow
 
         embedder = self.state.model()
         left: list[str] = []
@@ -92,6 +93,8 @@ class Recall:
                 in_step.record(index, tree)
             self._write_indexes()  # hand edits (new, renamed, deleted notes) reach INDEX.md too
         result["model"] = embedder.name
+        if (said := secret_allow.warning(self.root)) is not None:  # its notes stay flagged: the file is what to fix
+            result["allow_file"] = said
         if todo.model_changed:
             result["message"] = f"embedding model changed from {previous} to {embedder.name}: re-embedded everything"
         elif todo.missing:

@@ -79,17 +79,31 @@ def read_answer(entry, root, raw: bool = False) -> dict:
     from memstrata.retrieval.fence import fence, quoted
     from memstrata.retrieval.sync import flag
     from memstrata.retrieval.table import indexed_form
-    from memstrata.storage.secrets import redact
+    from memstrata.storage.secrets import redact, redact_value
 
     full = entry_full(entry)
     # a flagged note (hand-made or pulled: the guard never saw it) is neither indexed nor shown in a
-    # snippet; its body reached the agent whole here
-    body = redact(entry.body) if flag(indexed_form(root, entry), root) is not None else entry.body
-    answer = {**quoted(full, LISTED), "tags": escaped(full["tags"]), "frontmatter": escaped(full["frontmatter"]),
+    # snippet; its body, tags and frontmatter values (`deploy_token: ghp_...`) reached the agent whole here
+    if flag(indexed_form(root, entry), root) is not None:
+        body, tags, frontmatter = redact(entry.body), redact_value("tags", full["tags"]), redact_value("", full["frontmatter"])
+    else:
+        body, tags, frontmatter = entry.body, full["tags"], full["frontmatter"]
+    answer = {**quoted(full, LISTED), "tags": escaped(tags), "frontmatter": escaped(frontmatter),
               "body": fence(body, entry.ref)}
     if raw:
         answer["raw_body"] = entry.body
     return answer
+
+
+def listed(entry) -> dict:
+    """MCP list's row for `entry`: its summary quoted (title redacted, LISTED escaped) and each tag
+    redacted and escaped as well (a tag `ghp_...` of a flagged note was listed verbatim)."""
+    from memstrata.results import entry_summary
+    from memstrata.retrieval.fence import escape, quoted
+    from memstrata.storage.secrets import redact
+
+    row = quoted(entry_summary(entry), LISTED)
+    return {**row, "tags": [escape(redact(t)) for t in row["tags"]]}
 
 
 def escaped(value, key: str = ""):

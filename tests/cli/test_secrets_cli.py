@@ -107,3 +107,22 @@ def test_help_has_an_example():
     for sub in ("allow", "list", "revoke"):
         done = run("/nonexistent", "secrets", sub, "--help")
         assert done.returncode == 0 and "Example: mem secrets " + sub in done.stdout
+
+
+def test_recall_by_grep_redacts_a_flagged_title(tmp_path):
+    """`mem recall --strategy grep` printed a flagged note's title with its token (MCP recall and the hook
+    redacted it): grep reads the files themselves."""
+    token = "ghp_" + "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    root = tmp_path / "vault"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "deploy.md").write_text(f"---\ntags: [{token}]\n---\n# Deploy notes billing {token}\n\n"
+                                            "How the billing service deploys.\n")
+    assert run(root, "init", "--adopt").returncode == 0
+    plain = run(root, "recall", "deploy notes billing", "--strategy", "grep")
+    answer = run(root, "recall", "deploy notes billing", "--strategy", "grep", "--json")
+    assert plain.returncode == 0 and "[redacted]" in plain.stdout and token not in plain.stdout + plain.stderr
+    assert js(answer)["results"][0]["path"] == "ops/deploy.md" and token not in answer.stdout
+    listed = [run(root, "list"), run(root, "list", "--json")]  # the title and its tag showed it too
+    assert all(p.returncode == 0 and token not in p.stdout.replace("\n", "").replace("│", "").replace(" ", "")
+               for p in listed)
+    assert js(listed[1])["entries"][0]["tags"] == ["[redacted]"]

@@ -114,6 +114,31 @@ def test_read_redacts_a_credential_unless_the_note_is_allowed(tree, embedder):
     assert password in plain["body"]  # the user said it is no secret
 
 
+def test_read_and_list_redact_every_string_a_flagged_note_shows(tree):
+    """`read` redacted a flagged note's body and title but answered its tags and frontmatter values
+    (`deploy_token: ghp_...`) verbatim; `list` its tags."""
+    import random
+    import string
+
+    root, _ = tree
+    rng = random.Random(6)
+    token = "ghp_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    (root / "ops").mkdir(exist_ok=True)  # made by hand: the guard never saw it
+    (root / "ops" / "deploy.md").write_text(f"---\ntitle: Deploy {token}\ntags: [billing, {token}]\n"
+                                            f"deploy_token: {token}\n---\nHow the billing service deploys.\n")
+
+    async def answers(session):
+        read = await session.call_tool("read", {"id": "ops/deploy.md", "count_access": False})
+        listed = await session.call_tool("list", {"category": "ops"})
+        return _data(read), _data(listed)
+
+    read, listed = anyio.run(_session, root, answers)
+    assert "billing" in read["tags"] and read["frontmatter"]["deploy_token"] == "[redacted]"
+    assert ["billing", "[redacted]"] in [e["tags"] for e in listed["entries"] if e["path"] == "ops/deploy.md"]
+    assert token not in json.dumps(read) and token not in json.dumps(listed)
+    (root / "ops" / "deploy.md").unlink()
+
+
 HUGE = "x" * 100_000
 HOSTILE = {
     "write": [{"body": 12}, {"body": ["a"]}, {"body": "ok", "importance": HUGE}, {"body": "ok", "expires": HUGE},

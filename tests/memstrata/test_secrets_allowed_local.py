@@ -90,9 +90,15 @@ def test_a_misshapen_allow_file_allows_nothing_and_says_so(tmp_path, embedder, b
     m = Memory(root, embedder=embedder)
     m.init(adopt=True)
     (root / ALLOW).write_text(json.dumps({"salt": "00ff", "notes": {}, **bad}))
-    m.sync()  # was: internal error (ValueError, TypeError, AttributeError) from sync, doctor and allow
+    said = m.sync()  # was: internal error (ValueError, TypeError, AttributeError) from sync, doctor and allow
     assert "ops/billing.md" not in found(m)
-    assert [f.kind for f in m.doctor().findings] == ["secret"]
+    # sync and doctor named the note only and advised `mem secrets allow`, which refuses this file
+    assert "secrets-allowed.json: not a list of allowed values" in said["allow_file"]
+    (root / "ops" / "billing.md").write_text(NOTES["ops/billing.md"] + "\nEdited.\n")
+    assert "secrets-allowed.json: not a list of allowed values" in m.sync()["flagged"]["ops/billing.md"]
+    findings = m.doctor().findings
+    assert [f.kind for f in findings] == ["secrets_allow_file", "secret"]
+    assert findings[0].path == ALLOW and "move it away" in findings[0].action
     with pytest.raises(MemstrataError, match="secrets-allowed.json: not a list of allowed values"):
         m.secrets_allow("ops/billing.md")
 
@@ -147,3 +153,20 @@ def test_the_machine_key_is_made_once_private_and_outside_the_tree(tmp_path, mon
     (tmp_path / "link").symlink_to(tmp_path / "state")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "link"))  # another spelling: read again, not cached
     assert secret_allow.machine_key() == key and p.read_text() == text  # made once, never replaced
+
+
+def test_a_token_glued_to_an_allowed_key_is_flagged(tmp_path, embedder):
+    """An allowed AWS key hid a GitHub token glued to it (`AKIA..._ghp_...`): sync embedded the note."""
+    aws = "AKIA" + "".join(_rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))
+    token = "ghp_" + "".join(_rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    root = tmp_path / "v"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "aws.md").write_text(f"# Zebrafish reporting database\n\nKey: {aws}\n")
+    m = Memory(root, embedder=embedder)
+    m.init(adopt=True)
+    m.secrets_allow("ops/aws.md")
+    assert not m.sync().get("flagged")
+    with (root / "ops" / "aws.md").open("a") as f:
+        f.write(f"Deploy token: {aws}_{token}\n")
+    assert "ops/aws.md" in m.sync().get("flagged", {})
+    assert "ops/aws.md" not in found(m)

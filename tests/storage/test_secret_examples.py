@@ -156,3 +156,18 @@ def test_an_aws_key_with_a_run_written_over_it_is_a_key():
         key = rnd(UPPER_DIGITS, 16)
         at = _rng.randint(0, 12)
         assert scan("AK" + "IA" + key[:at] + "XXXX" + key[at + 4:])
+
+
+def test_a_token_glued_after_a_finding_is_a_finding_of_its_own():
+    """Matches may not overlap, so `AKIA..._ghp_...` was one AWS key: allowing that key let the GitHub
+    token glued to it through `mem sync` with no warning."""
+    aws = "AKIA" + rnd(UPPER_DIGITS, 16)
+    for glue, token, kind in (("_", "ghp_" + rnd(ALNUM, 36), "GitHub token"),
+                              ("-", "sk-proj-" + rnd(ALNUM, 40), "OpenAI API key"),
+                              ("/", "wJalr" + rnd(ALNUM, 12) + "/" + rnd(ALNUM, 12) + "/" + rnd(ALNUM, 12), None)):
+        text = f"Deploy token: {aws}{glue}{token} and more"
+        found = scan(text)
+        assert len(found) == 2 and found[0].kind == "AWS access key", (glue, found)
+        assert found[1].column == len("Deploy token: ") + len(aws) + 2 and (kind is None or found[1].kind == kind)
+        assert token not in redact(text) and redact(text).endswith(" and more")
+    assert [f.kind for f in scan(f"{aws}_ok {aws}-prod")] == ["AWS access key"] * 2  # a plain suffix is no key
