@@ -34,7 +34,8 @@ def plain_git_peer(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def env(**extra) -> dict:
-    out = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if key in os.environ}
+    out = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_STATE_HOME")
+           if key in os.environ}
     out.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                 "MEMSTRATA_SERVICE": "off", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
     out.update(extra)

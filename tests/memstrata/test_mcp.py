@@ -20,7 +20,8 @@ REQUIRED_TOOLS = {"write", "recall", "read", "list", "update", "delete", "restor
 
 
 def _params(root):
-    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if key in os.environ}
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_STATE_HOME")
+           if key in os.environ}  # XDG_STATE_HOME: the machine key of `mem secrets allow` (tests: a temp one)
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                 "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
                 "MEMSTRATA_SHARED": str(root.parent / "shared"), "MEMSTRATA_AGENT": "mcp-agent"})

@@ -16,7 +16,8 @@ TOKEN = "test-token-0123456789abcdef"
 
 
 def _env(**extra):
-    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if key in os.environ}
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_STATE_HOME")
+           if key in os.environ}
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                 "MEMSTRATA_SERVICE": "off", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
     env.update(extra)
