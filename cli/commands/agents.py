@@ -96,10 +96,22 @@ def export(
     if not jsonl:
         raise InvalidInput("JSONL is the only export format (--jsonl)")
     m = memory(root)
-    if file in (None, "-"):
+    if file in (None, "-") or _is_own_stdout(file):
         result = m.export_jsonl(sys.stdout)
         if as_json:
             sys.stderr.write(f"exported {counted(result['entries'], 'entry', 'entries')}\n")
         return
     result = m.export_jsonl(file)
     emit(as_json, result, f"exported {counted(result['entries'], 'entry', 'entries')} to {result['path']}")
+
+
+def _is_own_stdout(path: str) -> bool:
+    """Whether `path` (/dev/stdout, /proc/self/fd/1, a link to them) is this process's standard output:
+    opened again it starts at offset 0 of a redirected file, and the export and the closing message
+    overwrote each other's first bytes."""
+    import os
+
+    try:
+        return os.path.samestat(os.stat(os.path.expanduser(path)), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
