@@ -52,13 +52,18 @@ def test_an_allowance_stays_on_its_machine(tmp_path, embedder):
     assert found(a)[:1] == ["ops/billing.md"]
 
 
-def test_a_hand_edit_or_deletion_of_the_allow_file_is_seen_by_the_next_sync(tmp_path, embedder):
+def adopted_notes(tmp_path, embedder):
+    """NOTES adopted as a vault (no git): its root and its Memory."""
     root = tmp_path / "v"
     for rel, text in NOTES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     m = Memory(root, embedder=embedder)
     m.init(adopt=True)
+    return root, m
+
+def test_a_hand_edit_or_deletion_of_the_allow_file_is_seen_by_the_next_sync(tmp_path, embedder):
+    root, m = adopted_notes(tmp_path, embedder)
     m.secrets_allow("ops/billing.md")
     m.sync()
     assert found(m)[:1] == ["ops/billing.md"]
@@ -83,12 +88,7 @@ def test_a_hand_edit_or_deletion_of_the_allow_file_is_seen_by_the_next_sync(tmp_
 def test_a_misshapen_allow_file_allows_nothing_and_says_so(tmp_path, embedder, bad):
     from memstrata.errors import MemstrataError
 
-    root = tmp_path / "v"
-    for rel, text in NOTES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    m = Memory(root, embedder=embedder)
-    m.init(adopt=True)
+    root, m = adopted_notes(tmp_path, embedder)
     (root / ALLOW).write_text(json.dumps({"salt": "00ff", "notes": {}, **bad}))
     said = m.sync()  # was: internal error (ValueError, TypeError, AttributeError) from sync, doctor and allow
     assert "ops/billing.md" not in found(m)
