@@ -32,7 +32,11 @@ def entry_full(entry: Entry) -> dict:
 
 @dataclass
 class WriteResult:
-    """What a write or update did. `action`: created, updated, duplicate, near_duplicate, conflict, merged."""
+    """What a write or update did. `action`: created, updated, duplicate, near_duplicate, conflict, merged.
+
+    A write that became the next version of an entry on the same subject (conflict, merged) also says
+    which version it replaced (`previous_version`), why it is the same subject (`rule`: title, alias
+    or tags) and, for a conflict, whether the new text only adds to the old one (`refines`)."""
 
     id: str
     path: str
@@ -42,6 +46,9 @@ class WriteResult:
     warnings: list[str] = field(default_factory=list)
     related_id: str | None = None
     similarity: float | None = None
+    previous_version: int | None = None
+    rule: str | None = None
+    refines: bool | None = None
 
     def to_dict(self) -> dict:
         data = {"id": self.id, "path": self.path, "action": self.action, "version": self.version,
@@ -50,4 +57,7 @@ class WriteResult:
             data["related_id"] = self.related_id
         if self.similarity is not None:
             data["similarity"] = round(self.similarity, 4)
+        for name in ("previous_version", "rule", "refines"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
         return data

@@ -1,4 +1,8 @@
-"""Write-time decisions: duplicate, conflict, near-duplicate or new, from text and similarity."""
+"""Write-time decisions: duplicate, a new version of the same subject, near-duplicate or new."""
+# The source documents' rule: before a write, the entries of the same category whose title (or
+# tags) match are the same subject; a write about that subject does not make a second entry, it
+# becomes the next version of the existing one (the old text kept, the user told). Everything here
+# is a function of the texts, the tags and the similarities the caller measured: no IO, no clock.
 from __future__ import annotations
 
 import re
@@ -10,25 +14,53 @@ from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
 WRITE_KINDS = ("duplicate", "conflict", "near_duplicate", "new")
+# Why a write is the same subject as an entry (WriteDecision.rule)
+RULES = ("title", "alias", "tags")
 
 _EMPHASIS_RUNS = re.compile(r"(\*\*|__|~~|`+)")
 # A single * or _ that opens or closes emphasis (not one inside a word such as snake_case).
 _EMPHASIS_EDGE = re.compile(r"(?<!\w)[*_]+|[*_]+(?!\w)")
 _SPACE = re.compile(r"\s+")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_WORDS = re.compile(r"[^\W_]+")
+# A mostly-CJK text's similarity from the bundled (English) model says little: two Chinese notes on
+# different things score 0.8-0.99. Such texts are compared by their character pairs as well.
+CJK_TEXT_SHARE = 0.5
+CJK_NEAR_DUPLICATE_DICE = 0.5   # character-pair overlap (Dice) a mostly-CJK near-duplicate also needs
+REFINES_KEEPS = 0.9             # a new text that keeps this share of the old one's words only adds to it
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An entry of the category a write may repeat or be about, with what the caller measured.
+
+    similarity: cosine of the embeddings of title + body (None: unknown, no model);
+    log: an entry appended to by date (a daily note): a write never replaces its text;
+    aliases: the entry's other names (a note's frontmatter `aliases:`, retrieval.names.aliases).
+    """
+
+    entry: Entry
+    similarity: float | None = None
+    log: bool = False
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class WriteDecision:
     """What to do with a new write: kind is duplicate | conflict | near_duplicate | new.
 
-    target_id and similarity name the existing entry concerned (None for "new");
-    reason is one line for the user.
+    target_id and similarity name the existing entry concerned (None for "new"); reason is one
+    line for the user; rule says why a conflict is the same subject (title, alias or tags);
+    refines is true when the new text keeps the old one's words and adds to them.
     """
 
     kind: str
     target_id: str | None
     similarity: float | None
     reason: str
+    rule: str | None = None
+    refines: bool = False
 
 
 def normalise_text(text: str | None) -> str:
@@ -46,6 +78,21 @@ def normalise_text(text: str | None) -> str:
     return out[:end]
 
 
+def title_key(title: str | None) -> str:
+    """A title as a subject: "Editor theme", "editor  theme:", "Editor-Theme" and "**Editor theme**"
+    are one subject. NFKC, case-folded, emphasis dropped, then only letters, digits, marks and symbols
+    kept (no spaces, no punctuation); '#' and a '.' or ',' between digits stay, so "C#" is not "C" and
+    "Node 1.2" is not "Node 12". A title of punctuation alone has no key ("")."""
+    text = normalise_text(title)
+    out = []
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch)[0] in "LNMS" or ch == "#":
+            out.append(ch)
+        elif ch in ".," and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
+            out.append(ch)
+    return "".join(out)
+
+
 def normalise_tags(tags: Iterable[str] | None) -> frozenset[str]:
     """A tag set for comparison: NFKC, case-folded, leading '#' dropped, empties removed."""
     result = set()
@@ -56,46 +103,129 @@ def normalise_tags(tags: Iterable[str] | None) -> frozenset[str]:
     return frozenset(result)
 
 
+def numbers(title: str, body: str) -> tuple[list[str], list[str]]:
+    """The numbers a text states, in order (title, body): near-duplicates must agree on them."""
+    return _NUMBER.findall(title or ""), _NUMBER.findall(body or "")
+
+
+def cjk_heavy(text: str) -> bool:
+    """Whether at least half of a text's letters are CJK (the bundled model reads it poorly)."""
+    letters = [ch for ch in text or "" if ch.isalnum()]
+    return bool(letters) and sum(1 for ch in letters if _CJK.match(ch)) >= CJK_TEXT_SHARE * len(letters)
+
+
+def pair_dice(a: str, b: str) -> float:
+    """Overlap (Dice) of the character pairs of two texts' letters and digits (spaces ignored)."""
+    def pairs(text: str) -> set[str]:
+        s = "".join(ch for ch in normalise_text(text) if ch.isalnum())
+        return {s[i:i + 2] for i in range(len(s) - 1)}
+
+    x, y = pairs(a), pairs(b)
+    return 2 * len(x & y) / (len(x) + len(y)) if x and y else 0.0
+
+
+def refines(old_body: str, new_body: str) -> bool:
+    """Whether the new text keeps (nearly) every word of the old one and says more: a refinement,
+    not a change of mind. CJK text counts its characters."""
+    def words(text: str) -> set[str]:
+        found = set()
+        for w in _WORDS.findall(normalise_text(text)):
+            found.update(w) if _CJK.search(w) else found.add(w)
+        return found
+
+    old, new = words(old_body), words(new_body)
+    return bool(old) and len(new) > len(old) and len(old & new) >= REFINES_KEEPS * len(old)
+
+
+def two_of_a_kind(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
+    """Whether two titles name two things of one kind: they differ in one word each ("Staging
+    database" / "Production database", "Alice's role" / "Jonas's role"), and each text names its own
+    word and not the other's. Such entries share tags and words and are still two subjects."""
+    def words(text: str) -> list[str]:
+        return _WORDS.findall(normalise_text(text))
+
+    ta, tb = set(words(title_a)), set(words(title_b))
+    only_a, only_b = ta - tb, tb - ta
+    if len(only_a) != 1 or len(only_b) != 1 or not ta & tb:
+        return False
+    (a,), (b,) = only_a, only_b
+    text_a, text_b = set(words(f"{title_a} {body_a}")), set(words(f"{title_b} {body_b}"))
+    own_a, own_b = set(words(body_a)), set(words(body_b))
+    return a in own_a and b in own_b and a not in text_b and b not in text_a
+
+
+
+
 def classify_write(title: str, body: str, tags: Iterable[str] | None,
-                   candidates: Iterable[tuple[Entry, float]], settings: Settings) -> WriteDecision:
-    """Classify a write against same-category entries and their similarity to the new text.
+                   candidates: Iterable[Candidate | tuple[Entry, float | None]], settings: Settings) -> WriteDecision:
+    """Classify a write against the entries of its category (expired ones are ignored).
 
-    In order of precedence (the most similar candidate wins within a rule):
-    - duplicate: same normalised body (an empty body also needs the same title);
-    - conflict: different content about the same subject: the same normalised title with
-      similarity >= settings.conflict_title_similarity (a title alone when the similarity is
-      unknown: no model), or the same non-empty tag set with similarity >=
-      settings.conflict_similarity. Two "Standup" notes about different things are two memories;
-    - near_duplicate: similarity >= settings.near_duplicate_threshold and a different title;
-    - new otherwise. Expired candidates are ignored.
+    In order (the most similar candidate wins within a rule):
+    1. duplicate: the same normalised body (an empty body also needs the same title): nothing written.
+    2. conflict, rule "title" / "alias": the same subject by its name. An entry whose title (or one
+       of whose aliases) has the write's title key is the subject, however the new text is worded;
+       when several entries of the category share that title (a title used as a kind of note:
+       imported turns, a vault's notes), the one at least `conflict_title_similarity` similar is,
+       else none. A daily note (log) is never the subject of a write.
+    3. conflict, rule "tags": another title, the same subject by matching tags and content: the same
+       non-empty tag set, carried by no other entry of the category (a tag set several entries share
+       is a kind of note, not a subject), a similarity of at least `conflict_similarity` (not for
+       mostly-CJK text, whose similarity the bundled model cannot tell), and titles that do not name
+       two things of one kind (two_of_a_kind: "Staging database" / "Production database").
+    4. near_duplicate: similarity >= `near_duplicate_threshold`, another title, the same numbers
+       (a text that differs in its numbers says something else), and for mostly-CJK text the same
+       character pairs as well (Dice >= CJK_NEAR_DUPLICATE_DICE): nothing written.
+    5. new.
+    A similarity only ever adds a conflict to the rule by name; it never removes one.
     """
-    n_title, n_body, n_tags = normalise_text(title), normalise_text(body), normalise_tags(tags)
-    candidates = [(e, s) for e, s in candidates if e.status != "expired"]
-    unknown = {e.id for e, s in candidates if s is None}
-    pool = [(e, float(s) if s is not None else 0.0) for e, s in candidates]
-    pool.sort(key=lambda pair: (-pair[1], pair[0].id))
+    pool = [c if isinstance(c, Candidate) else Candidate(c[0], c[1]) for c in candidates]
+    pool = [c for c in pool if c.entry.status != "expired"]
+    pool.sort(key=lambda c: (-(c.similarity or 0.0), c.entry.id))
+    n_body, n_tags, key = normalise_text(body), normalise_tags(tags), title_key(title)
 
-    for entry, sim in pool:
-        same_title = normalise_text(entry.title) == n_title
-        if normalise_text(entry.body) == n_body and (n_body or same_title):
-            return WriteDecision("duplicate", entry.id, sim, f"same content as {_name(entry)}")
+    for c in pool:  # 1. the same text
+        if normalise_text(c.entry.body) == n_body and (n_body or title_key(c.entry.title) == key):
+            return WriteDecision("duplicate", c.entry.id, c.similarity, f"same content as {_name(c.entry)}")
 
-    for entry, sim in pool:
-        if n_title and normalise_text(entry.title) == n_title and (
-                entry.id in unknown or sim >= settings.conflict_title_similarity):
-            return WriteDecision("conflict", entry.id, sim,
-                                 f"same title as {_name(entry)} with different content")
-        if n_tags and normalise_tags(entry.tags) == n_tags and sim >= settings.conflict_similarity:
-            return WriteDecision("conflict", entry.id, sim,
-                                 f"same tags and similar subject ({sim:.2f}) as {_name(entry)} "
-                                 "with different content")
+    named = []  # 2. the same name
+    for c in pool:
+        own, other = title_key(c.entry.title), {title_key(a) for a in c.aliases} - {""}
+        if key and not c.log and (own == key or key in other):
+            named.append((c, "title" if own == key else "alias"))
+    if len(named) == 1:
+        return _conflict(named[0][0], named[0][1], body, "the same title" if named[0][1] == "title"
+                         else "its alias as title")
+    for c, rule in named:  # several: the title names a kind of note, the most similar is the subject
+        if c.similarity is not None and c.similarity >= settings.conflict_title_similarity:
+            return _conflict(c, rule, body, f"the same title, and the most similar of {len(named)} "
+                                            f"({c.similarity:.2f})")
 
-    for entry, sim in pool:
-        if sim >= settings.near_duplicate_threshold and normalise_text(entry.title) != n_title:
-            return WriteDecision("near_duplicate", entry.id, sim,
-                                 f"nearly the same as {_name(entry)} (similarity {sim:.2f})")
+    if n_tags and not cjk_heavy(f"{title}\n{body}"):  # 3. matching tags and content
+        tagged = [c for c in pool if not c.log and normalise_tags(c.entry.tags) == n_tags]
+        if len(tagged) == 1 and (c := tagged[0]).similarity is not None \
+                and c.similarity >= settings.conflict_similarity and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}") \
+                and not two_of_a_kind(c.entry.title, c.entry.body, title, body):
+            return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
+
+    new_numbers = numbers(title, body)
+    cjk = cjk_heavy(f"{title}\n{body}")
+    for c in pool:  # 4. the same thing said again in other words
+        e = c.entry
+        if c.similarity is None or c.similarity < settings.near_duplicate_threshold or title_key(e.title) == key:
+            continue
+        if numbers(e.title, e.body) != new_numbers:
+            continue
+        if (cjk or cjk_heavy(f"{e.title}\n{e.body}")) and pair_dice(body, e.body) < CJK_NEAR_DUPLICATE_DICE:
+            continue
+        return WriteDecision("near_duplicate", e.id, c.similarity,
+                             f"nearly the same as {_name(e)} (similarity {c.similarity:.2f})")
 
     return WriteDecision("new", None, None, "no matching entry")
+
+
+def _conflict(c: Candidate, rule: str, body: str, why: str) -> WriteDecision:
+    return WriteDecision("conflict", c.entry.id, c.similarity, f"{why} as {_name(c.entry)}", rule=rule,
+                         refines=refines(c.entry.body, body))
 
 
 def _name(entry: Entry) -> str:

@@ -35,8 +35,8 @@ class Settings:
     autoload_budget: int = 2000      # tokens, counted with the model's tokenizer
     autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its relevance >= this share of the best hit's
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
-    conflict_similarity: float = 0.75       # same tags + this similarity = same subject
-    conflict_title_similarity: float = 0.6  # same title + this similarity = same subject (else two memories)
+    conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
+    conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15

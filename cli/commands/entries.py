@@ -81,8 +81,10 @@ def write(
     related: Annotated[Optional[List[str]], typer.Option("--related", help="Id of a related entry (repeatable).")] = None,
     expires: Annotated[Optional[str], typer.Option("--expires", help="ISO date after which it expires.")] = None,
     file: Annotated[Optional[str], typer.Option("--file", "-f", help="Read the body from this file.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Write even if a near-duplicate exists.")] = False,
-    merge: Annotated[bool, typer.Option("--merge", help="Fold the text into a near-duplicate instead.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Write a new entry even if a near-duplicate or an entry "
+                                                        "on the same subject exists.")] = False,
+    merge: Annotated[bool, typer.Option("--merge", help="Fold the text into the near-duplicate or same-subject "
+                                                        "entry (its text, then this one).")] = False,
     share: Annotated[bool, typer.Option("--share", help="Also put it in the shared space other agents read.")] = False,
     root: RootOpt = None,
     as_json: JsonOpt = False,
@@ -93,7 +95,12 @@ def write(
 
     \b
       mem write "We chose Postgres" --title "DB choice" --category projects/alpha --tag db
-      echo "notes" | mem write - --title "Standup" --category meetings
+      echo "notes" | mem write - --title "Standup 2026-07-18" --category meetings
+
+    In its category, a title names one subject: a write with the title of an entry there (case,
+    spacing and punctuation aside) becomes that entry's next version, the old text kept (`mem
+    history`); so does one with its tags and a similar text. The answer says so ("conflict
+    detected ..., both versions kept, current is v2"). `--force` writes a separate entry.
     """
     from memstrata.errors import InvalidInput
 
@@ -110,6 +117,10 @@ def _print_write(result) -> None:
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     typer.echo(f"{result.message or result.action} [{result.id}]")
+    if result.action == "conflict" and result.previous_version:  # what the user may want next
+        old = result.previous_version
+        typer.echo(f"  v{old} is kept: mem history {result.id} --show {old}; "
+                   f"if v{old} is still right: mem revert {result.id} --to {old}")
     shared = getattr(result, "shared", None)  # a SharedWriteResult: what happened in the shared root
     if shared:
         typer.echo(f"shared as {shared.get('path')} in {shared.get('root')} "

@@ -53,6 +53,7 @@ from memstrata.doctor.derived import (  # noqa: F401 - re-exported
     vector_state,
 )
 from memstrata.doctor.fixes import QUARANTINE_INDEX, Repairs, quarantine  # noqa: F401 - re-exported
+from memstrata.doctor.subjects import check_shared_titles
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.storage.lock import TreeLock
@@ -148,6 +149,7 @@ class Doctor:
         findings += check_indexes(scan, now)
         findings += check_vectors(scan, self.state.settings)
         findings += check_permissions(self.root)
+        findings += check_shared_titles(scan)
         return findings
 
 

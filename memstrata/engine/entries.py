@@ -245,6 +245,8 @@ class Entries:
                 return WriteResult(id=current.id, path=current.path, action="unchanged", version=current.version,
                                    message=f"nothing to change in {current.path} (v{current.version})")
             warnings = self.save.check_entry(changed)
+            if (changed.title, changed.category) != (current.title, current.category):
+                warnings += self.title_warnings(changed)
             self.save.update(current, changed)
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
                            message=f"updated {changed.path} (v{changed.version})",
@@ -397,6 +399,17 @@ class Entries:
         if any(c == scope or c.startswith(scope + "/") for c in self.state.catalog.category_counts()):
             return
         raise NotFound(f"no category {scope!r} in {self.root} (`mem stats` lists the categories)")
+
+    def title_warnings(self, entry: Entry) -> list[str]:
+        """A warning when another entry of the category has the entry's title: a title names one subject
+        there (scoring.conflicts.title_key), so later writes with it go to the one they are most like."""
+        from memstrata.scoring.conflicts import title_key
+
+        key = title_key(entry.title)
+        others = [e for e in self.state.catalog.entries(entry.category)
+                  if e.category == entry.category and e.id != entry.id and key and title_key(e.title) == key]
+        return [f'{o.id} in {entry.category} has this title too ("{o.title}"): a later write with it becomes a '
+                f"version of the one it is most like (or a new entry)" for o in others[:3]]
 
     def category_warnings(self, category: str) -> list[str]:
         count = self.state.catalog.category_counts().get(category, 0)

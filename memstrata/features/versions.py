@@ -3,14 +3,15 @@
 #
 # - Candidates are the non-expired entries of the *same category* (archived ones included).
 #   Categories up to `grep_max_entries` entries are read in full; beyond that, entries with
-#   the same title or tag set plus the vector index's nearest neighbours in the category.
+#   the same title key or tag set plus the vector index's nearest neighbours in the category.
 # - Similarity is the cosine of the embeddings of title + body (the text the vector index
 #   embeds for chunk 0); vectors come from a per-process cache, then from the index rows
-#   whose content hash still matches, then from the model. No model: similarity 0, and only
-#   exact duplicates and same-title conflicts are caught.
-# - scoring.classify_write decides: duplicate (nothing written, existing id reported),
-#   conflict (the existing entry gets a new version holding the new content), near_duplicate
-#   (nothing written unless --merge folds it in or --force writes it anyway), new.
+#   whose content hash still matches, then from the model. No model: similarity unknown, and
+#   only exact duplicates and same-title versions are found.
+# - scoring.conflicts.classify_write decides: duplicate (nothing written, existing id reported),
+#   conflict (the same subject: by its title or an alias, or by its tags and a similar text; the
+#   existing entry gets a new version holding the new content), near_duplicate (nothing written
+#   unless --merge folds it in or --force writes it anyway), new.
 # - Every content change of an existing entry keeps the replaced file in full under
 #   `.versions/{id}/v{N}.md` and adds a line to the entry's version history (frontmatter `history:`).
 from __future__ import annotations
@@ -55,16 +56,10 @@ class Versions:
         pool = self._precheck_candidates(entry, on_disk)
         if not pool:
             return None
-        settings = self.state.settings
-        decision = classify_write(entry.title, entry.body, entry.tags, pool, settings)
-        while decision.kind == "near_duplicate" and _numbers(entry) != _numbers(
-                next(e for e, _ in pool if e.id == decision.target_id)):
-            # a text that differs in its numbers says something else ("at 5" vs "at 6"): not a rephrase
-            pool = [(e, s) for e, s in pool if e.id != decision.target_id]
-            decision = classify_write(entry.title, entry.body, entry.tags, pool, settings)
+        decision = classify_write(entry.title, entry.body, entry.tags, pool, self.state.settings)
         if decision.kind == "new":
             return None
-        compared = next(e for e, _ in pool if e.id == decision.target_id)  # with its full text
+        compared = next(c.entry for c in pool if c.entry.id == decision.target_id)  # with its full text
         target = on_disk[compared.id]  # as its file holds it: what a change starts from
         sim = decision.similarity
         if decision.kind == "duplicate":
@@ -77,20 +72,22 @@ class Versions:
             return WriteResult(id=changed.id, path=changed.path, action="merged", version=changed.version,
                                message=f"merged into {changed.id}: current v{changed.version}",
                                warnings=self.entries.category_warnings(changed.category), related_id=target.id,
-                               similarity=sim)
+                               similarity=sim, previous_version=target.version, rule=decision.rule)
         if decision.kind == "near_duplicate":
             return WriteResult(id=target.id, path=target.path, action="near_duplicate", version=target.version,
                                message=(f"near-duplicate of {target.id} (similarity {sim:.2f}): nothing written; "
                                         "--merge folds it in, --force writes it anyway"),
                                related_id=target.id, similarity=sim)
-        # conflict: the new content becomes the current version of the existing entry
+        # the same subject: the new content becomes the current version of the existing entry
         changed = self._superseded(target, entry)
+        kind = "refined" if decision.refines else "conflict"
         self.save.update(target, changed,
-                         note=f"{versions.one_line(entry.body, entry.title)} (conflict, replaced v{target.version}{_by(entry)})")
+                         note=f"{versions.one_line(entry.body, entry.title)} ({kind}, replaced v{target.version}{_by(entry)})")
         return WriteResult(id=changed.id, path=changed.path, action="conflict", version=changed.version,
-                           message=f"conflict with {changed.id}: kept both versions, current v{changed.version}",
+                           message=_conflict_message(decision, target, changed),
                            warnings=self.entries.category_warnings(changed.category), related_id=target.id,
-                           similarity=sim)
+                           similarity=sim, previous_version=target.version, rule=decision.rule,
+                           refines=decision.refines)
 
     def keep_version(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
         """The update step: keep `current` as a version when the text changes (always, with a note)."""
@@ -100,9 +97,10 @@ class Versions:
                           note or f"{versions.one_line(changed.body, changed.title)} (update{_by(changed)})", undo)
 
     def _superseded(self, target: Entry, new: Entry) -> Entry:
-        """The existing entry after a conflicting write: new title/body/tags, same id and file."""
+        """The existing entry after a write on its subject: the new body and tags, the same id, file and
+        title (the subject's name: "editor theme" or another title with its tags does not rename it)."""
         now = self.state.now()
-        changed = target.copy(title=new.title, body=new.body, updated=now,
+        changed = target.copy(body=new.body, updated=now,
                               tags=list(new.tags) or list(target.tags),
                               important=target.important or new.important,
                               related=list(dict.fromkeys(target.related + new.related)),
@@ -171,13 +169,13 @@ class Versions:
         return n
 
     # -- candidates and similarity ---------------------------------------------------------------
-    def _precheck_candidates(self, entry: Entry, on_disk: dict) -> list[tuple[Entry, float]]:
-        """The entries of the category a new write may repeat or contradict, each with its full
-        text (a compressed entry is compared by what it said before compression, as recall
-        finds it) and the cosine to the new text; `on_disk` gets each as its file holds it."""
+    def _precheck_candidates(self, entry: Entry, on_disk: dict) -> list:
+        """The entries of the category a new write may repeat or be about (scoring.conflicts.Candidate),
+        each with its full text (a compressed entry is compared by what it said before compression,
+        as recall finds it) and the cosine to the new text; `on_disk` gets each as its file holds it."""
         from memstrata.retrieval.chunking import entry_text
+        from memstrata.scoring.conflicts import Candidate, normalise_tags, title_key
         from memstrata.storage.sidecars import with_full_body
-        from memstrata.scoring.conflicts import normalise_tags, normalise_text
 
         catalog = self.state.catalog
         catalog.refresh()
@@ -187,10 +185,11 @@ class Versions:
             return []
         vector = self._text_vectors([entry_text(entry.title, entry.body)])
         new_vec = vector[0] if vector is not None else None
+        tags = normalise_tags(entry.tags)
         if len(metas) > self.state.settings.grep_max_entries:
-            title, tags = normalise_text(entry.title), normalise_tags(entry.tags)
+            key = title_key(entry.title)
             near = set(self._index_neighbours(new_vec, entry.category)) if new_vec is not None else set()
-            metas = [m for m in metas if m.id in near or normalise_text(m.title) == title
+            metas = [m for m in metas if m.id in near or title_key(m.title) == key
                      or (tags and normalise_tags(m.tags) == tags)]
         full = []
         for meta in metas:
@@ -202,14 +201,11 @@ class Versions:
             on_disk[stored.id] = stored
         if not full:
             return []
-        if new_vec is None:
-            return [(e, None) for e in full]  # no model: similarity unknown (classify_write falls back to titles)
-        vectors = self._entry_vectors(full)
-        out = []
-        for e in full:
-            v = vectors.get(e.id)
-            out.append((e, _cosine(new_vec, v) if v is not None else None))
-        return out
+        from memstrata.retrieval.names import aliases
+
+        vectors = self._entry_vectors(full) if new_vec is not None else {}  # no model: by the names alone
+        return [Candidate(e, _cosine(new_vec, vectors[e.id]) if e.id in vectors else None, _is_daily_note(e),
+                          tuple(aliases(e))) for e in full]
 
     def _vector_cache(self) -> dict:
         if len(self._vectors) > VECTOR_CACHE_MAX:
@@ -343,12 +339,21 @@ class Versions:
 
 
 # ========================================================================== helpers
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_WHY = {"title": "same title", "alias": "its title is an alias of it", "tags": "same tags and subject"}
 
 
-def _numbers(entry: Entry) -> tuple[list[str], list[str]]:
-    """The numbers an entry states, in order (title, body): near-duplicates must agree on them."""
-    return _NUMBER.findall(entry.title), _NUMBER.findall(entry.body)
+def _is_daily_note(entry: Entry) -> bool:
+    """A daily note (daily/YYYY-MM-DD.md, appended to by `mem daily`): a log, never replaced by a write."""
+    return entry.category.casefold() == "daily" and bool(_DAY.fullmatch(entry.title or ""))
+
+
+def _conflict_message(decision, target: Entry, changed: Entry) -> str:
+    """What the user is told when a write became the next version of an entry on the same subject."""
+    why = _WHY.get(decision.rule, "same subject")
+    head = (f'new version of "{target.title}" ({why}; it adds to v{target.version})' if decision.refines
+            else f'conflict detected with "{target.title}" ({why})')
+    return f"{head}: both versions kept, current is v{changed.version}"
 
 
 def _by(entry: Entry) -> str:

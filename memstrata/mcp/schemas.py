@@ -28,6 +28,11 @@ class WriteAnswer(_Open):
     related_id: Optional[str] = Field(None, description="The existing entry a duplicate, near-duplicate, "
                                                         "conflict or merge concerns.")
     similarity: Optional[float] = None
+    previous_version: Optional[int] = Field(None, description="conflict or merged: the version the write replaced "
+                                                              "(kept: `history`).")
+    rule: Optional[str] = Field(None, description="conflict or merged: why it is the same subject (title, alias "
+                                                  "or tags).")
+    refines: Optional[bool] = Field(None, description="conflict: the new text keeps the old one's and adds to it.")
     shared: Optional[dict[str, Any]] = Field(None, description="The copy written to the shared space (share).")
 
 

@@ -34,7 +34,9 @@ INSTRUCTIONS = """memstrata is a local, persistent memory: Markdown entries in a
 - When you learn something worth keeping across sessions (a decision, a preference, a fact, a lesson):
   call `write` with a short title and a category such as projects/<name>, people, decisions,
   preferences, long-term or meetings. Use `share: true` for what other agents should see.
-- If `write` answers action "conflict", tell the user: both versions are kept and the current version is reported.
+- In a category a title names one subject: to record that a fact changed, write it with the same title
+  (or `update` the entry). If `write` answers action "conflict", tell the user (unless `refines` is true):
+  both versions are kept and the current version is reported.
 - Use `update` to change an entry in place, `delete` to move it to the trash (`restore` brings it back).
 - Run `maintain` (dry run by default) to preview aging; pass dry_run=false to apply it. Tell the user
   what its `forgotten` list names (moved to the trash; `restore` brings each back).

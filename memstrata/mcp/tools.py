@@ -63,12 +63,17 @@ def register_tools(server, engine) -> list[str]:
         related: Annotated[Optional[list[str]], Field(description="Ids of related entries.")] = None,
         expires: Annotated[Optional[str], Field(description="ISO date after which it expires.")] = None,
         share: Annotated[bool, Field(description="Also copy it into the shared space other agents read.")] = False,
-        force: Annotated[bool, Field(description="Write even if a near-duplicate exists.")] = False,
-        merge: Annotated[bool, Field(description="Fold the text into the near-duplicate instead.")] = False,
+        force: Annotated[bool, Field(description="Write a new entry even if a near-duplicate or an entry on the "
+                                                 "same subject exists.")] = False,
+        merge: Annotated[bool, Field(description="Fold the text into the near-duplicate or same-subject entry "
+                                                 "instead.")] = False,
     ):
         """Write a new memory (a Markdown entry in a category). Before writing, duplicates and conflicts are
-        checked: the answer's `action` is created, duplicate, near_duplicate, conflict (both versions kept:
-        tell the user) or merged. Returns id, path, action, version, message, warnings."""
+        checked: the answer's `action` is created, duplicate, near_duplicate, conflict or merged. In a
+        category a title names one subject: a write with an entry's title (case and punctuation aside), or
+        with its tags and a similar text, is `conflict`: that entry's next version (`version` is current,
+        `previous_version` is kept; `refines` true when the new text only adds to the old). Tell the user
+        of a conflict that is not a refinement. Returns id, path, action, version, message, warnings."""
         return engine.call(lambda: escaped(jsonable(m.write(
             body, title=title, category=category, tags=tags, importance=importance, important=important,
             related=related, expires=expires, force=force, merge=merge, share=share))))

@@ -26,7 +26,9 @@ def test_conflict_history_show_and_revert(root):
     second = run(root, "write", "User prefers light mode", "--title", "UI preference", "--category", "preferences",
                  now="2026-07-18T10:00:00Z")
     assert second.returncode == 0, second.stderr
-    assert f"conflict with {first['id']}: kept both versions, current v2" in second.stdout
+    assert second.stdout.splitlines() == [
+        f'conflict detected with "UI preference" (same title): both versions kept, current is v2 [{first["id"]}]',
+        f"  v1 is kept: mem history {first['id']} --show 1; if v1 is still right: mem revert {first['id']} --to 1"]
 
     hist = json.loads(run(root, "history", first["id"], "--json").stdout)
     assert [(v["version"], v["date"], v["current"]) for v in hist["versions"]] == [
@@ -42,6 +44,14 @@ def test_conflict_history_show_and_revert(root):
     assert run(root, "history", first["id"], "--show", "3").stdout == "User prefers dark mode\n"
     missing = run(root, "history", first["id"], "--show", "7", "--json")
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"] == "not_found"
+    # --json: the same subject by its title, however spelt; which version it replaced; not a refinement
+    again = json.loads(run(root, "write", "The user wants light mode again", "--title", "ui  PREFERENCE!",
+                           "--category", "preferences", "--json").stdout)
+    assert {k: again[k] for k in ("id", "action", "version", "previous_version", "rule", "refines")} == {
+        "id": first["id"], "action": "conflict", "version": 4, "previous_version": 3, "rule": "title",
+        "refines": False}
+    assert again["message"] == ('conflict detected with "UI preference" (same title): both versions kept, '
+                                'current is v4')
 
 
 def test_duplicate_write_reports_the_existing_id(root):

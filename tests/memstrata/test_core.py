@@ -41,8 +41,12 @@ def test_write_nested_cjk_and_read(mem):
     assert (entry.title, entry.category, entry.tags, entry.importance) == ("Alpha项目", "projects/web", ["web", "react"], 0.8)
     assert entry.access_count == 1 and entry.last_access is not None
     assert mem.read(r.path, count_access=False).id == r.id
-    # a title with the same slug gets a distinct file in the same category
-    assert mem.write("Other text entirely", title="(Alpha项目)", category="projects/web").path == "projects/web/alpha项目-2.md"
+    # a title with the same slug gets a distinct file in the same category ("(Alpha项目)" is the same
+    # subject as "Alpha项目": written without --force it is the entry's next version)
+    assert mem.write("Other text entirely", title="(Alpha项目)", category="projects/web",
+                     force=True).path == "projects/web/alpha项目-2.md"
+    assert mem.write("C# text", title="C# notes", category="projects/web").path == "projects/web/c-notes.md"
+    assert mem.write("C text", title="C notes", category="projects/web").path == "projects/web/c-notes-2.md"
 
 
 def test_indexes_follow_write_update_delete_restore(mem):

@@ -478,15 +478,23 @@ def test_case9_a_folder_nobody_can_open_is_skipped_with_a_note(tmp_path, embedde
 
 
 # -- case 3: old versions stay findable and travel with export/import ----------------------------
-def test_case3_two_standups_are_two_memories(mem_cli):
+def test_case3_two_standups_are_one_subject_unless_their_titles_say_which(mem_cli):
+    """In a category a title names one subject (docs/versions.md): a second "Standup" is the next version
+    of the first, which stays in its history and finds the entry; dated titles make two memories."""
     m = Memory(mem_cli.root)
     first = m.write("Standup: Bob is blocked on the payments API; Ann demoed the new search page.",
                     title="Standup", category="meetings")
     second = m.write("Standup: the release moves to Friday and we are hiring two engineers.",
                      title="Standup", category="meetings")
-    assert second.action == "created" and second.id != first.id
+    assert second.action == "conflict" and second.id == first.id and second.version == 2
+    assert "Bob is blocked" in m.history_show(first.id, 1)
     found = m.recall("who is blocked on the payments API", k=3)
-    assert found.results[0].id == first.id
+    assert found.results[0].id == first.id and "Bob" not in found.results[0].snippet  # shown: what is current
+    monday = m.write("Standup: Bob is blocked on the payments API.", title="Standup 2026-06-01", category="meetings")
+    tuesday = m.write("Standup: the release moves to Friday.", title="Standup 2026-06-02", category="meetings")
+    assert (monday.action, tuesday.action) == ("created", "created")
+    hits = m.recall("who is blocked on the payments API", k=3).results
+    assert hits[0].id == monday.id  # the entry saying it now ranks above the one whose v1 said it
 
 
 def test_case3_an_old_version_is_found_and_exported(mem_cli, tmp_path):

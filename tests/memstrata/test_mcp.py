@@ -176,6 +176,10 @@ def test_every_tool_declares_an_output_schema_its_answers_fit(tmp_path):
         await call("write", {"body": text, "title": "Alpha DB", "category": "projects/alpha"})  # duplicate
         await call("write", {"body": "The user prefers dark mode.", "title": "Theme", "category": "preferences",
                              "share": True})
+        changed = await call("write", {"body": "The user switched to light mode.", "title": "theme",
+                                       "category": "preferences"})  # the same subject: its next version
+        assert (changed["action"], changed["version"], changed["previous_version"], changed["rule"]) == (
+            "conflict", 2, 1, "title") and "both versions kept, current is v2" in changed["message"]
         await call("recall", {"query": "which database did alpha choose?", "k": 3})
         await call("recall", {"query": "zebra migration routes in Kenya", "k": 3})
         await call("read", {"id": entry["id"]})

@@ -55,8 +55,9 @@ def test_dark_mode_then_light_mode_is_one_entry_at_version_2(mem, monkeypatch):
     assert second.action == "conflict"
     assert second.id == first.id and second.related_id == first.id
     assert second.version == 2
-    assert second.message == f"conflict with {first.id}: kept both versions, current v2"
-    assert second.to_dict()["action"] == "conflict" and second.to_dict()["version"] == 2
+    assert second.message == 'conflict detected with "UI preference" (same title): both versions kept, current is v2'
+    assert {k: second.to_dict()[k] for k in ("action", "version", "previous_version", "rule", "refines")} == {
+        "action": "conflict", "version": 2, "previous_version": 1, "rule": "title", "refines": False}
 
     entries = mem.list(category="preferences")
     assert [e.id for e in entries] == [first.id]
