@@ -80,6 +80,18 @@ def score(rows: list[dict]) -> dict:
     return {"pairs": len(judged), "tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall}
 
 
+def _rate(rate: float, n: int) -> str:
+    """A rate with its 95% Wilson interval over n trials."""
+    import math
+
+    if not n:
+        return "-"
+    z = 1.96
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{rate:.3f} [{max(0.0, centre - half):.2f}, {min(1.0, centre + half):.2f}]"
+
+
 def table(rows: list[dict]) -> str:
     by = defaultdict(list)
     for r in rows:
@@ -97,9 +109,14 @@ def table(rows: list[dict]) -> str:
     for name, part in (("all", rows), ("English", [r for r in rows if r["lang"] == "en"]),
                        ("Chinese", [r for r in rows if r["lang"] == "zh"]),
                        ("same title, same category", [r for r in rows if r["group"] in ("change", "refine", "title_form")]),
+                       ("the documents' rule (all but another title without tags)",
+                        [r for r in rows if r["group"] != "subject_untagged"]),
                        ("another title", [r for r in rows if r["group"] in ("subject", "subject_untagged", "unrelated", "neighbour")])):
         s = score(part)
-        lines.append(f"| {name} | {s['pairs']} | {s['precision']:.3f} | {s['recall']:.3f} | {s['fp']} | {s['fn']} |")
+        lines.append(f"| {name} | {s['pairs']} | {_rate(s['precision'], s['tp'] + s['fp'])} | "
+                     f"{_rate(s['recall'], s['tp'] + s['fn'])} | {s['fp']} | {s['fn']} |")
+    lines.append("")
+    lines.append("[a, b]: the 95% Wilson interval of the rate over that many pairs (its noise).")
     dup = [r for r in rows if r["expect"] == "duplicate"]
     if dup:
         lines.append("")

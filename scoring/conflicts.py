@@ -36,13 +36,14 @@ class Candidate:
     """An entry of the category a write may repeat or be about, with what the caller measured.
 
     similarity: cosine of the embeddings of title + body (None: unknown, no model);
-    log: an entry appended to by date (a daily note): a write never replaces its text;
+    record: an entry a write never becomes a version of: a daily note (appended to by date), a
+            section of the agent memory file being imported (each section is its own entry);
     aliases: the entry's other names (a note's frontmatter `aliases:`, retrieval.names.aliases).
     """
 
     entry: Entry
     similarity: float | None = None
-    log: bool = False
+    record: bool = False
     aliases: tuple[str, ...] = ()
 
 
@@ -166,7 +167,7 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
        of whose aliases) has the write's title key is the subject, however the new text is worded;
        when several entries of the category share that title (a title used as a kind of note:
        imported turns, a vault's notes), the one at least `conflict_title_similarity` similar is,
-       else none. A daily note (log) is never the subject of a write.
+       else none. A record (a daily note, an imported file's section) is never the subject of a write.
     3. conflict, rule "tags": another title, the same subject by matching tags and content: the same
        non-empty tag set, carried by no other entry of the category (a tag set several entries share
        is a kind of note, not a subject), a similarity of at least `conflict_similarity` (not for
@@ -190,7 +191,7 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
     named = []  # 2. the same name
     for c in pool:
         own, other = title_key(c.entry.title), {title_key(a) for a in c.aliases} - {""}
-        if key and not c.log and (own == key or key in other):
+        if key and not c.record and (own == key or key in other):
             named.append((c, "title" if own == key else "alias"))
     if len(named) == 1:
         return _conflict(named[0][0], named[0][1], body, "the same title" if named[0][1] == "title"
@@ -201,7 +202,7 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
                                             f"({c.similarity:.2f})")
 
     if n_tags and not cjk_heavy(f"{title}\n{body}"):  # 3. matching tags and content
-        tagged = [c for c in pool if not c.log and normalise_tags(c.entry.tags) == n_tags]
+        tagged = [c for c in pool if not c.record and normalise_tags(c.entry.tags) == n_tags]
         if len(tagged) == 1 and (c := tagged[0]).similarity is not None \
                 and c.similarity >= settings.conflict_similarity and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}") \
                 and not two_of_a_kind(c.entry.title, c.entry.body, title, body):

@@ -204,7 +204,7 @@ class Versions:
         from memstrata.retrieval.names import aliases
 
         vectors = self._entry_vectors(full) if new_vec is not None else {}  # no model: by the names alone
-        return [Candidate(e, _cosine(new_vec, vectors[e.id]) if e.id in vectors else None, _is_daily_note(e),
+        return [Candidate(e, _cosine(new_vec, vectors[e.id]) if e.id in vectors else None, _is_record(e, entry),
                           tuple(aliases(e))) for e in full]
 
     def _vector_cache(self) -> dict:
@@ -343,9 +343,14 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _WHY = {"title": "same title", "alias": "its title is an alias of it", "tags": "same tags and subject"}
 
 
-def _is_daily_note(entry: Entry) -> bool:
-    """A daily note (daily/YYYY-MM-DD.md, appended to by `mem daily`): a log, never replaced by a write."""
-    return entry.category.casefold() == "daily" and bool(_DAY.fullmatch(entry.title or ""))
+def _is_record(entry: Entry, new: Entry) -> bool:
+    """An entry a write never becomes a version of: a daily note (daily/YYYY-MM-DD.md, appended to by
+    `mem daily`), or another section of the agent memory file a section comes from (import-builtin:
+    two "## Rules" sections of one CLAUDE.md are two entries)."""
+    if entry.category.casefold() == "daily" and _DAY.fullmatch(entry.title or ""):
+        return True
+    source = new.extra.get("source")
+    return bool(source) and entry.extra.get("source") == source and "source_section" in new.extra
 
 
 def _conflict_message(decision, target: Entry, changed: Entry) -> str:

@@ -131,3 +131,16 @@ def test_update_to_a_title_another_entry_has_warns_and_doctor_lists_shared_title
     mem.write(LIGHT, title="Lunch", category="preferences")
     mem.write("Thai food.", title="Lunch", category="preferences", force=True)
     assert len([f for f in mem.doctor().findings if f.kind == "shared_title"]) == 2
+
+
+def test_import_builtin_keeps_sections_that_share_a_heading(mem, tmp_path):
+    source = tmp_path / "CLAUDE.md"
+    source.write_text("# Project\n\n## Rules\n\nUse tabs in Go code.\n\n## Build\n\nRun make.\n\n"
+                      "## Rules\n\nNever force-push to main.\n", encoding="utf-8")
+    report = mem.import_builtin(source)
+    assert len(report["created"]) == 3 and not report["updated"]
+    bodies = sorted(mem.read(i, count_access=False).body.strip() for i in report["created"])
+    assert bodies == ["Never force-push to main.", "Run make.", "Use tabs in Go code."]
+    # the title is shared there: a later write with it needs to be like one of them to be its version
+    mine = mem.write("The office plants are watered on Mondays.", title="Rules", category=report["category"])
+    assert mine.action == "created"

@@ -164,7 +164,7 @@ def test_a_title_several_entries_share_needs_similarity():
 
 def test_a_daily_note_is_never_replaced_by_a_write():
     day = Entry(id="day", title="2026-07-18", body="## 09:00\n\nStarted the migration.", category="daily")
-    d = classify_write("2026-07-18", "Finished the migration.", [], [Candidate(day, 0.5, log=True)], S)
+    d = classify_write("2026-07-18", "Finished the migration.", [], [Candidate(day, 0.5, record=True)], S)
     assert d.kind == "new"
 
 
