@@ -17,9 +17,10 @@ DEFAULT_LAYERS = frozenset({"cold", "archive"})
 class Promotion:
     """One entry to bring back to hot.
 
-    Apply with `promotion_changes`: tier hot, status active, last_access now, access_count
-    + 1 (promotion loads it into the agent's context: it counts as an access),
-    context_correlation = new_correlation, weight = new_weight. The layer is left alone
+    Apply with `promotion_changes`: tier hot, status active, last_access now (what makes it
+    hot), context_correlation = new_correlation, weight = new_weight. The use count is left
+    alone: a promotion is the engine's guess that the task needs the entry, not a use of it
+    (docs/aging.md), so a wrong guess fades like any unused note. The layer is left alone
     (decompressing is a separate, explicit step).
     """
 
@@ -90,7 +91,7 @@ def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: S
         if tier not in layers:
             continue
         corr = correlation_from_similarity(sim, threshold)
-        promoted = entry.copy(last_access=now, access_count=int(entry.access_count or 0) + 1)
+        promoted = entry.copy(last_access=now)
         weight = compute_weight(promoted, now, corr)
         picked.append(Promotion(entry.id, sim, tier, corr, weight))
     picked.sort(key=lambda p: (-p.similarity, p.entry_id))
@@ -103,7 +104,6 @@ def promotion_changes(promotion: Promotion, entry: Entry, now: datetime) -> dict
         "tier": "hot",
         "status": "active",
         "last_access": now,
-        "access_count": int(entry.access_count or 0) + 1,
         "context_correlation": promotion.new_correlation,
         "weight": promotion.new_weight,
     }

@@ -73,45 +73,22 @@ def autoload(
     emit(as_json, result.to_dict(), lambda: typer.echo(result.markdown() or "(no memories to load)", nl=False))
 
 
-HOOK_MAX_BYTES = 32 * 1024 * 1024  # a hook payload past this is not read further (the prompt is cut anyway)
-
-
 def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as_json: bool) -> None:
-    """Hook mode: context from Claude Code's JSON; on any error print nothing and exit 0.
+    """Hook mode: context from Claude Code's JSON (features/hook_call.py); on any error print nothing
+    and exit 0.
 
     A prompt (UserPromptSubmit) gets only the relevant memories that clear the cut-off and were
-    not injected earlier in the same session (`session_id`); a session start gets the hot ones."""
-    import json
-
-    from memstrata.retrieval.query_limits import cut_prompt
+    not injected earlier in the same session (`session_id`); a session start gets the session-start
+    list (no model: features/start_block.py)."""
+    from memstrata.features import hook_call
 
     try:
-        raw = sys.stdin.buffer.read(HOOK_MAX_BYTES + 1) if not sys.stdin.isatty() else b""
-        if len(raw) > HOOK_MAX_BYTES:
-            return  # no hook payload is that large: nothing to inject, at once (the hook has 10 s)
-        payload = json.loads(raw) if raw.strip() else {}
-        if not isinstance(payload, dict):
-            payload = {}
-        prompt = payload.get("prompt")
-        context = cut_prompt(prompt)[0] if isinstance(prompt, str) and prompt.strip() else None
-        if context is None and is_prompt_event(payload):
-            return  # a prompt that is no text (5, a list, null, "") asks about nothing: not a session start
-        session = payload.get("session_id")
-        session = session if isinstance(session, str) and session.strip() else None
-        result = memory(root).autoload(context, promote=promote_first and context is not None, budget=budget,
-                                       hot=context is None, session_id=session)
-        if as_json:
-            event = payload.get("hook_event_name") or ("UserPromptSubmit" if context else "SessionStart")
-            sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event,
-                                                                 "additionalContext": result.markdown()}},
-                                        ensure_ascii=not utf8_stdout()) + "\n")
-        else:
-            sys.stdout.write(result.markdown())
+        call = hook_call.parse(hook_call.read_raw(sys.stdin.buffer))
+        if call is None:
+            return
+        result = memory(root).autoload(call.context, promote=promote_first and call.context is not None,
+                                       budget=budget, hot=call.context is None, session_id=call.session,
+                                       cwd=call.cwd)
+        sys.stdout.write(hook_call.output(call, result.markdown(), as_json, ascii_only=not utf8_stdout()))
     except BaseException:  # noqa: BLE001 - a hook must never block or break the agent
         return
-
-
-def is_prompt_event(payload: dict) -> bool:
-    """Whether a hook payload is a UserPromptSubmit (it has a "prompt", or says so), whatever its prompt
-    holds: only a payload that is neither is a session start, which lists the recent notes."""
-    return "prompt" in payload or payload.get("hook_event_name") == "UserPromptSubmit"

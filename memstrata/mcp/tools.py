@@ -191,7 +191,7 @@ def register_tools(server, engine) -> list[str]:
         relevance of a relevant one) without their text."""
         return engine.call(lambda: autoload_answer(m.autoload(
             context=context, budget=budget, promote=promote, include_shared=include_shared, form="json"),
-            m.state.embedder))
+            m.state.token_counter))
 
     def promote(
         context: Annotated[str, Field(description="The current task; similar cold/archive memories come back.")],

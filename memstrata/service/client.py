@@ -322,6 +322,70 @@ def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = N
         os.close(log)
 
 
+def hook_options(argv: list[str]) -> tuple[int | None, bool] | None:
+    """(budget, json) of `mem autoload --hook [--promote] [--budget N] [--root R] [--json]`, or None for
+    any other argument (typer then parses the call, and says what is wrong)."""
+    if not argv or argv[0] != "autoload":
+        return None
+    budget, as_json, i = None, False, 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--hook", "--promote"):
+            pass
+        elif arg == "--json":
+            as_json = True
+        elif arg in ("--budget", "--root") and i + 1 < len(argv):
+            i += 1
+            if arg == "--budget":
+                budget = argv[i]
+        elif arg.startswith("--budget="):
+            budget = arg[len("--budget="):]
+        elif not arg.startswith("--root="):
+            return None
+        i += 1
+    try:
+        return (None if budget is None else int(budget)), as_json
+    except ValueError:
+        return None
+
+
+def cold_hook(argv: list[str], root: str, start: bool, prompt_here: bool) -> int | None:
+    """`mem autoload --hook` with no warm service: a session start is answered here at once from the
+    catalog and the weights (no model: features/start_block.py); a prompt gets nothing now (the model
+    takes seconds to load and a prompt hook never waits), unless `prompt_here`: None then runs it in
+    this process (the payload read here handed on as stdin). `start`: the service is started in the
+    background, for the prompts that follow."""
+    import io
+
+    options = hook_options(argv)
+    if options is None:
+        if start:
+            spawn(root, wait_pid=os.getpid())
+        return None if prompt_here else 0
+    from memstrata.features import hook_call
+
+    try:
+        raw = hook_call.read_raw(sys.stdin.buffer)
+        call = hook_call.parse(raw)
+    except Exception:  # noqa: BLE001 - a payload that is no JSON: a hook prints nothing
+        call = None
+        raw = None
+    if call is not None and call.context is None:  # a session start: the block, now
+        try:
+            from memstrata.features.start_block import answer_hook
+
+            sys.stdout.write(answer_hook(root, options[0], options[1], call))
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 - a hook must never block or break the agent
+            pass
+    elif prompt_here and call is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")  # the prompt, for the in-process call
+        return None
+    if start:
+        spawn(root, wait_pid=os.getpid())
+    return 0
+
+
 def _under_test() -> bool:
     """Inside a pytest run (its env reaches subprocesses): use a running service, start none.
 
@@ -360,16 +424,15 @@ def run(argv: list[str]) -> int | None:
         return None  # a service runs: none is started
     folder = rundir.candidate()
     blocker = rundir.socket_blocker(folder)
+    hook = command == "autoload" and "--hook" in argv
     if blocker is not None:
         # Never a quiet fall-back for good: the user learns why every call is a cold start.
         sys.stderr.write(f"mem: note: this call ran without the memory service: {rundir.blocker_advice(folder, blocker)}\n")
         if not blocker[1]:  # a service started now could not listen there: none is started
-            return 0 if command == "autoload" and "--hook" in argv else None  # a hook never waits (as below)
-    if command == "autoload" and "--hook" in argv and not _under_test() and not _OTHER_INSTALL:
-        # A prompt hook never waits for a cold start (seconds to load the model): it starts the
-        # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).
-        spawn(root, wait_pid=os.getpid())
-        return 0
+            return cold_hook(argv, root, start=False, prompt_here=False) if hook else None  # a hook never waits
+    if hook:
+        here = _under_test() or bool(_OTHER_INSTALL)  # no service is started: a prompt runs in this process
+        return cold_hook(argv, root, start=not here, prompt_here=here)
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
             and not (command in GROUPS and argv == [command])
             and not _under_test() and not _OTHER_INSTALL):

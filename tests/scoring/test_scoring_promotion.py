@@ -79,10 +79,10 @@ def test_new_weight_and_changes():
     e = aged(40, "e", importance=0.5, access_count=2, tier="cold")
     [p] = select([(e, 0.85)], NOW, S, 0.7, COLD_LAYERS, 50, True)
     assert p.new_correlation == pytest.approx(1.25)
-    # promotion counts as an access now: days 0, access_count 3
-    assert p.new_weight == pytest.approx(1.5 * 1.0 * math.log(4) * 1.25)
+    # promotion makes it hot (days 0) but is no use: access_count stays 2
+    assert p.new_weight == pytest.approx(1.5 * 1.0 * math.log(3) * 1.25)
     changes = promotion_changes(p, e, NOW)
-    assert changes == {"tier": "hot", "status": "active", "last_access": NOW, "access_count": 3,
+    assert changes == {"tier": "hot", "status": "active", "last_access": NOW,
                        "context_correlation": p.new_correlation, "weight": p.new_weight}
 
 
