@@ -10,7 +10,9 @@
 # only shown often. (Showing is no use at all: an injection never counts, docs/aging.md.)
 #
 # `in_order` gives entries in that order while reading a tree's entries only as far as it must: entries
-# come latest touched first, and no entry touched d days ago can score more than `bound(d)`.
+# come latest touched first, and no entry touched d days ago can score more than `bound(d)`. The few
+# `strong` entries (important, high importance, a correlation raised by a promotion) are given first,
+# so the bound of the rest counts a medium importance and a neutral correlation: three times tighter.
 from __future__ import annotations
 
 import heapq
@@ -18,7 +20,12 @@ import math
 from datetime import datetime
 from typing import Iterable, Iterator
 
-from memstrata.scoring.weight import CORRELATION_MAX, DECAY_EXPONENT, FACTOR_HIGH, FACTOR_IMPORTANT, compute_weight
+from memstrata.scoring.weight import (CORRELATION_DEFAULT, CORRELATION_MAX, DECAY_EXPONENT, FACTOR_HIGH, FACTOR_IMPORTANT,
+                                      FACTOR_MEDIUM, clamp_correlation, compute_weight, importance_factor)
+
+# The most importance factor x correlation can give: any entry, and one that is not `strong`.
+STRENGTH_MAX = max(FACTOR_IMPORTANT, FACTOR_HIGH) * CORRELATION_MAX
+STRENGTH_PLAIN = FACTOR_MEDIUM * CORRELATION_DEFAULT
 from memstrata.storage.clock import days_between
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
@@ -47,25 +54,32 @@ def _days(entry: Entry, now: datetime) -> float:
     return days_between(stamp, now) if stamp is not None else 0.0
 
 
-def bound(days_touched: float, max_uses: int, settings: Settings) -> float:
+def strong(entry: Entry) -> bool:
+    """Whether the entry's importance factor x correlation can pass STRENGTH_PLAIN: important, high
+    importance (scoring.weight.HIGH_AT), or a correlation above the neutral one."""
+    return importance_factor(entry) > FACTOR_MEDIUM or clamp_correlation(entry.context_correlation) > CORRELATION_DEFAULT
+
+
+def bound(days_touched: float, max_uses: int, settings: Settings, strength: float = STRENGTH_MAX) -> float:
     """The highest start_score of an entry last touched (written or used) `days_touched` days ago,
-    used at most `max_uses` times: the highest importance factor and correlation, its decay counted
-    from the touch (the weight's reference time is never later), its write no later than the touch."""
-    factor = max(FACTOR_IMPORTANT, FACTOR_HIGH) * CORRELATION_MAX
+    used at most `max_uses` times, whose importance factor x correlation is at most `strength`: its
+    decay counted from the touch (the weight's reference time is never later), its write no later."""
     uses = math.log(max(1, int(max_uses)) + 1)
     decay = 1.0 / (math.floor(max(0.0, days_touched)) + 1) ** DECAY_EXPONENT
-    return factor * uses * decay * written_bonus(days_touched, settings)
+    return strength * uses * decay * written_bonus(days_touched, settings)
 
 
 def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetime, settings: Settings,
-             max_uses: int) -> Iterator[tuple[Entry, float]]:
+             max_uses: int, strength: float = STRENGTH_MAX) -> Iterator[tuple[Entry, float]]:
     """(entry, start_score) of the entries of `first` (any order) and `latest_first` (by last touch,
     latest first), highest score first; ties by the latest write, then the path.
 
     `latest_first` is read only until what is left cannot score higher (`bound` of the entry reached;
-    `max_uses` must be at least the use count of every entry in it): a session start over 20,000 entries
-    parses the few hundred it needs. `first` holds the entries the order of `latest_first` does not
-    cover: those used since the catalog last saw them (the access journal), those with no date.
+    `max_uses` and `strength` must be at least the use count and importance factor x correlation of
+    every entry in it that is not in `first`): a session start over 20,000 entries parses the few
+    hundred it needs. `first` holds the entries the order of `latest_first` does not cover: those used
+    since the catalog last saw them (the access journal), those with no date, and, with `strength`
+    STRENGTH_PLAIN, every `strong` one.
     """
     heap: list = []
     seen: set = set()
@@ -84,7 +98,7 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
     for entry in latest_first:
         if entry.ref in seen:
             continue
-        ceiling = bound(_days(entry, now), max_uses, settings)
+        ceiling = bound(_days(entry, now), max_uses, settings, strength)
         while heap and -heap[0][0] > ceiling:
             item = heapq.heappop(heap)
             yield item[-1], -item[0]

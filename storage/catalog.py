@@ -46,8 +46,13 @@ _OWN_ID_INDEX = f"CREATE INDEX IF NOT EXISTS entries_own_id ON entries({OWN_ID})
 # The session start's order reads entries latest touched first and needs the highest use count
 # (scoring/start_order.py): both are index lookups, not a parse of every row.
 USES = "json_extract(meta, '$.access_count')"
+IMPORTANCE = "json_extract(meta, '$.importance')"
+CORRELATION = "json_extract(meta, '$.context_correlation')"
 _START_INDEXES = {"entries_touched": "CREATE INDEX IF NOT EXISTS entries_touched ON entries(touched)",
-                  "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})"}
+                  "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})",
+                  "entries_important": "CREATE INDEX IF NOT EXISTS entries_important ON entries(important)",
+                  "entries_importance": f"CREATE INDEX IF NOT EXISTS entries_importance ON entries({IMPORTANCE})",
+                  "entries_correlation": f"CREATE INDEX IF NOT EXISTS entries_correlation ON entries({CORRELATION})"}
 
 
 @dataclass
@@ -268,6 +273,14 @@ class Catalog:
         rows = self._conn.execute("SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND touched IS NULL "
                                   "ORDER BY path")
         return [self._entry(r) for r in rows]
+
+    def weighty(self, importance_at: float, correlation_above: float, limit: int) -> list[Entry]:
+        """At most `limit` + 1 entries that are important, of importance `importance_at` or more, or
+        whose correlation is above `correlation_above` (three index lookups)."""
+        rows = self._conn.execute(
+            f"SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND (important = 1 OR {IMPORTANCE} >= ? "
+            f"OR {CORRELATION} > ?) LIMIT ?", (float(importance_at), float(correlation_above), int(limit) + 1))
+        return [self._entry(r, copy=False) for r in rows]
 
     def max_uses(self) -> int:
         """The highest `access_count` an entry's file holds (0 for none)."""

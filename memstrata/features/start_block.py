@@ -23,6 +23,7 @@ from memstrata.storage.entry import Entry
 
 SHARED_ENV = "MEMSTRATA_SHARED"
 SECTION = "hot"  # the block's "Recent and weighty" section (autoload_block.SECTIONS)
+STRONG_MAX = 2000  # strong entries (scoring.start_order.strong) ranked up front; past this many, none is
 
 
 @dataclass
@@ -50,8 +51,9 @@ def shared_root_of(root: Path, settings: Settings) -> Path | None:
 def ordered(source: Source, now, status: str = "active") -> Iterator[tuple[Entry, float]]:
     """(entry, start score) of the source's entries of `status`, best first, their journaled uses
     counted; the catalog is read only as far as the caller takes (scoring.start_order.in_order)."""
+    from memstrata.scoring import start_order
     from memstrata.scoring.access import folded
-    from memstrata.scoring.start_order import in_order
+    from memstrata.scoring.weight import CORRELATION_DEFAULT, HIGH_AT
 
     catalog, settings = source.catalog, source.settings
     first = []
@@ -61,8 +63,13 @@ def ordered(source: Source, now, status: str = "active") -> Iterator[tuple[Entry
             if entry is not None:
                 first.append(folded(entry, access, now, settings))
     first += catalog.undated()
+    strength = start_order.STRENGTH_MAX
+    strong = catalog.weighty(HIGH_AT, CORRELATION_DEFAULT, STRONG_MAX)
+    if len(strong) <= STRONG_MAX:  # the rest then bring a medium importance and a neutral correlation at most
+        first += [e for e in strong if not (e.id and e.id in source.accesses)]
+        strength = start_order.STRENGTH_PLAIN
     rest = (e for e in catalog.latest_first() if not (e.id and e.id in source.accesses))
-    for entry, score in in_order(first, rest, now, settings, catalog.max_uses()):
+    for entry, score in start_order.in_order(first, rest, now, settings, catalog.max_uses(), strength):
         if entry.status == status:
             yield entry, score
 

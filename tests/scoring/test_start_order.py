@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memstrata.scoring.start_order import bound, in_order, start_score, written, written_bonus
+from memstrata.scoring.start_order import STRENGTH_MAX, STRENGTH_PLAIN, bound, in_order, start_score, strong, written, written_bonus
 from memstrata.scoring.weight import compute_weight
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
@@ -65,6 +65,8 @@ def test_the_bound_holds_for_every_entry():
                  important=rng.random() < 0.1, correlation=rng.uniform(0.3, 1.7), updated_days=updated)
         touched_days = (NOW - e.last_touched).total_seconds() / 86400
         assert start_score(e, NOW, S) <= bound(touched_days, 60, S) + 1e-9
+        if not strong(e):  # medium importance or less, a neutral correlation or less
+            assert start_score(e, NOW, S) <= bound(touched_days, 60, S, STRENGTH_PLAIN) + 1e-9
 
 
 def _tree(n, seed):
@@ -78,8 +80,9 @@ def _tree(n, seed):
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_lazy_order_is_the_full_sort_and_reads_only_what_it_needs(seed):
+@pytest.mark.parametrize("seed, strong_first", [(1, False), (2, False), (3, True), (4, True)])
+def test_the_lazy_order_is_the_full_sort_and_reads_only_what_it_needs(seed, strong_first):
+    """The strong entries given first, the rest is bounded three times tighter: fewer read."""
     entries = _tree(2000, seed)
     stream = sorted(entries, key=lambda e: e.last_touched, reverse=True)
     read = []
@@ -90,10 +93,12 @@ def test_the_lazy_order_is_the_full_sort_and_reads_only_what_it_needs(seed):
             yield e
 
     want = sorted(entries, key=lambda e: (-start_score(e, NOW, S), -written(e).timestamp(), e.path))
-    got = in_order([], counted(), NOW, S, max(e.access_count for e in entries))
+    first = [e for e in entries if strong(e)] if strong_first else []
+    got = in_order(first, counted(), NOW, S, max(e.access_count for e in entries),
+                   STRENGTH_PLAIN if strong_first else STRENGTH_MAX)
     top = [next(got) for _ in range(20)]
     assert [e.id for e, _ in top] == [e.id for e in want[:20]]
-    assert len(read) < len(entries) // 2  # the top 20 did not need the whole tree
+    assert len(read) < len(entries) // (8 if strong_first else 2)  # the top 20 did not need the whole tree
     rest = [e.id for e, _ in got]
     assert [e.id for e, _ in top] + rest == [e.id for e in want]
 
