@@ -16,27 +16,28 @@ def register(app: typer.Typer) -> None:
 def promote(
     context: Annotated[str, typer.Option("--context", help="The task or prompt the memories should serve.")],
     threshold: Annotated[Optional[float], typer.Option("--threshold",
-                         help="Similarity needed (default: promote_threshold in config.md).")] = None,
+                         help="Promote every entry at least this similar, and nothing else (default: "
+                              "the calibrated rule, docs/hooks.md).")] = None,
     layer: Annotated[str, typer.Option("--layer", help="Tiers to promote from, comma-separated.")] = "cold,archive",
     max_count: Annotated[Optional[int], typer.Option("--max", help="At most this many (default: promote_max).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would come back; change nothing.")] = False,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Bring cold and archived memories similar to the current task back to hot.
+    """Bring the cold and archived memories the current task needs back to hot (full text, out of archived/).
 
     Example: mem promote --context "fix the login bug in alpha's auth service" --dry-run
     """
     result = memory(root).promote(context, threshold=threshold, layers=layer, max_count=max_count, dry_run=dry_run)
 
     def human():
-        layers, threshold = "/".join(result["layers"]), result["threshold"]
-        if not result["candidates"]:
-            typer.echo(f"no {layers} entry is similar enough to the context (threshold {threshold:.2f})")
+        layers, rule = "/".join(result["layers"]), result["rule"]
+        if not result["promoted"]:
+            typer.echo(f"no {layers} entry comes back for this context (rule: {rule})")
             return
         verb = "would promote" if dry_run else "promoted"
         typer.echo(f"{verb} {len(result['promoted'])} of the {counted(result['candidates'], layers + ' entry', layers + ' entries')} "
-                   f"similar to the context (threshold {threshold:.2f})")
+                   f"close to the context (rule: {rule})")
         table(result["promoted"], ["id", "title", "similarity", "from_tier", "path"])
 
     emit(as_json, result, human)

@@ -14,11 +14,13 @@ MAX_MISSES = 25  # once this many items in a row did not fit, the budget is take
 
 
 def fill(result: AutoloadResult, ranked: Iterable[tuple], costs: Costs,
-         resolve: Callable[[object, str, bool], Entry | None]) -> None:
+         resolve: Callable[[object, str, bool], Entry | None], whole: set | frozenset = frozenset()) -> None:
     """Put the `ranked` memories, (item, section, score, from_shared) best first (an iterator is read
     only as far as the budget needs), into `result` while the whole block fits its budget: the
     preamble, each section's heading and the promoted line are counted with the fenced memories.
-    `resolve(item, section, from_shared)` gives the entry to show (its file read now), or None to skip it."""
+    `resolve(item, section, from_shared)` gives the entry to show (its file read now), or None to skip it.
+    A relevant item whose id is in `whole` (promoted for this task) brings its whole text when it fits
+    the budget left, not HIT_TOKENS of it."""
     frame = costs.head() + (costs.of(promoted_line(result.promoted)) if result.promoted else 0)
     frame += costs.frame(result)  # a JSON answer's own fields (MCP): 0 for the Markdown block
     headings = dict((section, costs.of(heading)) for section, heading in SECTIONS)
@@ -47,13 +49,15 @@ def fill(result: AutoloadResult, ranked: Iterable[tuple], costs: Costs,
         relevance = getattr(item, "relevance", None) if section == "relevant" else None
         extra = costs.row(entry, section, relevance, from_shared, result.budget)  # its entry in a JSON answer
         header = costs.header(entry, from_shared) + extra
-        room = min(result.budget - used - opening, header + HIT_TOKENS)
+        entire = section == "relevant" and item.id in whole and not from_shared
+        room = min(result.budget - used - opening, header + (result.budget if entire else HIT_TOKENS))
         if room - header < MIN_BODY_TOKENS:
             missed += 1
             continue
         # before any cut, so a credential is never shortened past its rule into a visible prefix
         body = redact(without_note(entry.body).strip() or (entry.summary or ""))
-        part = section == "relevant" and costs.of(body[:(HIT_TOKENS + 1) * CHARS_PER_TOKEN]) > HIT_TOKENS
+        cap = room - header if entire else HIT_TOKENS
+        part = section == "relevant" and costs.of(body[:(cap + 1) * CHARS_PER_TOKEN]) > cap
         if part:  # the part asked about; the note goes on (" …", and `mem read` has it all)
             from memstrata.retrieval.prompts import relevant_part
 

@@ -35,10 +35,11 @@ class Promotion:
 
     # -- promotion ----------------------------------------------------------------------
     def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
-                dry_run: bool = False) -> dict:
-        """Bring cold/archive entries similar to `context` back to hot (full text restored, out of archived/).
-
-        Similarity is the best cosine between the context and any chunk of the entry.
+                dry_run: bool = False, relevance: dict[str, float] | None = None) -> dict:
+        """Bring cold/archive entries the task in `context` needs back to hot (full text restored, out
+        of archived/): scoring.promotion.select's rule over each entry's best chunk cosine and recall's
+        calibrated relevance of its first hits (`relevance`, by id, when the caller ran that recall
+        already: autoload). With `threshold`, every entry at least that similar and nothing else.
         Each promotion is its own atomic step under the tree lock.
         """
         from memstrata.scoring import promotion
@@ -56,8 +57,13 @@ class Promotion:
             raise InvalidInput("max must be 0 or more")
         settings, now = self.state.settings, self.state.now()
         threshold_used = settings.promote_threshold if threshold is None else float(threshold)
-        candidates = self._promotion_candidates(context, wanted, threshold_used, now)
-        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count)
+        floor = threshold_used if threshold is not None else min(threshold_used, settings.promote_best_cosine)
+        candidates = self._promotion_candidates(context, wanted, floor, now)
+        if threshold is None:
+            relevance = self._relevance(context) if relevance is None else relevance
+            candidates += self._judged(context, relevance, {e.id for e, _ in candidates}, wanted, now)
+        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count,
+                                  relevance=relevance)
         by_id = {e.id: e for e, _ in candidates}
         rows = [{"id": p.entry_id, "title": redact(by_id[p.entry_id].title), "similarity": round(p.similarity, 4),
                  "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
@@ -65,8 +71,38 @@ class Promotion:
         if not dry_run:
             for p, row in zip(chosen, rows):
                 row["path"] = self._apply_promotion(p)
-        return {"dry_run": dry_run, "threshold": threshold_used, "layers": sorted(wanted),
+        rule = (f"similarity >= {threshold_used:.2f}" if threshold is not None else
+                f"similarity >= {threshold_used:.2f}, the most similar from {settings.promote_best_cosine:.2f}, "
+                f"recall's likeliest answer from relevance {settings.promote_min_relevance:.2f}")
+        return {"dry_run": dry_run, "threshold": threshold_used, "rule": rule, "layers": sorted(wanted),
                 "candidates": len(candidates), "promoted": rows}
+
+    def _relevance(self, context: str) -> dict[str, float]:
+        """Recall's calibrated relevance of its first hits in this tree, by id (nothing without an index)."""
+        try:
+            hits = self.recall.recall(context, k=10, min_relevance=0.0).results
+        except IndexUnavailable:
+            return {}
+        return {h.id: float(h.relevance) for h in hits if h.relevance is not None and h.shared_root is None}
+
+    def _judged(self, context: str, relevance: dict[str, float], known: set, wanted: set, now) -> list[tuple]:
+        """(entry, similarity) of the entries recall judged that are in the `wanted` tiers but not in
+        `known` (below the similarity floor): the rule may bring back recall's likeliest answer."""
+        from memstrata.scoring import promotion
+
+        entries = []
+        for entry_id in relevance:
+            if entry_id in known or entry_id.startswith("path:"):
+                continue
+            try:
+                entry = self.entries.resolve(entry_id)
+            except Exception:  # noqa: BLE001 - a hit whose file is gone: the next sync drops it
+                continue
+            entry = self.entries.seen(entry) if self.state.vault else entry
+            if entry.status != "expired" and promotion.current_tier(entry, now, self.state.settings) in wanted:
+                entries.append(entry)
+        similarities = self._similarities(context, entries)
+        return [(e, similarities[e.id]) for e in entries if e.id in similarities]
 
     def _layers(self, layers) -> set[str]:
         if layers is None or layers == "":
@@ -247,11 +283,6 @@ class Promotion:
                                 "and weighty memories are listed)")
             return result
         already = hook_sessions.injected(self.root, session_id)
-        if promote and topic:
-            try:
-                result.promoted = self.promote(context)["promoted"]
-            except IndexUnavailable as exc:
-                result.notes.append(f"no promotion: {exc.message}")
         shared = self.shared.shared_or_none() if include_shared else None
         ranked: list[tuple] = []
         if topic:
@@ -259,13 +290,21 @@ class Promotion:
                       else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
             result.notes += list(answer.notes)
+            if promote:  # on recall's judgement of this very context, then the similarity of each old entry
+                self._promote_for(result, context, answer.results)
             # an empty note (a vault's tag page: a title, no text) has nothing to hand an agent, and
             # its title alone matched "which database did we pick?" at 0.95, setting the floor above the answer
             hits = [h for h in answer.results if self._has_text(h, shared)]
             best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
-            for hit in hits:
-                if hit.status == "expired" or _strength(hit) < floor or hit.id in already:
+            promoted = {p["id"] for p in result.promoted}
+            # a promoted memory is injected first, whole when it fits: the task needs it (recall ran
+            # before the promotion, when an archived entry still ranked below its active peers)
+            ranked += [(self.entries.resolve(i), "relevant", 1.0, False) for i in promoted
+                       if i not in already and not any(h.id == i and h.shared_root is None for h in hits)]
+            for hit in sorted(hits, key=lambda h: not (h.id in promoted and h.shared_root is None)):
+                if hit.status == "expired" or hit.id in already or (
+                        _strength(hit) < floor and not (hit.id in promoted and hit.shared_root is None)):
                     continue
                 ranked.append((hit, "relevant", float(hit.score), shared is not None and hit.shared_root is not None))
         from memstrata.features import start_block
@@ -274,9 +313,16 @@ class Promotion:
         sources = self._sources(shared) if hot else []  # the session-start list after the relevant hits
         listed = start_block.merged(sources, now, "active")
         fill(result, chain(ranked, listed), Costs(self.state.token_counter, result.form),
-             self._resolver(shared, start_block.resolver(sources, now)))
+             self._resolver(shared, start_block.resolver(sources, now)), whole={p["id"] for p in result.promoted})
         hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
         return result
+
+    def _promote_for(self, result: AutoloadResult, context: str, hits) -> None:
+        relevance = {h.id: float(h.relevance) for h in hits if h.relevance is not None and h.shared_root is None}
+        try:
+            result.promoted = self.promote(context, relevance=relevance)["promoted"]
+        except IndexUnavailable as exc:
+            result.notes.append(f"no promotion: {exc.message}")
 
     def _sources(self, shared) -> list:
         """The session start's sources: this tree and the shared root, their catalogs up to date."""

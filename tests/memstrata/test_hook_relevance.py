@@ -302,7 +302,9 @@ def test_the_hook_injection_does_not_feed_the_next_session_start(tmp_path, embed
     docs.init()
     for n, (title, category, body) in enumerate(DOCS):
         docs.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
-    env = {**os.environ, "MEMSTRATA_HOME": str(docs.root), "MEMSTRATA_SERVICE": "off"}
+    # two weeks after the notes were written: none is cold, so --promote brings nothing back (a promoted
+    # note would come back hot and whole: test_promotion.py)
+    env = {**os.environ, "MEMSTRATA_HOME": str(docs.root), "MEMSTRATA_SERVICE": "off", "MEMSTRATA_NOW": "2026-10-20T10:00:00Z"}
 
     def hook(payload):
         proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook", "--promote", "--json"],
