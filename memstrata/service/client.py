@@ -38,6 +38,7 @@ import stat
 import sys
 
 from memstrata.service import caller_paths, rundir
+from memstrata.service.cold_hook import cold_hook
 from memstrata.service.connection import (  # noqa: F401 - the client's names for its callers and tests
     CONNECT_TIMEOUT,
     Lines,
@@ -212,6 +213,7 @@ def code_home() -> str:
 _OTHER_INSTALL: list[str] = []  # set when the user's service belongs to another install (then none is started)
 _FAILED: list[str] = []  # set when the running service failed this call: it runs here (a hook too), none is started
 _REFUSED: list[str] = []  # set when the running service cannot run this call as its caller would: it runs here
+_WARMING: list[bool] = []  # set when the running service is still warming up: a hook is answered here (cold_hook)
 
 
 def forward(argv: list[str], root: str, folder: str | None = None) -> int | None:
@@ -249,6 +251,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
                 return int(first.get("code", 1))
             if first is not None and first.get("t") == "refused":
                 _REFUSED.append(str(first.get("message")))
+            if first is not None and first.get("t") == "cold":
+                _WARMING.append(True)
             if first is not None and first.get("t") == "other-install":
                 _OTHER_INSTALL.append(str(first.get("code")))
             if first is not None and first.get("t") == "failed":
@@ -322,70 +326,6 @@ def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = N
         os.close(log)
 
 
-def hook_options(argv: list[str]) -> tuple[int | None, bool] | None:
-    """(budget, json) of `mem autoload --hook [--promote] [--budget N] [--root R] [--json]`, or None for
-    any other argument (typer then parses the call, and says what is wrong)."""
-    if not argv or argv[0] != "autoload":
-        return None
-    budget, as_json, i = None, False, 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("--hook", "--promote"):
-            pass
-        elif arg == "--json":
-            as_json = True
-        elif arg in ("--budget", "--root") and i + 1 < len(argv):
-            i += 1
-            if arg == "--budget":
-                budget = argv[i]
-        elif arg.startswith("--budget="):
-            budget = arg[len("--budget="):]
-        elif not arg.startswith("--root="):
-            return None
-        i += 1
-    try:
-        return (None if budget is None else int(budget)), as_json
-    except ValueError:
-        return None
-
-
-def cold_hook(argv: list[str], root: str, start: bool, prompt_here: bool) -> int | None:
-    """`mem autoload --hook` with no warm service: a session start is answered here at once from the
-    catalog and the weights (no model: features/start_block.py); a prompt gets nothing now (the model
-    takes seconds to load and a prompt hook never waits), unless `prompt_here`: None then runs it in
-    this process (the payload read here handed on as stdin). `start`: the service is started in the
-    background, for the prompts that follow."""
-    import io
-
-    options = hook_options(argv)
-    if options is None:
-        if start:
-            spawn(root, wait_pid=os.getpid())
-        return None if prompt_here else 0
-    from memstrata.features import hook_call
-
-    try:
-        raw = hook_call.read_raw(sys.stdin.buffer)
-        call = hook_call.parse(raw)
-    except Exception:  # noqa: BLE001 - a payload that is no JSON: a hook prints nothing
-        call = None
-        raw = None
-    if call is not None and call.context is None:  # a session start: the block, now
-        try:
-            from memstrata.features.start_block import answer_hook
-
-            sys.stdout.write(answer_hook(root, options[0], options[1], call))
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001 - a hook must never block or break the agent
-            pass
-    elif prompt_here and call is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")  # the prompt, for the in-process call
-        return None
-    if start:
-        spawn(root, wait_pid=os.getpid())
-    return 0
-
-
 def _under_test() -> bool:
     """Inside a pytest run (its env reaches subprocesses): use a running service, start none.
 
@@ -420,6 +360,8 @@ def run(argv: list[str]) -> int | None:
     code = forward(argv, root)
     if code is not None:
         return code
+    if _WARMING:  # a hook while the service warms up: a session start now, a prompt nothing
+        return cold_hook(argv, root, start=None, prompt_here=False)
     if _FAILED or _REFUSED:
         return None  # a service runs: none is started
     folder = rundir.candidate()
@@ -429,10 +371,11 @@ def run(argv: list[str]) -> int | None:
         # Never a quiet fall-back for good: the user learns why every call is a cold start.
         sys.stderr.write(f"mem: note: this call ran without the memory service: {rundir.blocker_advice(folder, blocker)}\n")
         if not blocker[1]:  # a service started now could not listen there: none is started
-            return cold_hook(argv, root, start=False, prompt_here=False) if hook else None  # a hook never waits
+            return cold_hook(argv, root, start=None, prompt_here=False) if hook else None  # a hook never waits
     if hook:
         here = _under_test() or bool(_OTHER_INSTALL)  # no service is started: a prompt runs in this process
-        return cold_hook(argv, root, start=not here, prompt_here=here)
+        return cold_hook(argv, root, start=None if here else lambda: spawn(root, wait_pid=os.getpid()),
+                         prompt_here=here)
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
             and not (command in GROUPS and argv == [command])
             and not _under_test() and not _OTHER_INSTALL):

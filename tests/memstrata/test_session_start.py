@@ -78,6 +78,30 @@ def test_a_cold_session_start_prints_the_block_at_once_and_starts_the_service(tr
     assert wait_for(lambda: status(RUN) is None, timeout=60)
 
 
+def test_while_the_service_warms_up_a_session_start_is_answered_at_once(tree):
+    """A service that answers but is not warm yet (it waits for a process to end before loading the
+    model, as one started by a cold hook does): a SessionStart hook gets its block from the client, a
+    prompt hook nothing, at once."""
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}, "MEMSTRATA_RUNTIME_DIR": RUN}
+    sleeper = subprocess.Popen([PY, "-c", "import time; time.sleep(120)"])
+    service = subprocess.Popen([PY, "-m", "memstrata.service", "--root", str(tree.root), "--wait-pid", str(sleeper.pid)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_for(lambda: status(RUN) is not None, timeout=120)
+        assert not status(RUN)["warm"]
+        start = hook(tree.root, {**START, "session_id": "w1"}, now="2026-05-01T09:00:00Z", test_env=False)
+        assert all(title in start for title, *_ in NOTES)
+        prompt = {"session_id": "w1", "hook_event_name": "UserPromptSubmit", "prompt": "which day do deploys go out?"}
+        assert hook(tree.root, prompt, now="2026-05-01T09:00:00Z", test_env=False) == ""
+        assert not status(RUN)["warm"]  # both were answered by the client, not by the service
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        subprocess.run([PY, "-m", "memstrata.cli.app", "serve", "--stop"], capture_output=True, timeout=120,
+                       env={**os.environ, "MEMSTRATA_RUNTIME_DIR": RUN, "MEMSTRATA_SERVICE": "off"})
+        service.wait(timeout=120)
+
+
 @pytest.mark.parametrize("args", [(), ("--json",), ("--budget", "120"), ("--promote", "--budget=250", "--json")])
 def test_the_cold_answer_is_the_clis_answer(tree, args):
     """The block the client answers itself (service cold) is byte for byte what the CLI prints
