@@ -5,18 +5,20 @@
 
 The tree (bench/tasks/memories.jsonl, text written for this benchmark): 60 memories of a developer's
 work written 35 to 600 days ago (runbooks, incidents, decisions, processes, people, preferences,
-three in Chinese), in a tree used every day for the last 100 days, so `mem maintain` has archived (those
-older than 100 days) or cooled every one of them, and 8 notes of the last days. The tasks (bench/tasks/prompts.jsonl): 56 prompts that should
-bring a memory back (short, long, questions, "what did we do last time", two in Chinese) and 18 that
-should bring nothing (coding chores, general questions, small talk).
+three in Chinese), in a tree used daily for the last 100 days, so that `mem maintain` has archived
+(those older than 100 days) or cooled every one of them, and 8 notes of the last days. The tasks
+(bench/tasks/prompts.jsonl): 56 prompts that should bring a memory back (short, long, questions,
+"what did we do last time", two in Chinese) and 18 that should bring nothing (coding chores,
+general questions, small talk).
 
 Each prompt goes where the hook sends it (`autoload(prompt, promote=True)`): the everyday gate, then
 recall. For every cold or archived entry the benchmark records its best chunk cosine (what
 `mem promote` compared with promote_threshold until now) and, for recall's first 10 hits, the
 calibrated relevance (scoring/relevance.py). A rule is scored per threshold: a positive prompt
 "fires" when one of the memories it wants is promoted; a false promotion is any other entry
-promoted. Thresholds are chosen on part A (tasks about odd-numbered memories, every other negative)
-and checked on part B.
+promoted. Thresholds are chosen on part A (tasks about odd-numbered memories, every other negative;
+the most fired less the false promotions per prompt) and checked on part B. Last, `promote` itself
+runs (default settings, a dry run) on every prompt: it must give the table's figures.
 """
 from __future__ import annotations
 
@@ -60,7 +62,8 @@ def build(root: Path, embedder) -> dict:
         os.environ["MEMSTRATA_NOW"] = written
         ids[note["id"]] = m.write(note["body"], title=note["title"], category=note["category"], created=written,
                                   force=True).id
-    usage.record(root, {(NOW - timedelta(days=d)).date() for d in range(1, 101)})  # in use daily for 100 days: archived, none forgotten
+    # in use daily for the last 100 days: the old ones archived, none forgotten
+    usage.record(root, {(NOW - timedelta(days=d)).date() for d in range(1, 101)})
     os.environ["MEMSTRATA_NOW"] = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
     m.maintain()
     (root / "bench-ids.json").write_text(json.dumps(ids))

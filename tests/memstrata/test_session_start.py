@@ -123,7 +123,8 @@ def test_a_session_start_loads_no_model(tree):
             f"m = Memory({str(tree.root)!r})\n"
             "answer = autoload_answer(m.autoload(None, budget=400, form='json'), m.state.token_counter)\n"
             "assert 'Deploy day' in answer.content[0].text and m.state.loaded_embedder is None\n"
-            "heavy = [n for n in ('torch', 'onnxruntime', 'lancedb', 'numpy', 'sentence_transformers') if n in sys.modules]\n"
+            "heavy = [n for n in ('torch', 'onnxruntime', 'lancedb', 'numpy', 'sentence_transformers')\n"
+            "         if n in sys.modules]\n"
             "print('HEAVY', heavy)\n")
     env = {**os.environ, "MEMSTRATA_HOME": str(tree.root), "MEMSTRATA_NOW": "2026-05-01T09:00:00Z"}
     done = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env, timeout=300)

@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memstrata.scoring.start_order import STRENGTH_MAX, STRENGTH_PLAIN, bound, in_order, start_score, strong, written, written_bonus
+from memstrata.scoring.start_order import (STRENGTH_MAX, STRENGTH_PLAIN, bound, in_order, start_score, strong, written,
+                                          written_bonus)
 from memstrata.scoring.weight import compute_weight
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
