@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from memstrata.models.tokens import MAX_WORD_CHARS, cap_words  # noqa: F401 - one rule for counting and embedding
+from memstrata.models.tokens import MAX_WORD_CHARS, cap_words, truncate_with  # noqa: F401 - one rule for counting and embedding
 
 
 ProgressFn = Optional[Callable[[int, int], None]]
@@ -206,18 +206,5 @@ class Embedder:
 
     def truncate_to_tokens(self, text: str, n: int) -> str:
         """The longest prefix of `text` (cut at a token boundary) with count_tokens <= n."""
-        text = text or ""
         tok = self._counter()
-        keep = int(n) - int(self._special_count or 0)
-        if keep <= 0:
-            return ""
-        enc = tok.encode(text, add_special_tokens=False)
-        if len(enc.ids) <= keep:
-            return text
-        offsets = enc.offsets
-        while keep > 0:
-            cut = text[: offsets[keep - 1][1]].rstrip()
-            if self.count_tokens(cut) <= n:
-                return cut
-            keep -= 1
-        return ""
+        return truncate_with(tok, int(self._special_count or 0), self.count_tokens, text, n)

@@ -68,23 +68,29 @@ class TokenCounter:
 
     def truncate_to_tokens(self, text: str, n: int) -> str:
         """The longest prefix of `text` (cut at a token boundary) with count_tokens <= n."""
-        text = text or ""
         tok = self._tokenizer()
         if tok is None:
-            return text[:max(0, (int(n) - 2) * APPROX_CHARS_PER_TOKEN)].rstrip()
-        keep = int(n) - self._special
-        if keep <= 0:
-            return ""
-        enc = tok.encode(text, add_special_tokens=False)
-        if len(enc.ids) <= keep:
-            return text
-        offsets = enc.offsets
-        while keep > 0:
-            cut = text[: offsets[keep - 1][1]].rstrip()
-            if self.count_tokens(cut) <= n:
-                return cut
-            keep -= 1
+            return (text or "")[:max(0, (int(n) - 2) * APPROX_CHARS_PER_TOKEN)].rstrip()
+        return truncate_with(tok, self._special, self.count_tokens, text, n)
+
+
+def truncate_with(tok, special: int, count, text: str, n: int) -> str:
+    """The longest prefix of `text`, cut at a token boundary of `tok` (a tokenizers.Tokenizer without
+    truncation, adding `special` tokens), whose `count` is at most n."""
+    text = text or ""
+    keep = int(n) - special
+    if keep <= 0:
         return ""
+    enc = tok.encode(text, add_special_tokens=False)
+    if len(enc.ids) <= keep:
+        return text
+    offsets = enc.offsets
+    while keep > 0:
+        cut = text[: offsets[keep - 1][1]].rstrip()
+        if count(cut) <= n:
+            return cut
+        keep -= 1
+    return ""
 
 
 _COUNTERS: dict[str, TokenCounter] = {}
