@@ -1,14 +1,14 @@
 """Promotion (old memories back to hot when the task needs them) and autoload (what a session starts with)."""
 from __future__ import annotations
 
+from itertools import chain
+
 from memstrata.engine.entries import Entries
 from memstrata.engine.inputs import require_encodable
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
-from itertools import chain
-
 from memstrata.features.autoload_block import FORMS, AutoloadResult, Costs
 from memstrata.features.autoload_fill import fill
 from memstrata.features.recall import Recall
@@ -244,7 +244,7 @@ class Promotion:
         with a bonus for a recent write, no model needed), within `budget` tokens (the model's
         tokenizer; the whole block: preamble, headings and fences included). A context that names no
         topic ("hello", "thanks!", "take care": retrieval.prompts.is_everyday) loads nothing at all,
-        hot list included: only a start with no context lists the recent memories (the prompt hook
+        the recent list included: only a start with no context lists them (the prompt hook
         and MCP follow one rule). Each memory brings at most HIT_TOKENS of its body: a relevant hit the
         part of its note the context asks about, a listed entry its opening. With a `session_id`, a
         relevant hit already loaded in that session is not loaded again. Nothing loaded counts as a

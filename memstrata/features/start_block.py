@@ -37,11 +37,11 @@ class Source:
     shared: bool = False
 
 
-def shared_root_of(root: Path, settings: Settings) -> Path | None:
+def shared_root_of(root: Path, settings: Settings | None) -> Path | None:
     """The shared root: config.md's shared_root, else $MEMSTRATA_SHARED (relative to `root`); None if neither."""
     from memstrata.storage.tree import resolve_root
 
-    raw = settings.shared_root or os.environ.get(SHARED_ENV)
+    raw = (settings.shared_root if settings is not None else None) or os.environ.get(SHARED_ENV)
     if not raw:
         return None
     path = Path(os.path.expanduser(str(raw)))
@@ -94,9 +94,11 @@ def start_block(sources: list[Source], budget: int, now, counter, form: str = "m
 
 def merged(sources: list[Source], now, status: str) -> Iterator[tuple]:
     """(entry, section, score, shared) of every source, best first."""
-    streams = [((-score, n, entry, source.shared) for entry, score in ordered(source, now, status))
-               for n, source in enumerate(sources)]
-    for negative, _n, entry, shared in heapq.merge(*streams, key=lambda t: (t[0], t[1])):
+    def stream(n: int, source: Source):
+        return ((-score, n, entry, source.shared) for entry, score in ordered(source, now, status))
+
+    for negative, _n, entry, shared in heapq.merge(*(stream(n, s) for n, s in enumerate(sources)),
+                                                   key=lambda t: (t[0], t[1])):
         yield entry, SECTION, -negative, shared
 
 

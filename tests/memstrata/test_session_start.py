@@ -32,13 +32,14 @@ def _stop_module_service(stop_service):
     stop_service(RUN)
 
 
-def hook(root, payload, *args, now=None, service="auto", test_env=True):
+def hook(root, payload, *args, now=None, service="auto", test_env=True, **extra):
     """`mem autoload --hook ARGS` as a new process: with `test_env` the test run's environment (its
     client starts no service), else a user's (a cold call starts one, in this module's folder)."""
     env = {k: v for k, v in os.environ.items() if test_env or k != "PYTEST_CURRENT_TEST"}
     env.update({"MEMSTRATA_HOME": str(root), "MEMSTRATA_SERVICE": service, "MEMSTRATA_RUNTIME_DIR": RUN})
     if now:
         env["MEMSTRATA_NOW"] = now
+    env.update(extra)
     done = subprocess.run([PY, "-m", "memstrata.cli.app", "autoload", "--hook", *args], input=json.dumps(payload),
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr
@@ -113,6 +114,17 @@ def test_the_cold_answer_is_the_clis_answer(tree, args):
     if "--json" in args:
         assert json.loads(cold)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert not journal.read(tree.root)  # a session start is no use of anything it shows
+
+
+def test_the_shared_space_is_listed_the_same_way_cold(tree, tmp_path, embedder):
+    shared = Memory(tmp_path / "shared", embedder=embedder)
+    shared.init()
+    shared.write("The design system's colours live in the @acme/tokens package.", title="Design tokens",
+                 category="web", created="2026-04-28T10:00:00Z", extra={"agent": "alice"})
+    now = "2026-05-01T09:00:00Z"
+    cold = hook(tree.root, {**START, "session_id": "s1"}, now=now, MEMSTRATA_SHARED=str(shared.root))
+    assert "Design tokens" in cold and "shared by alice" in cold and "Deploy day" in cold
+    assert hook(tree.root, {**START, "session_id": "s2"}, now=now, service="off", MEMSTRATA_SHARED=str(shared.root)) == cold
 
 
 def test_a_session_start_loads_no_model(tree):
