@@ -68,10 +68,10 @@ def ordered(source: Source, now, status: str = "active") -> Iterator[tuple[Entry
     if len(strong) <= STRONG_MAX:  # the rest then bring a medium importance and a neutral correlation at most
         first += [e for e in strong if not (e.id and e.id in source.accesses)]
         strength = start_order.STRENGTH_PLAIN
-    rest = (e for e in catalog.latest_first() if not (e.id and e.id in source.accesses))
+    rest = (e for e in catalog.latest_first(status) if not (e.id and e.id in source.accesses))
+    first = [e for e in first if e.status == status]
     for entry, score in start_order.in_order(first, rest, now, settings, catalog.max_uses(), strength):
-        if entry.status == status:
-            yield entry, score
+        yield entry, score
 
 
 def start_block(sources: list[Source], budget: int, now, counter, form: str = "markdown",
