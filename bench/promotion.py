@@ -3,9 +3,14 @@
 A question is the context; its evidence turns are the entries that should come back.
 
     python bench/promotion.py            # all five conversations in ../shared/bench/locomo
+    python bench/promotion.py --trees DIR   # also the default rule, with recall's relevance on the
+                                            # trees `bench/locomo.py --reuse DIR` built
 
 Similarity is what `mem promote` uses: the best cosine between the context and any chunk
-of the entry (whole entry and its sentences), with the bundled model.
+of the entry (whole entry and its sentences), with the bundled model. The default rule
+(scoring/promotion.select, calibrated on realistic tasks by bench/promotion_tasks.py) adds the
+most similar turn from promote_best_cosine and recall's likeliest answer from promote_min_relevance
+to every turn at least promote_threshold similar.
 """
 from __future__ import annotations
 
@@ -40,8 +45,14 @@ def entry_similarities(embedder, texts: list[str]) -> tuple[np.ndarray, np.ndarr
 def main(argv=None) -> int:
     import argparse
 
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trees", help="the folder `bench/locomo.py --reuse` built the trees in (for the default rule)")
+    args = ap.parse_args(argv)
     from memstrata.models.embedder import get_embedder
+    from memstrata.storage.config import Settings
+
+    settings = Settings()
+    rule = {"tp": 0, "promoted": 0, "relevant": 0, "any": 0}  # the default rule, with --trees
 
     embedder = get_embedder("bundled")
     files = sorted(DATA.glob("*.json"))
@@ -58,12 +69,19 @@ def main(argv=None) -> int:
         ids = [t["id"] for t in turns]
         queries = embedder.embed([q["query"] for q in questions], batch_size=64)
         sims = queries @ vectors.T
+        tree = _tree(args.trees, path, embedder)
         for qi, question in enumerate(questions):
             best = np.full(len(turns), -1.0)
             np.maximum.at(best, owners, sims[qi])
             order = np.argsort(-best)
             relevant = set(question["evidence"])
             n_questions += 1
+            if tree is not None:
+                chosen = default_rule(tree, question["query"], ids, best, order, settings)
+                rule["tp"] += len(relevant & chosen)
+                rule["promoted"] += len(chosen)
+                rule["relevant"] += len(relevant)
+                rule["any"] += bool(relevant & chosen)
             for t in THRESHOLDS:
                 promoted = [ids[j] for j in order[:MAX_PROMOTIONS] if best[j] >= t]
                 hits = len(relevant.intersection(promoted))
@@ -81,7 +99,41 @@ def main(argv=None) -> int:
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         any_hit = sum(1 for r in per_question_recall[t] if r > 0) / len(per_question_recall[t])
         print(f"| {t:.2f} | {promoted / n_questions:.1f} | {precision:.3f} | {recall:.3f} | {f1:.3f} | {any_hit:.3f} |")
+    if args.trees:
+        tp, promoted, relevant = rule["tp"], rule["promoted"], rule["relevant"]
+        precision, recall = tp / max(1, promoted), tp / max(1, relevant)
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        print(f"| default rule (>= {settings.promote_threshold}, best >= {settings.promote_best_cosine}, relevance >= "
+              f"{settings.promote_min_relevance}) | {promoted / n_questions:.1f} | {precision:.3f} | {recall:.3f} | "
+              f"{f1:.3f} | {rule['any'] / n_questions:.3f} |")
     return 0
+
+
+def _tree(trees: str | None, conv_file: Path, embedder):
+    """The Memory of the tree bench/locomo.py built for this conversation, or None."""
+    if not trees:
+        return None
+    from memstrata import Memory
+
+    root = Path(trees) / f"conv{conv_file.stem}"
+    if not (root / ".vectors").exists():
+        raise SystemExit(f"no tree at {root}: run `python bench/locomo.py --reuse {trees}` first")
+    return Memory(root, embedder=embedder)
+
+
+def default_rule(m, query: str, ids: list[str], best: np.ndarray, order: np.ndarray, settings) -> set[str]:
+    """What scoring.promotion.select's default rule promotes among the turns (every one a candidate):
+    each at least promote_threshold similar, the most similar from promote_best_cosine, and recall's
+    likeliest answer (its relevance on the tree) from promote_min_relevance."""
+    chosen = {ids[j] for j in order[:MAX_PROMOTIONS] if best[j] >= settings.promote_threshold}
+    if best[order[0]] >= settings.promote_best_cosine:
+        chosen.add(ids[order[0]])
+    hits = [h for h in m.recall(query, k=10, min_relevance=0.0, count_access=False).results if h.relevance is not None]
+    if hits:
+        likeliest = max(hits, key=lambda h: h.relevance)
+        if likeliest.relevance >= settings.promote_min_relevance:
+            chosen.add(likeliest.id)
+    return chosen
 
 
 if __name__ == "__main__":

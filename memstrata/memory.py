@@ -300,9 +300,9 @@ class Memory:
 
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
                  include_shared: bool = True, hot: bool | None = None, session_id: str | None = None,
-                 form: str = "markdown"):
+                 form: str = "markdown", cwd: str | None = None):
         return self._promotion.autoload(context, promote=promote, budget=budget, include_shared=include_shared,
-                                        hot=hot, session_id=session_id, form=form)
+                                        hot=hot, session_id=session_id, form=form, cwd=cwd)
 
     # -- categories ------------------------------------------------------------------------
     def split(self, category: str, by: str = "year", dry_run: bool = False) -> dict:

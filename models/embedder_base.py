@@ -5,28 +5,13 @@ from __future__ import annotations
 # The backends are torch_backend.py and onnx_backend.py (backends.py names them all).
 
 import os
-import re
 import threading
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 
-
-# A word (letters and digits; CJK excepted: the tokenizer splits it per character) longer than
-# this is cut to it before the tokenizer sees it. WordPiece makes any word past its
-# max_input_chars_per_word (100 for the bundled model) one [UNK] anyway, so the tokens are the
-# same; the tokenizer just no longer spends seconds per megabyte of one word.
-MAX_WORD_CHARS = 256
-_LONG_WORD = re.compile(r"[^\W_\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]{%d,}"
-                        % (MAX_WORD_CHARS + 1))
-
-
-def cap_words(text: str) -> str:
-    """`text` with every word longer than MAX_WORD_CHARS cut to that length."""
-    if len(text) <= MAX_WORD_CHARS:
-        return text
-    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD_CHARS], text)
+from memstrata.models.tokens import MAX_WORD_CHARS, cap_words, truncate_with  # noqa: F401 - one rule for counting and embedding
 
 
 ProgressFn = Optional[Callable[[int, int], None]]
@@ -221,18 +206,5 @@ class Embedder:
 
     def truncate_to_tokens(self, text: str, n: int) -> str:
         """The longest prefix of `text` (cut at a token boundary) with count_tokens <= n."""
-        text = text or ""
         tok = self._counter()
-        keep = int(n) - int(self._special_count or 0)
-        if keep <= 0:
-            return ""
-        enc = tok.encode(text, add_special_tokens=False)
-        if len(enc.ids) <= keep:
-            return text
-        offsets = enc.offsets
-        while keep > 0:
-            cut = text[: offsets[keep - 1][1]].rstrip()
-            if self.count_tokens(cut) <= n:
-                return cut
-            keep -= 1
-        return ""
+        return truncate_with(tok, int(self._special_count or 0), self.count_tokens, text, n)

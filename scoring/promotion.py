@@ -17,9 +17,10 @@ DEFAULT_LAYERS = frozenset({"cold", "archive"})
 class Promotion:
     """One entry to bring back to hot.
 
-    Apply with `promotion_changes`: tier hot, status active, last_access now, access_count
-    + 1 (promotion loads it into the agent's context: it counts as an access),
-    context_correlation = new_correlation, weight = new_weight. The layer is left alone
+    Apply with `promotion_changes`: tier hot, status active, last_access now (what makes it
+    hot), context_correlation = new_correlation, weight = new_weight. The use count is left
+    alone: a promotion is the engine's guess that the task needs the entry, not a use of it
+    (docs/aging.md), so a wrong guess fades like any unused note. The layer is left alone
     (decompressing is a separate, explicit step).
     """
 
@@ -56,15 +57,23 @@ def current_tier(entry: Entry, now: datetime, settings: Settings) -> str:
 
 def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: Settings,
            threshold: float | None = None, layers: set[str] | None = None,
-           max_count: int | None = None, keep_important: bool | None = None) -> list[Promotion]:
+           max_count: int | None = None, keep_important: bool | None = None,
+           relevance: dict[str, float] | None = None) -> list[Promotion]:
     """Promotions for (entry, similarity-to-task) candidates, most similar first, at most max_count.
 
-    Only entries whose current tier is in `layers` (default cold, archive) with similarity
-    >= threshold; expired entries never; with keep_important, important and high
-    (importance >= 0.7) entries keep their tier. An entry listed more than once (several
-    chunks) counts with its best similarity. None arguments take the settings' values
-    (promote_threshold, promote_max, promote_keep_important).
+    Only entries whose current tier is in `layers` (default cold, archive), never expired ones;
+    with keep_important, important and high (importance >= 0.7) entries keep their tier. An entry
+    listed more than once (several chunks) counts with its best similarity.
+
+    The rule (calibrated on realistic tasks, bench/promotion_tasks.py; docs/hooks.md): every
+    candidate at least promote_threshold similar; the most similar candidate when it is at least
+    promote_best_cosine similar (the task is about it more than about any other memory); and the
+    candidate recall ranks as the likeliest answer (`relevance`: its calibrated relevance, by id)
+    when that relevance is at least promote_min_relevance. With an explicit `threshold`, every
+    candidate at least that similar and nothing else (`mem promote --threshold`). None arguments
+    take the settings' values (promote_threshold, promote_max, promote_keep_important).
     """
+    explicit = threshold is not None
     threshold = settings.promote_threshold if threshold is None else threshold
     layers = DEFAULT_LAYERS if layers is None else set(layers)
     max_count = settings.promote_max if max_count is None else max_count
@@ -79,20 +88,31 @@ def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: S
         sim = float(sim)
         if entry.id not in best or sim > best[entry.id][1]:
             best[entry.id] = (entry, sim)
+    tiers = {i: current_tier(e, now, settings) for i, (e, _) in best.items() if e.status != "expired"}
+    eligible = {i: pair for i, pair in best.items() if tiers.get(i) in layers}
+
+    chosen = {i for i, (_, sim) in eligible.items() if sim >= threshold}
+    floor = threshold
+    if not explicit and eligible:
+        floor = min(threshold, settings.promote_best_cosine)
+        top = max(eligible, key=lambda i: (eligible[i][1], i))
+        if eligible[top][1] >= settings.promote_best_cosine:
+            chosen.add(top)
+        judged = [i for i in eligible if (relevance or {}).get(i) is not None]
+        if judged:
+            likeliest = max(judged, key=lambda i: (relevance[i], i))
+            if relevance[likeliest] >= settings.promote_min_relevance:
+                chosen.add(likeliest)
 
     picked: list[Promotion] = []
-    for entry, sim in best.values():
-        if sim < threshold or entry.status == "expired":
-            continue
+    for entry_id in chosen:
+        entry, sim = eligible[entry_id]
         if keep_important and is_high(entry):
             continue
-        tier = current_tier(entry, now, settings)
-        if tier not in layers:
-            continue
-        corr = correlation_from_similarity(sim, threshold)
-        promoted = entry.copy(last_access=now, access_count=int(entry.access_count or 0) + 1)
+        corr = correlation_from_similarity(sim, floor)
+        promoted = entry.copy(last_access=now)
         weight = compute_weight(promoted, now, corr)
-        picked.append(Promotion(entry.id, sim, tier, corr, weight))
+        picked.append(Promotion(entry.id, sim, tiers[entry_id], corr, weight))
     picked.sort(key=lambda p: (-p.similarity, p.entry_id))
     return picked[:max_count]
 
@@ -103,7 +123,6 @@ def promotion_changes(promotion: Promotion, entry: Entry, now: datetime) -> dict
         "tier": "hot",
         "status": "active",
         "last_access": now,
-        "access_count": int(entry.access_count or 0) + 1,
         "context_correlation": promotion.new_correlation,
         "weight": promotion.new_weight,
     }

@@ -43,6 +43,16 @@ CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
 OWN_ID = "CAST(json_extract(meta, '$.id') AS TEXT)"
 # Made on open when missing (a catalog of this schema version made before it is kept: its holders stay).
 _OWN_ID_INDEX = f"CREATE INDEX IF NOT EXISTS entries_own_id ON entries({OWN_ID})"
+# The session start's order reads entries latest touched first and needs the highest use count
+# (scoring/start_order.py): both are index lookups, not a parse of every row.
+USES = "json_extract(meta, '$.access_count')"
+IMPORTANCE = "json_extract(meta, '$.importance')"
+CORRELATION = "json_extract(meta, '$.context_correlation')"
+_START_INDEXES = {"entries_touched": "CREATE INDEX IF NOT EXISTS entries_touched ON entries(touched)",
+                  "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})",
+                  "entries_important": "CREATE INDEX IF NOT EXISTS entries_important ON entries(important)",
+                  "entries_importance": f"CREATE INDEX IF NOT EXISTS entries_importance ON entries({IMPORTANCE})",
+                  "entries_correlation": f"CREATE INDEX IF NOT EXISTS entries_correlation ON entries({CORRELATION})"}
 
 
 @dataclass
@@ -164,6 +174,19 @@ class Catalog:
         self._walked_at = generation
         return report
 
+    def refresh_if_moved(self) -> bool:
+        """A cheaper refresh for a process that has no watcher and must answer at once (a cold
+        session start): the names of the tree's files are compared with the catalog's (no stat of each
+        file), and only when a file was added or removed is the catalog refreshed. A file changed in
+        place keeps its row until the next refresh. Whether it refreshed."""
+        skipped: list[str] = []
+        names = {rel for rel, _ in iter_entry_files(self.root, skipped, stats=False)}
+        known = {row[0] for row in self._conn.execute("SELECT path FROM entries")}
+        if names - known or any(p not in names and not any(p.startswith(f + "/") for f in skipped) for p in known):
+            self.refresh()
+            return True
+        return False
+
     def _read_row(self, rel: str, st, report: RefreshReport) -> tuple:
         report.changed.append(rel)
         try:
@@ -231,6 +254,43 @@ class Catalog:
             cached = (meta, _entry_from_row(row, self.id_key))
             self._parsed[path] = cached
         return cached[1].copy() if copy else cached[1]
+
+    def latest_first(self, status: str | None = None, batch: int = 256):
+        """Entries with a date (metadata, bodies not loaded), latest touched first, parsed as they are
+        read: a caller that stops early never parses the rest (undated ones: `undated`); with `status`,
+        only those of that status. The entries are the catalog's own, not copies: read them, never
+        change them."""
+        where = "meta IS NOT NULL AND touched IS NOT NULL" + (" AND json_extract(meta, '$.status') = ?" if status else "")
+        rows = self._conn.execute(f"SELECT path, category, meta FROM entries WHERE {where} ORDER BY touched DESC",
+                                  (status,) if status else ())
+        while True:
+            chunk = rows.fetchmany(batch)
+            if not chunk:
+                return
+            for row in chunk:
+                yield self._entry(row, copy=False)
+
+    def undated(self) -> list[Entry]:
+        """Entries with no date at all (no created, updated or last_access)."""
+        rows = self._conn.execute("SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND touched IS NULL "
+                                  "ORDER BY path")
+        return [self._entry(r) for r in rows]
+
+    def weighty(self, importance_at: float, correlation_above: float, limit: int) -> list[Entry]:
+        """At most `limit` + 1 entries that are important, of importance `importance_at` or more, or
+        whose correlation is above `correlation_above` (three index lookups)."""
+        rows = self._conn.execute(
+            f"SELECT path, category, meta FROM entries WHERE meta IS NOT NULL AND (important = 1 OR {IMPORTANCE} >= ? "
+            f"OR {CORRELATION} > ?) LIMIT ?", (float(importance_at), float(correlation_above), int(limit) + 1))
+        return [self._entry(r, copy=False) for r in rows]
+
+    def max_uses(self) -> int:
+        """The highest `access_count` an entry's file holds (0 for none)."""
+        value = self._conn.execute(f"SELECT max({USES}) FROM entries").fetchone()[0]
+        try:
+            return max(0, int(value or 0))
+        except (TypeError, ValueError):
+            return 0
 
     def paths_of_own_id(self, own_id: str) -> list[str]:
         """Paths of the vault notes whose own `id:` (a key of the user's, beside the engine's `mem-id:`)
@@ -333,14 +393,17 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 
 def _add_own_id_index(conn: sqlite3.Connection) -> None:
-    """The index of the notes' own ids, when the catalog has none yet; a disk that takes no writes
-    leaves the lookup without it (a scan of the rows)."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'entries_own_id'").fetchone():
-        return
-    try:
-        conn.execute(_OWN_ID_INDEX)
-    except sqlite3.OperationalError:
-        pass
+    """The index of the notes' own ids (and the session start's), when the catalog has none yet; a
+    disk that takes no writes leaves the lookup without it (a scan of the rows)."""
+    wanted = {"entries_own_id": _OWN_ID_INDEX, **_START_INDEXES}
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    for name, statement in wanted.items():
+        if name in have:
+            continue
+        try:
+            conn.execute(statement)
+        except sqlite3.OperationalError:
+            pass
 
 
 def _row(rel: str, entry: Entry, st) -> tuple:

@@ -29,11 +29,15 @@ class Settings:
     grep_max_entries: int = 50       # strategy advice: grep under this many entries
     index_max_entries: int = 500     # index navigation up to this many; vectors beyond
     embedding_model: str = "bundled"  # "bundled" (all-MiniLM-L6-v2) or any sentence-transformers name/path
-    promote_threshold: float = 0.65  # similarity to come back to hot (F1-optimal on LoCoMo, bench/promotion.py)
+    promote_threshold: float = 0.65  # every cold/archived entry this similar to the task comes back hot
+    promote_best_cosine: float = 0.5  # ... the most similar one from this (bench/promotion_tasks.py)
+    promote_min_relevance: float = 0.05  # ... and recall's likeliest answer from this relevance
     promote_max: int = 50            # at most this many promotions per run
     promote_keep_important: bool = True  # important/high entries keep their tier when promoting
     autoload_budget: int = 2000      # tokens, counted with the model's tokenizer
     autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its relevance >= this share of the best hit's
+    autoload_written_boost: float = 2.0  # session start: a memory written now counts (1 + this) x its weight
+    autoload_written_half_life_days: float = 7.0  # ... the boost halves every this many days (scoring/start_order.py)
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
     conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
@@ -120,6 +124,8 @@ def require_known(key: str) -> None:
 # Settings with a bounded range (inclusive); others only need the right type (ints: 0 or more).
 _RANGES = {
     "promote_threshold": (0.0, 1.0), "autoload_min_relevance": (0.0, 1.0), "near_duplicate_threshold": (0.0, 1.0),
+    "promote_best_cosine": (0.0, 1.0), "promote_min_relevance": (0.0, 1.0),
+    "autoload_written_boost": (0.0, 100.0), "autoload_written_half_life_days": (0.01, 3650.0),
     "conflict_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),

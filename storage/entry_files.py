@@ -32,8 +32,9 @@ def printable_name(rel: str) -> str:
     return text.replace("\n", "\\n").replace("\r", "\\r")
 
 
-def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | None = None):
-    """Yield (relative path, os.stat_result) of every entry file in the tree.
+def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | None = None, stats: bool = True):
+    """Yield (relative path, os.stat_result) of every entry file in the tree (with `stats` false,
+    (relative path, None): the names alone, no system call per file).
 
     Hidden folders (.trash, .vectors, .full, ...), INDEX.md files, config.md, an agent's own
     MEMORY.md/CLAUDE.md, temporary files, files at the root, symlinks and anything that is not a
@@ -64,8 +65,8 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
                         stack.append(item.path)
                     elif ((vault or folder != base) and name.endswith(".md") and item.is_file(follow_symlinks=False)
                           and not is_temp_file(name) and name.lower() not in names_out):
-                        st = _regular_stat(item)
-                        if st is not None:
+                        st = _regular_stat(item) if stats else None
+                        if st is not None or not stats:
                             yield item.path[cut:].replace(os.sep, "/"), st
         except (FileNotFoundError, NotADirectoryError):
             continue

@@ -16,27 +16,28 @@ def register(app: typer.Typer) -> None:
 def promote(
     context: Annotated[str, typer.Option("--context", help="The task or prompt the memories should serve.")],
     threshold: Annotated[Optional[float], typer.Option("--threshold",
-                         help="Similarity needed (default: promote_threshold in config.md).")] = None,
+                         help="Promote every entry at least this similar, and nothing else (default: "
+                              "the calibrated rule, docs/hooks.md).")] = None,
     layer: Annotated[str, typer.Option("--layer", help="Tiers to promote from, comma-separated.")] = "cold,archive",
     max_count: Annotated[Optional[int], typer.Option("--max", help="At most this many (default: promote_max).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would come back; change nothing.")] = False,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Bring cold and archived memories similar to the current task back to hot.
+    """Bring the cold and archived memories the current task needs back to hot (full text, out of archived/).
 
     Example: mem promote --context "fix the login bug in alpha's auth service" --dry-run
     """
     result = memory(root).promote(context, threshold=threshold, layers=layer, max_count=max_count, dry_run=dry_run)
 
     def human():
-        layers, threshold = "/".join(result["layers"]), result["threshold"]
-        if not result["candidates"]:
-            typer.echo(f"no {layers} entry is similar enough to the context (threshold {threshold:.2f})")
+        layers, rule = "/".join(result["layers"]), result["rule"]
+        if not result["promoted"]:
+            typer.echo(f"no {layers} entry comes back for this context (rule: {rule})")
             return
         verb = "would promote" if dry_run else "promoted"
         typer.echo(f"{verb} {len(result['promoted'])} of the {counted(result['candidates'], layers + ' entry', layers + ' entries')} "
-                   f"similar to the context (threshold {threshold:.2f})")
+                   f"close to the context (rule: {rule})")
         table(result["promoted"], ["id", "title", "similarity", "from_tier", "path"])
 
     emit(as_json, result, human)
@@ -73,45 +74,22 @@ def autoload(
     emit(as_json, result.to_dict(), lambda: typer.echo(result.markdown() or "(no memories to load)", nl=False))
 
 
-HOOK_MAX_BYTES = 32 * 1024 * 1024  # a hook payload past this is not read further (the prompt is cut anyway)
-
-
 def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as_json: bool) -> None:
-    """Hook mode: context from Claude Code's JSON; on any error print nothing and exit 0.
+    """Hook mode: context from Claude Code's JSON (features/hook_call.py); on any error print nothing
+    and exit 0.
 
     A prompt (UserPromptSubmit) gets only the relevant memories that clear the cut-off and were
-    not injected earlier in the same session (`session_id`); a session start gets the hot ones."""
-    import json
-
-    from memstrata.retrieval.query_limits import cut_prompt
+    not injected earlier in the same session (`session_id`); a session start gets the session-start
+    list (no model: features/start_block.py)."""
+    from memstrata.features import hook_call
 
     try:
-        raw = sys.stdin.buffer.read(HOOK_MAX_BYTES + 1) if not sys.stdin.isatty() else b""
-        if len(raw) > HOOK_MAX_BYTES:
-            return  # no hook payload is that large: nothing to inject, at once (the hook has 10 s)
-        payload = json.loads(raw) if raw.strip() else {}
-        if not isinstance(payload, dict):
-            payload = {}
-        prompt = payload.get("prompt")
-        context = cut_prompt(prompt)[0] if isinstance(prompt, str) and prompt.strip() else None
-        if context is None and is_prompt_event(payload):
-            return  # a prompt that is no text (5, a list, null, "") asks about nothing: not a session start
-        session = payload.get("session_id")
-        session = session if isinstance(session, str) and session.strip() else None
-        result = memory(root).autoload(context, promote=promote_first and context is not None, budget=budget,
-                                       hot=context is None, session_id=session)
-        if as_json:
-            event = payload.get("hook_event_name") or ("UserPromptSubmit" if context else "SessionStart")
-            sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event,
-                                                                 "additionalContext": result.markdown()}},
-                                        ensure_ascii=not utf8_stdout()) + "\n")
-        else:
-            sys.stdout.write(result.markdown())
+        call = hook_call.parse(hook_call.read_raw(sys.stdin.buffer))
+        if call is None:
+            return
+        result = memory(root).autoload(call.context, promote=promote_first and call.context is not None,
+                                       budget=budget, hot=call.context is None, session_id=call.session,
+                                       cwd=call.cwd)
+        sys.stdout.write(hook_call.output(call, result.markdown(), as_json, ascii_only=not utf8_stdout()))
     except BaseException:  # noqa: BLE001 - a hook must never block or break the agent
         return
-
-
-def is_prompt_event(payload: dict) -> bool:
-    """Whether a hook payload is a UserPromptSubmit (it has a "prompt", or says so), whatever its prompt
-    holds: only a payload that is neither is a session start, which lists the recent notes."""
-    return "prompt" in payload or payload.get("hook_event_name") == "UserPromptSubmit"

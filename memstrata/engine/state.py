@@ -108,6 +108,13 @@ class TreeState:
         return self._embedder
 
     @property
+    def token_counter(self):
+        """The model's token counts without the model (its tokenizer alone: models/tokens.py)."""
+        from memstrata.models.tokens import counter_for
+
+        return counter_for(self.settings.embedding_model)
+
+    @property
     def loaded_embedder(self):
         """The model if it is loaded already, else None (never loads it)."""
         return self._embedder

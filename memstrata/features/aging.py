@@ -342,9 +342,9 @@ class Aging:
         return tree.unique_entry_path(self.root, entry.category, entry.title, archived=True, keep=keep)
 
     # -- decompress (features/compressor.py) -------------------------------------------------
-    def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:
+    def decompress(self, ref: str, show: bool = False, restore: bool = False, use: bool = True) -> dict:
         """The full original of a compressed entry (`show`), or put it back (`restore`): Compressor.decompress."""
-        return self.compression.decompress(ref, show=show, restore=restore)
+        return self.compression.decompress(ref, show=show, restore=restore, use=use)
 
     def full_text_again(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
         """The update step of a compressed entry given a new body: Compressor.full_text_again."""

@@ -140,22 +140,23 @@ def promoted_line(promoted: list[dict]) -> str:
 
 class Costs:
     """What parts of the block cost in the budget: the larger of the model's tokens and the
-    characters / CHARS_PER_TOKEN, each part with the blank line that follows it."""
+    characters / CHARS_PER_TOKEN, each part with the blank line that follows it. `counter` counts
+    and cuts in the model's tokens (models.tokens.TokenCounter: its tokenizer, never the model)."""
 
-    def __init__(self, embedder, form: str = "markdown"):
-        self.embedder = embedder
+    def __init__(self, counter, form: str = "markdown"):
+        self.counter = counter
         self.as_json = form == "json"
-        self.special = embedder.count_tokens("")  # [CLS] and [SEP]: counted once for the block (HEAD), not per part
+        self.special = counter.count_tokens("")  # [CLS] and [SEP]: counted once for the block (HEAD), not per part
 
     def of(self, text: str) -> int:
         text += "\n\n"
         if self.as_json:  # as the JSON answer carries it: `\n`, `\"` and `\u0001` cost more than the characters
             text = json.dumps(text, ensure_ascii=False)[1:-1]
-        return max(self.embedder.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
+        return max(self.counter.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
 
     def whole(self, text: str) -> int:
         """What a text costs as it is sent (the model's tokens, special ones included, or its characters)."""
-        return max(self.embedder.count_tokens(text), -(-len(text) // CHARS_PER_TOKEN))
+        return max(self.counter.count_tokens(text), -(-len(text) // CHARS_PER_TOKEN))
 
     def frame(self, result: "AutoloadResult") -> int:
         """The JSON answer's own fields with no memory in it yet (0 for the Markdown form)."""
@@ -169,7 +170,7 @@ class Costs:
         if not self.as_json:
             return 0
         text = json.dumps(entry_row(entry, section, relevance, budget, True, shared), ensure_ascii=False) + ", "
-        return max(self.embedder.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
+        return max(self.counter.count_tokens(text) - self.special, -(-len(text) // CHARS_PER_TOKEN))
 
     def head(self) -> int:
         return self.of(HEAD) + self.special
@@ -193,7 +194,7 @@ class Costs:
             return None
         text, _ = cut_chars(text, keep * CHARS_PER_TOKEN)
         while keep > 0:
-            text = self.embedder.truncate_to_tokens(text, keep)
+            text = self.counter.truncate_to_tokens(text, keep)
             cost = self.of(block(entry, text, True, shared)) + extra
             if cost <= cap:
                 return text, True, cost

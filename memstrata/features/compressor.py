@@ -78,11 +78,12 @@ class Compressor:
             compressed.body, compressed.layer, compressed.full_content_file, compressed.summary)
         return True
 
-    def decompress(self, ref: str, show: bool = False, restore: bool = False) -> dict:
+    def decompress(self, ref: str, show: bool = False, restore: bool = False, use: bool = True) -> dict:
         """The full original of a compressed entry (`show`, not an access), or put it back (`restore`).
 
         Restore writes the original body back byte for byte, layer L0, status active, tier
-        hot (out of archived/ if it was there), removes the sidecar and counts as an access.
+        hot (out of archived/ if it was there), removes the sidecar and counts as an access
+        (`use` false: a promotion's restore, which is no use of the entry: docs/aging.md).
         An entry that is not compressed is returned as it is (restored: false).
         """
         if show and restore:
@@ -103,7 +104,7 @@ class Compressor:
             original = sidecars.original_body(self.root, rel)
             now = self.state.now()
             new = current.copy(body=original, layer="L0", full_content_file=None, summary=None, status="active")
-            new = touched(new, now, self.state.settings)
+            new = touched(new, now, self.state.settings) if use else new.copy(last_access=now)
             new.tier = "hot"
             if is_archived_path(current.path or ""):
                 new.path = tree.unique_entry_path(self.root, current.category, current.title)

@@ -1,15 +1,16 @@
 """Promotion (old memories back to hot when the task needs them) and autoload (what a session starts with)."""
 from __future__ import annotations
 
+from itertools import chain
+
 from memstrata.engine.entries import Entries
 from memstrata.engine.inputs import require_encodable
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
-from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECTIONS, TITLE_CHARS, FORMS,
-                                               AutoloadItem, AutoloadResult, Costs, cut_chars, promoted_line)
-from memstrata.features.compression import without_note
+from memstrata.features.autoload_block import FORMS, AutoloadResult, Costs
+from memstrata.features.autoload_fill import fill
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.storage import journal
@@ -17,8 +18,6 @@ from memstrata.storage.entry import TIERS, Entry
 from memstrata.storage.secrets import redact
 
 HOOK_EVENTS_WITH_PROMPT = ("UserPromptSubmit",)
-_MIN_BODY_TOKENS = 12  # below this a truncated body says nothing; skip the entry instead
-_MAX_MISSES = 25  # once this many items in a row did not fit, the budget is taken as full
 
 
 class Promotion:
@@ -36,10 +35,11 @@ class Promotion:
 
     # -- promotion ----------------------------------------------------------------------
     def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
-                dry_run: bool = False) -> dict:
-        """Bring cold/archive entries similar to `context` back to hot (full text restored, out of archived/).
-
-        Similarity is the best cosine between the context and any chunk of the entry.
+                dry_run: bool = False, relevance: dict[str, float] | None = None) -> dict:
+        """Bring cold/archive entries the task in `context` needs back to hot (full text restored, out
+        of archived/): scoring.promotion.select's rule over each entry's best chunk cosine and recall's
+        calibrated relevance of its first hits (`relevance`, by id, when the caller ran that recall
+        already: autoload). With `threshold`, every entry at least that similar and nothing else.
         Each promotion is its own atomic step under the tree lock.
         """
         from memstrata.scoring import promotion
@@ -57,8 +57,13 @@ class Promotion:
             raise InvalidInput("max must be 0 or more")
         settings, now = self.state.settings, self.state.now()
         threshold_used = settings.promote_threshold if threshold is None else float(threshold)
-        candidates = self._promotion_candidates(context, wanted, threshold_used, now)
-        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count)
+        floor = threshold_used if threshold is not None else min(threshold_used, settings.promote_best_cosine)
+        candidates = self._promotion_candidates(context, wanted, floor, now)
+        if threshold is None:
+            relevance = self._relevance(context) if relevance is None else relevance
+            candidates += self._judged(context, relevance, {e.id for e, _ in candidates}, wanted, now)
+        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count,
+                                  relevance=relevance)
         by_id = {e.id: e for e, _ in candidates}
         rows = [{"id": p.entry_id, "title": redact(by_id[p.entry_id].title), "similarity": round(p.similarity, 4),
                  "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
@@ -66,8 +71,38 @@ class Promotion:
         if not dry_run:
             for p, row in zip(chosen, rows):
                 row["path"] = self._apply_promotion(p)
-        return {"dry_run": dry_run, "threshold": threshold_used, "layers": sorted(wanted),
+        rule = (f"similarity >= {threshold_used:.2f}" if threshold is not None else
+                f"similarity >= {threshold_used:.2f}, the most similar from {settings.promote_best_cosine:.2f}, "
+                f"recall's likeliest answer from relevance {settings.promote_min_relevance:.2f}")
+        return {"dry_run": dry_run, "threshold": threshold_used, "rule": rule, "layers": sorted(wanted),
                 "candidates": len(candidates), "promoted": rows}
+
+    def _relevance(self, context: str) -> dict[str, float]:
+        """Recall's calibrated relevance of its first hits in this tree, by id (nothing without an index)."""
+        try:
+            hits = self.recall.recall(context, k=10, min_relevance=0.0).results
+        except IndexUnavailable:
+            return {}
+        return {h.id: float(h.relevance) for h in hits if h.relevance is not None and h.shared_root is None}
+
+    def _judged(self, context: str, relevance: dict[str, float], known: set, wanted: set, now) -> list[tuple]:
+        """(entry, similarity) of the entries recall judged that are in the `wanted` tiers but not in
+        `known` (below the similarity floor): the rule may bring back recall's likeliest answer."""
+        from memstrata.scoring import promotion
+
+        entries = []
+        for entry_id in relevance:
+            if entry_id in known or entry_id.startswith("path:"):
+                continue
+            try:
+                entry = self.entries.resolve(entry_id)
+            except Exception:  # noqa: BLE001 - a hit whose file is gone: the next sync drops it
+                continue
+            entry = self.entries.seen(entry) if self.state.vault else entry
+            if entry.status != "expired" and promotion.current_tier(entry, now, self.state.settings) in wanted:
+                entries.append(entry)
+        similarities = self._similarities(context, entries)
+        return [(e, similarities[e.id]) for e in entries if e.id in similarities]
 
     def _layers(self, layers) -> set[str]:
         if layers is None or layers == "":
@@ -191,7 +226,7 @@ class Promotion:
                 journal.append(self.root, [(current.id, changes["last_access"], changes["context_correlation"])])
                 return current.path
             if current.is_compressed:
-                self.aging.decompress(current.id, restore=True)
+                self.aging.decompress(current.id, restore=True, use=False)
                 current = self.entries.resolve(current.id)
             new = current.copy(**changes)
             if is_archived_path(current.path or ""):
@@ -202,22 +237,22 @@ class Promotion:
     # -- autoload -----------------------------------------------------------------------
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
                  include_shared: bool = True, hot: bool | None = None, session_id: str | None = None,
-                 form: str = "markdown") -> AutoloadResult:
+                 form: str = "markdown", cwd: str | None = None) -> AutoloadResult:
         """The memories an agent should start with: relevant ones first (hits that clear the
         recall_min_relevance cut-off), then, with `hot` (by default: only when there is no context, a
-        session start), hot ones by weight, within `budget` tokens
-        (the model's tokenizer; the whole block: preamble, headings and fences included). A context
-        that names no topic ("hello", "thanks!", "take care": retrieval.prompts.is_everyday) loads
-        nothing at all, hot list included: only a start with no context lists the hot memories (the
-        prompt hook and MCP follow one rule). Each memory brings at most HIT_TOKENS of its body: a
-        relevant hit the part of its note the context asks about, a hot entry its opening. With a
-        `session_id`, an entry already loaded in that session is not loaded again. Loading a hot
-        entry counts as an access (correlation 1.0); a relevant hit does not (an injection
-        answering a prompt is no read that should make the entry hot). `form` "json" makes the budget
-        bound the whole JSON answer (`to_dict`, as MCP sends it) rather than the Markdown block."""
+        session start), the session-start list (features/start_block.py: active memories by weight
+        with a bonus for a recent write, no model needed), within `budget` tokens (the model's
+        tokenizer; the whole block: preamble, headings and fences included). A context that names no
+        topic ("hello", "thanks!", "take care": retrieval.prompts.is_everyday) loads nothing at all,
+        the recent list included: only a start with no context lists them (the prompt hook
+        and MCP follow one rule). Each memory brings at most HIT_TOKENS of its body: a relevant hit the
+        part of its note the context asks about, a listed entry its opening. With a `session_id`, a
+        relevant hit already loaded in that session is not loaded again. Nothing loaded counts as a
+        use of the entry (an injection is no read: docs/aging.md). `form` "json" makes the budget
+        bound the whole JSON answer (`to_dict`, as MCP sends it) rather than the Markdown block.
+        `cwd`: the folder the session runs in (the hook's), for the session's project (unused yet)."""
         from memstrata.features import hook_sessions
         from memstrata.retrieval.prompts import has_topic, is_everyday
-        from memstrata.scoring.weight import compute_weight
 
         settings = self.state.settings
         budget = settings.autoload_budget if budget is None else int(budget)
@@ -233,6 +268,10 @@ class Promotion:
         context = " ".join(str(context or "").split()) or None
         if hot is None:  # a task given: what it asks about, not 2,000 tokens of unrelated recent notes
             hot = context is None
+        if context is None and hot:  # a session start: from the catalog and the weights, never the model
+            result = self._start(budget, include_shared, form, cwd)
+            hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
+            return result
         result = AutoloadResult(context=context, budget=budget, form=form)
         if cut_note:
             result.notes.append(cut_note)
@@ -244,42 +283,75 @@ class Promotion:
                                 "and weighty memories are listed)")
             return result
         already = hook_sessions.injected(self.root, session_id)
-        now = self.state.now()
-        if promote and topic:
-            try:
-                result.promoted = self.promote(context)["promoted"]
-            except IndexUnavailable as exc:
-                result.notes.append(f"no promotion: {exc.message}")
         shared = self.shared.shared_or_none() if include_shared else None
-        ranked: list[tuple[Entry, str, float]] = []
+        ranked: list[tuple] = []
         if topic:
             answer = (self.shared.recall(context, k=10) if shared is not None
                       else self.recall.recall(context, k=10))
             result.strategy = answer.strategy
             result.notes += list(answer.notes)
+            if promote:  # on recall's judgement of this very context, then the similarity of each old entry
+                self._promote_for(result, context, answer.results)
             # an empty note (a vault's tag page: a title, no text) has nothing to hand an agent, and
             # its title alone matched "which database did we pick?" at 0.95, setting the floor above the answer
             hits = [h for h in answer.results if self._has_text(h, shared)]
             best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
-            for hit in hits:
-                if hit.status == "expired" or _strength(hit) < floor or hit.id in already:
+            promoted = {p["id"] for p in result.promoted}
+            # a promoted memory is injected first, whole when it fits: the task needs it (recall ran
+            # before the promotion, when an archived entry still ranked below its active peers)
+            ranked += [(self.entries.resolve(i), "relevant", 1.0, False) for i in promoted
+                       if i not in already and not any(h.id == i and h.shared_root is None for h in hits)]
+            for hit in sorted(hits, key=lambda h: not (h.id in promoted and h.shared_root is None)):
+                if hit.status == "expired" or hit.id in already or (
+                        _strength(hit) < floor and not (hit.id in promoted and hit.shared_root is None)):
                     continue
-                ranked.append((hit, "relevant", float(hit.score)))
-        for source in (self.entries, shared) if hot else ():
-            if source is None:
-                continue
-            # in the hot tier now (touched lately), whatever tier maintain last wrote into the file
-            hot = [e.copy(tier="hot") for e in source.hot_entries(now) if e.status == "active"]
-            for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
-                if source is shared:
-                    e.extra["_from_shared"] = True
-                if e.ref not in already:
-                    ranked.append((e, "hot", compute_weight(e, now)))
-        self._fill(result, ranked, shared)
+                ranked.append((hit, "relevant", float(hit.score), shared is not None and hit.shared_root is not None))
+        from memstrata.features import start_block
+
+        now = self.state.now()
+        sources = self._sources(shared) if hot else []  # the session-start list after the relevant hits
+        listed = start_block.merged(sources, now, "active")
+        fill(result, chain(ranked, listed), Costs(self.state.token_counter, result.form),
+             self._resolver(shared, start_block.resolver(sources, now)), whole={p["id"] for p in result.promoted})
         hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
-        self._count_loads([i.entry for i in result.items if not i.shared and i.section == "hot"])
         return result
+
+    def _promote_for(self, result: AutoloadResult, context: str, hits) -> None:
+        relevance = {h.id: float(h.relevance) for h in hits if h.relevance is not None and h.shared_root is None}
+        try:
+            result.promoted = self.promote(context, relevance=relevance)["promoted"]
+        except IndexUnavailable as exc:
+            result.notes.append(f"no promotion: {exc.message}")
+
+    def _sources(self, shared) -> list:
+        """The session start's sources: this tree and the shared root, their catalogs up to date."""
+        from memstrata.features.start_block import Source
+
+        sources = []
+        for memory, is_shared in ((self, False), (shared, True)):
+            if memory is None:
+                continue
+            state = memory.state
+            state.catalog.refresh()
+            sources.append(Source(state.root, state.catalog, state.settings, state.accesses(), shared=is_shared))
+        return sources
+
+    def _start(self, budget: int, include_shared: bool, form: str, cwd: str | None) -> AutoloadResult:
+        """A session start's block (features/start_block.py): no recall, no model."""
+        from memstrata.features.start_block import start_block
+
+        shared = self.shared.shared_or_none() if include_shared else None
+        return start_block(self._sources(shared), budget, self.state.now(), self.state.token_counter, form, cwd=cwd)
+
+    def _resolver(self, shared, listed):
+        """What `fill` shows for a ranked item: a relevant hit's entry, or a listed one's (`listed`)."""
+        def resolve(item, section: str, from_shared: bool):
+            if section != "relevant":
+                return listed(item, section, from_shared)
+            return (shared if from_shared else self.entries).resolve(item.id)
+
+        return resolve
 
     def _model_or_none(self):
         """The embedder, or None when it cannot load (the words alone then decide small talk)."""
@@ -294,67 +366,6 @@ class Promotion:
             return bool(source.resolve(hit.id).body.strip())
         except Exception:  # a file that vanished or broke since it was listed
             return False
-
-    def _fill(self, result: AutoloadResult, ranked, shared) -> None:
-        """Put the ranked memories into `result` while the whole block fits its budget: the preamble,
-        each section's heading and the promoted line are counted with the fenced memories."""
-        from memstrata.retrieval.prompts import relevant_part
-
-        costs = Costs(self.state.embedder, result.form)
-        frame = costs.head() + (costs.of(promoted_line(result.promoted)) if result.promoted else 0)
-        frame += costs.frame(result)  # a JSON answer's own fields (MCP): 0 for the Markdown block
-        headings = dict((section, costs.of(heading)) for section, heading in SECTIONS)
-        used, seen, missed = frame, set(), 0  # missed: items in a row that did not fit
-        for item, section, score in ranked:
-            ref = item.id if section == "relevant" else item.ref  # a hit's id is `path:...` already
-            if ref in seen:
-                continue
-            seen.add(ref)
-            opening = 0 if any(i.section == section for i in result.items) else headings[section]
-            if result.budget - used - opening < _MIN_BODY_TOKENS:  # as listed: no need to read it
-                missed += 1
-                if used >= result.budget or missed >= _MAX_MISSES:
-                    break  # (nearly) full: the rest of a long hot list is not tried one by one
-                continue
-            from_shared = shared is not None and (item.shared_root is not None if section == "relevant"
-                                                  else bool(item.extra.get("_from_shared")))
-            try:
-                entry = (shared if from_shared else self.entries).resolve(ref)
-            except Exception:  # a file that vanished or broke since it was listed: skip it
-                continue
-            if not entry.body.strip():  # an empty hot note: nothing to hand an agent (hits: _has_text)
-                continue
-            # what autoload hands out is shown text, redacted as recall's snippets are (retrieval.hits):
-            # a file the guard flagged (adopted, hand-made, pulled) reaches here through the hot list
-            title, cut = cut_chars(redact(entry.title), TITLE_CHARS)
-            entry = entry.copy(title=title + (" …" if cut else ""))
-            relevance = getattr(item, "relevance", None) if section == "relevant" else None
-            extra = costs.row(entry, section, relevance, from_shared, result.budget)  # its entry in a JSON answer
-            header = costs.header(entry, from_shared) + extra
-            room = min(result.budget - used - opening, header + HIT_TOKENS)
-            if room - header < _MIN_BODY_TOKENS:
-                missed += 1
-                continue
-            # before any cut, so a credential is never shortened past its rule into a visible prefix
-            body = redact(without_note(entry.body).strip() or (entry.summary or ""))
-            part = section == "relevant" and costs.of(body[:(HIT_TOKENS + 1) * CHARS_PER_TOKEN]) > HIT_TOKENS
-            if part:  # the part asked about; the note goes on (" …", and `mem read` has it all)
-                body = relevant_part(body, result.context or "", getattr(item, "snippet", None))
-            fitted = costs.fit(entry, body, from_shared, room, cut=part, extra=extra)
-            if fitted is None:
-                missed += 1
-                continue
-            missed = 0
-            body, truncated, cost = fitted
-            result.items.append(AutoloadItem(entry, section, score, body, cost, truncated, from_shared, relevance))
-            used += cost + opening
-        result.frame_tokens = frame + sum(headings[s] for s in {i.section for i in result.items})
-
-    def _count_loads(self, entries: list[Entry]) -> None:
-        """Routine loading is an access with context_correlation 1.0, in the access journal
-        (entry files are not rewritten: reading never churns a tree kept in git)."""
-        now = self.state.now()
-        journal.append(self.root, [(e.id, now, 1.0) for e in entries if e.id])
 
 
 def _strength(hit) -> float:

@@ -10,11 +10,11 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.features.recall import Recall
+from memstrata.features.start_block import SHARED_ENV, shared_root_of  # noqa: F401 - SHARED_ENV: its name here too
 from memstrata.results import WriteResult
 from memstrata.storage.lock import LOCK_FILE, TreeLock
-from memstrata.storage.tree import is_initialised, resolve_root
+from memstrata.storage.tree import is_initialised
 
-SHARED_ENV = "MEMSTRATA_SHARED"
 AGENT_ENV = "MEMSTRATA_AGENT"
 
 
@@ -65,18 +65,11 @@ class SharedSpace:
     @property
     def shared_root(self) -> Path | None:
         """The shared root: config.md's shared_root, else $MEMSTRATA_SHARED; None if neither is set."""
-        raw = None
         try:
-            raw = self.state.settings.shared_root
+            settings = self.state.settings
         except MemstrataError:
-            raw = None
-        raw = raw or os.environ.get(SHARED_ENV)
-        if not raw:
-            return None
-        path = Path(os.path.expanduser(str(raw)))
-        if not path.is_absolute():
-            path = self.root / path
-        return resolve_root(path)
+            settings = None
+        return shared_root_of(self.root, settings)
 
     def shared_memory(self):
         """The Memory of the shared root (cached; shares this Memory's loaded model)."""

@@ -53,14 +53,14 @@ def result(data: Any, is_error: bool = False, text: str | None = None):
     return CallToolResult.model_validate(raw)
 
 
-def autoload_answer(loaded, embedder):
+def autoload_answer(loaded, counter):
     """MCP autoload's answer: its JSON text, as sent, within the budget. The engine counted the
     answer (form "json": the block JSON-escaped, each memory's entry, the answer's own fields) as an
     upper bound; this measures the text itself and, should it still be over, leaves out the last
     memories, so the budget bounds what reaches the model whatever the tokenizer's edge cases."""
     from memstrata.features.autoload_block import Costs
 
-    costs = Costs(embedder, "json")
+    costs = Costs(counter, "json")
     while True:
         payload = jsonable(loaded)
         text = json.dumps(payload, ensure_ascii=False)  # compact: indentation is tokens to a model too

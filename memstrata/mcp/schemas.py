@@ -144,6 +144,7 @@ class AutoloadAnswer(_Open):
 class PromoteAnswer(_Open):
     dry_run: bool
     threshold: float
+    rule: str = Field(description="What brought them back: the calibrated rule, or the --threshold given.")
     layers: list[str]
     candidates: int
     promoted: list[dict[str, Any]]

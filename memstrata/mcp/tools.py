@@ -196,12 +196,14 @@ def register_tools(server, engine) -> list[str]:
         relevance of a relevant one) without their text."""
         return engine.call(lambda: autoload_answer(m.autoload(
             context=context, budget=budget, promote=promote, include_shared=include_shared, form="json"),
-            m.state.embedder))
+            m.state.token_counter))
 
     def promote(
         context: Annotated[str, Field(description="The current task; similar cold/archive memories come back.")],
         dry_run: Annotated[bool, Field(description="Only say what would be promoted.")] = False,
-        threshold: Annotated[Optional[float], Field(description="Similarity needed (0-1).", ge=0, le=1)] = None,
+        threshold: Annotated[Optional[float], Field(description="Promote every entry at least this similar (0-1) "
+                                                    "and nothing else; leave it out for the calibrated rule.",
+                                                    ge=0, le=1)] = None,
     ):
         """Bring cold/archive memories similar to the current task back to the hot tier (at most promote_max)."""
         from memstrata.retrieval.fence import quoted

@@ -38,6 +38,7 @@ import stat
 import sys
 
 from memstrata.service import caller_paths, rundir
+from memstrata.service.cold_hook import cold_hook
 from memstrata.service.connection import (  # noqa: F401 - the client's names for its callers and tests
     CONNECT_TIMEOUT,
     Lines,
@@ -212,6 +213,7 @@ def code_home() -> str:
 _OTHER_INSTALL: list[str] = []  # set when the user's service belongs to another install (then none is started)
 _FAILED: list[str] = []  # set when the running service failed this call: it runs here (a hook too), none is started
 _REFUSED: list[str] = []  # set when the running service cannot run this call as its caller would: it runs here
+_WARMING: list[bool] = []  # set when the running service is still warming up: a hook is answered here (cold_hook)
 
 
 def forward(argv: list[str], root: str, folder: str | None = None) -> int | None:
@@ -249,6 +251,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
                 return int(first.get("code", 1))
             if first is not None and first.get("t") == "refused":
                 _REFUSED.append(str(first.get("message")))
+            if first is not None and first.get("t") == "cold":
+                _WARMING.append(True)
             if first is not None and first.get("t") == "other-install":
                 _OTHER_INSTALL.append(str(first.get("code")))
             if first is not None and first.get("t") == "failed":
@@ -356,20 +360,22 @@ def run(argv: list[str]) -> int | None:
     code = forward(argv, root)
     if code is not None:
         return code
+    if _WARMING:  # a hook while the service warms up: a session start now, a prompt nothing
+        return cold_hook(argv, root, start=None, prompt_here=False)
     if _FAILED or _REFUSED:
         return None  # a service runs: none is started
     folder = rundir.candidate()
     blocker = rundir.socket_blocker(folder)
+    hook = command == "autoload" and "--hook" in argv
     if blocker is not None:
         # Never a quiet fall-back for good: the user learns why every call is a cold start.
         sys.stderr.write(f"mem: note: this call ran without the memory service: {rundir.blocker_advice(folder, blocker)}\n")
         if not blocker[1]:  # a service started now could not listen there: none is started
-            return 0 if command == "autoload" and "--hook" in argv else None  # a hook never waits (as below)
-    if command == "autoload" and "--hook" in argv and not _under_test() and not _OTHER_INSTALL:
-        # A prompt hook never waits for a cold start (seconds to load the model): it starts the
-        # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).
-        spawn(root, wait_pid=os.getpid())
-        return 0
+            return cold_hook(argv, root, start=None, prompt_here=False) if hook else None  # a hook never waits
+    if hook:
+        here = _under_test() or bool(_OTHER_INSTALL)  # no service is started: a prompt runs in this process
+        return cold_hook(argv, root, start=None if here else lambda: spawn(root, wait_pid=os.getpid()),
+                         prompt_here=here)
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
             and not (command in GROUPS and argv == [command])
             and not _under_test() and not _OTHER_INSTALL):

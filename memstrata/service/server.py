@@ -332,9 +332,9 @@ class Service:
                     threading.Thread(target=self.shutdown, args=("code changed on disk",), daemon=True).start()
                     return
                 if message.get("hook") and not self.warm.is_set():
-                    # A prompt hook never waits for the warm-up (seconds): it answers nothing now,
-                    # as on a cold start (docs/hooks.md); the next prompt gets the full answer.
-                    send_reply(conn, {"t": "exit", "code": 0, "cold": True})
+                    # A hook never waits for the warm-up (seconds): the client answers a session start
+                    # itself (no model) and a prompt with nothing, as on a cold start (docs/hooks.md).
+                    send_reply(conn, {"t": "cold"})
                     return
                 if len(fds) != 3:
                     send_reply(conn, {"t": "error", "message": "expected 3 file descriptors"})

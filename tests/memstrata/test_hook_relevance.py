@@ -208,7 +208,7 @@ def test_everyday_prompts_inject_nothing_on_a_docs_vault(docs):
 
 
 def test_an_injected_note_is_the_section_asked_about(docs):
-    from memstrata.features.promotion import HIT_TOKENS
+    from memstrata.features.autoload_block import HIT_TOKENS
 
     item = docs.autoload("how do I make a table", hot=False).items[0]
     assert item.entry.title == "Basic formatting syntax" and item.truncated
@@ -221,12 +221,16 @@ def test_an_injected_note_is_the_section_asked_about(docs):
 
 
 def test_an_injection_is_not_a_read_that_makes_an_entry_hot(docs):
+    from memstrata.storage import journal
+
+    start = [i.entry.title for i in docs.autoload(None, budget=400).items]
     loaded = docs.autoload("who owns the test infrastructure budget?", hot=False, session_id="inj")
     assert [i.entry.title for i in loaded.items][:1] == ["Sprint 42 retro"]
-    assert docs.read(loaded.items[0].entry.id, count_access=False).access_count == 0
-    # written two months ago, the notes are cold: the injection did not make the retro hot, so
-    # the next SessionStart block does not carry it
-    assert "Sprint 42 retro" not in [i.entry.title for i in docs.autoload(None).items]
+    retro = docs.read(loaded.items[0].entry.id, count_access=False)
+    assert retro.access_count == 0 and retro.tier == "cold"
+    assert loaded.items[0].entry.id not in journal.read(docs.root)  # nothing journaled: no use
+    # the injection changed nothing the next SessionStart block is ordered by
+    assert [i.entry.title for i in docs.autoload(None, budget=400).items] == start
 
 
 def test_what_we_decided_in_the_last_retro_is_answered(docs):
@@ -292,13 +296,15 @@ def test_everyday_prompts_inject_nothing_on_a_tiny_tree_or_a_docs_vault(tiny, do
 
 def test_the_hook_injection_does_not_feed_the_next_session_start(tmp_path, embedder):
     """Through the hook itself (Claude Code's JSON, --promote as the README's recipe): a prompt's
-    injection is a section of the note, and the next SessionStart block does not carry that note.
+    injection is a section of the note, and it changes nothing in the next SessionStart block.
     A tree of its own: no other test's reads count on its notes."""
     docs = Memory(tmp_path / "mem", embedder=embedder)
     docs.init()
     for n, (title, category, body) in enumerate(DOCS):
         docs.write(body, title=title, category=category, created=f"2026-10-{n + 1:02d}T10:00:00Z")
-    env = {**os.environ, "MEMSTRATA_HOME": str(docs.root), "MEMSTRATA_SERVICE": "off"}
+    # two weeks after the notes were written: none is cold, so --promote brings nothing back (a promoted
+    # note would come back hot and whole: test_promotion.py)
+    env = {**os.environ, "MEMSTRATA_HOME": str(docs.root), "MEMSTRATA_SERVICE": "off", "MEMSTRATA_NOW": "2026-10-20T10:00:00Z"}
 
     def hook(payload):
         proc = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "autoload", "--hook", "--promote", "--json"],
@@ -306,13 +312,15 @@ def test_the_hook_injection_does_not_feed_the_next_session_start(tmp_path, embed
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
+    before = hook({"session_id": "h0", "hook_event_name": "SessionStart"})
     injected = hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit", "prompt": "how do I make a table?"})
     assert "## Tables" in injected and "## Headings" not in injected and "## Quotes" not in injected
     assert hook({"session_id": "h1", "hook_event_name": "UserPromptSubmit", "prompt": "thanks!"}) == ""
     syntax = next(e for e in docs.list() if e.title == "Basic formatting syntax")
     assert docs.read(syntax.id, count_access=False).access_count == 0
-    start = hook({"session_id": "h2", "hook_event_name": "SessionStart"})
-    assert "Basic formatting syntax" not in start and "Tables" not in start
+    assert not (docs.root / ".cache" / "access").exists() or not any((docs.root / ".cache" / "access").iterdir())
+    # neither the session start nor the prompt's injection was a use: the next block is the same
+    assert hook({"session_id": "h2", "hook_event_name": "SessionStart"}) == before
 
 
 @pytest.mark.parametrize("question, title", [

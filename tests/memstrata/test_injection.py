@@ -136,7 +136,7 @@ def test_an_escaped_path_still_names_its_note(tmp_path, embedder):
 def test_the_whole_block_fits_its_budget(vault, embedder, budget):
     """The budget bounds the block the agent receives (preamble, headings, fences and the escaped
     text: `&` is `&amp;`), in tokens and in characters, not only the memories' own text."""
-    from memstrata.features.promotion import CHARS_PER_TOKEN
+    from memstrata.features.autoload_block import CHARS_PER_TOKEN
 
     m = Memory(vault, embedder=embedder)
     for context in (None, "which comparison operators does the query language have?", "how do I make a table?"):
@@ -151,7 +151,7 @@ def test_the_whole_block_fits_its_budget(vault, embedder, budget):
 def test_no_memory_brings_a_whole_long_note(vault, embedder):
     """A session start on a fresh vault lists the hot notes by their openings and a relevant hit
     brings the part asked about: each at most HIT_TOKENS of text, marked as cut."""
-    from memstrata.features.promotion import HIT_TOKENS
+    from memstrata.features.autoload_block import HIT_TOKENS
 
     m = Memory(vault, embedder=embedder)
     started = m.autoload(None, budget=2000)

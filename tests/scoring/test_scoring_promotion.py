@@ -79,10 +79,10 @@ def test_new_weight_and_changes():
     e = aged(40, "e", importance=0.5, access_count=2, tier="cold")
     [p] = select([(e, 0.85)], NOW, S, 0.7, COLD_LAYERS, 50, True)
     assert p.new_correlation == pytest.approx(1.25)
-    # promotion counts as an access now: days 0, access_count 3
-    assert p.new_weight == pytest.approx(1.5 * 1.0 * math.log(4) * 1.25)
+    # promotion makes it hot (days 0) but is no use: access_count stays 2
+    assert p.new_weight == pytest.approx(1.5 * 1.0 * math.log(3) * 1.25)
     changes = promotion_changes(p, e, NOW)
-    assert changes == {"tier": "hot", "status": "active", "last_access": NOW, "access_count": 3,
+    assert changes == {"tier": "hot", "status": "active", "last_access": NOW,
                        "context_correlation": p.new_correlation, "weight": p.new_weight}
 
 
@@ -91,3 +91,29 @@ def test_defaults_come_from_settings():
     got = select([(aged(40, "a"), 0.55), (aged(40, "b"), 0.6)], NOW, s)
     assert [p.entry_id for p in got] == ["b"]
     assert isinstance(got[0], Promotion)
+
+
+def test_the_calibrated_rule_brings_back_the_memory_the_task_is_about():
+    """No explicit threshold (the hook's --promote, `mem promote` without --threshold): every candidate
+    at promote_threshold (0.65); the most similar one from promote_best_cosine (0.5); recall's likeliest
+    answer from promote_min_relevance (0.05). The issue's runbook at 0.585 comes back; its runner-up does not."""
+    runbook, backup, retro, vpn = aged(200, "runbook", status="archived"), aged(60, "backup"), aged(60, "retro"), aged(45, "vpn")
+    got = select([(runbook, 0.585), (backup, 0.47), (retro, 0.31)], NOW, S)
+    assert [p.entry_id for p in got] == ["runbook"] and got[0].from_tier == "archive"
+    assert got[0].new_correlation == pytest.approx(correlation_from_similarity(0.585, S.promote_best_cosine))
+    # the best below promote_best_cosine stays, unless recall judged it (or another candidate) the likely answer
+    assert select([(backup, 0.47), (retro, 0.31)], NOW, S) == []
+    got = select([(backup, 0.47), (retro, 0.31), (vpn, 0.2)], NOW, S, relevance={"retro": 0.2, "vpn": 0.06, "hot": 0.9})
+    assert [p.entry_id for p in got] == ["retro"]
+    assert select([(backup, 0.47)], NOW, S, relevance={"backup": 0.04}) == []
+    # an explicit threshold is that rule alone (mem promote --threshold 0.5)
+    assert select([(runbook, 0.585), (backup, 0.47)], NOW, S, threshold=0.5, relevance={"backup": 0.9})[0].entry_id == "runbook"
+    assert len(select([(runbook, 0.585), (backup, 0.47)], NOW, S, threshold=0.5, relevance={"backup": 0.9})) == 1
+
+
+def test_the_best_candidate_is_judged_among_the_layers_asked_and_an_important_one_stays_put():
+    hot, high, cold = aged(2, "hot"), aged(40, "high", importance=0.9), aged(40, "cold")
+    # the most similar entry is hot (no promotion needed): the best cold one is judged on its own
+    assert [p.entry_id for p in select([(hot, 0.9), (cold, 0.55)], NOW, S)] == ["cold"]
+    # the most similar cold entry is important: it keeps its place, and the runner-up is not promoted in its stead
+    assert select([(high, 0.6), (cold, 0.55)], NOW, S) == []

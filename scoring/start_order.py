@@ -1,0 +1,108 @@
+"""The order of the session-start block: weight with a bonus for what was written lately (pure)."""
+# The source document's weight, W = importance x 1/(days+1)^0.3 x ln(uses+1) x correlation, stays what
+# `mem weight` shows and what is stored. The block multiplies it by a bonus for a recent write:
+#
+#     start_score = W x (1 + B x 0.5^(days since written / H))
+#
+# `written` is the later of `created` and `updated`; B is `autoload_written_boost` (2.0) and H
+# `autoload_written_half_life_days` (7). A note written today weighs three times its weight, one written
+# a week ago twice, one written a month ago 1.1 times: what was written this week comes before what was
+# only shown often. (Showing is no use at all: an injection never counts, docs/aging.md.)
+#
+# `in_order` gives entries in that order while reading a tree's entries only as far as it must: entries
+# come latest touched first, and no entry touched d days ago can score more than `bound(d)`. The few
+# `strong` entries (important, high importance, a correlation raised by a promotion) are given first,
+# so the bound of the rest counts a medium importance and a neutral correlation: three times tighter.
+from __future__ import annotations
+
+import heapq
+import math
+from datetime import datetime
+from typing import Iterable, Iterator
+
+from memstrata.scoring.weight import (CORRELATION_DEFAULT, CORRELATION_MAX, DECAY_EXPONENT, FACTOR_HIGH, FACTOR_IMPORTANT,
+                                      FACTOR_MEDIUM, clamp_correlation, compute_weight, importance_factor)
+
+# The most importance factor x correlation can give: any entry, and one that is not `strong`.
+STRENGTH_MAX = max(FACTOR_IMPORTANT, FACTOR_HIGH) * CORRELATION_MAX
+STRENGTH_PLAIN = FACTOR_MEDIUM * CORRELATION_DEFAULT
+from memstrata.storage.clock import days_between
+from memstrata.storage.config import Settings
+from memstrata.storage.entry import Entry
+
+
+def written(entry: Entry) -> datetime | None:
+    """When the entry's text was last written: the later of created and updated."""
+    stamps = [d for d in (entry.created, entry.updated) if d is not None]
+    return max(stamps) if stamps else None
+
+
+def written_bonus(days: float, settings: Settings) -> float:
+    """1 + B x 0.5^(days / H): the factor a write `days` ago gives."""
+    return 1.0 + settings.autoload_written_boost * 0.5 ** (max(0.0, days) / settings.autoload_written_half_life_days)
+
+
+def start_score(entry: Entry, now: datetime, settings: Settings) -> float:
+    """The entry's weight (scoring.weight, at `now`) times its written bonus (none without a date: 1 + B)."""
+    stamp = written(entry)
+    days = days_between(stamp, now) if stamp is not None else 0.0
+    return compute_weight(entry, now) * written_bonus(days, settings)
+
+
+def _days(entry: Entry, now: datetime) -> float:
+    stamp = entry.last_touched
+    return days_between(stamp, now) if stamp is not None else 0.0
+
+
+def strong(entry: Entry) -> bool:
+    """Whether the entry's importance factor x correlation can pass STRENGTH_PLAIN: important, high
+    importance (scoring.weight.HIGH_AT), or a correlation above the neutral one."""
+    return importance_factor(entry) > FACTOR_MEDIUM or clamp_correlation(entry.context_correlation) > CORRELATION_DEFAULT
+
+
+def bound(days_touched: float, max_uses: int, settings: Settings, strength: float = STRENGTH_MAX) -> float:
+    """The highest start_score of an entry last touched (written or used) `days_touched` days ago,
+    used at most `max_uses` times, whose importance factor x correlation is at most `strength`: its
+    decay counted from the touch (the weight's reference time is never later), its write no later."""
+    uses = math.log(max(1, int(max_uses)) + 1)
+    decay = 1.0 / (math.floor(max(0.0, days_touched)) + 1) ** DECAY_EXPONENT
+    return strength * uses * decay * written_bonus(days_touched, settings)
+
+
+def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetime, settings: Settings,
+             max_uses: int, strength: float = STRENGTH_MAX) -> Iterator[tuple[Entry, float]]:
+    """(entry, start_score) of the entries of `first` (any order) and `latest_first` (by last touch,
+    latest first), highest score first; ties by the latest write, then the path.
+
+    `latest_first` is read only until what is left cannot score higher (`bound` of the entry reached;
+    `max_uses` and `strength` must be at least the use count and importance factor x correlation of
+    every entry in it that is not in `first`): a session start over 20,000 entries parses the few
+    hundred it needs. `first` holds the entries the order of `latest_first` does not cover: those used
+    since the catalog last saw them (the access journal), those with no date, and, with `strength`
+    STRENGTH_PLAIN, every `strong` one.
+    """
+    heap: list = []
+    seen: set = set()
+
+    def push(entry: Entry) -> None:
+        key = entry.ref
+        if key in seen:
+            return
+        seen.add(key)
+        score = start_score(entry, now, settings)
+        stamp = written(entry)
+        heapq.heappush(heap, (-score, -(stamp.timestamp() if stamp else 0.0), entry.path or "", len(seen), entry))
+
+    for entry in first:
+        push(entry)
+    for entry in latest_first:
+        if entry.ref in seen:
+            continue
+        ceiling = bound(_days(entry, now), max_uses, settings, strength)
+        while heap and -heap[0][0] > ceiling:
+            item = heapq.heappop(heap)
+            yield item[-1], -item[0]
+        push(entry)
+    while heap:
+        item = heapq.heappop(heap)
+        yield item[-1], -item[0]
