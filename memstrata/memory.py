@@ -104,6 +104,12 @@ class Memory:
         return SecretsAllowed(self.state, self._entries, self._recall)
 
     @cached_property
+    def _turns(self):
+        from memstrata.features.turns import Turns
+
+        return Turns(self.state, self._entries)
+
+    @cached_property
     def _snapshots(self):
         from memstrata.features.snapshots import IndexSnapshots
 
@@ -171,6 +177,10 @@ class Memory:
 
     def read(self, ref: str, *, count_access: bool = True):
         return self._entries.read(ref, count_access=count_access)
+
+    def read_turns(self, ref: str, turn: int, *, around: int = 0, count_access: bool = True):
+        """Turn `turn` of a captured session with `around` turns either side (features/turns.py)."""
+        return self._turns.read(ref, turn, around, count_access=count_access)
 
     def list(self, category: str | None = None, tier: str | None = None, status: str | None = None, tags=None):
         self._entries.require_category(category)  # a mistyped category is said, not listed as empty

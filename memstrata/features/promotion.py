@@ -12,6 +12,8 @@ from memstrata.features.autoload_block import (CHARS_PER_TOKEN, HIT_TOKENS, SECT
 from memstrata.features.compression import without_note
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
+from memstrata.features.turns import turns_around
+from memstrata.retrieval.units import entry_of
 from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
 from memstrata.storage.secrets import redact
@@ -130,11 +132,12 @@ class Promotion:
             return None
         best: dict[str, float] = {}
         for rid, sim in zip(rows["id"], sims):
+            rid = entry_of(rid)  # a turn of a captured session counts for its session
             if sim >= threshold and sim > best.get(rid, -2.0):
                 best[rid] = sim
         catalog = self.state.catalog
         catalog.refresh()
-        unindexed = [i for i in catalog.ids() if i not in frame.pos]
+        unindexed = [i for i in catalog.ids() if frame.first_of(i) is None]
         return best, unindexed
 
     def _similarities(self, context: str, entries: list[Entry]) -> dict[str, float]:
@@ -147,7 +150,11 @@ class Promotion:
         query = embedder.embed_query(context)
         index = self.state.vector_index()
         index.refresh()
-        rows = index.fetch_rows([e.id for e in entries]) if index.exists() and index.model_matches(embedder) else {}
+        found = (index.fetch_rows([e.id for e in entries], units=True)
+                 if index.exists() and index.model_matches(embedder) else {})
+        rows: dict[str, list] = {}
+        for rid, part in found.items():
+            rows.setdefault(entry_of(rid), []).extend(part)  # a session's turns: its rows
         out: dict[str, float] = {}
         missing: list[Entry] = []
         for e in entries:
@@ -337,6 +344,8 @@ class Promotion:
                 continue
             # before any cut, so a credential is never shortened past its rule into a visible prefix
             body = redact(without_note(entry.body).strip() or (entry.summary or ""))
+            if section == "relevant" and getattr(item, "turn", None) is not None:  # a captured session's turn:
+                body = redact(turns_around(self.root, entry, item.turn)) or body  # it and the turns beside it
             part = section == "relevant" and costs.of(body[:(HIT_TOKENS + 1) * CHARS_PER_TOKEN]) > HIT_TOKENS
             if part:  # the part asked about; the note goes on (" …", and `mem read` has it all)
                 body = relevant_part(body, result.context or "", getattr(item, "snippet", None))
