@@ -9,6 +9,8 @@ entry of a row key is known from the key alone; the one place that says how is h
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from memstrata.storage.entry import Entry
 from memstrata.storage.turns import is_session, parse
 
@@ -58,17 +60,19 @@ def units(entry: Entry) -> list[Entry]:
     preamble, turns = parse(entry.body)
     if not turns:
         return [entry]
+    base = entry.copy(extra={INDEXED: True}, history=[], layer="L0", full_content_file=None, summary=None)
     out = []
     if preamble:
-        out.append(_unit(entry, 0, entry.title, preamble, entry.created))
+        out.append(_unit(entry, base, 0, entry.title, preamble, entry.created))
     for t in turns:
         if t.text:
-            out.append(_unit(entry, t.number, "", t.text, t.when or entry.created))
+            out.append(_unit(entry, base, t.number, "", t.text, t.when or entry.created))
     return out
 
 
-def _unit(entry: Entry, number: int, title: str, body: str, created) -> Entry:
-    unit = entry.copy(id=unit_id(entry.id, number), title=title, body=body, created=created,
-                      extra={INDEXED: True}, history=[], layer="L0", full_content_file=None, summary=None)
+def _unit(entry: Entry, base: Entry, number: int, title: str, body: str, created) -> Entry:
+    """One unit of a session: `base` (the session's fields, copied once) with its own key, text and
+    time; it shares `base`'s lists (the index only reads them)."""
+    unit = replace(base, id=unit_id(entry.id, number), title=title, body=body, created=created)
     unit.read_stamp = entry.read_stamp  # the session's file as read: what sync compares every unit's row with
     return unit

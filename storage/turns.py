@@ -17,7 +17,8 @@ from datetime import datetime
 
 SESSION_KIND = "session"  # frontmatter `kind:` of a captured session
 TURN_HEADING = re.compile(r"^### (\S+) · (user|assistant)$")
-_ESCAPED = re.compile(r"^\\(### \S+ · (?:user|assistant))$")
+# a text line that would read as a heading is written with one more leading backslash (capture/body.escape)
+ESCAPED_HEADING = re.compile(r"^(\\*)### \S+ · (?:user|assistant)$")
 
 
 @dataclass(frozen=True)
@@ -46,17 +47,25 @@ def is_session(entry) -> bool:
 
 def parse(body: str) -> tuple[str, list[Turn]]:
     """(the text before the first turn heading, the turns in file order)."""
-    lines = (body or "").split("\n")
-    heads = [(n, m) for n, line in enumerate(lines) if (m := TURN_HEADING.match(line.rstrip("\r")))]
+    lines = (body or "").replace("\r\n", "\n").split("\n")
+    heads = [(n, m) for n, line in enumerate(lines) if line.startswith("### ") and (m := TURN_HEADING.match(line))]
     preamble = "\n".join(lines[:heads[0][0]] if heads else lines).strip()
     turns = []
     for i, (n, m) in enumerate(heads):
         end = heads[i + 1][0] if i + 1 < len(heads) else len(lines)
-        text = "\n".join(_ESCAPED.sub(r"\1", line) for line in lines[n + 1:end]).strip()
+        text = unescape("\n".join(lines[n + 1:end]).strip())
         while end > n + 1 and not lines[end - 1].strip():
             end -= 1  # the blank lines between blocks belong to no turn
         turns.append(Turn(i + 1, m.group(1), m.group(2), text, n, end))
     return preamble, turns
+
+
+def unescape(text: str) -> str:
+    """A turn's text as written before its heading-like lines were escaped (one backslash less)."""
+    if "### " not in text:
+        return text
+    return "\n".join(line[1:] if line.startswith("\\") and ESCAPED_HEADING.match(line) else line
+                     for line in text.split("\n"))
 
 
 def around(body: str, number: int, k: int) -> list[Turn]:
@@ -72,12 +81,13 @@ def block(body: str, turn: Turn) -> str:
     return "\n".join((body or "").split("\n")[turn.start:turn.end])
 
 
-def parse_timestamp(text: str) -> datetime | None:
-    """An ISO 8601 timestamp (`Z` or an offset; none: UTC) as an aware datetime, None when it is none."""
+def parse_timestamp(text: str | None) -> datetime | None:
+    """A turn's timestamp as an aware datetime (ISO 8601; UTC when it names no zone), None when it is none."""
     from memstrata.storage.clock import parse_datetime
-    from memstrata.storage.errors import InvalidInput
 
+    if not text:
+        return None
     try:
         return parse_datetime(text)
-    except (InvalidInput, ValueError, OverflowError):
+    except Exception:  # noqa: BLE001 - InvalidInput, or whatever a date parser raises on odd text
         return None
