@@ -19,7 +19,6 @@ the index embedded (its chunks); timed only when `uptime`'s load is under 3.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -38,79 +37,91 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
-class Counting:
-    """The tree's embedder, counting the texts it embeds (what the model alone is timed on)."""
-
-    def __init__(self, m):
-        self.texts: list[str] = []
-        embedder = m.state.model()
-        real = embedder.embed
-
-        def embed(texts, *args, **kwargs):
-            self.texts.extend(texts)
-            return real(texts, *args, **kwargs)
-
-        embedder.embed = embed
-        self.embedder, self.real = embedder, real
+MEM = str(Path(sys.executable).with_name("mem"))  # this checkout's `mem`
 
 
-def capture(m, agent: str, transcripts) -> None:
-    """Capture the transcripts into `m`'s tree.
+def run_mem(*args, stdin: str | None = None) -> str:
+    import subprocess
 
-    STAND-IN until `mem capture` lands on this branch: the transcripts are read here and written as
-    session entries in the format of docs/capture.md (one entry per session, one block per turn)."""
-    records = []
+    done = subprocess.run([MEM, *args], input=stdin, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"mem {' '.join(args)}: {done.stderr.strip()[-500:]}")
+    return done.stdout
+
+
+def capture(root: Path, agent: str, transcripts) -> None:
+    """Capture the transcripts into the tree at `root` as the agent's set-up does: Claude Code's
+    through `mem capture --hook` fed each transcript's Stop payload (the hook queues it and returns;
+    its background capture runs), waited for until nothing is pending; Codex's with `mem capture PATH...`."""
+    if agent == "codex":
+        run_mem("capture", "--root", str(root), "--json", *[str(path) for _, path, _ in transcripts])
+        return
     for sid, path, cwd in transcripts:
-        turns = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if agent == "claude-code" and row.get("type") in ("user", "assistant"):
-                content = row["message"]["content"]
-                text = content if isinstance(content, str) else "\n".join(
-                    b["text"] for b in content if b.get("type") == "text")
-                turns.append((row["timestamp"], row["type"], text))
-            elif agent == "codex" and row.get("type") == "event_msg" and \
-                    row["payload"].get("type") in ("user_message", "agent_message"):
-                role = "user" if row["payload"]["type"] == "user_message" else "assistant"
-                turns.append((row["timestamp"], role, row["payload"]["message"]))
-        project = Path(cwd).name
-        body = "\n\n".join(f"### {ts} · {role}\n{text}" for ts, role, text in turns) + "\n"
-        records.append({"title": f"{project}: {turns[0][2][:80]}", "body": body, "category": f"sessions/{project}",
-                        "created": turns[0][0], "tags": ["session", agent, project], "kind": "session",
-                        "agent": agent, "session": sid, "project": project, "cwd": cwd, "repo": None,
-                        "started": turns[0][0], "ended": turns[-1][0], "turns": len(turns)})
-    src = Path(m.root).parent / f"{Path(m.root).name}.sessions.jsonl"
-    src.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records))
-    m.import_jsonl(src)
+        run_mem("capture", "--hook", "--root", str(root), stdin=ct.hook_payload(sid, path, cwd))
+    wait_drained(root)
 
 
-def build(agent: str, conv_file: Path, base: Path, reuse: bool, timed: bool) -> tuple:
-    """(Memory, {(session, timestamp): dia_id}, timing dict or None)."""
+def wait_drained(root: Path, timeout: float = 3600.0) -> None:
+    """Until no hook's notice is pending and no capture holds the tree's capture lock."""
+    from memstrata.capture import spool
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lock = spool.CaptureLock(root)
+        if not spool.pending(root) and lock.acquire():
+            lock.release()
+            if not spool.pending(root):
+                return
+        time.sleep(0.5)
+    raise SystemExit(f"the captures of {root} did not finish in {timeout:.0f} s")
+
+
+def build(agent: str, conv_file: Path, base: Path) -> tuple:
+    """(Memory of the conversation's captured tree, {(session, timestamp): dia_id}), built when missing."""
     from memstrata import Memory
 
-    conv = conv_file.stem
-    root = base / agent / f"conv{conv}"
+    root = base / agent / f"conv{conv_file.stem}"
     transcripts, where = ct.write(conv_file, agent, base / "transcripts" / agent)
+    if not (root / ".vectors").exists():
+        run_mem("init", "--root", str(root))
+        run_mem("config", "set", "secrets", "warn", "--root", str(root))
+        capture(root, agent, transcripts)
+    return Memory(root), where
+
+
+def speed(files: list[Path], base: Path) -> str:
+    """Turns per second of `Memory.capture` of every conversation's Codex rollouts into a fresh tree (the
+    model loaded before), against the model alone on each turn's text once, and on the texts the
+    index embedded (its chunks: the turn, its sentences, the turn before with it)."""
+    import shutil
+
+    from memstrata import Memory
+
+    root = base / "speed"
+    shutil.rmtree(root, ignore_errors=True)
     m = Memory(root)
-    if reuse and (root / ".vectors").exists():
-        return m, where, None
     m.init()
     m.config_set("secrets", "warn")
-    counting = Counting(m) if timed else None
+    embedder = m.state.model()
+    embedder.embed(["warm up"] * 32)
+    texts: list[str] = []
+    real = embedder.embed
+    embedder.embed = lambda batch, *a, **k: (texts.extend(batch), real(batch, *a, **k))[1]
+    paths = [str(p) for f in files for _, p, _ in ct.write(f, "codex", base / "transcripts" / "codex")[0]]
+    turns = [text for f in files for _, session in ct.sessions(f) for _, _, text, _ in session]
     t = time.perf_counter()
-    capture(m, agent, transcripts)
-    seconds = time.perf_counter() - t
-    if counting is None:
-        return m, where, None
-    turns = [text for _, turns in ct.sessions(conv_file) for _, _, text, _ in turns]
+    m.capture(paths)
+    took = time.perf_counter() - t
+    embedder.embed = real
     t = time.perf_counter()
-    counting.real(turns)
+    real(turns)
     alone = time.perf_counter() - t
     t = time.perf_counter()
-    counting.real(counting.texts)
+    real(texts)
     same = time.perf_counter() - t
-    return m, where, {"turns": len(turns), "capture": seconds, "alone": alone, "same": same,
-                      "texts": len(counting.texts)}
+    return (f"{len(turns) / took:.1f} turns/s: {alone / took:.2f}x the model alone on the turns' texts "
+            f"({len(turns) / alone:.1f} turns/s), {same / took:.2f}x on the {len(texts)} texts the index embedded "
+            f"(load {load_average():.1f})")
 
 
 def evaluate(m, questions, where, conv: str, k: int = 10) -> list[dict]:
@@ -176,6 +187,7 @@ def main(argv=None):
     ap.add_argument("--agent", action="append", choices=ct.AGENTS, help="only this agent's transcripts (repeatable)")
     ap.add_argument("--no-import", action="store_true", help="leave out the `mem import` rows")
     ap.add_argument("--loco", action="store_true", help="also leave-one-conversation-out (fits the ranker)")
+    ap.add_argument("--speed", action="store_true", help="also capture throughput (when the load is under 3)")
     args = ap.parse_args(argv)
     base = Path(args.reuse)
     base.mkdir(parents=True, exist_ok=True)
@@ -184,11 +196,9 @@ def main(argv=None):
     if not files:
         raise SystemExit(f"no conversations in {args.data}")
     kinds = ([] if args.no_import else ["import"]) + (args.agent or list(ct.AGENTS))
-    load = load_average()
-    timed = load < 3.0
     table = []
     for kind in kinds:
-        rows, folds, timing = [], {}, []
+        rows, folds = [], {}
         for f in files:
             lines, questions = locomo.load(f)
             if kind == "import":
@@ -196,8 +206,7 @@ def main(argv=None):
                 got, _ = locomo.evaluate(m, questions)
                 units = questions
             else:
-                m, where, timing_one = build(kind, f, base, reuse=True, timed=timed)
-                timing += [timing_one] if timing_one else []
+                m, where = build(kind, f, base)
                 got = evaluate(m, questions, where, f.stem)
                 units = unit_questions(m, questions, where, f.stem) if args.loco else None
             rows += got
@@ -207,17 +216,20 @@ def main(argv=None):
                 folds[f.stem] = fr.examples(Path(m.root), units)
             sys.stderr.write(f"{kind} {f.stem}: {len(questions)} questions, recall@10 {mean(got, 'r10'):.3f}\n")
         fused, held, _ = loco(folds) if args.loco and len(folds) > 1 else (None, None, None)
-        speed = "not timed (load %.1f)" % load if not timing else (
-            "{:.1f} turns/s; model alone {:.2f}x (turn texts), {:.2f}x (the index's {} texts)".format(
-                sum(t["turns"] for t in timing) / sum(t["capture"] for t in timing),
-                sum(t["alone"] for t in timing) / sum(t["capture"] for t in timing),
-                sum(t["same"] for t in timing) / sum(t["capture"] for t in timing), sum(t["texts"] for t in timing)))
-        table.append(f"| {kind} | {len(rows)} | {mean(rows, 'r10'):.3f} | "
+        how = {"import": "`mem import`, one entry per turn (bench/locomo.py)",
+               "claude-code": "Claude Code transcripts, `mem capture --hook` (Stop payload)",
+               "codex": "Codex rollouts, `mem capture PATH`"}[kind]
+        table.append(f"| {how} | {len(rows)} | {mean(rows, 'r10'):.3f} | "
                      f"{'' if held is None else f'{held:.3f} (fused {fused:.3f})'} | {mean(rows, 'hit10'):.3f} | "
-                     f"{mean(rows, 'mrr10'):.3f} | {speed if kind != 'import' else ''} |")
-    print("| turns from | questions | recall@10 | recall@10 LOCO | hit@10 | MRR@10 | capture throughput |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+                     f"{mean(rows, 'mrr10'):.3f} |")
+    print("| turns from | questions | recall@10 | recall@10 LOCO (fused) | hit@10 | MRR@10 |")
+    print("| --- | --- | --- | --- | --- | --- |")
     print("\n".join(table))
+    if args.speed:
+        load = load_average()
+        print("\nCapture throughput: " + (speed(files, base) if load < 3.0 else
+                                          f"not timed: load {load:.1f} (run `python bench/capture.py --reuse DIR "
+                                          f"--no-import --agent codex --speed` on a quiet machine)"))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 
 Each notes corpus (bench/notes_corpora.py, /tmp/notes-corpora) is adopted into a tree (bench/notes.py's
 build, DIR/<corpus>); a copy of that tree gets two LoCoMo conversations captured into it as Claude
-Code sessions (bench/capture.py: one transcript per LoCoMo session, ~1,300 turns for 42 and 43), and
+Code sessions through `mem capture --hook` (bench/capture.py: one transcript per LoCoMo session, ~1,300
+turns for 42 and 43; `capture_in_vault: true`, so they go to the vault's sessions/ folder), and
 the corpus's questions (bench/notes/<corpus>.jsonl) are asked of both with `recall(q, k=10,
 min_relevance=0)`. A question is answered at k when one of its notes is among the first k hits (a
 turn is never one of its notes). The table gives hit@3, hit@10 and MRR@10 alone and with the
@@ -39,10 +40,10 @@ def with_sessions(alone: Path, tree: Path, conversations: list[Path], transcript
     if tree.exists():
         shutil.rmtree(tree)
     shutil.copytree(alone, tree, symlinks=True)
-    m = Memory(tree)
+    Memory(tree).config_set("capture_in_vault", True)  # the sessions beside the notes, as a user allowing it
     for conv in conversations:
         found, _ = ct.write(conv, "claude-code", transcripts)
-        capture.capture(m, "claude-code", found)
+        capture.capture(tree, "claude-code", found)
 
 
 def ranked(tree: Path, questions: list[dict]) -> tuple[list[list[str]], float]:

@@ -166,3 +166,38 @@ def test_a_file_that_stops_or_starts_being_a_session_is_indexed_as_it_now_is(mem
     mem.sync()
     assert [i for i in index.frame().ids if i.startswith(r.id)] == [f"{r.id}#{n}" for n in range(1, 6)]
     assert not [f for f in mem.doctor().findings if f.kind.startswith("vectors")]
+
+
+def _claude_line(n: int, role: str, text: str, at: str) -> str:
+    message = {"role": "user", "content": text} if role == "user" else \
+        {"role": "assistant", "id": f"msg_{n}", "type": "message", "content": [{"type": "text", "text": text}]}
+    return json.dumps({"type": role, "uuid": f"u{n}", "parentUuid": f"u{n - 1}" if n else None, "isSidechain": False,
+                       "sessionId": "7e1d0c55-1111-2222-3333-444455556666", "cwd": "/work/webapp", "timestamp": at,
+                       "message": message})
+
+
+def test_captured_transcript_turns_are_recalled_grow_by_one_and_go_with_the_session(mem, embedder, monkeypatch,
+                                                                                    tmp_path):
+    """Through `mem capture` (memstrata/capture): a Claude Code transcript's turns are hits of their own;
+    a turn appended to it is the only one embedded; forgetting the session leaves no row and a healthy tree."""
+    transcript = tmp_path / "7e1d0c55-1111-2222-3333-444455556666.jsonl"
+    lines = [_claude_line(n, role, text, ts) for n, (ts, role, text) in enumerate(TURNS[:4])]
+    transcript.write_text("\n".join(lines) + "\n")
+    assert mem.capture([str(transcript)])["turns"] == 4
+    hit = mem.recall("postgres migration lock timeout", min_relevance=0, count_access=False).results[0]
+    assert (hit.turn, hit.timestamp, hit.session, hit.session_agent) == (
+        3, "2026-12-05T08:16:10Z", "7e1d0c55-1111-2222-3333-444455556666", "claude-code")
+    session = hit.id
+    seen: list[str] = []
+    real = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts, *a, **k: (seen.extend(texts), real(texts, *a, **k))[1])
+    transcript.write_text("\n".join(lines + [_claude_line(4, TURNS[4][1], TURNS[4][2], TURNS[4][0])]) + "\n")
+    assert mem.capture([str(transcript)])["turns"] == 1
+    assert seen and all(TURNS[4][2] in t for t in seen), seen
+    hit = mem.recall("bump the version of the billing service", min_relevance=0, count_access=False).results[0]
+    assert (hit.id, hit.turn, hit.timestamp) == (session, 5, "2026-12-05T08:19:00.000Z")
+    mem.capture_forget("7e1d0c55")
+    index = mem._recall.state.vector_index()
+    index.refresh()
+    assert not [i for i in index.frame().ids if i.startswith(hit.id)]
+    assert not [f for f in mem.doctor().findings if f.kind.startswith("vectors")]
