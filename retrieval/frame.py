@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memstrata.retrieval import lexical, stats_cache
-from memstrata.retrieval.units import AFTER_SEP, SEP, entry_of, is_unit, turn_of
+from memstrata.retrieval.units import AFTER_SEP, SEP, entry_of, is_unit, number_of
 
 # What recall and sync read of every entry (kept in memory per table version; the table also
 # holds importance, weight, updated and last_access, which no in-memory step reads).
@@ -44,7 +44,7 @@ class Frame:
     def threads(self) -> list:
         """Per slot, the session whose turn it is and its turn number ((entry id, n)); None for an
         entry of its own (retrieval.fusion.time_structure links a session's turns in turn order)."""
-        return [(entry_of(i), turn_of(i) or 0) if is_unit(i) else None for i in self.ids]
+        return [(entry_of(i), number_of(i)) if is_unit(i) else None for i in self.ids]
 
     def text_keys(self) -> list[tuple]:
         """Per entry, what its full-text column is made of besides the chunking: content hash,

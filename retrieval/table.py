@@ -159,10 +159,11 @@ class VectorIndex(FrameCache):
         if table is None:
             return self._create_with(flat, embedder_fn(), progress, context)
         current = self._frame if self._frame is not None and self._frame.version == int(table.version) else None
-        frame = self.frame()  # loaded for the context chunks anyway (table_rows.previous_texts)
-        # the turns of an entry that is a session, or was one (a range filter each: only where needed)
-        turns = {key for key, us in parts.items() if any(is_unit(k) for k in [row_id(us[0]), *frame.rows_of(key)])}
-        existing = self.fetch_rows(list(parts), units=turns)
+        sessions = {key for key, us in parts.items() if is_unit(row_id(us[0]))}
+        existing = self.fetch_rows(list(parts), units=sessions)  # a session's turns: a range filter each
+        gone = [key for key in parts if key not in sessions and key not in existing]
+        if gone:  # no row of its own: it may have been a session (its turns' rows are to go)
+            existing.update(self.fetch_rows(gone, units=True))
         reuse = _reusable(parts, existing)
         fresh = [u for u in flat if row_id(u) not in reuse]
         ids = list(existing)  # every row of these entries is written again (a turn gone: its rows go)

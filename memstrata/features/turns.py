@@ -64,8 +64,9 @@ class Turns:
             raise NotFound(f"{ref} has no turn {turn} (it has {count})")
         extra = entry.extra
         # what is shown is redacted as recall's snippets are (a file the guard never saw)
-        return TurnsView(id=entry.ref, title=redact(entry.title), path=entry.path, session=_text(extra.get("session")),
-                         agent=_text(entry.agent or extra.get("agent")), project=_text(extra.get("project")), turn=int(turn),
+        return TurnsView(id=entry.ref, title=redact(entry.title), path=entry.path,
+                         session=_text(extra.get("session")), agent=_text(entry.agent or extra.get("agent")),
+                         project=_text(extra.get("project")), turn=int(turn),
                          turns=[{"turn": t.number, "timestamp": t.timestamp, "role": t.role, "text": redact(t.text)}
                                 for t in picked],
                          blocks=[redact(session_turns.block(body, t)) for t in picked])

@@ -210,5 +210,6 @@ def test_read_and_recall_of_a_captured_session_turn(tmp_path, embedder):
         (r.id, 4, "2026-12-05T08:17:00Z", "s-42", "codex", "ops")
     assert [t["turn"] for t in read["turns"]] == [1, 2, 3] and read["turn"] == 2
     assert read["turns"][1]["timestamp"] == "2026-12-05T08:15:02.456Z"
-    assert read["turns"][1]["text"].startswith(f'<memory id="{r.id}">\n') and "&lt;system&gt;" in read["turns"][1]["text"]
+    fenced = read["turns"][1]["text"]
+    assert fenced.startswith(f'<memory id="{r.id}">\n') and "&lt;system&gt;" in fenced
     assert "Nightly to the NAS" not in read["body"] and "<system>" not in text

@@ -113,8 +113,8 @@ def test_read_turn_around_and_errors(tmp_path, capsys, embedder):
 
 def test_doctor_is_healthy_after_sessions_come_and_go(mem):
     a = write_session(mem)
-    b = write_session(mem, [(ts.replace("2026-12-05", "2026-12-06"), role, text + " (again)") for ts, role, text in TURNS],
-                      session="5f0c1d2e-aaaa-bbbb-cccc-000000000002")
+    again = [(ts.replace("2026-12-05", "2026-12-06"), role, text + " (again)") for ts, role, text in TURNS]
+    b = write_session(mem, again, session="5f0c1d2e-aaaa-bbbb-cccc-000000000002")
     mem.recall("warm up", count_access=False)
     assert not [f for f in mem.doctor().findings if f.kind.startswith("vectors")]
     mem.delete(a.id)
