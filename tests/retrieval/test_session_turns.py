@@ -201,3 +201,14 @@ def test_captured_transcript_turns_are_recalled_grow_by_one_and_go_with_the_sess
     index.refresh()
     assert not [i for i in index.frame().ids if i.startswith(hit.id)]
     assert not [f for f in mem.doctor().findings if f.kind.startswith("vectors")]
+
+
+def test_autoload_hands_out_the_turn_it_found_with_its_neighbours(mem):
+    """A prompt's context that a turn answers: the block holds that turn and the turns beside it,
+    not the whole session (one that fits the block's share was handed out whole)."""
+    write_session(mem)
+    result = mem.autoload(context="why did the postgres migration fail with a lock timeout?", hot=False)
+    item = next(i for i in result.items if i.section == "relevant")
+    assert item.text.startswith("### 2026-12-05T08:15:02.456Z · assistant\nThe loop comes from")
+    assert "lock timeout on the orders table" in item.text and "lock_timeout to 30s" in item.text
+    assert "Can you fix the login redirect" not in item.text and "billing service" not in item.text
