@@ -219,10 +219,11 @@ class Capture:
                 if changes:
                     counts = self.save.save_many(changes, undo=undo)
                     report.saved(changes, counts, self.save.index.last_error)
-                if batch.check:
+                if batch.check:  # read again, nothing new: what a killed capture may have left undone
                     from memstrata.features.import_index import index_missing
 
                     report.reindexed += index_missing(self.state, [e for e in batch.check if e.path])
+                    self.save.write_indexes(list({e.category for e in batch.check}))
         for path, record, notice in batch.files:
             if path and not failed & set(record.get("sessions") or []):
                 cache.put(path, record)
