@@ -176,3 +176,38 @@ def test_a_compressed_archived_session_takes_its_full_text_back_when_it_goes_on(
     entry = mem.read(report["entries"][0]["id"], count_access=False)
     assert entry.layer == "L0" and entry.status == "active" and "/archived/" not in entry.path
     assert entry.body.count("\n### ") + entry.body.startswith("### ") == 26 and "Step 0 of the data migration" in entry.body
+
+
+class _Counting:
+    """The shared model, counting the texts it is asked to embed."""
+
+    def __init__(self, embedder):
+        self._embedder, self.texts = embedder, 0
+
+    def embed(self, texts, *args, **kwargs):
+        self.texts += len(texts)
+        return self._embedder.embed(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._embedder, name)
+
+
+def test_a_turn_appended_embeds_its_own_chunks_not_the_whole_session_again(tmp_path, embedder):
+    counting = _Counting(embedder)
+    m = Memory(tmp_path / "mem", embedder=counting)
+    m.init()
+    t = Claude(cwd=str(tmp_path))
+    for n in range(40):
+        t.user(f"Question {n}: how do we rotate the signing keys of service {n}?", stamp(n, 0))
+        t.reply(f"Service {n} rotates its keys every {n + 7} days through the vault agent; the old key stays "
+                f"valid for one more day. " * 2, stamp(n, 30))
+    path = t.write(tmp_path)
+    m.capture([path])
+    first = counting.texts
+    t.user("And who owns the rotation runbook?", stamp(50)).reply("The platform team owns it.", stamp(50, 20))
+    t.write(tmp_path)
+    counting.texts = 0
+    assert m.capture([path])["turns"] == 2
+    assert first >= 40 and counting.texts <= max(6, first // 8), (first, counting.texts)
+    hits = m.recall("how often does service 23 rotate its keys").results
+    assert hits and hits[0].category.startswith("sessions/")
