@@ -5,6 +5,7 @@ Usage:
   python bench/capture_speed.py                 # LoCoMo conversation 26 as one Claude Code session
   python bench/capture_speed.py --convs 26 30   # several conversations, one session each
   python bench/capture_speed.py --appends 40    # also: a hook after each of the last 40 replies
+  python bench/capture_speed.py --hook-runs 20  # also: the wall time of `mem capture --hook` itself
 
 What is measured, in this process, the model loaded once before the clock starts (service off):
   - a Claude Code transcript made from LoCoMo conversations (../shared/bench/locomo: speaker_a is
@@ -17,6 +18,9 @@ What is measured, in this process, the model loaded once before the clock starts
   - the ratio model seconds / capture seconds (1.0: capture costs no more than embedding its text).
   - with --appends N: the transcript captured up to N replies before its end, then one capture per
     reply, as a Stop hook runs it (in process, no hook process start): seconds per append.
+  - with --hook-runs N: `mem capture --hook` (a real process, as an agent runs it, its payload on stdin)
+    against `python -c pass` with the same interpreter, alternately, medians: what the hook costs
+    the agent (it returns once the notice is written and the background capture is started).
 Wall times depend on the machine's load: the script prints the load average; compare on a quiet one.
 """
 from __future__ import annotations
@@ -89,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--convs", nargs="+", default=["26"])
     parser.add_argument("--appends", type=int, default=0)
+    parser.add_argument("--hook-runs", type=int, default=0)
     args = parser.parse_args()
     from memstrata import Memory
     from memstrata.models.embedder import get_embedder
@@ -123,6 +128,8 @@ def main() -> None:
               f"texts: {model_s:.2f} s; ratio model/capture = {model_s / capture_s:.2f} (target >= 0.8)")
         if args.appends:
             _appends(embedder, work, args.convs[0], args.appends)
+        if args.hook_runs:
+            _hook_runs(work, args.hook_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -149,6 +156,30 @@ def _appends(embedder, work: Path, name: str, count: int) -> None:
     times.sort()
     print(f"appends: {count} captures of one more reply to a {len(replies)}-reply session: median "
           f"{times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s")
+
+
+def _hook_runs(work: Path, runs: int) -> None:
+    """The hook's wall time, as the agent waits for it, against a bare interpreter start."""
+    import subprocess
+
+    mem = Path(sys.executable).with_name("mem")
+    transcript = work / "locomo-hook.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "timestamp": "2026-11-20T09:00:00.000Z", "sessionId": "hook",
+                                      "message": {"role": "user", "content": "hello"}}) + "\n")
+    payload = json.dumps({"session_id": "hook", "transcript_path": str(transcript), "cwd": str(work),
+                          "hook_event_name": "Stop"})
+    env = {**os.environ, "MEMSTRATA_HOME": str(work / "mem")}
+    hook, bare = [], []
+    for _ in range(runs):
+        for command, into in (([str(mem), "capture", "--hook"], hook), ([sys.executable, "-c", "pass"], bare)):
+            started = time.perf_counter()
+            subprocess.run(command, input=payload, text=True, env=env, capture_output=True, check=True)
+            into.append(time.perf_counter() - started)
+    time.sleep(5)  # the background captures it started
+    hook.sort()
+    bare.sort()
+    print(f"hook: `mem capture --hook` median {hook[runs // 2] * 1000:.0f} ms (p90 {hook[int(runs * 0.9)] * 1000:.0f}); "
+          f"`python -c pass` median {bare[runs // 2] * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
