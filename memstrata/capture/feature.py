@@ -63,7 +63,13 @@ class Capture:
     def drain(self, progress=None) -> dict:
         """Capture what the notices the hooks left name; at once when another capture runs (it takes
         them: it looks again for notices after it lets go of the lock)."""
-        self._require()
+        try:
+            self._require()
+        except InvalidInput as exc:  # the hooks' captures are refused: `mem capture --status` says why
+            report = CaptureReport()
+            report.error(str(self.root), exc.message)
+            CaptureState(self.root).write_last(report.finish())
+            raise
         report = CaptureReport()
         lock = spool.CaptureLock(self.root)
         seen: set = set()
@@ -89,7 +95,7 @@ class Capture:
         return forget(self, ref, purge=purge)
 
     def status(self) -> dict:
-        self._require()
+        self.entries.require_tree()
         cache = CaptureState(self.root)
         s = self.state.settings
         return {"pending": len(spool.pending(self.root)), "transcripts_read": len(cache.files),
@@ -115,6 +121,9 @@ class Capture:
         try:
             report = CaptureReport()
             self._run(items, report, progress)
+            waiting = spool.pending(self.root)  # hooks that fired meanwhile found this run holding the lock
+            if waiting:
+                self._run([_item(n) for n in waiting], CaptureReport(), None)
             return report.finish()
         finally:
             lock.release()
