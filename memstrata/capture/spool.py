@@ -61,11 +61,7 @@ def pending(root) -> list[tuple[str, bytes, dict]]:
     for name in names:
         path = os.path.join(where, name)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                data = os.read(fd, NOTICE_MAX_BYTES + 1)
-            finally:
-                os.close(fd)
+            data = _read(path)
             notice = json.loads(data)
             if not isinstance(notice, dict) or len(data) > NOTICE_MAX_BYTES:
                 raise ValueError
@@ -82,15 +78,20 @@ def pending(root) -> list[tuple[str, bytes, dict]]:
 def done(path: str, data: bytes) -> None:
     """Remove a notice once its transcript was captured, unless a later hook replaced it meanwhile."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            now = os.read(fd, NOTICE_MAX_BYTES + 1)
-        finally:
-            os.close(fd)
+        now = _read(path)
     except OSError:
         return
     if now == data:
         _remove(path)
+
+
+def _read(path: str) -> bytes:
+    """A notice's bytes (never through a symlink; at most one byte past the limit)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        return os.read(fd, NOTICE_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 def _remove(path: str) -> None:
