@@ -35,6 +35,10 @@ class Capture:
     # -- what a user asks for ------------------------------------------------------------------
     def capture(self, paths, agent: str | None = None, progress=None) -> dict:
         """Capture the transcripts at `paths` (files, or folders of *.jsonl); what is new only."""
+        from memstrata.capture.detect import AGENTS
+
+        if agent is not None and agent not in AGENTS:
+            raise InvalidInput(f"--agent must be one of {', '.join(AGENTS)}, not {agent!r}")
         files = []
         for given in paths:
             path = Path(os.path.expanduser(str(given)))

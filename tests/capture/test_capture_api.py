@@ -211,3 +211,17 @@ def test_a_turn_appended_embeds_its_own_chunks_not_the_whole_session_again(tmp_p
     assert first >= 40 and counting.texts <= max(6, first // 8), (first, counting.texts)
     hits = m.recall("how often does service 23 rotate its keys").results
     assert hits and hits[0].category.startswith("sessions/")
+
+
+def test_a_session_goes_on_where_it_is_when_capture_category_changed(mem, tmp_path):
+    t = Claude(cwd=str(tmp_path)).user("Where do the backups go?", stamp(1)).reply("To the cold bucket.", stamp(1, 1))
+    path = t.write(tmp_path)
+    mem.capture([path])
+    mem.config_set("capture_category", "agents/sessions")
+    t.user("And how long are they kept?", stamp(2)).reply("Ninety days.", stamp(2, 1))
+    t.write(tmp_path)
+    report = mem.capture([path])
+    assert report["turns"] == 2 and report["new_sessions"] == 0
+    assert report["entries"][0]["path"].startswith("sessions/") and len(mem.list()) == 1
+    with pytest.raises(InvalidInput, match="--agent"):
+        mem.capture([path], agent="gemini")
