@@ -122,15 +122,14 @@ class Capture:
         lock = spool.CaptureLock(self.root, wait=LOCK_WAIT)
         if not lock.acquire():
             raise Locked(f"another capture of {self.root} is running (waited {LOCK_WAIT:.0f}s); try again later")
+        report = CaptureReport()
         try:
-            report = CaptureReport()
             self._run(items, report, progress)
-            waiting = spool.pending(self.root)  # hooks that fired meanwhile found this run holding the lock
-            if waiting:
-                self._run([_item(n) for n in waiting], CaptureReport(), None)
-            return report.finish()
         finally:
             lock.release()
+        if spool.pending(self.root):  # hooks that fired meanwhile found this run holding the lock: their turn
+            self.drain()
+        return report.finish()
 
     def _run(self, items: list[dict], report: CaptureReport, progress) -> None:
         """Read each transcript, plan the changes, save them BATCH_ENTRIES at a time (caller holds the capture lock)."""

@@ -109,7 +109,9 @@ class CaptureLock:
         self.wait = wait
         self.fd: int | None = None
 
-    def acquire(self) -> bool:
+    def acquire(self, release: bool = False) -> bool:
+        """Take the lock (waiting up to `wait` seconds); False when another capture holds it.
+        `release`: only ask whether it is free (taken and let go at once)."""
         import fcntl
 
         _private_dir(os.path.dirname(self.path))
@@ -119,6 +121,8 @@ class CaptureLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self.fd = fd
+                if release:
+                    self.release()
                 return True
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:

@@ -29,7 +29,7 @@ def hook(root, transcript, session, cwd="/work/shop", event="Stop"):
     done = run(root, "capture", "--hook", "--json", stdin=payload)
     assert done.returncode == 0 and done.stderr == ""
     answer = json.loads(done.stdout)
-    assert answer["queued"], answer
+    assert answer["queued"] and not answer["running"], answer  # each hook here waits for the capture before
     _wait(answer["pid"])
     return answer
 
