@@ -225,3 +225,29 @@ def test_a_session_goes_on_where_it_is_when_capture_category_changed(mem, tmp_pa
     assert report["entries"][0]["path"].startswith("sessions/") and len(mem.list()) == 1
     with pytest.raises(InvalidInput, match="--agent"):
         mem.capture([path], agent="gemini")
+
+
+def test_a_hook_during_a_capture_is_taken_by_that_capture(mem, tmp_path):
+    import threading
+    import time
+
+    from memstrata.capture import hook, spool
+
+    big = Claude(cwd=str(tmp_path))
+    for n in range(120):
+        big.user(f"Point {n}: how is shard {n} rebalanced after a node leaves?", stamp(n // 60, n % 60))
+        big.reply(f"Shard {n} moves to the least loaded node within {n % 9 + 1} minutes. " * 3, stamp(n // 60, n % 60, 500))
+    small = Claude(session="ffffffff-0000-4000-8000-00000000000f", cwd=str(tmp_path)).user(
+        "A question asked while the capture ran", stamp(7)).reply("Its answer.", stamp(7, 1))
+    small_path = small.write(tmp_path)
+    worker = threading.Thread(target=mem.capture, args=([big.write(tmp_path)],))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while spool.CaptureLock(mem.root).acquire(release=True) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    notice = hook.notice_of({"transcript_path": small_path, "session_id": small.session, "cwd": str(tmp_path)})
+    spool.put(mem.root, notice)  # what the hook does; it starts no process: a capture holds the lock
+    assert not spool.CaptureLock(mem.root).acquire(release=True)
+    worker.join()
+    assert spool.pending(mem.root) == []
+    assert any(small.session == e.extra.get("session") for e in mem.list("sessions"))
