@@ -146,11 +146,11 @@ class Capture:
             for done, item in enumerate(items, 1):
                 self._one(item, cache, index, batch, report, clean)
                 if batch.full():
-                    self._flush(batch, cache, report)
+                    self._flush(batch, cache, report, progress)
                     batch = _Batch()
                 if progress:
                     progress(done, total)
-            self._flush(batch, cache, report)
+            self._flush(batch, cache, report, progress)
         finally:
             cache.save()
             report.seconds += time.monotonic() - started
@@ -208,7 +208,7 @@ class Capture:
                 batch.check.extend(change.unchanged)  # read again and found in: their index rows are checked
         batch.file(path, record, notice)
 
-    def _flush(self, batch: "_Batch", cache: CaptureState, report: CaptureReport) -> None:
+    def _flush(self, batch: "_Batch", cache: CaptureState, report: CaptureReport, progress=None) -> None:
         """Save the batch's entries through the save path (under the tree lock), then note what was read."""
         failed: set = set()
         if batch.entries or batch.check:
@@ -229,7 +229,7 @@ class Capture:
                         continue
                     self._place(entry, previous, changes, undo, {e.path for e, _ in changes})
                 if changes:
-                    counts = self.save.save_many(changes, undo=undo)
+                    counts = self.save.save_many(changes, undo=undo, index_progress=progress)  # (chunks embedded)
                     report.saved(changes, counts, self.save.index.last_error)
                 if batch.check:  # read again, nothing new: what a killed capture may have left undone
                     from memstrata.features.import_index import index_missing
