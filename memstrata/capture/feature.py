@@ -37,6 +37,7 @@ class Capture:
         """Capture the transcripts at `paths` (files, or folders of *.jsonl); what is new only."""
         from memstrata.capture.detect import AGENTS
 
+        self._require()
         if agent is not None and agent not in AGENTS:
             raise InvalidInput(f"--agent must be one of {', '.join(AGENTS)}, not {agent!r}")
         files = []
@@ -56,6 +57,7 @@ class Capture:
         those changed on or after `since` (a date) only."""
         from memstrata.capture.agents import agent_files
 
+        self._require()
         files = agent_files(which, since)
         return self._locked_run([{"path": str(p), "agent": agent} for p, agent in files], progress)
 
