@@ -172,7 +172,11 @@ class VectorIndex(FrameCache):
         if fresh:
             embedder = embedder_fn()
             if self.model_matches(embedder):
-                rows = rows_for(self, fresh, embedder, progress, context)
+                # the vectors of chunks the entries' rows still hold (a turn that grew, the turn after an
+                # edited one) are reused; never chunk 0: it holds the whole text, and it may be a pooled mean
+                known = {(r["kind"], r["text"]): r["vector"] for rows in existing.values() for r in rows
+                         if r.get("vector") is not None and r["chunk"] != 0}
+                rows = rows_for(self, fresh, embedder, progress, context, known=known)
             else:
                 skipped = len(fresh)
                 ids = [r["id"] for old in reuse.values() for r in old[:1]]

@@ -82,11 +82,16 @@ def schema(dim: int):
     ])
 
 
-def rows_for(index, entries: list[Entry], embedder, progress=None, context: dict | None = None) -> list[dict]:
+def rows_for(index, entries: list[Entry], embedder, progress=None, context: dict | None = None,
+             known: dict | None = None) -> list[dict]:
     """Chunk and embed entries (one batched call) into rows of `index` (a VectorIndex: its settings, root,
     and the entries written before them for the context chunk; a session's turns: `context`,
-    `session_context` of the whole session)."""
+    `session_context` of the whole session). `known`: (kind, text) -> vector of the chunks the
+    entries' old rows hold (same model): a chunk whose kind and stored text are unchanged embeds the
+    same text (the embedded form is a function of them), so its vector is reused (a turn whose text
+    grew keeps its unchanged sentences' vectors)."""
     s = index.settings
+    known = known or {}
     per_entry = []
     texts = []
     before = {**previous_texts(index, [e for e in entries if not is_unit(row_id(e))]), **(context or {})} \
@@ -99,15 +104,14 @@ def rows_for(index, entries: list[Entry], embedder, progress=None, context: dict
         if prev:
             chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
         per_entry.append(chunks)
-        texts.extend(c.embedded for c in chunks if not c.pooled)
-    vectors = embed_distinct(embedder, texts, progress)
+        texts.extend(c.embedded for c in chunks if not c.pooled and (c.kind, c.text) not in known)
+    vectors = iter(embed_distinct(embedder, texts, progress))
     rows = []
-    n = 0
     for e, chunks in zip(entries, per_entry):
         base = meta_values(index.root, e)
         full = chunks[0].text
-        own = vectors[n:n + sum(1 for c in chunks if not c.pooled)]
-        n += len(own)
+        own = [known[(c.kind, c.text)] if (c.kind, c.text) in known else next(vectors)
+               for c in chunks if not c.pooled]
         embedded = iter(own)
         for c in chunks:
             first = c.number == 0

@@ -1,5 +1,7 @@
-"""A session entry's body: one `### <timestamp> · <role>` block per turn (pure), and the merge of the
-turns a read found into the turns an entry holds, so that no turn is ever written twice."""
+"""A captured session entry's body (docs/capture.md): one `### <timestamp> · <role>` block per turn (pure),
+and the merge of the turns a read found into the turns an entry holds, so no turn is written twice.
+Its reading (the turn headings, the escapes, each turn's number and lines) is storage/turns.py, which
+the index, recall's turn hits and `mem read --turn` share."""
 from __future__ import annotations
 
 from collections import Counter
