@@ -12,9 +12,7 @@ mapped back to the LoCoMo turn, so recall@10 is turn-level, as bench/locomo.py m
 turns imported one entry each (the `import` rows: bench/locomo.py's trees, built in DIR/import).
 `--loco` fits the learned ranker on four conversations and measures the fifth, for each of the
 three (bench/fit_ranking.py's fit; the shipped weights were fitted on these five imported).
-Capture throughput: turns per second of the whole capture (files, index, embedding) against the
-model alone embedding the same turns' texts once each, and against it embedding the very texts
-the index embedded (its chunks); timed only when `uptime`'s load is under 3.
+Capture's throughput against the model alone: bench/capture_speed.py.
 """
 from __future__ import annotations
 
@@ -31,10 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import capture_transcripts as ct  # noqa: E402
 import locomo  # noqa: E402
-
-
-def load_average() -> float:
-    return os.getloadavg()[0]
 
 
 MEM = str(Path(sys.executable).with_name("mem"))  # this checkout's `mem`
@@ -87,41 +81,6 @@ def build(agent: str, conv_file: Path, base: Path) -> tuple:
         run_mem("config", "set", "secrets", "warn", "--root", str(root))
         capture(root, agent, transcripts)
     return Memory(root), where
-
-
-def speed(files: list[Path], base: Path) -> str:
-    """Turns per second of `Memory.capture` of every conversation's Codex rollouts into a fresh tree (the
-    model loaded before), against the model alone on each turn's text once, and on the texts the
-    index embedded (its chunks: the turn, its sentences, the turn before with it)."""
-    import shutil
-
-    from memstrata import Memory
-
-    root = base / "speed"
-    shutil.rmtree(root, ignore_errors=True)
-    m = Memory(root)
-    m.init()
-    m.config_set("secrets", "warn")
-    embedder = m.state.model()
-    embedder.embed(["warm up"] * 32)
-    texts: list[str] = []
-    real = embedder.embed
-    embedder.embed = lambda batch, *a, **k: (texts.extend(batch), real(batch, *a, **k))[1]
-    paths = [str(p) for f in files for _, p, _ in ct.write(f, "codex", base / "transcripts" / "codex")[0]]
-    turns = [text for f in files for _, session in ct.sessions(f) for _, _, text, _ in session]
-    t = time.perf_counter()
-    m.capture(paths)
-    took = time.perf_counter() - t
-    embedder.embed = real
-    t = time.perf_counter()
-    real(turns)
-    alone = time.perf_counter() - t
-    t = time.perf_counter()
-    real(texts)
-    same = time.perf_counter() - t
-    return (f"{len(turns) / took:.1f} turns/s: {alone / took:.2f}x the model alone on the turns' texts "
-            f"({len(turns) / alone:.1f} turns/s), {same / took:.2f}x on the {len(texts)} texts the index embedded "
-            f"(load {load_average():.1f})")
 
 
 def evaluate(m, questions, where, conv: str, k: int = 10) -> list[dict]:
@@ -187,7 +146,6 @@ def main(argv=None):
     ap.add_argument("--agent", action="append", choices=ct.AGENTS, help="only this agent's transcripts (repeatable)")
     ap.add_argument("--no-import", action="store_true", help="leave out the `mem import` rows")
     ap.add_argument("--loco", action="store_true", help="also leave-one-conversation-out (fits the ranker)")
-    ap.add_argument("--speed", action="store_true", help="also capture throughput (when the load is under 3)")
     args = ap.parse_args(argv)
     base = Path(args.reuse)
     base.mkdir(parents=True, exist_ok=True)
@@ -225,11 +183,6 @@ def main(argv=None):
     print("| turns from | questions | recall@10 | recall@10 LOCO (fused) | hit@10 | MRR@10 |")
     print("| --- | --- | --- | --- | --- | --- |")
     print("\n".join(table))
-    if args.speed:
-        load = load_average()
-        print("\nCapture throughput: " + (speed(files, base) if load < 3.0 else
-                                          f"not timed: load {load:.1f} (run `python bench/capture.py --reuse DIR "
-                                          f"--no-import --agent codex --speed` on a quiet machine)"))
 
 
 if __name__ == "__main__":
