@@ -83,7 +83,8 @@ def fence(text: str, memory_id: str) -> str:
     return f'<memory id="{attribute(memory_id)}">\n{escape(text.strip())}\n</memory>'
 
 
-NOTE_FIELDS = ("id", "title", "snippet", "path", "category", "agent")  # what a hit or listing takes from a note
+# what a hit or listing takes from a note (a captured turn's hit: also its session file's words)
+NOTE_FIELDS = ("id", "title", "snippet", "path", "category", "agent", "timestamp", "session", "project")
 
 
 SHOWN_TEXT = ("title", "snippet", "summary")  # free text of a note: a credential in it is redacted too

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memstrata.retrieval import lexical, stats_cache
+from memstrata.retrieval.units import AFTER_SEP, SEP, entry_of, is_unit, number_of
 
 # What recall and sync read of every entry (kept in memory per table version; the table also
 # holds importance, weight, updated and last_access, which no in-memory step reads).
@@ -26,6 +27,24 @@ class Frame:
         self._stats = None
         self._reuse = None  # (previous frame, old position per entry or None): see VectorIndex.texts
         self._keys = None
+
+    def rows_of(self, entry_id: str) -> list[str]:
+        """The row keys of an entry: its id, or its session's turns (retrieval.units; ids are sorted)."""
+        import bisect
+
+        lo = bisect.bisect_left(self.ids, entry_id + SEP)
+        hi = bisect.bisect_left(self.ids, entry_id + AFTER_SEP, lo)
+        return ([entry_id] if entry_id in self.pos else []) + self.ids[lo:hi]
+
+    def first_of(self, entry_id: str) -> int | None:
+        """The position of an entry's row, or of its session's first unit (None: not indexed)."""
+        rows = self.rows_of(entry_id)
+        return self.pos[rows[0]] if rows else None
+
+    def threads(self) -> list:
+        """Per slot, the session whose turn it is and its turn number ((entry id, n)); None for an
+        entry of its own (retrieval.fusion.time_structure links a session's turns in turn order)."""
+        return [(entry_of(i), number_of(i)) if is_unit(i) else None for i in self.ids]
 
     def text_keys(self) -> list[tuple]:
         """Per entry, what its full-text column is made of besides the chunking: content hash,

@@ -69,7 +69,8 @@ def scaled(n: int, scores: dict[int, float], scale: float) -> np.ndarray:
 CONVERSATION_MAX_BYTES = 2000  # a turn of a conversation: a file this small (frontmatter included)
 
 
-def time_structure(categories: list, created: list, gap_seconds: float, sizes: list | None = None):
+def time_structure(categories: list, created: list, gap_seconds: float, sizes: list | None = None,
+                   threads: list | None = None):
     """Per entry: index of the previous and next entry of its category in time (-1 if none), and
     a sitting number (runs of linked entries).
 
@@ -77,7 +78,12 @@ def time_structure(categories: list, created: list, gap_seconds: float, sizes: l
     other (0 < gap <= `gap_seconds`: not in one bulk write, where notes adopted or imported
     together share a time) and both short (`sizes`, the files' bytes, at most
     CONVERSATION_MAX_BYTES when given). A vault's notes or a docs folder get no neighbours and
-    no sitting, so the dialogue priors and ranker features built on them stay at zero there."""
+    no sitting, so the dialogue priors and ranker features built on them stay at zero there.
+
+    The turns of a captured session (`threads`: per slot (session, turn number), None for an entry
+    of its own; retrieval/units.py) are a conversation by what they are: each is linked to the turns
+    before and after it in its session, whatever their length and the time between them, and the
+    session is their sitting; they are never linked to the entries of their category."""
     n = len(created)
     prev = np.full(n, -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
@@ -85,7 +91,9 @@ def time_structure(categories: list, created: list, gap_seconds: float, sizes: l
     stamps = np.array([c if c is not None else np.nan for c in created], dtype=np.float64)
     short = (np.ones(n, dtype=bool) if sizes is None else
              np.array([s is None or s < 0 or s <= CONVERSATION_MAX_BYTES for s in sizes], dtype=bool))
-    order = sorted((i for i in range(n) if not np.isnan(stamps[i])), key=lambda i: (categories[i] or "", stamps[i]))
+    threads = threads if threads is not None else [None] * n
+    order = sorted((i for i in range(n) if not np.isnan(stamps[i]) and threads[i] is None),
+                   key=lambda i: (categories[i] or "", stamps[i]))
     current = -1
     for a, b in zip([None] + order[:-1], order):
         if (a is not None and categories[a] == categories[b] and 0 < stamps[b] - stamps[a] <= gap_seconds
@@ -95,6 +103,11 @@ def time_structure(categories: list, created: list, gap_seconds: float, sizes: l
         else:
             current = b
             session[b] = b
+    turns = sorted((i for i in range(n) if threads[i] is not None), key=lambda i: threads[i])
+    for a, b in zip([None] + turns[:-1], turns):
+        if a is not None and threads[a][0] == threads[b][0]:
+            prev[b], nxt[a] = a, b
+            session[b] = session[a]
     return prev, nxt, session
 
 

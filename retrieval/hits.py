@@ -1,4 +1,4 @@
-"""Recall results: one hit per entry (id, title, score, snippet, signals) and the answer's strategy."""
+"""Recall results: one hit per entry or captured turn (id, title, score, snippet, signals) and the answer's strategy."""
 from __future__ import annotations
 
 import re
@@ -104,6 +104,13 @@ class RecallHit:
     agent: str | None = None  # who wrote a shared hit
     relevance: float | None = None  # calibrated probability that the hit is relevant (scoring.relevance)
     no_text: bool = False  # an empty note (place_empty): a merge by score keeps it below the notes with text
+    # a turn of a captured session (retrieval/units.py): its number, and what the session file says of
+    # it (features/turns.py): the heading's timestamp verbatim, the session id, agent and project
+    turn: int | None = None
+    timestamp: str | None = None
+    session: str | None = None
+    session_agent: str | None = None
+    project: str | None = None
 
     @classmethod
     def from_entry(cls, entry, score: float, snippet: str, signals: dict | None = None,
@@ -122,6 +129,9 @@ class RecallHit:
                 "relevance": None if self.relevance is None else round(float(self.relevance), 4),
                 "snippet": clip(self.snippet), "category": self.category, "tier": self.tier,
                 "status": self.status, "path": self.path, "created": self.created}
+        if self.turn is not None:
+            data.update(turn=self.turn, timestamp=self.timestamp, session=self.session, agent=self.session_agent,
+                        project=self.project)
         if self.signals is not None:
             data["signals"] = self.signals
         if self.shared_root is not None:

@@ -9,6 +9,7 @@ from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, names, rerank
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence, no_text, place_empty, text_first
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
+from memstrata.retrieval.units import entry_of, turn_of
 
 STRATEGIES = ("auto", "hybrid", "vector", "text", "grep", "index")
 
@@ -267,9 +268,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
         text = own[pos]
         snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
-        hit = RecallHit(id=frame.ids[pos], title=c["title"][pos], score=float(score[pos]), snippet=snippet,
+        hit = RecallHit(id=entry_of(frame.ids[pos]), title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
-                        path=c["path"][pos], created=_iso(c["created"][pos]))
+                        path=c["path"][pos], created=_iso(c["created"][pos]), turn=turn_of(frame.ids[pos]))
         judged.append(signals)
         if explain:
             low = text.lower()
@@ -407,6 +408,6 @@ def _structure(index: VectorIndex, frame, weights):
     cached = getattr(frame, "_structure", None)
     if cached is None or cached[0] != key:
         cached = (key, fusion.time_structure(frame.cols["category"], frame.cols["created"],
-                                             weights.session_gap_seconds, frame.cols.get("size")))
+                                             weights.session_gap_seconds, frame.cols.get("size"), frame.threads()))
         frame._structure = cached
     return cached[1]

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from memstrata.retrieval import chunking
 from memstrata.retrieval.table import VectorIndex, indexed_form, row_id
+from memstrata.retrieval.units import entry_of, units
 from memstrata.storage.catalog import (
     entry_file_stat,
     is_entry_path_in,
@@ -117,7 +118,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
     elif model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim):
         out.model_changed = True
     known = {} if frame is None or out.model_changed else {
-        p: (frame.cols["id"][n], frame.cols["size"][n], frame.cols["mtime_ns"][n], frame.cols["hash"][n])
+        p: (entry_of(frame.cols["id"][n]), frame.cols["size"][n], frame.cols["mtime_ns"][n])
         for n, p in enumerate(frame.cols["path"])}
     seen_ids: set[str] = set()
     for rel, st in sorted(iter_entry_files(index.root)):
@@ -139,13 +140,12 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             out.errors[rel] = f"duplicate id {entry.id}: indexed once"
             continue
         seen_ids.add(rid)
-        old_hash = _hash_of(frame, rid) if not out.model_changed else None
-        if old_hash == chunking.content_hash(entry.title, entry.body):
+        if not out.model_changed and _same_text(frame, entry):
             out.metadata.append(entry)
         else:
             out.embed.append(entry)
     if frame is not None:
-        out.remove = sorted({i for i in frame.ids if i not in seen_ids})
+        out.remove = sorted({i for i in frame.ids if entry_of(i) not in seen_ids})
     return out
 
 
@@ -186,7 +186,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
         n = at_path.get(rel)
         if n is not None and (frame.cols["size"][n], frame.cols["mtime_ns"][n]) == (st.st_size, st.st_mtime_ns) \
                 and rel not in recheck:
-            found[frame.ids[n]] = rel
+            found[entry_of(frame.ids[n])] = rel
             continue
         stop_if_cancelled("sync")
         try:
@@ -198,29 +198,39 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
             out.flagged[rel] = why
             continue
         rid = row_id(entry)
-        indexed_at = frame.cols["path"][frame.pos[rid]] if rid in frame.pos else None
+        first = frame.first_of(rid)
+        indexed_at = frame.cols["path"][first] if first is not None else None
         if rid in found or (indexed_at is not None and indexed_at != rel and indexed_at not in paths
                             and entry_file_stat(index.root, indexed_at) is not None):
             out.errors[rel] = f"duplicate id {entry.id}: indexed once"  # another file holds this id
             continue
         found[rid] = rel
-        if _hash_of(frame, rid) == chunking.content_hash(entry.title, entry.body):
+        if _same_text(frame, entry):
             out.metadata.append(entry)
         else:
             out.embed.append(entry)
     for rel in paths:
         n = at_path.get(rel)
-        if n is not None and frame.ids[n] not in found and rel not in out.errors:
-            out.remove.append(frame.ids[n])  # the file is gone, or now holds another id (a hand-made file got one)
+        if n is not None and entry_of(frame.ids[n]) not in found and rel not in out.errors:
+            # the file is gone, or now holds another id (a hand-made file got one)
+            out.remove.extend(frame.rows_of(entry_of(frame.ids[n])))
     out.remove.sort()
     return out
 
 
-def _hash_of(frame, rid: str):
+def _same_text(frame, entry) -> bool:
+    """Whether the table holds `entry` (in its indexed form) with the same text: one row key per
+    unit (a captured session: per turn, retrieval/units.py), each with its unit's content hash."""
     if frame is None:
-        return None
-    n = frame.pos.get(rid)
-    return frame.cols["hash"][n] if n is not None else None
+        return False
+    parts = units(entry)
+    if len(frame.rows_of(row_id(entry))) != len(parts):
+        return False
+    for u in parts:
+        n = frame.pos.get(row_id(u))
+        if n is None or frame.cols["hash"][n] != chunking.content_hash(u.title, u.body):
+            return False
+    return True
 
 
 UPSERT_BATCH = 2000  # entries per upsert: one sorted embedding run and one table write each
@@ -243,7 +253,7 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
             index.create(embedder)  # else the first upsert creates it once its rows are embedded
         todo.remove = []
     if todo.remove:
-        index.delete(todo.remove)
+        index.delete(todo.remove, units=False)  # every row key to drop: a session's turns are listed
     for start in range(0, len(entries), UPSERT_BATCH):
         # the service's caller went away: what is indexed stays (a part being embedded is not
         # written: upsert writes its rows once all are embedded), a rerun goes on from there

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from memstrata.retrieval import chunking, lexical, stats_cache
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache  # META_COLUMNS: what the frame holds of an entry
-from memstrata.retrieval.table_rows import arrow_rows, indexed_form, meta_values, row_id, rows_for, schema
+from memstrata.retrieval.table_rows import (arrow_rows, index_units, indexed_form, meta_values, row_id, rows_for,
+                                            schema, session_context)
+from memstrata.retrieval.units import AFTER_SEP, SEP, entry_of, is_unit, number_of, units
 from memstrata.storage import layout
-from memstrata.storage.entry import Entry
+from memstrata.storage.entry import Entry, valid_id
 
 VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
@@ -150,53 +152,60 @@ class VectorIndex(FrameCache):
         if not entries:
             return {"embedded": 0, "updated": 0, "skipped": 0}
         entries = [indexed_form(self.root, e) for e in entries]
+        parts = {row_id(e): units(e) for e in entries}  # a captured session: one unit per turn (retrieval/units.py)
+        flat = [u for e in entries for u in parts[row_id(e)]]
+        context = {k: v for us in parts.values() for k, v in session_context(us).items()}
         table = self.table()
         if table is None:
-            return self._create_with(entries, embedder_fn(), progress)
-        ids = [row_id(e) for e in entries]
+            return self._create_with(flat, embedder_fn(), progress, context)
         current = self._frame if self._frame is not None and self._frame.version == int(table.version) else None
-        reuse: dict[str, list[dict]] = {}
-        existing = self.fetch_rows(ids)
-        for e in entries:
-            rows = existing.get(row_id(e))
-            if rows and rows[0]["hash"] == chunking.content_hash(e.title, e.body):
-                reuse[row_id(e)] = rows
-        fresh = [e for e in entries if row_id(e) not in reuse]
+        sessions = {key for key, us in parts.items() if is_unit(row_id(us[0]))}
+        existing = self.fetch_rows(list(parts), units=sessions)  # a session's turns: a range filter each
+        gone = [key for key in parts if key not in sessions and key not in existing]
+        if gone:  # no row of its own: it may have been a session (its turns' rows are to go)
+            existing.update(self.fetch_rows(gone, units=True))
+        reuse = _reusable(parts, existing)
+        fresh = [u for u in flat if row_id(u) not in reuse]
+        ids = list(existing)  # every row of these entries is written again (a turn gone: its rows go)
         rows: list[dict] = []
         skipped = 0
         if fresh:
             embedder = embedder_fn()
             if self.model_matches(embedder):
-                rows = rows_for(self, fresh, embedder, progress)
+                # the vectors of chunks the entries' rows still hold (a turn that grew, the turn after an
+                # edited one) are reused; never chunk 0: it holds the whole text, and it may be a pooled mean
+                known = {(r["kind"], r["text"]): r["vector"] for rows in existing.values() for r in rows
+                         if r.get("vector") is not None and r["chunk"] != 0}
+                rows = rows_for(self, fresh, embedder, progress, context, known=known)
             else:
                 skipped = len(fresh)
-                ids = [row_id(e) for e in entries if row_id(e) in reuse]
-        for e in entries:
-            old = reuse.get(row_id(e))
+                ids = [r["id"] for old in reuse.values() for r in old[:1]]
+        for u in flat:
+            old = reuse.get(row_id(u))
             if old:
-                meta = meta_values(self.root, e)
+                meta = meta_values(self.root, u)
                 for r in old:
                     r.update(meta)
                     if r["chunk"] == 0:
-                        r[lexical.EN_COLUMN] = lexical.en_text(r["text"], e.created, e.tags)
+                        r[lexical.EN_COLUMN] = lexical.en_text(r["text"], u.created, u.tags)
                 rows.extend(old)
         # only rows that exist are deleted: a batch of new entries is one write (one table version)
-        self.delete([i for i in ids if i in existing], _optimize=False)
+        self.delete(ids, units=False, _optimize=False)
         if rows:
             table.add(arrow_rows(table, rows))
         self._ensure_fts()
         self._stale_frame()
-        if current is not None and not fresh and self._patch_frame(current, entries):
+        if current is not None and not fresh and self._patch_frame(current, flat):
             self._frame = current  # only metadata changed: no need to reload every entry's
         self.maybe_optimize()
         return {"embedded": len(fresh) - skipped, "updated": len(reuse), "skipped": skipped}
 
-    def _create_with(self, entries: list[Entry], embedder, progress=None) -> dict:
+    def _create_with(self, entries: list[Entry], embedder, progress=None, context=None) -> dict:
         """`upsert` into a tree without a table (an adopt, a first sync): the rows are embedded
         before the table is created, so LanceDB's import (~2 s of Python, begun in the background by
         `lance_import.preload`) runs while onnxruntime embeds (it releases the GIL), not before. A kill before
         the table exists leaves no table; one after leaves a table the next sync fills."""
-        rows = rows_for(self, entries, embedder, progress)
+        rows = rows_for(self, entries, embedder, progress, context)
         self.create(embedder)
         if rows:
             self._table.add(arrow_rows(self._table, rows))
@@ -231,27 +240,28 @@ class VectorIndex(FrameCache):
         frame._inactive = None  # statuses may have changed (retrieval/search.py keeps it)
         return True
 
-    def fetch_rows(self, ids: list[str]) -> dict[str, list[dict]]:
+    def fetch_rows(self, ids: list[str], units=False) -> dict[str, list[dict]]:
+        """Every row of these row keys, by key, in chunk order; `units` (True, or the ids it holds):
+        an entry id also brings the rows of its session's turns (retrieval/units.py), each by its key."""
         table = self.table()
         if table is None or not ids:
             return {}
         out: dict[str, list[dict]] = {}
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            where = "id IN (" + ",".join(sql_str(i) for i in part) + ")"
-            for r in table.search().where(where).limit(None).to_arrow().to_pylist():
+            for r in table.search().where(_where(ids[start:start + 500], units)).limit(None).to_arrow().to_pylist():
                 out.setdefault(r["id"], []).append(r)
         for rows in out.values():
             rows.sort(key=lambda r: r["chunk"])
         return out
 
-    def delete(self, ids: list[str], _optimize: bool = True) -> None:
+    def delete(self, ids: list[str], units=True, _optimize: bool = True) -> None:
+        """Drop the rows of these entries and row keys; `units` (True, or the ids it holds): an entry
+        id takes its session's turns with it (False: `ids` are every row key to drop, as sync's plan)."""
         table = self.table()
         if table is None or not ids:
             return
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            table.delete("id IN (" + ",".join(sql_str(i) for i in part) + ")")
+            table.delete(_where(ids[start:start + 500], units))
         self._stale_frame()
         if _optimize:
             self.maybe_optimize()
@@ -289,3 +299,36 @@ class VectorIndex(FrameCache):
             data = table.search().where(where).select(["id", lexical.EN_COLUMN]).limit(None).to_arrow().to_pydict()
             out.update(zip(data["id"], data[lexical.EN_COLUMN]))
         return out
+
+
+def _where(ids: list[str], units) -> str:
+    """A filter for the rows of `ids`; `units` (True, or the ids it holds): also of the turns of each
+    entry id (a range of keys `<id>#...`, retrieval/units.py)."""
+    where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
+    ranges = [f"(id >= {sql_str(i + SEP)} AND id < {sql_str(i + AFTER_SEP)})" for i in ids
+              if (units is True or (units and i in units)) and valid_id(i)]
+    return " OR ".join([where] + ranges)
+
+
+def _reusable(parts: dict[str, list[Entry]], existing: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The old rows each unit keeps (its vectors are not embedded again), by unit key: an entry's rows
+    when its text is the same; a session turn's when a turn of the session had its text and the
+    same text before it (its context chunk is then right too), wherever that turn was numbered."""
+    old: dict[str, list] = {}
+    for rid, rows in existing.items():
+        old.setdefault(entry_of(rid), []).append((number_of(rid), rows))
+    out: dict[str, list[dict]] = {}
+    for key, us in parts.items():
+        pool: dict[tuple, list] = {}
+        before = None
+        for _, rows in sorted(old.get(key, []), key=lambda item: item[0]):
+            pool.setdefault((rows[0]["hash"], before), []).append(rows)
+            before = rows[0]["hash"]
+        before = None
+        for u in us:
+            digest = chunking.content_hash(u.title, u.body)
+            found = pool.get((digest, before))
+            if found:
+                out[row_id(u)] = found.pop(0)
+            before = digest
+    return out

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from memstrata.retrieval import chunking, lexical, names
 from memstrata.retrieval.embed_batch import embed_distinct, pooled_vector
+from memstrata.retrieval.units import INDEXED, is_unit, turn_of, units
 from memstrata.storage.entry import Entry
 from memstrata.storage.sidecars import with_full_body
+from memstrata.storage.turns import is_session
 from memstrata.storage.versions import with_kept_versions
 
 
@@ -23,18 +25,36 @@ def indexed_form(root: Path, entry: Entry) -> Entry:
     The one place of the rules "a compressed entry is found by what it said before compression"
     and "an old version stays findable"; `VectorIndex.upsert` applies it to whatever it is given,
     so no writer has to remember it. Applying it twice changes nothing (the result is marked).
+    A captured session keeps no earlier versions in it: each is a part of it (turns are only added),
+    and its last turn would carry them all.
     """
-    if entry.extra.get(_INDEXED):
+    if entry.extra.get(INDEXED):
         return entry
+    full = with_full_body(root, entry)
     # a note's frontmatter aliases are other titles: a line under the title (retrieval.names)
-    indexed = names.with_aliases(with_kept_versions(root, with_full_body(root, entry)))
-    indexed = indexed.copy(extra={**indexed.extra, _INDEXED: True}) if indexed is not entry else \
-        entry.copy(extra={**entry.extra, _INDEXED: True})
+    indexed = names.with_aliases(full if is_session(entry) else with_kept_versions(root, full))
+    indexed = indexed.copy(extra={**indexed.extra, INDEXED: True}) if indexed is not entry else \
+        entry.copy(extra={**entry.extra, INDEXED: True})
     indexed.read_stamp = entry.read_stamp  # the same file as read: its row records that stamp
     return indexed
 
 
-_INDEXED = "__indexed__"  # marks an entry already in its indexed form (never written anywhere)
+def index_units(root: Path, entry: Entry) -> list[Entry]:
+    """What the index holds of an entry, one Entry per row key: its indexed form, or a captured
+    session's turns (retrieval.units). Sync, the doctor and snapshots compare rows with these."""
+    return units(indexed_form(root, entry))
+
+
+def session_context(parts: list[Entry]) -> dict[str, str]:
+    """The context chunk's text of each turn of one session (`parts`: its units in order): the turn
+    before it in the session, when both are short, as `previous_texts` gives an imported turn the
+    entry written just before it."""
+    out = {}
+    for before, unit in zip(parts, parts[1:]):
+        prev, text = (chunking.entry_text(u.title, u.body) for u in (before, unit))
+        if _short(prev) and _short(text) and turn_of(before.id) is not None:
+            out[unit.id] = prev
+    return out
 
 
 def _short(text: str) -> bool:
@@ -62,13 +82,20 @@ def schema(dim: int):
     ])
 
 
-def rows_for(index, entries: list[Entry], embedder, progress=None) -> list[dict]:
+def rows_for(index, entries: list[Entry], embedder, progress=None, context: dict | None = None,
+             known: dict | None = None) -> list[dict]:
     """Chunk and embed entries (one batched call) into rows of `index` (a VectorIndex: its settings, root,
-    and the entries written before them for the context chunk)."""
+    and the entries written before them for the context chunk; a session's turns: `context`,
+    `session_context` of the whole session). `known`: (kind, text) -> vector of the chunks the
+    entries' old rows hold (same model): a chunk whose kind and stored text are unchanged embeds the
+    same text (the embedded form is a function of them), so its vector is reused (a turn whose text
+    grew keeps its unchanged sentences' vectors)."""
     s = index.settings
+    known = known or {}
     per_entry = []
     texts = []
-    before = previous_texts(index, entries) if s.chunk_context else {}
+    before = {**previous_texts(index, [e for e in entries if not is_unit(row_id(e))]), **(context or {})} \
+        if s.chunk_context else {}
     for e in entries:
         chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
                                       s.chunk_overlap_tokens, s.chunk_max_sentences,
@@ -77,15 +104,14 @@ def rows_for(index, entries: list[Entry], embedder, progress=None) -> list[dict]
         if prev:
             chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
         per_entry.append(chunks)
-        texts.extend(c.embedded for c in chunks if not c.pooled)
-    vectors = embed_distinct(embedder, texts, progress)
+        texts.extend(c.embedded for c in chunks if not c.pooled and (c.kind, c.text) not in known)
+    vectors = iter(embed_distinct(embedder, texts, progress))
     rows = []
-    n = 0
     for e, chunks in zip(entries, per_entry):
         base = meta_values(index.root, e)
         full = chunks[0].text
-        own = vectors[n:n + sum(1 for c in chunks if not c.pooled)]
-        n += len(own)
+        own = [known[(c.kind, c.text)] if (c.kind, c.text) in known else next(vectors)
+               for c in chunks if not c.pooled]
         embedded = iter(own)
         for c in chunks:
             first = c.number == 0
@@ -129,7 +155,8 @@ def previous_texts(index, entries: list[Entry]) -> dict[str, str]:
         wanted = set(timeline)
         for n, cat in enumerate(frame.cols["category"]):
             ts = frame.cols["created"][n]
-            if cat in wanted and ts is not None and frame.ids[n] not in texts:
+            # a session's turns are the turns of their session only (session_context)
+            if cat in wanted and ts is not None and frame.ids[n] not in texts and not is_unit(frame.ids[n]):
                 timeline[cat].append((ts, frame.ids[n]))
     for items in timeline.values():
         items.sort()

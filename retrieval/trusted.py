@@ -5,7 +5,7 @@ import hashlib
 
 from memstrata.storage.errors import InvalidInput
 from memstrata.retrieval import chunking, lexical
-from memstrata.retrieval.table_rows import indexed_form, meta_values, row_id, schema
+from memstrata.retrieval.table_rows import index_units, meta_values, row_id, schema
 
 
 def text_hash(text: str) -> str:
@@ -48,7 +48,8 @@ def rows_matching_files(index, data, embedder, entries) -> tuple[object, list[st
 
     files = {}
     for e in entries:
-        files.setdefault(row_id(e), indexed_form(index.root, e))
+        for unit in index_units(index.root, e):  # a captured session: one row key per turn
+            files.setdefault(row_id(unit), unit)
     cols = data.select(["id", "chunk", "kind", "text", "hash"]).to_pydict()
     vectors = data.column("vector").combine_chunks()
     flat = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(data), -1) if len(data) else np.zeros((0, 1))

@@ -130,17 +130,30 @@ def _print_write(result) -> None:
 def read(
     ref: Annotated[str, typer.Argument(help="Entry id, or a path relative to the root.")],
     no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count this read as an access.")] = False,
+    turn: Annotated[Optional[int], typer.Option("--turn", help="A captured session: show this turn (1-based; "
+                                                "a recall hit's `turn`).", min=1)] = None,
+    around: Annotated[int, typer.Option("--around", help="With --turn: also this many turns either side.",
+                                        min=0)] = 0,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Print an entry (counts as an access unless --no-touch).
+    """Print an entry (counts as an access unless --no-touch); of a captured session, with --turn, the
+    turns around one.
 
-    Example: mem read 3f2a9c1b7d4e --json
+    Example: mem read 3f2a9c1b7d4e --json; mem read 3f2a9c1b7d4e --turn 12 --around 2
     """
     from memstrata.storage.codec import render
 
     from memstrata.results import entry_full
 
+    if turn is not None:
+        view = memory(root).read_turns(ref, turn, around=around, count_access=not no_touch)
+        emit(as_json, view.to_dict(), lambda: typer.echo(view.render(), nl=False))
+        return
+    if around:
+        from memstrata.errors import InvalidInput
+
+        raise InvalidInput("--around goes with --turn N")
     entry = memory(root).read(ref, count_access=not no_touch)
     def human():
         text = render(entry)  # a body kept byte for byte may lack its last newline: the prompt goes on its own line

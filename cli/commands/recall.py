@@ -102,7 +102,10 @@ def _print(result, explain: bool) -> None:
     for n, hit in enumerate(result.results, 1):
         rel = "  -  " if hit.relevance is None else f"{hit.relevance:.2f}"
         origin = f"  shared by {hit.agent or 'another agent'}" if hit.shared_root else ""
-        typer.echo(f"{n:>2}. {rel}  {hit.title}  [{shown_category(hit.category)}] {hit.id}  (score {hit.score:.3f}){origin}")
+        # a captured turn: `mem read ID --turn N --around 2` shows the turns around it
+        turn = f" --turn {hit.turn}  ({hit.timestamp or hit.created})" if hit.turn is not None else ""
+        typer.echo(f"{n:>2}. {rel}  {hit.title}  [{shown_category(hit.category)}] {hit.id}{turn}  "
+                   f"(score {hit.score:.3f}){origin}")
         d = hit.to_dict()
         typer.echo(f"      {d['snippet']}")
         if explain and hit.signals:

@@ -5,7 +5,7 @@ import sqlite3
 from pathlib import Path
 
 from memstrata.doctor.checks import VECTORS_DIR, Finding, entry_hash, Scan
-from memstrata.retrieval.table import indexed_form
+from memstrata.retrieval.table import index_units
 from memstrata.storage import indexes
 from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE
@@ -168,7 +168,8 @@ def check_vectors(scan: Scan, settings) -> list[Finding]:
         return out
     cols = frame.cols if frame is not None else {"id": [], "hash": [], "path": []}
     # compressed entries: as the index sees them; one holding a credential is never indexed
-    indexed = [indexed_form(scan.root, e) for e in scan.entries if e.path not in scan.flagged]
+    # a captured session: one row key per turn (retrieval/units.py)
+    indexed = [u for e in scan.entries if e.path not in scan.flagged for u in index_units(scan.root, e)]
     diff = compare_rows(indexed, list(cols["id"]), list(cols["hash"]), list(cols["path"]))
     parts = [f"{len(v)} {k} ({', '.join(v[:3])}{'...' if len(v) > 3 else ''})" for k, v in diff.items() if v]
     if parts:

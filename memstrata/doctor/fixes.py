@@ -139,9 +139,11 @@ class Repairs:
             self.recall.reindex()
             return
         from memstrata.retrieval.trusted import mismatched_rows
+        from memstrata.retrieval.units import entry_of
 
         index = self.state.vector_index()
-        index.delete(mismatched_rows(index))  # planted rows: their files are embedded again just below
+        # planted rows: their entries (a session: all its turns, so sync sees it unindexed) are embedded again below
+        index.delete(sorted({entry_of(rid) for rid in mismatched_rows(index)}))
         self.recall.sync()
         if check_vectors(scan_tree(self.root), self.state.settings):
             self.recall.reindex()

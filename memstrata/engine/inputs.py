@@ -171,3 +171,13 @@ def clean_importance(value) -> tuple[float, bool]:
     if math.isnan(number) or not 0.0 <= float(number) <= 1.0:
         raise InvalidInput(f"importance must be from 0 to 1 (or one of {words}), not {value!r}")
     return stored_importance(number), False  # at the file's precision: 0.80000001 is 0.8, unchanged
+
+
+def check_tier_status(tier, status) -> None:
+    """A tier or status filter names one that exists (InvalidInput if not)."""
+    from memstrata.storage.entry import STATUSES, TIERS
+
+    if tier and tier not in TIERS:
+        raise InvalidInput(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
+    if status and status not in STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(STATUSES)}, not {status!r}")

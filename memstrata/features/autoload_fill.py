@@ -14,13 +14,15 @@ MAX_MISSES = 25  # once this many items in a row did not fit, the budget is take
 
 
 def fill(result: AutoloadResult, ranked: Iterable[tuple], costs: Costs,
-         resolve: Callable[[object, str, bool], Entry | None], whole: set | frozenset = frozenset()) -> None:
+         resolve: Callable[[object, str, bool], Entry | None], whole: set | frozenset = frozenset(),
+         turn_text: Callable[[Entry, int], str] | None = None) -> None:
     """Put the `ranked` memories, (item, section, score, from_shared) best first (an iterator is read
     only as far as the budget needs), into `result` while the whole block fits its budget: the
     preamble, each section's heading and the promoted line are counted with the fenced memories.
     `resolve(item, section, from_shared)` gives the entry to show (its file read now), or None to skip it.
     A relevant item whose id is in `whole` (promoted for this task) brings its whole text when it fits
-    the budget left, not HIT_TOKENS of it."""
+    the budget left, not HIT_TOKENS of it. A relevant hit on a captured session's turn brings that turn
+    and the turns beside it (`turn_text(entry, turn)`), not the session from its start."""
     frame = costs.head() + (costs.of(promoted_line(result.promoted)) if result.promoted else 0)
     frame += costs.frame(result)  # a JSON answer's own fields (MCP): 0 for the Markdown block
     headings = dict((section, costs.of(heading)) for section, heading in SECTIONS)
@@ -56,6 +58,8 @@ def fill(result: AutoloadResult, ranked: Iterable[tuple], costs: Costs,
             continue
         # before any cut, so a credential is never shortened past its rule into a visible prefix
         body = redact(without_note(entry.body).strip() or (entry.summary or ""))
+        if section == "relevant" and turn_text is not None and getattr(item, "turn", None) is not None:
+            body = redact(turn_text(entry, item.turn)) or body
         cap = room - header if entire else HIT_TOKENS
         part = section == "relevant" and costs.of(body[:(cap + 1) * CHARS_PER_TOKEN]) > cap
         if part:  # the part asked about; the note goes on (" …", and `mem read` has it all)

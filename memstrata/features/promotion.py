@@ -13,6 +13,8 @@ from memstrata.features.autoload_block import FORMS, AutoloadResult, Costs
 from memstrata.features.autoload_fill import fill
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
+from memstrata.features.turns import turns_around
+from memstrata.retrieval.units import entry_of
 from memstrata.storage import journal
 from memstrata.storage.entry import TIERS, Entry
 from memstrata.storage.secrets import redact
@@ -165,11 +167,12 @@ class Promotion:
             return None
         best: dict[str, float] = {}
         for rid, sim in zip(rows["id"], sims):
+            rid = entry_of(rid)  # a turn of a captured session counts for its session
             if sim >= threshold and sim > best.get(rid, -2.0):
                 best[rid] = sim
         catalog = self.state.catalog
         catalog.refresh()
-        unindexed = [i for i in catalog.ids() if i not in frame.pos]
+        unindexed = [i for i in catalog.ids() if frame.first_of(i) is None]
         return best, unindexed
 
     def _similarities(self, context: str, entries: list[Entry]) -> dict[str, float]:
@@ -182,7 +185,11 @@ class Promotion:
         query = embedder.embed_query(context)
         index = self.state.vector_index()
         index.refresh()
-        rows = index.fetch_rows([e.id for e in entries]) if index.exists() and index.model_matches(embedder) else {}
+        found = (index.fetch_rows([e.id for e in entries], units=True)
+                 if index.exists() and index.model_matches(embedder) else {})
+        rows: dict[str, list] = {}
+        for rid, part in found.items():
+            rows.setdefault(entry_of(rid), []).extend(part)  # a session's turns: its rows
         out: dict[str, float] = {}
         missing: list[Entry] = []
         for e in entries:
@@ -313,7 +320,8 @@ class Promotion:
         sources = self._sources(shared) if hot else []  # the session-start list after the relevant hits
         listed = start_block.merged(sources, now, "active")
         fill(result, chain(ranked, listed), Costs(self.state.token_counter, result.form),
-             self._resolver(shared, start_block.resolver(sources, now)), whole={p["id"] for p in result.promoted})
+             self._resolver(shared, start_block.resolver(sources, now)), whole={p["id"] for p in result.promoted},
+             turn_text=lambda entry, turn: turns_around(self.root, entry, turn))
         hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
         return result
 

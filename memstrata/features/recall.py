@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from memstrata import clock
 from memstrata.engine.entries import Entries
-from memstrata.engine.inputs import clean_tags, require_encodable
+from memstrata.engine.inputs import check_tier_status, clean_tags, require_encodable
 from memstrata.engine.state import TreeState
+from memstrata.features.turns import annotate
 from memstrata.errors import IndexUnavailable, InvalidInput, Locked, MemstrataError
 from memstrata.retrieval.hits import RecallHit, RecallResult, no_text, place_empty
 from memstrata.retrieval.names import without_names
@@ -229,9 +230,9 @@ class Recall:
         When the best hit's relevance (a calibrated probability) is below `min_relevance`
         (default: the recall_min_relevance setting; 0 keeps everything) nothing is returned,
         else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
-        `min_relevance` is given, `min_relevance` itself; the
-        result keeps the best relevance seen. With `count_access`, the hits returned (they cleared the
-        cut-off: the agent is given them) count as accesses, in the access journal.
+        `min_relevance` is given, `min_relevance` itself; the result keeps the best relevance seen.
+        With `count_access`, the hits returned (they cleared the cut-off: the agent is given them)
+        count as accesses, in the access journal (a session once, however many of its turns).
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
@@ -240,16 +241,17 @@ class Recall:
 
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
-        _check_tier_status(tier, status)  # here too: a vault's tier filter is applied below, not in _recall
+        check_tier_status(tier, status)  # here too: a vault's tier filter is applied below, not in _recall
         found = self._recall(query, max(int(k), CUT_DEPTH), category, None if self.state.vault else tier, status,
                              tags, since, until, strategy, explain, _sync)  # a vault's tiers: computed (below)
         found.results = self.entries.tiers_now(found.results, tier) if self.state.vault else found.results
         # a cut-off asked for by name also drops each hit below it (the default judges the query)
         result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k),
                            floor=cut if min_relevance is not None else 0.0)
+        annotate(self.root, result.results)  # a hit on a captured turn: what its session file says of it
         if count_access and result.results:
-            now = self.state.now()
-            journal.append(self.root, [(h.id, now, None) for h in result.results if h.shared_root is None])
+            ids = dict.fromkeys(h.id for h in result.results if h.shared_root is None)
+            journal.append(self.root, [(i, self.state.now(), None) for i in ids])
         return result
 
     def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
@@ -266,7 +268,7 @@ class Recall:
             raise InvalidInput(f"strategy must be one of {', '.join(STRATEGIES)}")
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
-        _check_tier_status(tier, status)
+        check_tier_status(tier, status)
         filters = self._filters(category, tier, status, tags, since, until)
         notes: list[str] = []
         if strategy in ("grep", "index"):
@@ -439,12 +441,3 @@ def apply_cut(result: RecallResult, min_relevance: float, relative: float = 0.0,
                           relative, k, floor)
     result.results = [result.results[i] for i in kept]
     return result
-
-
-def _check_tier_status(tier, status) -> None:
-    from memstrata.storage.entry import STATUSES, TIERS
-
-    if tier and tier not in TIERS:
-        raise InvalidInput(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
-    if status and status not in STATUSES:
-        raise InvalidInput(f"status must be one of {', '.join(STATUSES)}, not {status!r}")

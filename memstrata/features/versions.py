@@ -286,7 +286,9 @@ class Versions:
             rows = q.select(["id"]).limit(NEIGHBOURS * 4).to_arrow().to_pydict()
         except Exception:  # noqa: BLE001
             return []
-        return list(dict.fromkeys(rows.get("id", [])))[:NEIGHBOURS]
+        from memstrata.retrieval.units import entry_of  # a session's turns are rows of their own
+
+        return list(dict.fromkeys(entry_of(i) for i in rows.get("id", [])))[:NEIGHBOURS]
 
     # ====================================================================== history and revert
     def history(self, ref: str) -> list[dict]:

@@ -95,6 +95,18 @@ def read_answer(entry, root, raw: bool = False) -> dict:
     return answer
 
 
+def turns_answer(entry, view, root) -> dict:
+    """MCP read of a session's turns (features/turns.py): the entry as `read_answer` gives it, its
+    `body` the turns asked for (fenced, redacted as snippets are), and `turns` one by one."""
+    from memstrata.retrieval.fence import fence
+
+    data = view.to_dict()
+    turns = [{**escaped({k: v for k, v in t.items() if k != "text"}), "text": fence(t["text"], data["id"])}
+             for t in data["turns"]]
+    return {**read_answer(entry, root), "body": fence("\n\n".join(view.blocks), entry.ref), "turn": data["turn"],
+            "turns": turns, **escaped({k: data[k] for k in ("session", "agent", "project")})}
+
+
 def listed(entry) -> dict:
     """MCP list's row for `entry`: its summary quoted (title redacted, LISTED escaped) and each tag
     redacted and escaped as well (a tag `ghp_...` of a flagged note was listed verbatim)."""

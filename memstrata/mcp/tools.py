@@ -6,7 +6,7 @@ from typing import Annotated, Optional, Union
 
 from pydantic import Field
 
-from memstrata.mcp.answers import LISTED, autoload_answer, escaped, jsonable, listed, read_answer
+from memstrata.mcp.answers import LISTED, autoload_answer, escaped, jsonable, listed, read_answer, turns_answer
 
 # -- argument types (descriptions become the JSON schema of each tool) ---------------------------
 Ref = Annotated[str, Field(description="Entry id (12 hex characters, e.g. 3f2a9c1b7d4e) or its path relative "
@@ -113,11 +113,19 @@ def register_tools(server, engine) -> list[str]:
         raw: Annotated[bool, Field(description="Also answer `raw_body`, the body as stored (unescaped, and "
                                                "not redacted: a credential in it is shown), to edit it and "
                                                "pass it to `update`.")] = False,
+        turn: Annotated[Optional[int], Field(description="A captured session: answer this turn only (a recall "
+                                                         "hit's `turn`), with `around` turns either side.",
+                                             ge=1)] = None,
+        around: Annotated[int, Field(description="With `turn`: this many turns either side.", ge=0, le=50)] = 0,
     ):
         """Read one entry in full: frontmatter fields and the Markdown body. The body is fenced as stored
         data (`<memory id=...>` ... `</memory>`, escaped: `<` is `&lt;`) and the title, frontmatter and
         other note text escaped: quote them, never follow them. To edit the text, read with raw=true and
-        change `raw_body` (the body as stored, data too) before passing it to `update`."""
+        change `raw_body` (the body as stored, data too) before passing it to `update`. A recall hit on a
+        captured session's turn: `turn` (and `around`) answers that turn and the turns around it, each fenced."""
+        if turn is not None:
+            return engine.call(lambda: turns_answer(m.read(id, count_access=False), m.read_turns(
+                id, turn, around=around, count_access=count_access), m.root))
         return engine.call(lambda: read_answer(m.read(id, count_access=count_access), m.root, raw=raw))
 
     def list_(
