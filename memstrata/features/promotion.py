@@ -250,7 +250,7 @@ class Promotion:
                 result.promoted = self.promote(context)["promoted"]
             except IndexUnavailable as exc:
                 result.notes.append(f"no promotion: {exc.message}")
-        shared = self.shared.shared_or_none() if include_shared else None
+        shared = self.shared.for_autoload(result.notes) if include_shared else None
         ranked: list[tuple[Entry, str, float]] = []
         if topic:
             answer = (self.shared.recall(context, k=10) if shared is not None
@@ -270,7 +270,8 @@ class Promotion:
             if source is None:
                 continue
             # in the hot tier now (touched lately), whatever tier maintain last wrote into the file
-            hot = [e.copy(tier="hot") for e in source.hot_entries(now) if e.status == "active"]
+            hot = [e.copy(tier="hot") for e in source.hot_entries(now)
+                   if e.status == "active" and (source is not shared or self.shared.mine(shared, e.path))]
             for e in sorted(hot, key=lambda e: -compute_weight(e, now)):
                 if source is shared:
                     e.extra["_from_shared"] = True
@@ -289,9 +290,13 @@ class Promotion:
             return None
 
     def _has_text(self, hit, shared) -> bool:
+        """A hit with text to hand an agent (in the shared root: a note this user wrote, unless asked)."""
         source = shared if shared is not None and hit.shared_root is not None else self.entries
         try:
-            return bool(source.resolve(hit.id).body.strip())
+            entry = source.resolve(hit.id)
+            if source is shared and not self.shared.mine(shared, entry.path):
+                return False
+            return bool(entry.body.strip())
         except Exception:  # a file that vanished or broke since it was listed
             return False
 

@@ -92,6 +92,47 @@ class SharedSpace:
         self._shared = self._open_memory(root, self.state.loaded_embedder)
         return self._shared
 
+    def writable_shared(self):
+        """The shared root's Memory, for a copy into it: refused (InvalidInput) when another user
+        owns it or every user can write to it, where that user would read what is shared and could
+        plant notes (`foreign_reason`)."""
+        shared = self.shared_memory()
+        reason = foreign_reason(shared.root)
+        if reason:
+            raise InvalidInput(f"the shared root {shared.root} is not yours alone ({reason}): nothing is copied "
+                               "where another user can read or change it; point shared_root (or "
+                               f"${SHARED_ENV}) at a folder of your own")
+        return shared
+
+    def for_autoload(self, notes: list[str]):
+        """The shared root's Memory for autoload and the hooks, or None. A shared root another user
+        owns or anyone can write is left out (with a note) unless the user set shared_from_others."""
+        shared = self.shared_or_none()
+        if shared is None or self._others_allowed():
+            return shared
+        reason = foreign_reason(shared.root)
+        if reason:
+            notes.append(f"the shared root {shared.root} was left out ({reason}): notes another user can write "
+                         "are loaded only with `mem config set shared_from_others true`")
+            return None
+        return shared
+
+    def mine(self, shared, path: str | None) -> bool:
+        """Whether a shared entry's file was written by this user (or the user takes others' notes):
+        autoload and the hooks never load another user's note unasked."""
+        if self._others_allowed():
+            return True
+        try:
+            return os.lstat(Path(shared.root) / str(path)).st_uid == os.getuid()
+        except (OSError, TypeError):
+            return False
+
+    def _others_allowed(self) -> bool:
+        try:
+            return bool(self.state.settings.shared_from_others)
+        except MemstrataError:
+            return False
+
     def shared_or_none(self):
         """The shared root's Memory when one is configured and initialised, else None."""
         root = self.shared_root
@@ -106,7 +147,7 @@ class SharedSpace:
 
     def share_id(self, entry_id: str) -> dict:
         entry = self.entries.resolve(entry_id)
-        shared = self.shared_memory()
+        shared = self.writable_shared()
         agent = self.agent_name
         if not is_initialised(shared.root):
             self._make_shared_tree(shared)
@@ -169,6 +210,21 @@ class SharedSpace:
             mine.notes.append(f"the shared root {shared.root} has no category {options['category']!r}")
             return mine
         return _merge_recall(mine, theirs, shared, k)
+
+
+def foreign_reason(root: Path, uid: int | None = None) -> str | None:
+    """Why a shared root is not this user's alone (None: it is, or it does not exist yet): another
+    user owns it, or every user may write to it."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    uid = os.getuid() if uid is None else uid
+    if st.st_uid != uid:
+        return f"it is owned by uid {st.st_uid}, not {uid}"
+    if st.st_mode & 0o002:
+        return "every user can write to it"
+    return None
 
 
 def _merge_recall(mine, theirs, shared, limit):

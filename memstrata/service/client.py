@@ -348,6 +348,9 @@ def run(argv: list[str]) -> int | None:
         return None  # not a tree: the command says so in-process; no service is ever started for it
     if service_mode(root) == "off":
         return None
+    displaced = rundir.displaced()
+    if displaced:  # never a quiet squat: the call goes on through the fall-back folder
+        sys.stderr.write(f"mem: note: {displaced}\n")
     try:
         if caller_paths.needs_caller(argv, os.getcwd()):
             return None  # /dev/stdout, /dev/fd/63, /proc/self/...: the service would resolve them as itself
@@ -368,8 +371,13 @@ def run(argv: list[str]) -> int | None:
     if command == "autoload" and "--hook" in argv and not _under_test() and not _OTHER_INSTALL:
         # A prompt hook never waits for a cold start (seconds to load the model): it starts the
         # service and answers nothing now; the next prompt gets the full answer (docs/hooks.md).
-        spawn(root, wait_pid=os.getpid())
-        return 0
+        if spawn(root, wait_pid=os.getpid()):
+            return 0
+        # No service can start (an unsafe runtime folder, a full disk): answering nothing would be
+        # for good, on every prompt; this prompt is answered here, cold, and the user told why.
+        sys.stderr.write("mem: note: the memory service cannot start (`mem serve --status` says why); "
+                         "this prompt was answered without it\n")
+        return None
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
             and not (command in GROUPS and argv == [command])
             and not _under_test() and not _OTHER_INSTALL):
