@@ -14,7 +14,7 @@ from memstrata.engine.inputs import (
 from memstrata.engine.save import SavePath
 from memstrata.engine.split_advice import split_advised, split_warning
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, NotFound
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
 from memstrata.storage import indexes, journal, layout, trash, tree
@@ -275,6 +275,8 @@ class Entries:
             item = trash.find(self.root, entry_id)
             if item.id and self.exists(item.id):
                 raise InvalidInput(f"an entry with id {item.id} exists outside the trash already")
+            if item.damaged:
+                raise CorruptEntry(f"{item.path} cannot be restored: {item.damaged} (`mem doctor` reports it)")
             entry = trash.take_out(self.root, item)
             if not entry.id:
                 entry.id = new_id()
