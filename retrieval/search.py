@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, names, rerank
+from memstrata.retrieval import ann, cjk_bm25, fusion, held_back, lexical, names, rerank
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence, no_text, place_empty, text_first
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
@@ -294,6 +294,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
                        "dense_query": dense_query, "named_dates": len(dates)}
+    held_back.say(result, index, query, filters.category)  # a match the index cannot hold is said
     return result
 
 

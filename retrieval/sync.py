@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memstrata.retrieval import chunking
+from memstrata.retrieval import chunking, held_back
 from memstrata.retrieval.table import VectorIndex, indexed_form, row_id
 from memstrata.storage.catalog import (
     entry_file_stat,
@@ -27,6 +27,7 @@ class SyncPlan:
     flagged: dict = field(default_factory=dict)    # files holding a credential: not indexed (storage.secrets)
     model_changed: bool = False
     missing: bool = False
+    looked_at: set | None = None  # the files read (None: the whole tree was walked)
     allowed: dict | None = None  # the allowance marks to record once applied; None: the recorded ones
 
     @property
@@ -177,6 +178,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
     out = SyncPlan()
     out.allowed, recheck = _allow_changes(index)
     paths = set(paths) | recheck
+    out.looked_at = paths
     at_path = frame.by_path
     found: dict[str, str] = {}  # row id -> path where it is now
     for rel in sorted(p for p in paths if is_entry_path_in(index.root, p)):
@@ -260,4 +262,5 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))
     if todo.allowed is not None and index.exists():
         index.set_meta(ALLOWED_META, todo.allowed)
+    held_back.record(index, todo.flagged, todo.looked_at)
     return todo.summary()

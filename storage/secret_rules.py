@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from memstrata.storage.placeholders import is_example, is_marked_placeholder, only_words  # noqa: F401 (is_example: the rules' own)
+from memstrata.storage.share_links import share_parameter
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ def _looks_random(value: str) -> bool:
 
 
 def _assignment_ok(m: re.Match) -> bool:
+    if share_parameter(m, m.group("key")):
+        return False
     quoted = m.group("qv") if m.group("qv") is not None else m.group("qv2")
     if quoted is not None:
         return len(quoted) >= 4 and not _is_placeholder(quoted)
@@ -191,7 +194,7 @@ def _pgpass_ok(m: re.Match) -> bool:
 def _context_token_ok(m: re.Match) -> bool:
     """A token right after a credential word: pure hex of 32+, or lower case and digits mixed."""
     v = m.group("v")
-    if _is_placeholder(v):
+    if _is_placeholder(v) or share_parameter(m, m.group("word")):
         return False
     if _HEX.fullmatch(v):
         return len(v) >= 32
@@ -416,8 +419,8 @@ RULES: tuple[Rule, ...] = (
        r"(?<![A-Za-z0-9_\-])(?i:pass(?:word|wd|phrase)|pwd|secret|token|api[ _\-]?key|credentials?|pin)"
        r"[ \t]+(?i:is|was|=|remains|becomes)[ \t]+[\"'`]?(?P<v>[^\s\"'`]{6,128})", _password_ok),
     _r("context_token", "key after a credential word",
-       r"(?<![A-Za-z0-9_\-])(?i:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|auth(?:[ _\-]?key)?|"
-       r"password|passwd|credentials?)"
+       r"(?<![A-Za-z0-9_\-])(?P<word>(?i:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|auth(?:[ _\-]?key)?|"
+       r"password|passwd|credentials?))"
        r"[ \t]*(?:(?i:is|was)[ \t]+|[:=：][ \t]*)?[\"'`]?(?P<v>[A-Za-z0-9]{20,128})(?![A-Za-z0-9_\-])",
        _context_token_ok),
     _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_ok),
