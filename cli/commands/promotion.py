@@ -91,7 +91,7 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
             return  # no hook payload is that large: nothing to inject, at once (the hook has 10 s)
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
-            payload = {}
+            return  # `[]`, `5`, `"x"`: no hook's payload, no session start either: nothing is injected
         prompt = payload.get("prompt")
         context = cut_prompt(prompt)[0] if isinstance(prompt, str) and prompt.strip() else None
         if context is None and is_prompt_event(payload):
