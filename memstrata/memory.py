@@ -176,6 +176,9 @@ class Memory:
         self._entries.require_category(category)  # a mistyped category is said, not listed as empty
         return self._entries.list(category, tier, status, tags)
 
+    def unreadable(self, category: str | None = None) -> dict[str, str]:
+        return self._entries.unreadable(category)
+
     def hot_entries(self, now):
         return self._entries.hot_entries(now)
 

@@ -28,6 +28,7 @@ class SyncPlan:
     model_changed: bool = False
     missing: bool = False
     looked_at: set | None = None  # the files read (None: the whole tree was walked)
+    rekeyed: int = 0  # rows of `remove` whose file is still there under a new id (a hand-made file got one)
     allowed: dict | None = None  # the allowance marks to record once applied; None: the recorded ones
 
     @property
@@ -35,7 +36,7 @@ class SyncPlan:
         return not (self.embed or self.metadata or self.remove) and self.allowed is None
 
     def summary(self) -> dict:
-        out = {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
+        out = {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove) - self.rekeyed,
                "errors": dict(self.errors), "model_changed": self.model_changed}
         if self.flagged:  # said only when there is something to say
             out["flagged"] = dict(self.flagged)
@@ -147,6 +148,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             out.embed.append(entry)
     if frame is not None:
         out.remove = sorted({i for i in frame.ids if i not in seen_ids})
+        out.rekeyed = _rekeyed(frame, out)
     return out
 
 
@@ -215,7 +217,15 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
         if n is not None and frame.ids[n] not in found and rel not in out.errors:
             out.remove.append(frame.ids[n])  # the file is gone, or now holds another id (a hand-made file got one)
     out.remove.sort()
+    out.rekeyed = _rekeyed(frame, out)
     return out
+
+
+def _rekeyed(frame, out: SyncPlan) -> int:
+    """Rows to drop whose file is indexed again under another id (a hand-made file's `path:` row once
+    the file has its id): re-keyed, not removed."""
+    kept = {e.path for e in out.embed + out.metadata}
+    return sum(1 for i in out.remove if i in frame.pos and frame.cols["path"][frame.pos[i]] in kept)
 
 
 def _hash_of(frame, rid: str):

@@ -139,6 +139,13 @@ class Entries:
             out.append(entry)
         return out
 
+    def unreadable(self, category: str | None = None) -> dict[str, str]:
+        """Entry files (of `category`'s subtree) that cannot be read: `list` leaves them out, and says
+        so (path -> why); `mem doctor` reports them, `--fix` sets them aside."""
+        scope = validate_category(category, top=self.state.vault) if category else None
+        errors = self.state.catalog.errors()
+        return {rel: why for rel, why in sorted(errors.items()) if not scope or rel.startswith(scope + "/")}
+
     def use_days(self, entries: list[Entry], now) -> tuple:
         """The days the tree was in use (recorded, journaled and the entries' own dates): what the
         archive tier counts (scoring.usage), the same for `mem list` and `mem maintain`."""
@@ -284,7 +291,8 @@ class Entries:
             origin = item.trashed_from or (f"{entry.category}/x.md" if entry.category or vault else "general/x.md")
             category = category_of(origin) or ("" if vault else "general")
             now = self.state.now()
-            entry = entry.copy(category=category, status="active", updated=now,
+            # its `updated` stays the last change of its text; coming back is a touch (hot for hot_days)
+            entry = entry.copy(category=category, status="active", last_access=now,
                                tier="hot" if entry.status != "active" else entry.tier)
             keep = origin if not (self.root / origin).exists() else None
             entry.path = keep or tree.unique_entry_path(self.root, category, entry.title)
