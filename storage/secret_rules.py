@@ -180,10 +180,19 @@ def _userinfo_ok(m: re.Match) -> bool:
     return not (any(h in low for h in _CODE_HINTS) or is_marked_placeholder(pw))
 
 
-def _password_ok(m: re.Match) -> bool:
+def _password_ok(m: re.Match, v: str | None = None) -> bool:
     """A password given on a command line or in prose: a literal that is not only words."""
-    v = m.group("v").rstrip(".,;:)]}>!?'\"`")  # a backtick ends inline code (`-user:simonw`)
+    v = (m.group("v") if v is None else v).rstrip(".,;:)]}>!?'\"`")  # a backtick ends inline code (`-user:simonw`)
     return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
+
+
+def _cjk_password_ok(m: re.Match) -> bool:
+    """密码是/为/： X as `password is X`; after a bare space (口令 X: also a coupon's code word, 优惠口令
+    **RUANYF100**) only a value with lower case beside digits or symbols."""
+    v = m.group("v").rstrip(".,;:)]}>!?'\"`*_~")  # Markdown emphasis around it is no part of it
+    if m.group("c") is None and not (any(c.islower() for c in v) and any(not c.isalpha() for c in v)):
+        return False
+    return _password_ok(m, v)
 
 
 def _pgpass_ok(m: re.Match) -> bool:
@@ -341,7 +350,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
     "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
     "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
-    "assignment": _CREDENTIAL_WORDS,
+    "assignment": _CREDENTIAL_WORDS, "cjk_password": ("密码", "口令", "密钥", "秘钥", "令牌"),
 }
 
 
@@ -424,6 +433,11 @@ RULES: tuple[Rule, ...] = (
        r"[ \t]*(?:(?i:is|was)[ \t]+|[:=：][ \t]*)?[\"'`]?(?P<v>[A-Za-z0-9]{20,128})(?![A-Za-z0-9_\-])",
        _context_token_ok),
     _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_ok),
+    # Chinese prose: 密码是/为 X, 口令 X, 秘钥/密钥/令牌 X, 账号密码 user/X, with or without a space; the value a
+    # literal as the English prose rule wants it (not words, a number or a placeholder: 密码是什么, 设置密码为强密码)
+    _r("cjk_password", "password in prose",
+       r"(?:密码|口令|密钥|秘钥|令牌)(?P<c>[ \t]*(?:是|为)[ \t]*[:：]?|[ \t]*[:=：])?[ \t]*[\"'`“「*_]*"
+       r"(?P<v>[A-Za-z0-9!#$%&+@^~\-][!#-&(-~]{5,127})", _cjk_password_ok),
     _r("high_entropy", "high-entropy token",
        r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",
        _high_entropy_ok),
