@@ -50,8 +50,7 @@ def displaced(env=None, uid: int | None = None) -> str | None:
         return None
     other = fallback_folder(env)
     instead = f"the memory service uses {other} instead" if other else "no private folder is left for the service"
-    return (f"{default} is not this user's ({reason}; another user made it first): {instead} "
-            f"(set {ENV} to choose a folder)")
+    return f"{default} cannot be this user's runtime folder ({reason}): {instead} (set {ENV} to choose one)"
 
 
 def taken_reason(path: str, uid: int) -> str | None:
