@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Annotated, Callable, Optional
 
@@ -56,6 +57,18 @@ def emit(as_json: bool, data, human: Callable[[], None] | str | None = None) -> 
         typer.echo(human)
 
 
+# Characters that change how the text around them reads or that show as nothing: bidi embeddings,
+# overrides and isolates (an RLO makes "Invoice \u202egnp.exe" read "Invoice exe.png"), zero-width
+# spaces and joiners of no script, the BOM, the soft hyphen. In what is shown to people (titles,
+# snippets, table cells) each is written as its escape, `\u202e`; --json and the files keep them.
+_HIDDEN = re.compile("[\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text) -> str:
+    """`text` with every character of _HIDDEN written as `\\uXXXX`, for people to see what is there."""
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", "" if text is None else str(text))
+
+
 def table(rows: list[dict], columns: list[str], title: str | None = None) -> None:
     """A compact table for people (rich when on a terminal, plain columns otherwise)."""
     if not rows:
@@ -71,7 +84,7 @@ def table(rows: list[dict], columns: list[str], title: str | None = None) -> Non
         whole = column in _UNSPLIT or column.endswith(("_at", "date", "id", "updated", "created"))
         grid.add_column(column, no_wrap=whole, overflow="ellipsis" if whole else "fold")
     for row in rows:
-        grid.add_row(*[str(row.get(c, "") if row.get(c) is not None else "") for c in columns])
+        grid.add_row(*[visible(row.get(c, "") if row.get(c) is not None else "") for c in columns])
     console.print(grid)
 
 

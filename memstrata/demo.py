@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
             print("  nothing relevant: no memory is likely to answer it")
     shown = os.path.relpath(root)
     shown = shown if shown.startswith("..") else f"./{shown}"
-    print(f"\nrelevance is the likelihood (0-1) that a memory answers; hits under {DEMO_MIN_RELEVANCE} are not shown.")
+    default = memory.settings.recall_min_relevance
+    print(f"\nrelevance is the likelihood (0-1) that a memory answers; this demo shows hits of {DEMO_MIN_RELEVANCE} or "
+          f"more (--min-relevance {DEMO_MIN_RELEVANCE}); `mem recall` by default answers nothing when its best hit is "
+          f"under {default:g} (recall_min_relevance) and keeps a weak tail under a clear answer.")
     print("Try it yourself:\n  . .venv/bin/activate\n"
           f"  mem recall \"which database did we pick for alpha?\" --root {shown}\n"
           f"  mem write \"Releases go out on Fridays\" --title \"Release day\" --category meetings --root {shown}\n"

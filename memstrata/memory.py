@@ -192,6 +192,9 @@ class Memory:
         self._entries.require_category(category)  # a mistyped category is said, not listed as empty
         return self._entries.list(category, tier, status, tags)
 
+    def unreadable(self, category: str | None = None) -> dict[str, str]:
+        return self._entries.unreadable(category)
+
     def hot_entries(self, now):
         return self._entries.hot_entries(now)
 
@@ -201,7 +204,7 @@ class Memory:
               share: bool = False):
         """Write a new memory (engine.entries.Entries.write); share=True also copies it to the shared root."""
         if share:
-            self._shared.shared_memory()  # no shared root: fail before anything is written
+            self._shared.writable_shared()  # no shared root, or not ours alone: fail before anything is written
         result = self._entries.write(body, title=title, category=category, tags=tags, importance=importance,
                                      important=important, related=related, expires=expires, id=id,
                                      created=created, extra=extra, force=force, merge=merge)
@@ -344,7 +347,7 @@ class Memory:
 
     def daily(self, text: str, *, day=None, share: bool = False):
         if share:
-            self._shared.shared_memory()
+            self._shared.writable_shared()
         return self._daily.daily(text, day=day, share=share)
 
     # -- import and export -------------------------------------------------------------------

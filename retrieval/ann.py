@@ -205,3 +205,47 @@ def tune_query(query, index, limit: int):
         return query.ef(max(EF, limit * refine)).refine_factor(refine)
     except AttributeError:
         return query.refine_factor(refine)
+
+
+def damaged_indexes(index) -> dict[str, str]:
+    """name -> error of each index of the table that a query using it cannot read (a garbled or
+    missing file under `_indices/`): each is probed with the smallest query that opens it. A damaged
+    id index sends every recall to grep and breaks every upsert; the table's rows are intact."""
+    out = {}
+    table = index.table()
+    try:
+        configs = list(table.list_indices())
+    except Exception:  # noqa: BLE001 - no readable list: the table itself is the doctor's finding
+        return out
+    for cfg in configs:
+        name = getattr(cfg, "name", None) or str(cfg)
+        kind = str(getattr(cfg, "index_type", "")).upper()
+        columns = list(getattr(cfg, "columns", []) or [])
+        if not columns:
+            continue
+        column = columns[0]
+        try:
+            if "FTS" in kind or "INVERTED" in kind:
+                table.search("memstrata probe", query_type="fts", fts_columns=column).limit(1).to_list()
+            elif column == "vector":
+                dim = int(index.meta().get("dim") or 384)
+                table.search([0.0] * dim, vector_column_name="vector").limit(1).to_list()
+            else:
+                table.search().where(f"{column} = 'memstrata-probe'").limit(1).to_list()
+        except Exception as exc:  # noqa: BLE001 - whatever lance raises, the index cannot be used
+            out[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    return out
+
+
+def rebuild_indexes(index, names) -> list[str]:
+    """Drop the named (damaged) indexes and build them again from the table's rows: the full-text
+    index at once, the scalar and ANN ones by `maintain`. Caller holds the tree lock."""
+    table = index.table()
+    dropped = []
+    for name in names:
+        table.drop_index(name)
+        dropped.append(name)
+    index.forget()
+    index.rebuild_fts()
+    maintain(index)
+    return dropped

@@ -76,6 +76,15 @@ def attribute(value: str) -> str:
     return "".join(out)
 
 
+_FENCED = re.compile(r'\A\s*<memory id="[^"\n]*">\r?\n[\s\S]*\n</memory>\s*\Z')
+
+
+def is_fenced(text: str) -> bool:
+    """Whether `text` is a whole fenced block as `fence` makes it (what MCP `read` answers as `body`):
+    stored back, the note would hold its own wrapper and every `<` as `&lt;`."""
+    return bool(_FENCED.match(text or ""))
+
+
 def fence(text: str, memory_id: str) -> str:
     """One stored memory as a delimited block: `<memory id="...">`, the text escaped (`escape`),
     `</memory>`, each on lines of their own. `memory_id` is the entry's id, or `path:<path>` for a

@@ -150,6 +150,7 @@ class RecallResult:
     info: dict = field(default_factory=dict)
     best_relevance: float | None = None  # the highest relevance seen, before the cut-off
     min_relevance: float | None = None  # the cut-off applied
+    held_back: list[str] = field(default_factory=list)  # matching notes not indexed: possible credentials
 
     @property
     def nothing_relevant(self) -> bool:
@@ -162,6 +163,8 @@ class RecallResult:
                 "best_relevance": None if self.best_relevance is None else round(float(self.best_relevance), 4)}
         if self.info:
             data["info"] = self.info
+        if self.held_back:
+            data["held_back"] = list(self.held_back)
         return data
 
     @property

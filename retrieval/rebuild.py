@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from memstrata.retrieval import held_back
 from memstrata.retrieval.sync import UPSERT_BATCH, entries_progress, flag
 from memstrata.retrieval.table import META_FILE, VectorIndex, indexed_form
 from memstrata.storage.cancel import stop_if_cancelled
@@ -32,11 +33,12 @@ def indexable_entries(root) -> tuple[list, dict, dict]:
     return entries, errors, flagged
 
 
-def rebuild(index: VectorIndex, entries: list, embedder, progress=None) -> None:
+def rebuild(index: VectorIndex, entries: list, embedder, progress=None, flagged: dict | None = None) -> None:
     """Replace the table with `entries` embedded again (caller holds the tree lock). The new table
     is a new version of the old one; when the rebuild stops (its caller went away, Ctrl-C, an
     error) the version from before is restored, with its meta: recall is never left with a
-    half-built index. Old versions are kept (no compaction) until the rebuild is done."""
+    half-built index. Old versions are kept (no compaction) until the rebuild is done. `flagged`:
+    the notes held back as possible credentials (retrieval/held_back.py)."""
     table = index.table()
     before = (int(table.version), index.meta()) if table is not None else None
     done = 0
@@ -60,6 +62,7 @@ def rebuild(index: VectorIndex, entries: list, embedder, progress=None) -> None:
         raise
     finally:
         index.hold_versions = False
+    held_back.record(index, flagged or {}, None)
     index.maybe_optimize(force=True)
 
 

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, cjk_bm25, fusion, lexical, names, rerank
+from memstrata.retrieval import ann, cjk_bm25, fusion, held_back, lexical, names, rerank
 from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence, no_text, place_empty, text_first
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
@@ -289,13 +289,28 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     # answer gave the top hit a negative margin and dropped it under the cut-off
     with_text = [n for n, p in enumerate(order) if p not in empty]
     own_list = dict(zip(with_text, rel.relevances([judged[n] for n in with_text], model))) if with_text else {}
+    identifier = is_identifier(query)
     for n, (hit, relevance) in enumerate(zip(result.results, rel.relevances(judged, model))):
         hit.relevance = own_list.get(n, relevance)
+        if identifier and judged[n].get("coverage", 0.0) >= 1.0:  # it holds the identifier: words decide
+            hit.relevance = max(hit.relevance, rel.words_only(1.0))
     result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
                        "dense_query": dense_query, "named_dates": len(dates)}
+    held_back.say(result, index, query, filters.category)  # a match the index cannot hold is said
     return result
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/#:]{3,}")
+
+
+def is_identifier(query: str) -> bool:
+    """A query that is one identifier (`zq0007x`, `ERR-4012`, `v2.13.0`): letters and digits mixed in
+    one token, which the model cannot read; a note holding it is judged by the words-only model, as
+    grep's hits are (a long note's cosine to it put the one holder under the cut-off)."""
+    token = (query or "").strip()
+    return bool(_IDENTIFIER.fullmatch(token)) and any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
 
 
 def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, score: float,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memstrata.retrieval import chunking
+from memstrata.retrieval import chunking, held_back
 from memstrata.retrieval.table import VectorIndex, indexed_form, row_id
 from memstrata.retrieval.units import entry_of, units
 from memstrata.storage.catalog import (
@@ -28,6 +28,8 @@ class SyncPlan:
     flagged: dict = field(default_factory=dict)    # files holding a credential: not indexed (storage.secrets)
     model_changed: bool = False
     missing: bool = False
+    looked_at: set | None = None  # the files read (None: the whole tree was walked)
+    rekeyed: int = 0  # entries of `remove` whose file is still there under a new id (a hand-made file got one)
     allowed: dict | None = None  # the allowance marks to record once applied; None: the recorded ones
 
     @property
@@ -35,7 +37,8 @@ class SyncPlan:
         return not (self.embed or self.metadata or self.remove) and self.allowed is None
 
     def summary(self) -> dict:
-        out = {"embedded": len(self.embed), "updated": len(self.metadata), "removed": len(self.remove),
+        removed = len({entry_of(i) for i in self.remove}) - self.rekeyed  # entries (a session's turns: one)
+        out = {"embedded": len(self.embed), "updated": len(self.metadata), "removed": removed,
                "errors": dict(self.errors), "model_changed": self.model_changed}
         if self.flagged:  # said only when there is something to say
             out["flagged"] = dict(self.flagged)
@@ -146,6 +149,7 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
             out.embed.append(entry)
     if frame is not None:
         out.remove = sorted({i for i in frame.ids if entry_of(i) not in seen_ids})
+        out.rekeyed = _rekeyed(frame, out)
     return out
 
 
@@ -177,6 +181,7 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
     out = SyncPlan()
     out.allowed, recheck = _allow_changes(index)
     paths = set(paths) | recheck
+    out.looked_at = paths
     at_path = frame.by_path
     found: dict[str, str] = {}  # row id -> path where it is now
     for rel in sorted(p for p in paths if is_entry_path_in(index.root, p)):
@@ -215,7 +220,15 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
             # the file is gone, or now holds another id (a hand-made file got one)
             out.remove.extend(frame.rows_of(entry_of(frame.ids[n])))
     out.remove.sort()
+    out.rekeyed = _rekeyed(frame, out)
     return out
+
+
+def _rekeyed(frame, out: SyncPlan) -> int:
+    """Entries to drop whose file is indexed again under another id (a hand-made file's `path:` row once
+    the file has its id): re-keyed, not removed."""
+    kept = {e.path for e in out.embed + out.metadata}
+    return len({entry_of(i) for i in out.remove if i in frame.pos and frame.cols["path"][frame.pos[i]] in kept})
 
 
 def _same_text(frame, entry) -> bool:
@@ -270,4 +283,5 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
     index.maybe_optimize(force=bool(entries or todo.remove) and (todo.model_changed or todo.missing))
     if todo.allowed is not None and index.exists():
         index.set_meta(ALLOWED_META, todo.allowed)
+    held_back.record(index, todo.flagged, todo.looked_at)
     return todo.summary()

@@ -128,6 +128,14 @@ class VectorIndex(FrameCache):
         self._ensure_fts()
         self._stale_frame()
 
+    def rebuild_fts(self) -> None:
+        """Build the full-text indexes again (after a damaged one was dropped). Caller holds the tree lock."""
+        meta = self.meta()
+        meta["fts"] = False
+        self._write_meta(meta)
+        if self.table() is not None:
+            self._ensure_fts()
+
     def _ensure_fts(self) -> None:
         meta = self.meta()
         if meta.get("fts"):

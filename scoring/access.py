@@ -10,9 +10,8 @@ from memstrata.storage.entry import Entry
 
 
 # Reads of one entry counted per machine (journal file) and UTC day, at most: past it a read is
-# not counted. An agent reads an entry a few times a day; a planted or runaway journal of 1.5
-# million lines raised an entry's weight from 0.52 to 21.3 (issue 27).
-MAX_READS_PER_DAY = 50
+# not counted (scoring.weight, which holds a count from the frontmatter to the same rate).
+MAX_READS_PER_DAY = weight.MAX_READS_PER_DAY
 
 
 @dataclass

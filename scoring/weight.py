@@ -86,27 +86,47 @@ def weight_days(entry: Entry, now: datetime) -> int:
     return int(math.floor(days_between(stamp, now)))
 
 
-def effective_access_count(entry: Entry) -> int:
-    """access_count, counted as at least 1: the write is the entry's first access.
+# Reads of one entry counted per machine and UTC day, at most (scoring.access caps the journal with
+# it): an agent reads an entry a few times a day; a planted or runaway journal of 1.5 million lines
+# raised an entry's weight from 0.52 to 21.3 (issue 27).
+MAX_READS_PER_DAY = 50
+
+
+def credible_count(count, created: datetime | None, now: datetime | None) -> int:
+    """An access count as far as it can be believed: at most MAX_READS_PER_DAY for each day since
+    the entry was created (its first day included), as the journal counts reads. The engine's own
+    counts never reach it; a count that arrived by sync or by a hand edit of the frontmatter
+    (`access_count: 100000000`) is held to it, so it cannot lead every session start."""
+    value = max(0, int(_finite(count, 0.0)))
+    if now is None:
+        return value
+    days = int(math.floor(days_between(created, now))) if created is not None else 0
+    return min(value, MAX_READS_PER_DAY * (days + 1))
+
+
+def effective_access_count(entry: Entry, now: datetime | None = None) -> int:
+    """access_count, counted as at least 1 (the write is the entry's first access) and, given `now`,
+    at most what credible_count believes.
 
     The formula's ln(access_count + 1) is 0 for a never-read entry, which would give every
     fresh memory weight 0 and make weight useless for ranking new entries. The engine
     therefore treats writing an entry as its first access: a never-read entry weighs
     the same as one read once.
     """
-    return max(1, int(entry.access_count or 0))
+    return max(1, credible_count(entry.access_count or 0, entry.created, now))
 
 
 def compute_weight(entry: Entry, now: datetime, context_correlation=None) -> float:
     """W = factor x 1/(days+1)^0.3 x ln(max(access_count, 1) + 1) x clamp(correlation, 0.5, 1.5).
 
+    access_count as credible_count believes it (at most MAX_READS_PER_DAY per day since created);
     days: whole days since last access (else updated, else created); correlation: the
     argument when given, else the entry's own `context_correlation`.
     """
     factor = importance_factor(entry)
     days = weight_days(entry, now)
     decay = 1.0 / (days + 1) ** DECAY_EXPONENT
-    accesses = math.log(effective_access_count(entry) + 1)
+    accesses = math.log(effective_access_count(entry, now) + 1)
     corr = clamp_correlation(entry.context_correlation if context_correlation is None else context_correlation)
     return factor * decay * accesses * corr
 

@@ -50,6 +50,7 @@ class Settings:
     ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
+    shared_from_others: bool = False  # autoload and the hooks load shared-root notes another user wrote (or from a shared root another user owns or anyone can write) only when true
     sync_interval: int = 0           # seconds between team syncs by the warm service / `mem sync --remote --watch 0` (0: off; docs/team.md)
     git_connect_timeout: int = 20    # seconds a team sync's git waits to reach the remote (ssh ConnectTimeout; docs/team.md)
     git_idle_timeout: int = 60       # seconds without data before a team sync's git gives up (http.lowSpeedTime, ssh keep-alives)

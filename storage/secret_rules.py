@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from memstrata.storage.placeholders import is_example, is_marked_placeholder, only_words  # noqa: F401 (is_example: the rules' own)
+from memstrata.storage.share_links import share_parameter
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ def _looks_random(value: str) -> bool:
 
 
 def _assignment_ok(m: re.Match) -> bool:
+    if share_parameter(m, m.group("key")):
+        return False
     quoted = m.group("qv") if m.group("qv") is not None else m.group("qv2")
     if quoted is not None:
         return len(quoted) >= 4 and not _is_placeholder(quoted)
@@ -177,10 +180,19 @@ def _userinfo_ok(m: re.Match) -> bool:
     return not (any(h in low for h in _CODE_HINTS) or is_marked_placeholder(pw))
 
 
-def _password_ok(m: re.Match) -> bool:
+def _password_ok(m: re.Match, v: str | None = None) -> bool:
     """A password given on a command line or in prose: a literal that is not only words."""
-    v = m.group("v").rstrip(".,;:)]}>!?'\"`")  # a backtick ends inline code (`-user:simonw`)
+    v = (m.group("v") if v is None else v).rstrip(".,;:)]}>!?'\"`")  # a backtick ends inline code (`-user:simonw`)
     return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
+
+
+def _cjk_password_ok(m: re.Match) -> bool:
+    """密码是/为/： X as `password is X`; after a bare space (口令 X: also a coupon's code word, 优惠口令
+    **RUANYF100**) only a value with lower case beside digits or symbols."""
+    v = m.group("v").rstrip(".,;:)]}>!?'\"`*_~")  # Markdown emphasis around it is no part of it
+    if m.group("c") is None and not (any(c.islower() for c in v) and any(not c.isalpha() for c in v)):
+        return False
+    return _password_ok(m, v)
 
 
 def _pgpass_ok(m: re.Match) -> bool:
@@ -191,7 +203,7 @@ def _pgpass_ok(m: re.Match) -> bool:
 def _context_token_ok(m: re.Match) -> bool:
     """A token right after a credential word: pure hex of 32+, or lower case and digits mixed."""
     v = m.group("v")
-    if _is_placeholder(v):
+    if _is_placeholder(v) or share_parameter(m, m.group("word")):
         return False
     if _HEX.fullmatch(v):
         return len(v) >= 32
@@ -338,7 +350,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
     "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
     "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
-    "assignment": _CREDENTIAL_WORDS,
+    "assignment": _CREDENTIAL_WORDS, "cjk_password": ("密码", "口令", "密钥", "秘钥", "令牌"),
 }
 
 
@@ -416,11 +428,16 @@ RULES: tuple[Rule, ...] = (
        r"(?<![A-Za-z0-9_\-])(?i:pass(?:word|wd|phrase)|pwd|secret|token|api[ _\-]?key|credentials?|pin)"
        r"[ \t]+(?i:is|was|=|remains|becomes)[ \t]+[\"'`]?(?P<v>[^\s\"'`]{6,128})", _password_ok),
     _r("context_token", "key after a credential word",
-       r"(?<![A-Za-z0-9_\-])(?i:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|auth(?:[ _\-]?key)?|"
-       r"password|passwd|credentials?)"
+       r"(?<![A-Za-z0-9_\-])(?P<word>(?i:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|auth(?:[ _\-]?key)?|"
+       r"password|passwd|credentials?))"
        r"[ \t]*(?:(?i:is|was)[ \t]+|[:=：][ \t]*)?[\"'`]?(?P<v>[A-Za-z0-9]{20,128})(?![A-Za-z0-9_\-])",
        _context_token_ok),
     _r("assignment", "password or secret assignment", _ASSIGNMENT, _assignment_ok),
+    # Chinese prose: 密码是/为 X, 口令 X, 秘钥/密钥/令牌 X, 账号密码 user/X, with or without a space; the value a
+    # literal as the English prose rule wants it (not words, a number or a placeholder: 密码是什么, 设置密码为强密码)
+    _r("cjk_password", "password in prose",
+       r"(?:密码|口令|密钥|秘钥|令牌)(?P<c>[ \t]*(?:是|为)[ \t]*[:：]?|[ \t]*[:=：])?[ \t]*[\"'`“「*_]*"
+       r"(?P<v>[A-Za-z0-9!#$%&+@^~\-][!#-&(-~]{5,127})", _cjk_password_ok),
     _r("high_entropy", "high-entropy token",
        r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",
        _high_entropy_ok),

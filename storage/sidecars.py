@@ -6,22 +6,30 @@ the file as it was at L0 (frontmatter and body, exact bytes) is written first to
 path. Compressing further (L1 -> L2 -> L4) keeps the existing sidecar: it is only ever
 written from an uncompressed (L0) file. Restoring takes the body back from it.
 
+Beside each original, `.full/{id}.sha256` holds the SHA-256 of its bytes, written before it:
+the original is the only copy of a compressed entry's text, so a truncated or changed one is
+refused wherever it would be used (`read_bytes`: decompress, compressing further, a kept
+version) and reported by `mem doctor`. An original written before the hashes has none and is
+read unchecked.
+
 Callers hold the tree lock. Pure file IO: no clock, no embedding, no catalog.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import layout
-from memstrata.storage.atomic import atomic_write_bytes
+from memstrata.storage.atomic import atomic_write_bytes, atomic_write_text
 from memstrata.storage.codec import body_of
 from memstrata.storage.entry import Entry, require_id
 from memstrata.storage.safe_io import FileTooLarge, check_write_target, is_regular_file, read_regular_bytes
 
 FULL_DIR = ".full"
 SUPERSEDED_DIR = "superseded"
+HASH_SUFFIX = ".sha256"
 
 
 def relative_path(entry_id: str, root=None) -> str:
@@ -49,10 +57,41 @@ def _resolve(root: Path, rel: str) -> Path:
 
 
 def write(root: Path, entry_id: str, original: bytes) -> str:
-    """Atomically store `original` (the whole L0 file) as the entry's sidecar; returns its relative path."""
+    """Atomically store `original` (the whole L0 file) as the entry's sidecar, its hash first;
+    returns its relative path."""
     rel = relative_path(entry_id, root)
+    atomic_write_text(_resolve(root, hash_path(rel)), hashlib.sha256(bytes(original)).hexdigest() + "\n", root=root)
     atomic_write_bytes(_resolve(root, rel), bytes(original), root=root)
     return rel
+
+
+def hash_path(rel: str) -> str:
+    """Where the hash of the original at `rel` is kept: `.full/{id}.sha256`."""
+    return (rel[:-3] if rel.endswith(".md") else rel) + HASH_SUFFIX
+
+
+def kept_hash(root: Path, rel: str) -> str | None:
+    """The SHA-256 kept for the original at `rel` (None: an original written before hashes were kept)."""
+    try:
+        text = read_regular_bytes(_resolve(root, hash_path(rel)), 1024).decode("ascii", "replace").strip()
+    except (OSError, InvalidInput, FileTooLarge):
+        return None
+    return text.lower() if text else None
+
+
+def damage(root: Path, rel: str, raw: bytes | None = None) -> str | None:
+    """Why the original at `rel` cannot be trusted (it differs from the hash kept when it was
+    written: truncated or changed), or None (it matches, or no hash was kept)."""
+    want = kept_hash(root, rel)
+    if want is None:
+        return None
+    if raw is None:
+        raw = read_regular_bytes(_resolve(root, rel))
+    have = hashlib.sha256(raw).hexdigest()
+    if have == want:
+        return None
+    return (f"the original {rel} ({len(raw)} bytes) does not match the hash kept when it was written "
+            "(truncated or changed on disk)")
 
 
 def exists(root: Path, rel: str | None) -> bool:
@@ -71,12 +110,16 @@ def read_bytes(root: Path, rel: str) -> bytes:
 
     path = _resolve(root, rel)
     try:
-        return read_regular_bytes(path, ENTRY_FILE_MAX_BYTES)
+        raw = read_regular_bytes(path, ENTRY_FILE_MAX_BYTES)
     except FileNotFoundError:
         raise NotFound(f"the full content {rel} is missing") from None
     except FileTooLarge:
         raise CorruptEntry(f"the full content {rel} is larger than any entry file "
                            f"({ENTRY_FILE_MAX_BYTES // (1024 * 1024)} MB): not read") from None
+    why = damage(root, rel, raw)
+    if why:
+        raise CorruptEntry(f"{why}: not used; the compressed entry is kept as it is")
+    return raw
 
 
 def original_body(root: Path, rel: str) -> str:
@@ -117,6 +160,10 @@ def remove(root: Path, rel: str | None) -> bool:
         path = _resolve(root, rel)
     except InvalidInput:
         return False
+    try:
+        _resolve(root, hash_path(rel)).unlink(missing_ok=True)
+    except InvalidInput:
+        pass
     try:
         path.unlink()
         return True

@@ -32,11 +32,13 @@ class TrashItem:
     reason: str
     path: str  # relative to the root
     reported_at: datetime | None = None  # first shown to the user (maintain, trash list); purged only after
+    damaged: str | None = None  # why the trash file cannot be read (listed from the audit, never purged unasked)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "trashed_at": format_datetime(self.trashed_at),
                 "trashed_from": self.trashed_from, "reason": self.reason, "path": self.path,
-                "reported_at": format_datetime(self.reported_at)}
+                "reported_at": format_datetime(self.reported_at),
+                **({"damaged": self.damaged} if self.damaged else {})}
 
 
 def _cell(text) -> str:
@@ -120,8 +122,11 @@ def list_trash(root: Path) -> list[TrashItem]:
         rel = f"{layout.at(root, TRASH_DIR)}/{path.name}"
         try:
             entry = codec.parse(read_regular_text(path), path=rel, id_key=layout.id_key(root))
-        except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError):
-            continue  # an unreadable trash file does not hide the others (mem doctor reports it)
+        except (CorruptEntry, UnicodeDecodeError, InvalidInput, ValueError, OSError) as exc:
+            # a damaged trash file (truncated, garbled) is still listed, from its name and the
+            # audit, and hides none of the others (mem doctor reports it; it is never purged unasked)
+            items.append(_damaged_item(root, path.name, rel, getattr(exc, "message", None) or str(exc)))
+            continue
         items.append(TrashItem(
             id=entry.id or _id_from_name(path.name),
             title=entry.title or PurePosixPath(str(entry.extra.get("trashed_from") or "")).stem,
@@ -170,16 +175,36 @@ def _id_from_name(name: str) -> str:
     return prefix if valid_id(prefix) else ""
 
 
-def _origin_from_audit(root: Path, entry_id: str) -> str:
+def _audit_row(root: Path, entry_id: str) -> list[str]:
+    """The cells (when, action, id, title, from, reason) of the entry's last trash row in the audit, or []."""
     path = layout.path(root, TRASH_DIR) / AUDIT_FILE
-    if not is_regular_file(path):
-        return ""
-    origin = ""
-    for line in read_regular_text(path).splitlines():
-        cells = [c.strip() for c in line.strip("|").split(" | ")]
+    if not entry_id or not is_regular_file(path):
+        return []
+    row: list[str] = []
+    try:
+        text = read_regular_text(path)
+    except (OSError, UnicodeDecodeError):
+        return []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
         if len(cells) >= 5 and cells[1] == "trash" and cells[2] == entry_id:
-            origin = cells[4]
-    return origin
+            row = cells
+    return row
+
+
+def _origin_from_audit(root: Path, entry_id: str) -> str:
+    row = _audit_row(root, entry_id)
+    return row[4] if row else ""
+
+
+def _damaged_item(root: Path, name: str, rel: str, why: str) -> TrashItem:
+    """A trash file that cannot be read, as the audit remembers it (its id from the file name)."""
+    entry_id = _id_from_name(name)
+    row = _audit_row(root, entry_id)
+    slug = name.split("--", 1)[-1][:-3]
+    return TrashItem(id=entry_id, title=(row[3] if row else "") or slug, trashed_at=_date(row[0]) if row else None,
+                     trashed_from=row[4] if row else "", reason=(row[5] if len(row) > 5 else ""), path=rel,
+                     damaged=f"the trash file cannot be read ({why}); it is kept as it is")
 
 
 def find(root: Path, ref: str) -> TrashItem:

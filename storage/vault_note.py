@@ -48,3 +48,11 @@ def note_text(old_text: str | None, rel: str, entry: Entry, home: str | None = N
     if not shown.title or shown.title == PurePosixPath(home or entry.path or rel).stem:
         shown.title = before.title  # the file name gives it: no `title:` line
     return frontmatter_edit.edited_text(old_text, rel, shown, own_spacing=True)
+
+
+def as_read(text: str, rel: str, entry: Entry) -> Entry:
+    """The entry a note's `text` holds (a kept version of it, say) at `rel`, with the engine's keys
+    (ENGINE_KEYS, kept outside the note) as `entry` has them."""
+    read = codec.parse(text, category=entry.category, path=rel, fallback_title=PurePosixPath(rel).stem,
+                       id_key=entry.id_key)
+    return read.copy(**{key: getattr(entry, key) for key in ENGINE_KEYS})

@@ -81,7 +81,9 @@ def export(
     file: Annotated[Optional[str], typer.Argument(help="Output file (default: stdout).")] = None,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="JSON lines, one entry per line (the only format).")] = True,
     root: RootOpt = None,
-    as_json: JsonOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With a FILE: print the result (entries, path) as one "
+                                                         "JSON document. To stdout the export itself is JSON "
+                                                         "Lines, and the count goes to stderr.")] = False,
 ):
     """Export every entry as JSON lines (frontmatter fields, category, path, body).
 

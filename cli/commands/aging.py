@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table, visible
 
 review_app = typer.Typer(help="Review tracking (spaced repetition): pending_review -> reviewing -> reviewed "
                               "-> mastered; next review after 1, 3, 7, 15, then 30 days; mastered goes to archive. "
@@ -37,7 +37,7 @@ def weight(
     data = memory(root).weight(ref, update=update, context_correlation=context_correlation)
 
     def human():
-        typer.echo(f"{data['weight']:.4f}  {data['title']} [{data['id']}]" + ("  (stored)" if data["updated"] else ""))
+        typer.echo(f"{data['weight']:.4f}  {visible(data['title'])} [{data['id']}]" + ("  (stored)" if data["updated"] else ""))
         typer.echo(f"  = {data['importance_factor']} ({data['importance_label']}) x {data['decay']} "
                    f"({counted(data['days'], 'day')}) x {data['access_term']} ({counted(data['access_count'], 'access', 'accesses')}) "
                    f"x {data['context_correlation']} (context)")
@@ -57,7 +57,7 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
         if data["reported"]:
             typer.echo(f"\nin the trash ({len(data['reported'])}; purged after the date shown unless restored):")
             for item in data["reported"]:
-                typer.echo(f"  {item['title']} [{item['id']}]  {item['reason']}  -> {item['restore']}  "
+                typer.echo(f"  {visible(item['title'])} [{item['id']}]  {item['reason']}  -> {item['restore']}  "
                            f"(purge after {item['purge_after'][:10]})")
         if data["purged"]:
             typer.echo(f"{'would purge' if dry_run else 'purged'} from the trash:")
@@ -86,7 +86,7 @@ def _forgotten(rows: list[dict], dry_run: bool) -> None:
     head = "WOULD FORGET" if dry_run else "FORGOTTEN"
     typer.echo(f"\n{head} {counted(len(rows), 'entry', 'entries')} (moved to the trash, restorable until purged):")
     for row in rows:
-        typer.echo(f"  - {row['title']} [{row['id']}]  from {row['from']}")
+        typer.echo(f"  - {visible(row['title'])} [{row['id']}]  from {row['from']}")
         typer.echo(f"      why: {row['kind']}: {row['reason']}")
         typer.echo(f"      get it back: {row['restore']}   (purged after {row['purge_after'][:10]} at the earliest)")
     typer.echo("")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, read_body, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, read_body, table, visible
 
 TagOpt = Annotated[Optional[List[str]], typer.Option("--tag", "-t", help="A tag (repeat for several; 'a,b' works too).")]
 
@@ -156,7 +156,8 @@ def read(
         raise InvalidInput("--around goes with --turn N")
     entry = memory(root).read(ref, count_access=not no_touch)
     def human():
-        text = render(entry)  # a body kept byte for byte may lack its last newline: the prompt goes on its own line
+        # the title as people can see it (an RLO or a zero-width space written as its escape); the body as stored
+        text = render(entry.copy(title=visible(entry.title)))  # a body kept byte for byte may lack its last newline
         typer.echo(text, nl=not text.endswith("\n"))
 
     emit(as_json, entry_full(entry), human)
@@ -210,11 +211,17 @@ def list_entries(
 
     _check_choice("tier", tier, ("hot", "warm", "cold", "archive"))
     _check_choice("status", status, ("active", "archived", "expired"))
-    entries = memory(root).list(category=category, tier=tier, status=status, tags=tag)
+    m = memory(root)
+    entries = m.list(category=category, tier=tier, status=status, tags=tag)
+    hidden = m.unreadable(category)  # never a quiet gap: what cannot be read is named (recall still greps it)
+    if hidden:
+        first = next(iter(hidden))
+        typer.echo(f"mem: warning: {counted(len(hidden), 'file')} not listed, unreadable: {first} ({hidden[first]})"
+                   + (f" and {len(hidden) - 1} more" if len(hidden) > 1 else "") + "; `mem doctor` reports them", err=True)
     # a listing redacts as recall does (a flagged note's title and tags showed its token); `mem read` shows the file
     rows = [{**r, "title": redact(r["title"]), "tags": [redact(t) for t in r["tags"]]}
             for r in map(entry_summary, entries)]
-    emit(as_json, {"count": len(rows), "entries": rows},
+    emit(as_json, {"count": len(rows), "entries": rows, **({"unreadable": hidden} if hidden else {})},
          lambda: table([{**r, "category": shown_category(r["category"])} for r in rows],  # a vault's top: "/"
                        ["id", "title", "category", "status", "tier", "updated"]))
 

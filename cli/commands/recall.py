@@ -7,7 +7,7 @@ import time
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, progress, utf8_stdout
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, progress, utf8_stdout, visible
 from memstrata.storage.paths import shown_category
 
 
@@ -104,10 +104,10 @@ def _print(result, explain: bool) -> None:
         origin = f"  shared by {hit.agent or 'another agent'}" if hit.shared_root else ""
         # a captured turn: `mem read ID --turn N --around 2` shows the turns around it
         turn = f" --turn {hit.turn}  ({hit.timestamp or hit.created})" if hit.turn is not None else ""
-        typer.echo(f"{n:>2}. {rel}  {hit.title}  [{shown_category(hit.category)}] {hit.id}{turn}  "
+        typer.echo(f"{n:>2}. {rel}  {visible(hit.title)}  [{visible(shown_category(hit.category))}] {hit.id}{turn}  "
                    f"(score {hit.score:.3f}){origin}")
         d = hit.to_dict()
-        typer.echo(f"      {d['snippet']}")
+        typer.echo(f"      {visible(d['snippet'])}")
         if explain and hit.signals:
             for line in _breakdown(hit.signals):
                 typer.echo(f"      {line}")

@@ -54,6 +54,9 @@ def serve(
 
     if sum((detach, status, stop)) > 1:
         raise InvalidInput("give at most one of --detach, --status, --stop")
+    displaced = rundir.displaced()
+    if displaced:
+        typer.echo(f"mem: note: {displaced}", err=True)
     if status:
         info = service.status()
         folder, problem = rundir.ensure(create=False)

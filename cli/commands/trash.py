@@ -37,7 +37,9 @@ def trash_list(root: RootOpt = None, as_json: JsonOpt = False):
     """
     items = [i.to_dict() for i in memory(root).trash_list()]
     rows = [{"id": i["id"], "title": i["title"], "trashed": (i["trashed_at"] or "")[:10],
-             "from": i["trashed_from"], "reason": i["reason"], "reported": (i["reported_at"] or "")[:10]}
+             "from": i["trashed_from"], "reported": (i["reported_at"] or "")[:10],
+             "reason": ("DAMAGED (cannot be read, kept as it is; `mem doctor`)" + (f"; {i['reason']}" if i["reason"] else "")
+                        if i.get("damaged") else i["reason"])}
             for i in items]
     emit(as_json, {"count": len(items), "entries": items},
          lambda: table(rows, ["id", "title", "trashed", "from", "reason", "reported"]))

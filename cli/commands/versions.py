@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, table, visible
 
 
 def register(app: typer.Typer) -> None:
@@ -135,6 +135,6 @@ def import_builtin(
                    f"{len(data['unchanged'])} unchanged, {len(data['skipped'])} skipped"
                    + (" (dry run)" if dry_run else ""))
         for item in data["skipped"]:
-            typer.echo(f"  skipped {item['title']!r}: {item['reason']}")
+            typer.echo(f"  skipped {visible(item['title'])!r}: {item['reason']}")
 
     emit(as_json, data, human)

@@ -31,8 +31,9 @@ _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 # Finding kinds, in the order they are reported.
 KINDS = (
     "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "orphan_sidecar",
-    "orphan_versions", "missing_sidecar", "catalog", "index_md", "vectors_missing", "vectors_unreadable",
-    "model_mismatch", "vectors_rows", "permissions", "secrets_allow_file", "secret", "shared_title",
+    "orphan_versions", "missing_sidecar", "full_damaged", "trash_damaged", "catalog", "index_md",
+    "vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_index", "vectors_rows", "permissions",
+    "secrets_allow_file", "secret", "shared_title",
 )
 
 

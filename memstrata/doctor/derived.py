@@ -1,6 +1,7 @@
 """The doctor's checks of the derived stores (catalog, INDEX.md files, vector table) against the files."""
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -145,7 +146,26 @@ def compare_rows(entries: list[Entry], frame_ids: list, frame_hashes: list, fram
     return out
 
 
+def blocked_vector_paths(root: Path) -> list[str]:
+    """The vector index's folders (`.vectors`, its table) where something else sits (a file, a
+    symlink): nothing can be built there until it is moved aside."""
+    from memstrata.retrieval.table import TABLE_NAME
+
+    out = []
+    for rel in (VECTORS_DIR, f"{VECTORS_DIR}/{TABLE_NAME}.lance"):
+        path = layout.path(root, rel)
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            out.append(layout.at(root, rel))
+            break  # a blocked .vectors hides its table
+    return out
+
+
 def check_vectors(scan: Scan, settings) -> list[Finding]:
+    blocked = blocked_vector_paths(scan.root)
+    if blocked:
+        return [Finding("vectors_unreadable", "not a folder: the vector index cannot be built there (recall "
+                        "falls back to grep); the index is derived", path=blocked[0],
+                        action="move it to .quarantine/ and rebuild the index from the files")]
     try:
         index, frame, error = vector_state(scan.root, settings)
     except ImportError:
@@ -178,6 +198,14 @@ def check_vectors(scan: Scan, settings) -> list[Finding]:
                            # release embedded it was stamped as indexed): sync passes it over, --fix re-embeds it
                            action="rebuild (mem reindex)" if diff["duplicated"] else
                            "re-embed them (mem doctor --fix)" if diff["stale"] else "re-sync (mem sync)"))
+    from memstrata.retrieval.ann import damaged_indexes
+
+    damaged = damaged_indexes(index)
+    if damaged:
+        named = "; ".join(f"{name} ({why})" for name, why in sorted(damaged.items()))
+        out.append(Finding("vectors_index", f"{len(damaged)} index(es) of the vector table cannot be read: {named}; "
+                           "recall falls back to grep and writes leave the index behind", path=rel,
+                           action="drop and rebuild them from the table's rows"))
     from memstrata.retrieval.trusted import mismatched_rows
 
     planted = mismatched_rows(index)  # a row whose text is not the text its hash was made from

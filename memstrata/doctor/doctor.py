@@ -54,6 +54,7 @@ from memstrata.doctor.derived import (  # noqa: F401 - re-exported
 )
 from memstrata.doctor.fixes import QUARANTINE_INDEX, Repairs, quarantine  # noqa: F401 - re-exported
 from memstrata.doctor.subjects import check_shared_titles
+from memstrata.doctor.kept import check_originals, check_trash
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.storage.lock import TreeLock
@@ -145,6 +146,8 @@ class Doctor:
         findings += check_temp_files(scan)
         findings += check_orphans(scan)
         findings += check_missing_sidecars(scan)
+        findings += check_originals(scan)
+        findings += check_trash(scan)
         findings += check_catalog(scan)
         findings += check_indexes(scan, now)
         findings += check_vectors(scan, self.state.settings)

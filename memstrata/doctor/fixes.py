@@ -14,7 +14,7 @@ from memstrata.doctor.checks import (
     Finding,
     scan_tree,
 )
-from memstrata.doctor.derived import catalog_rows, check_vectors
+from memstrata.doctor.derived import blocked_vector_paths, catalog_rows, check_vectors
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import MemstrataError
@@ -95,7 +95,7 @@ class Repairs:
         if kinds & {"catalog", "unparseable", "duplicate_id", "symlink_outside", "index_md"}:
             self._fix_catalog()
         if kinds & {"vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_rows", "duplicate_id",
-                    "unparseable"}:
+                    "unparseable", "vectors_index"}:
             self._fix_vectors(findings)
         if kinds & {"index_md", "unparseable", "duplicate_id", "catalog"}:
             self.save.write_indexes(None)  # last: from the files as every other repair left them
@@ -134,10 +134,18 @@ class Repairs:
             if any(f.kind == "vectors_unreadable" for f in state):
                 import shutil
 
+                for rel in blocked_vector_paths(self.root):  # a file where a folder belongs: set aside, never deleted
+                    quarantine(self.root, rel, "vectors_unreadable", "not a folder where the vector index belongs",
+                               self.state.now())
                 shutil.rmtree(layout.path(self.root, VECTORS_DIR), ignore_errors=True)  # derived: rebuilt from the files
                 self.state.forget_vector_index()
             self.recall.reindex()
             return
+        if any(f.kind == "vectors_index" for f in state):
+            from memstrata.retrieval.ann import damaged_indexes, rebuild_indexes
+
+            index = self.state.vector_index()
+            rebuild_indexes(index, list(damaged_indexes(index)))
         from memstrata.retrieval.trusted import mismatched_rows
         from memstrata.retrieval.units import entry_of
 

@@ -14,7 +14,7 @@ from memstrata.engine.inputs import (
 from memstrata.engine.save import SavePath
 from memstrata.engine.split_advice import split_advised, split_warning
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, NotFound
+from memstrata.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
 from memstrata.storage import indexes, journal, layout, trash, tree
@@ -138,6 +138,13 @@ class Entries:
                 continue
             out.append(entry)
         return out
+
+    def unreadable(self, category: str | None = None) -> dict[str, str]:
+        """Entry files (of `category`'s subtree) that cannot be read: `list` leaves them out, and says
+        so (path -> why); `mem doctor` reports them, `--fix` sets them aside."""
+        scope = validate_category(category, top=self.state.vault) if category else None
+        errors = self.state.catalog.errors()
+        return {rel: why for rel, why in sorted(errors.items()) if not scope or rel.startswith(scope + "/")}
 
     def use_days(self, entries: list[Entry], now) -> tuple:
         """The days the tree was in use (recorded, journaled and the entries' own dates): what the
@@ -277,6 +284,8 @@ class Entries:
             item = trash.find(self.root, entry_id)
             if item.id and self.exists(item.id):
                 raise InvalidInput(f"an entry with id {item.id} exists outside the trash already")
+            if item.damaged:
+                raise CorruptEntry(f"{item.path} cannot be restored: {item.damaged} (`mem doctor` reports it)")
             entry = trash.take_out(self.root, item)
             if not entry.id:
                 entry.id = new_id()
@@ -284,7 +293,8 @@ class Entries:
             origin = item.trashed_from or (f"{entry.category}/x.md" if entry.category or vault else "general/x.md")
             category = category_of(origin) or ("" if vault else "general")
             now = self.state.now()
-            entry = entry.copy(category=category, status="active", updated=now,
+            # its `updated` stays the last change of its text; coming back is a touch (hot for hot_days)
+            entry = entry.copy(category=category, status="active", last_access=now,
                                tier="hot" if entry.status != "active" else entry.tier)
             keep = origin if not (self.root / origin).exists() else None
             entry.path = keep or tree.unique_entry_path(self.root, category, entry.title)

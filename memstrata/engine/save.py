@@ -78,25 +78,26 @@ class SavePath:
                 return answer
         return None
 
-    def update(self, current: Entry, changed: Entry, note: str | None = None) -> None:
+    def update(self, current: Entry, changed: Entry, note: str | None = None, text: str | None = None) -> None:
         """Save `changed` as the next state of `current`, after every update step.
 
         `note`: the version history line for this change (a conflict, a merge, a revert);
-        None for a plain update (a version is kept when title or body changed).
+        None for a plain update (a version is kept when anything the user sees changed). `text`: the
+        file's exact new text, which reads as `changed` (a vault note's revert: its kept bytes).
         """
         undo: list[Callable[[], None]] = []
         if not current.id:  # a hand-made file without an id yet: this write gives it one (for versions too)
             current.id = changed.id = new_id()  # in place: the caller answers with this id
         for step in self.update_steps:
             step(current, changed, note, undo)
-        self.save_many([(changed, current)], undo=undo)
+        self.save_many([(changed, current)], undo=undo, texts={changed.path: text} if text is not None else None)
 
     # -- 4. the save itself --------------------------------------------------------------------
     def save(self, entry: Entry, previous: Entry | None) -> None:
         self.save_many([(entry, previous)])
 
     def save_many(self, changes: list[tuple[Entry, Entry | None]], *, undo: list | None = None,
-                  index_progress=None, write_indexes: bool = True) -> dict:
+                  index_progress=None, write_indexes: bool = True, texts: dict | None = None) -> dict:
         """Write entries at entry.path (each moved from previous.path), then catalog, index and
         INDEX.md once. Callers hold the tree lock. Returns the index step's counts.
 
@@ -112,7 +113,7 @@ class SavePath:
                 entry.id = new_id()
         try:
             with one_sync():  # the batch's files reach the disk with one flush (storage/atomic.py)
-                categories = self._write_files(changes, files)
+                categories = self._write_files(changes, files, texts or {})
             self._record_catalog(changes)
             counts = self.index.upsert([entry for entry, _ in changes], progress=index_progress)
             if categories and write_indexes:
@@ -129,7 +130,7 @@ class SavePath:
                 pass
             raise
 
-    def _write_files(self, changes, files: list) -> list[str]:
+    def _write_files(self, changes, files: list, texts: dict) -> list[str]:
         root = self.state.root
         categories: list[str] = []
         for entry, previous in changes:
@@ -146,7 +147,7 @@ class SavePath:
             if old_bytes is not None and old_path != entry.path:
                 atomic_move(old_file, target, root=root)
             vault = layout.is_adopted(root)
-            text = _file_text(entry, old_path, old_bytes, vault)
+            text = texts.get(entry.path) or _file_text(entry, old_path, old_bytes, vault)
             if not vault or old_path != entry.path or old_bytes != text.encode("utf-8"):
                 # a vault's note given only a fresh id (doctor --fix of a template's copy) keeps its time: aging reads it
                 kept = os.stat(target) if vault and old_path == entry.path and _only_id_changed(entry, previous) else None

@@ -93,7 +93,9 @@ class Aging:
             "days": days,
             "decay": round(1.0 / (days + 1) ** weight_rules.DECAY_EXPONENT, 4),
             "access_count": entry.access_count,
-            "access_term": round(math.log(weight_rules.effective_access_count(entry) + 1), 4),
+            "access_term": round(math.log(weight_rules.effective_access_count(entry, now) + 1), 4),
+            **({"access_count_believed": believed} if (believed := weight_rules.credible_count(
+                entry.access_count, entry.created, now)) < (entry.access_count or 0) else {}),
             "context_correlation": round(corr, 4),
             "last_access": format_datetime(entry.last_access),
             "tier": entry.tier,

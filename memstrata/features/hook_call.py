@@ -41,7 +41,7 @@ def read_raw(stream) -> bytes:
 def parse(raw: bytes) -> HookCall | None:
     """The call a payload makes, or None when it asks for nothing: a payload past HOOK_MAX_BYTES (no
     hook payload is that large: nothing, at once; the hook has 10 s), a prompt that is no text (5, a
-    list, null, ""). A payload with no prompt and no UserPromptSubmit event is a session start.
+    list, null, ""), a payload that is not a JSON object (`[]`). A payload with no prompt and no UserPromptSubmit event is a session start.
     ValueError for one that is not JSON (the hook then prints nothing)."""
     from memstrata.retrieval.query_limits import cut_prompt
 
@@ -49,7 +49,7 @@ def parse(raw: bytes) -> HookCall | None:
         return None
     payload = json.loads(raw) if raw.strip() else {}
     if not isinstance(payload, dict):
-        payload = {}
+        return None  # `[]`, `5`, `"x"`: no hook's payload, no session start either: nothing is injected
     prompt = payload.get("prompt")
     context = cut_prompt(prompt)[0] if isinstance(prompt, str) and prompt.strip() else None
     if context is None and is_prompt_event(payload):

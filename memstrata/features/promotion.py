@@ -290,7 +290,7 @@ class Promotion:
                                 "and weighty memories are listed)")
             return result
         already = hook_sessions.injected(self.root, session_id)
-        shared = self.shared.shared_or_none() if include_shared else None
+        shared = self.shared.for_autoload(result.notes) if include_shared else None
         ranked: list[tuple] = []
         if topic:
             answer = (self.shared.recall(context, k=10) if shared is not None
@@ -342,15 +342,19 @@ class Promotion:
                 continue
             state = memory.state
             state.catalog.refresh()
-            sources.append(Source(state.root, state.catalog, state.settings, state.accesses(), shared=is_shared))
+            sources.append(Source(state.root, state.catalog, state.settings, state.accesses(), shared=is_shared,
+                                  only_mine=is_shared and not self.shared.others_allowed()))
         return sources
 
     def _start(self, budget: int, include_shared: bool, form: str, cwd: str | None) -> AutoloadResult:
         """A session start's block (features/start_block.py): no recall, no model."""
         from memstrata.features.start_block import start_block
 
-        shared = self.shared.shared_or_none() if include_shared else None
-        return start_block(self._sources(shared), budget, self.state.now(), self.state.token_counter, form, cwd=cwd)
+        notes: list[str] = []
+        shared = self.shared.for_autoload(notes) if include_shared else None
+        result = start_block(self._sources(shared), budget, self.state.now(), self.state.token_counter, form, cwd=cwd)
+        result.notes += notes
+        return result
 
     def _resolver(self, shared, listed):
         """What `fill` shows for a ranked item: a relevant hit's entry, or a listed one's (`listed`)."""
@@ -369,9 +373,13 @@ class Promotion:
             return None
 
     def _has_text(self, hit, shared) -> bool:
+        """A hit with text to hand an agent (in the shared root: a note this user wrote, unless asked)."""
         source = shared if shared is not None and hit.shared_root is not None else self.entries
         try:
-            return bool(source.resolve(hit.id).body.strip())
+            entry = source.resolve(hit.id)
+            if source is shared and not self.shared.mine(shared, entry.path):
+                return False
+            return bool(entry.body.strip())
         except Exception:  # a file that vanished or broke since it was listed
             return False
 

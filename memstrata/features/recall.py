@@ -139,7 +139,7 @@ class Recall:
             index = self.state.vector_index()
             index.refresh()
             entries, errors, flagged = rebuild.indexable_entries(self.root)
-            rebuild.rebuild(index, entries, embedder, progress)
+            rebuild.rebuild(index, entries, embedder, progress, flagged=flagged)
             ann.maintain(index)
         return {"embedded": len(entries), "errors": errors, "model": embedder.name, **({"flagged": flagged} if flagged else {})}
 

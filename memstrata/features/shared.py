@@ -10,7 +10,7 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError, NotFound
 from memstrata.features.recall import Recall
-from memstrata.features.start_block import SHARED_ENV, shared_root_of  # noqa: F401 - SHARED_ENV: its name here too
+from memstrata.features.start_block import SHARED_ENV, foreign_reason, shared_root_of  # noqa: F401 - SHARED_ENV: its name here too
 from memstrata.results import WriteResult
 from memstrata.storage.lock import LOCK_FILE, TreeLock
 from memstrata.storage.tree import is_initialised
@@ -85,6 +85,48 @@ class SharedSpace:
         self._shared = self._open_memory(root, self.state.loaded_embedder)
         return self._shared
 
+    def writable_shared(self):
+        """The shared root's Memory, for a copy into it: refused (InvalidInput) when another user
+        owns it or every user can write to it, where that user would read what is shared and could
+        plant notes (`foreign_reason`)."""
+        shared = self.shared_memory()
+        reason = foreign_reason(shared.root)
+        if reason:
+            raise InvalidInput(f"the shared root {shared.root} is not yours alone ({reason}): nothing is copied "
+                               "where another user can read or change it; point shared_root (or "
+                               f"${SHARED_ENV}) at a folder of your own")
+        return shared
+
+    def for_autoload(self, notes: list[str]):
+        """The shared root's Memory for autoload and the hooks, or None. A shared root another user
+        owns or anyone can write is left out (with a note) unless the user set shared_from_others."""
+        shared = self.shared_or_none()
+        if shared is None or self.others_allowed():
+            return shared
+        reason = foreign_reason(shared.root)
+        if reason:
+            notes.append(f"the shared root {shared.root} was left out ({reason}): notes another user can write "
+                         "are loaded only with `mem config set shared_from_others true`")
+            return None
+        return shared
+
+    def mine(self, shared, path: str | None) -> bool:
+        """Whether a shared entry's file was written by this user (or the user takes others' notes):
+        autoload and the hooks never load another user's note unasked."""
+        if self.others_allowed():
+            return True
+        try:
+            return os.lstat(Path(shared.root) / str(path)).st_uid == os.getuid()
+        except (OSError, TypeError):
+            return False
+
+    def others_allowed(self) -> bool:
+        """Whether the user takes other users' notes from the shared root (setting shared_from_others)."""
+        try:
+            return bool(self.state.settings.shared_from_others)
+        except MemstrataError:
+            return False
+
     def shared_or_none(self):
         """The shared root's Memory when one is configured and initialised, else None."""
         root = self.shared_root
@@ -99,7 +141,7 @@ class SharedSpace:
 
     def share_id(self, entry_id: str) -> dict:
         entry = self.entries.resolve(entry_id)
-        shared = self.shared_memory()
+        shared = self.writable_shared()
         agent = self.agent_name
         if not is_initialised(shared.root):
             self._make_shared_tree(shared)

@@ -35,6 +35,7 @@ class Source:
     settings: Settings
     accesses: dict  # the access journal's uses not folded into the entries yet (storage.journal.read)
     shared: bool = False
+    only_mine: bool = False  # a shared root's notes are listed only when this user wrote their file
 
 
 def shared_root_of(root: Path, settings: Settings | None) -> Path | None:
@@ -46,6 +47,30 @@ def shared_root_of(root: Path, settings: Settings | None) -> Path | None:
         return None
     path = Path(os.path.expanduser(str(raw)))
     return resolve_root(path if path.is_absolute() else Path(root) / path)
+
+
+def foreign_reason(root: Path, uid: int | None = None) -> str | None:
+    """Why a shared root is not this user's alone (None: it is, or it does not exist yet): another
+    user owns it, or every user may write to it."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    uid = os.getuid() if uid is None else uid
+    if st.st_uid != uid:
+        return f"it is owned by uid {st.st_uid}, not {uid}"
+    if st.st_mode & 0o002:
+        return "every user can write to it"
+    return None
+
+
+def shared_source_allowed(shared: Path, settings: Settings | None) -> tuple[bool, str | None]:
+    """(whether the shared root's notes may be listed at all, why not): a shared root another user owns
+    or anyone can write is left out unless the user set shared_from_others."""
+    if settings is not None and settings.shared_from_others:
+        return True, None
+    reason = foreign_reason(shared)
+    return reason is None, reason
 
 
 def ordered(source: Source, now, status: str = "active") -> Iterator[tuple[Entry, float]]:
@@ -113,6 +138,8 @@ def resolver(sources: list[Source], now):
 
     def resolve(item: Entry, section: str, from_shared: bool) -> Entry | None:
         source = by_shared[bool(from_shared)]
+        if source.only_mine and not _written_by_me(source.root, item.path):
+            return None  # another user's note in the shared root: never loaded unasked
         entry = read_entry_file(source.root, item.path)
         if entry.id != item.id or entry.status != item.status:
             return None  # changed since the catalog saw it: the next session start has it right
@@ -123,6 +150,13 @@ def resolver(sources: list[Source], now):
         return entry
 
     return resolve
+
+
+def _written_by_me(root: Path, path: str | None) -> bool:
+    try:
+        return os.lstat(Path(root) / str(path)).st_uid == os.getuid()
+    except (OSError, TypeError):
+        return False
 
 
 def sources_at(root: Path, settings: Settings, now, include_shared: bool = True,
@@ -138,11 +172,12 @@ def sources_at(root: Path, settings: Settings, now, include_shared: bool = True,
         catalog.refresh_if_moved()  # no watcher here: the names of the files, not a stat of each
     own = Source(root, catalog, settings, journal.read(root, now) if accesses is None else accesses)
     shared = shared_root_of(root, settings) if include_shared else None
-    if shared is None or shared == root or not is_initialised(shared):
+    if shared is None or shared == root or not is_initialised(shared) or not shared_source_allowed(shared, settings)[0]:
         return [own]
     theirs = Catalog(shared)
     theirs.refresh_if_moved()
-    return [own, Source(shared, theirs, load_settings(shared), journal.read(shared, now), shared=True)]
+    return [own, Source(shared, theirs, load_settings(shared), journal.read(shared, now), shared=True,
+                        only_mine=not settings.shared_from_others)]
 
 
 def answer_hook(root: str, budget: int | None, as_json: bool, call) -> str:

@@ -19,7 +19,6 @@ from memstrata.features.transfer_formats import (
     entries_from_pme,
     entries_from_viking,
     viking_base,
-    write_sidecar,
 )
 from memstrata.storage import cancel, layout, sidecars, trash, tree, versions
 from memstrata.storage.secrets import redact
@@ -286,7 +285,7 @@ class Transfer:
                             raise InvalidInput(f"{entry.full_content_file} exists already: not overwritten")
                         # the same text: a killed import of this row wrote it (sidecars go first)
                     else:
-                        write_sidecar(self.root, entry.full_content_file, full)
+                        sidecars.write(self.root, entry.id, full.encode("utf-8"))  # with its hash
                         undo.append(lambda rel=entry.full_content_file: sidecars.remove(self.root, rel))
                 for number, text in sorted(entry.extra.pop("__versions__", {}).items()):
                     if versions.save_snapshot(self.root, entry.id, number, text):

@@ -98,16 +98,6 @@ def _read_sidecar(root: Path, name: str) -> str | None:
     return None
 
 
-def write_sidecar(root: Path, name: str, text: str) -> None:
-    from memstrata.storage.atomic import atomic_write_text
-
-    name, full = str(name), layout.at(root, FULL_DIR)  # `.memstrata/full` in an adopted vault
-    target = (Path(root) / (name if name.startswith(f"{full}/") else f"{full}/{name}")).resolve()
-    if (Path(root).resolve() / full) not in target.parents:
-        return
-    atomic_write_text(target, text, root=root)
-
-
 def entry_from_record(record: dict, now) -> Entry:
     """An Entry from one JSONL record (either vocabulary; unknown keys kept as frontmatter)."""
     from memstrata.engine.inputs import clean_body, clean_tags, clean_title, kind_of

@@ -25,7 +25,7 @@ from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.results import WriteResult
-from memstrata.storage import layout, versions
+from memstrata.storage import layout, vault_note, versions
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
@@ -90,8 +90,9 @@ class Versions:
                            refines=decision.refines)
 
     def keep_version(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
-        """The update step: keep `current` as a version when the text changes (always, with a note)."""
-        if note is None and changed.body == current.body and changed.title == current.title:
+        """The update step: keep `current` as a version when anything the user sees changes (title,
+        body, tags, importance, links, expiry, category); always with a note."""
+        if note is None and _seen(changed) == _seen(current):
             return
         self._new_version(current, changed,
                           note or f"{versions.one_line(changed.body, changed.title)} (update{_by(changed)})", undo)
@@ -319,6 +320,18 @@ class Versions:
             return entry
         return versions.snapshot_entry(self.root, entry.id, n, entry.path)
 
+    def _kept_note(self, current: Entry, n: int) -> str | None:
+        """The exact text of version `n` of an adopted vault's note when it holds the note's own id
+        (None otherwise: the entry is rebuilt from that version's title, body and tags)."""
+        if not self.state.vault or n == current.version:
+            return None
+        try:
+            text = versions.read_snapshot(self.root, current.id, n)
+            same = vault_note.as_read(text, current.path, current).id == current.id
+        except MemstrataError:
+            return None
+        return text if same else None
+
     def history_show(self, ref: str, n: int) -> str:
         """The full body of version `n`."""
         return self.version(ref, n).body
@@ -333,8 +346,12 @@ class Versions:
             old = self.version(current.id, to)
             changed = self._reactivated(current.copy(title=old.title, body=old.body, tags=list(old.tags),
                                                      updated=self.state.now()))
+            kept = self._kept_note(current, to)  # a vault's note comes back byte for byte
+            if kept is not None:
+                changed = vault_note.as_read(kept, current.path, current.copy(updated=self.state.now()))
             warnings = self.save.check_entry(changed)
-            self.save.update(current, changed, note=f"reverted to v{to}: {versions.one_line(old.body, old.title)}")
+            self.save.update(current, changed, note=f"reverted to v{to}: {versions.one_line(old.body, old.title)}",
+                             text=kept)
         return WriteResult(id=changed.id, path=changed.path, action="updated", version=changed.version,
                            message=f"reverted {changed.id} to v{to}: current v{changed.version}",
                            warnings=warnings, related_id=changed.id)
@@ -343,6 +360,12 @@ class Versions:
 # ========================================================================== helpers
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _WHY = {"title": "same title", "alias": "its title is an alias of it", "tags": "same tags and subject"}
+
+
+def _seen(entry: Entry) -> tuple:
+    """What an update may change that the user sees: a change of any of it keeps a version."""
+    return (entry.title, entry.body, list(entry.tags), entry.importance, entry.important, list(entry.related),
+            entry.expires, entry.category)
 
 
 def _is_record(entry: Entry, new: Entry) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import inspect
 from typing import Annotated, Optional, Union
 
-from pydantic import Field
+from pydantic import Field, StrictBool  # "no", "false", 0 for a boolean: an error, never a guess
 
 from memstrata.mcp.answers import LISTED, autoload_answer, escaped, jsonable, listed, read_answer, turns_answer
 
@@ -21,6 +21,18 @@ Tags = Annotated[Optional[Union[list[str], str]], Field(description="Tags, e.g. 
 Importance = Annotated[Optional[Union[float, str]], Field(description="0-1, or low / medium / high / important.")]
 Tier = Annotated[Optional[str], Field(description="hot, warm, cold or archive.")]
 Status = Annotated[Optional[str], Field(description="active, archived or expired.")]
+
+
+def stored_text(body: str | None) -> str | None:
+    """A body to store, refused when it is the fenced, escaped body `read` answers (`<memory id=...>`
+    ... `</memory>`, `<` as `&lt;`): stored, the note would hold its wrapper and escapes for good."""
+    from memstrata.errors import InvalidInput
+    from memstrata.retrieval.fence import is_fenced
+
+    if body is not None and is_fenced(body):
+        raise InvalidInput("the body is the fenced, escaped text `read` answers (<memory id=...> ... </memory>): "
+                           "read with raw=true and pass the edited `raw_body`, the text as stored")
+    return body
 
 
 # -- the tools -----------------------------------------------------------------------------------
@@ -59,13 +71,13 @@ def register_tools(server, engine) -> list[str]:
         category: Category = None,
         tags: Tags = None,
         importance: Importance = None,
-        important: Annotated[bool, Field(description="Never compress, archive or forget it.")] = False,
+        important: Annotated[StrictBool, Field(description="Never compress, archive or forget it.")] = False,
         related: Annotated[Optional[list[str]], Field(description="Ids of related entries.")] = None,
         expires: Annotated[Optional[str], Field(description="ISO date after which it expires.")] = None,
-        share: Annotated[bool, Field(description="Also copy it into the shared space other agents read.")] = False,
-        force: Annotated[bool, Field(description="Write a new entry even if a near-duplicate or an entry on the "
+        share: Annotated[StrictBool, Field(description="Also copy it into the shared space other agents read.")] = False,
+        force: Annotated[StrictBool, Field(description="Write a new entry even if a near-duplicate or an entry on the "
                                                  "same subject exists.")] = False,
-        merge: Annotated[bool, Field(description="Fold the text into the near-duplicate or same-subject entry "
+        merge: Annotated[StrictBool, Field(description="Fold the text into the near-duplicate or same-subject entry "
                                                  "instead.")] = False,
     ):
         """Write a new memory (a Markdown entry in a category). Before writing, duplicates and conflicts are
@@ -75,7 +87,7 @@ def register_tools(server, engine) -> list[str]:
         `previous_version` is kept; `refines` true when the new text only adds to the old). Tell the user
         of a conflict that is not a refinement. Returns id, path, action, version, message, warnings."""
         return engine.call(lambda: escaped(jsonable(m.write(
-            body, title=title, category=category, tags=tags, importance=importance, important=important,
+            stored_text(body), title=title, category=category, tags=tags, importance=importance, important=important,
             related=related, expires=expires, force=force, merge=merge, share=share))))
 
     def recall(
@@ -87,7 +99,7 @@ def register_tools(server, engine) -> list[str]:
         tags: Annotated[Optional[list[str]], Field(description="Only entries with all these tags.")] = None,
         since: Annotated[Optional[str], Field(description="Only entries created on/after this ISO date.")] = None,
         until: Annotated[Optional[str], Field(description="Only entries created on/before this ISO date.")] = None,
-        include_shared: Annotated[bool, Field(description="Also search the shared space of all agents.")] = False,
+        include_shared: Annotated[StrictBool, Field(description="Also search the shared space of all agents.")] = False,
         min_relevance: Annotated[Optional[float], Field(description="Answer nothing when the best hit is below this relevance (0-1); "
                                                         "default: the recall_min_relevance setting; 0 keeps all.",
                                                         ge=0.0, le=1.0)] = None,
@@ -109,8 +121,8 @@ def register_tools(server, engine) -> list[str]:
 
     def read(
         id: Ref,  # noqa: A002 - the one name every tool uses for an entry
-        count_access: Annotated[bool, Field(description="Count this read as an access (keeps it hot).")] = True,
-        raw: Annotated[bool, Field(description="Also answer `raw_body`, the body as stored (unescaped, and "
+        count_access: Annotated[StrictBool, Field(description="Count this read as an access (keeps it hot).")] = True,
+        raw: Annotated[StrictBool, Field(description="Also answer `raw_body`, the body as stored (unescaped, and "
                                                "not redacted: a credential in it is shown), to edit it and "
                                                "pass it to `update`.")] = False,
         turn: Annotated[Optional[int], Field(description="A captured session: answer this turn only (a recall "
@@ -152,7 +164,7 @@ def register_tools(server, engine) -> list[str]:
         title: Title = None,
         tags: Annotated[Optional[list[str]], Field(description="New tags (replace the old ones).")] = None,
         importance: Importance = None,
-        important: Annotated[Optional[bool], Field(description="Never compress, archive or forget it.")] = None,
+        important: Annotated[Optional[StrictBool], Field(description="Never compress, archive or forget it.")] = None,
         related: Annotated[Optional[list[str]], Field(description="Ids of related entries.")] = None,
         expires: Annotated[Optional[str], Field(description="ISO date after which it expires.")] = None,
         category: Annotated[Optional[str], Field(description="Move it to this category.")] = None,
@@ -161,8 +173,8 @@ def register_tools(server, engine) -> list[str]:
         replaces the old one as given: start from `read` with raw=true (`raw_body`), not from the
         fenced and escaped `body`."""
         return engine.call(lambda: escaped(jsonable(m.update(
-            id, body, title=title, tags=tags, importance=importance, important=important, related=related,
-            expires=expires, category=category))))
+            id, stored_text(body), title=title, tags=tags, importance=importance, important=important,
+            related=related, expires=expires, category=category))))
 
     def delete(id: Ref):  # noqa: A002
         """Move an entry to the trash (restorable with `restore` for trash_retention_days)."""
@@ -194,8 +206,8 @@ def register_tools(server, engine) -> list[str]:
         budget: Annotated[Optional[int], Field(description="Token budget of the whole answer: this JSON, "
                                                            "as sent (default: the autoload_budget setting).",
                                                ge=100)] = None,
-        promote: Annotated[bool, Field(description="Also bring related cold/archive memories back to hot.")] = False,
-        include_shared: Annotated[bool, Field(description="Also load the shared space of all agents.")] = True,
+        promote: Annotated[StrictBool, Field(description="Also bring related cold/archive memories back to hot.")] = False,
+        include_shared: Annotated[StrictBool, Field(description="Also load the shared space of all agents.")] = True,
     ):
         """What to know at the start of a session: with no context the recent and weighty memories, with
         the current task as context the memories related to it, within a token budget that bounds the whole
@@ -208,7 +220,7 @@ def register_tools(server, engine) -> list[str]:
 
     def promote(
         context: Annotated[str, Field(description="The current task; similar cold/archive memories come back.")],
-        dry_run: Annotated[bool, Field(description="Only say what would be promoted.")] = False,
+        dry_run: Annotated[StrictBool, Field(description="Only say what would be promoted.")] = False,
         threshold: Annotated[Optional[float], Field(description="Promote every entry at least this similar (0-1) "
                                                     "and nothing else; leave it out for the calibrated rule.",
                                                     ge=0, le=1)] = None,
@@ -223,7 +235,7 @@ def register_tools(server, engine) -> list[str]:
         return engine.call(run)
 
     def maintain(
-        dry_run: Annotated[bool, Field(description="Only report what would change (default). Pass false "
+        dry_run: Annotated[StrictBool, Field(description="Only report what would change (default). Pass false "
                                                    "to apply.")] = True,
     ):
         """Age the tree: retier by age, compress (losslessly: originals kept), archive, expire, forget to the
@@ -232,7 +244,7 @@ def register_tools(server, engine) -> list[str]:
 
     def daily(
         text: Annotated[str, Field(description="The note to append to today's daily note.")],
-        share: Annotated[bool, Field(description="Also copy the day's note into the shared space.")] = False,
+        share: Annotated[StrictBool, Field(description="Also copy the day's note into the shared space.")] = False,
     ):
         """Append a note to today's daily note (daily/YYYY-MM-DD.md, created on first use)."""
         return engine.call(lambda: escaped(jsonable(m.daily(text, share=share))))

@@ -352,6 +352,9 @@ def run(argv: list[str]) -> int | None:
         return None  # not a tree: the command says so in-process; no service is ever started for it
     if service_mode(root) == "off":
         return None
+    displaced = rundir.displaced()
+    if displaced:  # never a quiet squat: the call goes on through the fall-back folder
+        sys.stderr.write(f"mem: note: {displaced}\n")
     try:
         if caller_paths.needs_caller(argv, os.getcwd()):
             return None  # /dev/stdout, /dev/fd/63, /proc/self/...: the service would resolve them as itself

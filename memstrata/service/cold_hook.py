@@ -37,12 +37,13 @@ def hook_options(argv: list[str]) -> tuple[int | None, bool] | None:
         return None
 
 
-def cold_hook(argv: list[str], root: str, start: Callable[[], object] | None, prompt_here: bool) -> int | None:
+def cold_hook(argv: list[str], root: str, start: Callable[[], bool] | None, prompt_here: bool) -> int | None:
     """`mem autoload --hook` with no warm service: a session start is answered here at once from the
     catalog and the weights (no model: features/start_block.py); a prompt gets nothing now (the model
     takes seconds to load and a prompt hook never waits), unless `prompt_here`: None then runs it in
     this process (the payload read here handed on as stdin). `start()`, when given, starts the service
-    in the background (after the answer), for the prompts that follow."""
+    in the background (after the answer), for the prompts that follow, and says whether it could: a
+    prompt whose service cannot start is answered in this process, with a note, not left empty for good."""
     options = hook_options(argv)
     if options is None:
         if start:
@@ -64,9 +65,14 @@ def cold_hook(argv: list[str], root: str, start: Callable[[], object] | None, pr
             sys.stdout.flush()
         except Exception:  # noqa: BLE001 - a hook must never block or break the agent
             pass
-    elif prompt_here and call is not None:
+    elif call is not None and (prompt_here or (start is not None and not start())):
+        if not prompt_here:
+            # No service can start (an unsafe runtime folder, a full disk): answering nothing would be
+            # for good, on every prompt; this prompt is answered here, cold, and the user told why.
+            sys.stderr.write("mem: note: the memory service cannot start (`mem serve --status` says why); "
+                             "this prompt was answered without it\n")
         sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")  # the prompt, for the in-process call
         return None
-    if start:
+    elif start:
         start()
     return 0

@@ -4,6 +4,12 @@ $MEMSTRATA_RUNTIME_DIR if set, else $XDG_RUNTIME_DIR/memstrata when $XDG_RUNTIME
 folder of ours, else /tmp/memstrata-<uid>. It is created mode 0700; an existing one is used
 only if it is a real folder (not a symlink), owned by us and mode 0700, so no other user can
 plant a socket there or connect to ours.
+
+Another user can take the default name first (`mkdir -m 700 /tmp/memstrata-<uid>`): then the
+service uses a private folder in the user's home instead, `$XDG_STATE_HOME/memstrata/run` (else
+~/.local/state/memstrata/run), and every call says so on stderr (`displaced`), so the squatter
+neither silences the prompt hook nor makes each call a cold start. A $MEMSTRATA_RUNTIME_DIR set
+by hand is used as given (refused when unsafe, never replaced).
 """
 from __future__ import annotations
 
@@ -18,12 +24,61 @@ LOG_NAME = "service.log"
 
 
 def candidate(env=None, uid: int | None = None) -> str:
-    """The runtime folder this user's service uses (not checked, not created)."""
+    """The runtime folder this user's service uses (not checked, not created): the default one,
+    or the private fall-back when another user holds the default name (`displaced`)."""
     env = os.environ if env is None else env
     uid = os.getuid() if uid is None else uid
     chosen = env.get(ENV)
     if chosen:
         return os.path.abspath(os.path.expanduser(chosen))
+    default = default_folder(env, uid)
+    if taken_reason(default, uid) is not None:
+        return fallback_folder(env) or default
+    return default
+
+
+def displaced(env=None, uid: int | None = None) -> str | None:
+    """One line when the default runtime folder is held by someone else and the service uses the
+    fall-back instead (None otherwise, and when $MEMSTRATA_RUNTIME_DIR is set)."""
+    env = os.environ if env is None else env
+    uid = os.getuid() if uid is None else uid
+    if env.get(ENV):
+        return None
+    default = default_folder(env, uid)
+    reason = taken_reason(default, uid)
+    if reason is None:
+        return None
+    other = fallback_folder(env)
+    instead = f"the memory service uses {other} instead" if other else "no private folder is left for the service"
+    return f"{default} cannot be this user's runtime folder ({reason}): {instead} (set {ENV} to choose one)"
+
+
+def taken_reason(path: str, uid: int) -> str | None:
+    """Why an existing folder at the default name is someone else's (a symlink, not a folder, another
+    owner), or None (missing, or ours: a folder of ours with loose modes is refused by `check`)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return unsafe_reason(uid, is_symlink=stat.S_ISLNK(st.st_mode), is_dir=stat.S_ISDIR(st.st_mode),
+                         owner=st.st_uid, mode=0o700)
+
+
+def fallback_folder(env=None) -> str | None:
+    """The private fall-back in the user's home: $XDG_STATE_HOME/memstrata/run, else
+    ~/.local/state/memstrata/run (None without an absolute home)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME")
+    if not (base and os.path.isabs(base)):
+        home = env.get("HOME") or os.path.expanduser("~")
+        if not (home and os.path.isabs(home)) or home == "/":
+            return None
+        base = os.path.join(home, ".local", "state")
+    return os.path.join(base, "memstrata", "run")
+
+
+def default_folder(env, uid: int) -> str:
+    """$XDG_RUNTIME_DIR/memstrata when $XDG_RUNTIME_DIR is a folder of ours, else /tmp/memstrata-<uid>."""
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg):
         try:

@@ -81,7 +81,8 @@ class Upkeep:
             for root in due:
                 del self._maintain_due[root]
         for root in due:
-            maintain_index(root)
+            if maintain_index(root) is BUSY:
+                self.after_write(root)  # another writer holds the tree: tried again later, quietly
 
     # -- team sync on a timer -----------------------------------------------------------
     def start_due_syncs(self) -> None:
@@ -144,18 +145,33 @@ class Upkeep:
         self.settings.forget(root)
 
 
+BUSY = {"busy": True}  # maintain_index's answer when another writer held the tree or raced it
+
+
 def maintain_index(root: str) -> dict | None:
-    """Index upkeep of one root between calls: scalar/ANN indexes, compaction (retrieval/ann.py)."""
+    """Index upkeep of one root between calls: scalar/ANN indexes, compaction (retrieval/ann.py),
+    under the tree lock like every write, taken without waiting. A tree another process is writing
+    (the lock held, or a LanceDB commit that lost a race with it: "Retryable commit conflict") is
+    BUSY: tried again later, without a line in service.log for each try."""
     call_local.memories = {}
     try:
+        from memstrata.errors import Locked
         from memstrata.retrieval import ann
 
         m = POOL.checkout(root, touch=False)
-        done = ann.maintain(m.state.vector_index())
+        try:
+            with m.state.lock(timeout=0):
+                index = m.state.vector_index()
+                index.refresh()
+                done = ann.maintain(index)
+        except Locked:
+            return BUSY
         if done.get("actions"):
             log(f"index upkeep of {root}: " + "; ".join(done["actions"]))
         return done
     except Exception as exc:  # noqa: BLE001 - upkeep is an optimisation; calls still work without it
+        if "commit conflict" in str(exc).lower():
+            return BUSY
         log(f"index upkeep of {root} failed: {type(exc).__name__}: {exc}", exc)
         return None
     finally:

@@ -249,8 +249,7 @@ def test_reimport_leaves_unchanged_rows_updates_edited_ones_and_keeps_newer_entr
 
 
 def test_a_run_killed_after_its_versions_and_sidecar_is_taken_up_again(tmp_path, embedder):
-    from memstrata.features.transfer_formats import write_sidecar
-    from memstrata.storage import versions
+    from memstrata.storage import sidecars, versions
 
     src = tmp_path / "one.jsonl"
     _rows(src, 8)
@@ -258,7 +257,7 @@ def test_a_run_killed_after_its_versions_and_sidecar_is_taken_up_again(tmp_path,
     m.init()
     # what a run killed just before the entry file leaves: the kept version and the full text (written first)
     versions.save_snapshot(m.root, "row-compressed", 1, "turn seven, first draft\n")
-    write_sidecar(m.root, ".full/row-compressed.md", "The full text of turn seven: port 20007, a long story.\n")
+    sidecars.write(m.root, "row-compressed", b"The full text of turn seven: port 20007, a long story.\n")
     report = m.import_jsonl(src)
     assert (report["imported"], report["errors"], report["skipped"]) == (8, [], 0)
     assert "a long story" in m.decompress("row-compressed", show=True)["body"]

@@ -105,8 +105,10 @@ def test_update_keeps_the_old_version(mem):
     assert u.version == 2
     assert mem.history_show(r.id, 1) == "We chose Postgres.\n"
     assert mem.read(r.id, count_access=False).body == "We moved to MySQL.\n"
-    # a change of tags only is not a new version
-    assert mem.update(r.id, tags=["db"]).version == 2
+    # a change of tags only is a change too: the version before it is kept (README: every change)
+    assert mem.update(r.id, tags=["db"]).version == 3
+    assert mem.version(r.id, 2).tags == [] and mem.read(r.id, count_access=False).tags == ["db"]
+    assert mem.update(r.id, tags=["db"]).version == 3  # no change, no version
 
 
 def test_revert_is_a_new_version_with_the_old_body(mem):

@@ -88,3 +88,21 @@ def test_older_weighs_less_more_accesses_weigh_more():
     old = entry(access_count=3, last_access=NOW - timedelta(days=100))
     busy = entry(access_count=30, last_access=NOW - timedelta(days=1))
     assert compute_weight(old, NOW) < compute_weight(young, NOW) < compute_weight(busy, NOW)
+
+
+def test_a_count_is_believed_up_to_so_many_reads_a_day_since_created():
+    """A count from a pull or a hand edit (`access_count: 100000000`) weighs what MAX_READS_PER_DAY
+    reads a day since the entry was created would; the engine's own counts never reach the cap."""
+    from memstrata.scoring.weight import MAX_READS_PER_DAY, credible_count
+
+    now = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    created = datetime(2026, 11, 27, 10, tzinfo=timezone.utc)
+    assert credible_count(100_000_000, created, now) == 3 * MAX_READS_PER_DAY
+    assert credible_count(120, created, now) == 120
+    assert credible_count(100_000_000, now, now) == MAX_READS_PER_DAY
+    assert credible_count(10**9, datetime(2027, 1, 1, tzinfo=timezone.utc), now) == MAX_READS_PER_DAY  # created in the future
+    assert credible_count(float("nan"), created, now) == 0 and credible_count(-5, created, now) == 0
+    assert credible_count(10**9, None, now) == MAX_READS_PER_DAY
+    forged = Entry(id="a" * 12, title="x", created=now, last_access=now, access_count=100_000_000, important=True)
+    honest = Entry(id="b" * 12, title="y", created=created, last_access=now, access_count=120, important=True)
+    assert compute_weight(forged, now) < compute_weight(honest, now)
