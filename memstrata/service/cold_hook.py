@@ -65,7 +65,8 @@ def cold_hook(argv: list[str], root: str, start: Callable[[], bool] | None, prom
             sys.stdout.flush()
         except Exception:  # noqa: BLE001 - a hook must never block or break the agent
             pass
-    elif call is not None and (prompt_here or (start is not None and not start())):
+    started = bool(start and start())
+    if call is not None and call.context is not None and (prompt_here or (start is not None and not started)):
         if not prompt_here:
             # No service can start (an unsafe runtime folder, a full disk): answering nothing would be
             # for good, on every prompt; this prompt is answered here, cold, and the user told why.
@@ -73,6 +74,4 @@ def cold_hook(argv: list[str], root: str, start: Callable[[], bool] | None, prom
                              "this prompt was answered without it\n")
         sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")  # the prompt, for the in-process call
         return None
-    elif start:
-        start()
     return 0
