@@ -260,12 +260,12 @@ def give_back_mode(root: Path, item: TrashItem) -> None:
 
 
 def purge(root: Path, now: datetime, retention_days, everything: bool = False,
-          live_ids=frozenset()) -> list[TrashItem]:
+          live_ids=frozenset(), use_days=None) -> list[TrashItem]:
     """Delete for good the trash entries due for purging (or all of them).
 
     Due: scoring.lifecycle.trash_purge_due (reported to the user and in the trash longer than
-    trash_retention_days since; an item never reported or without a trash date is never
-    purged unless `everything`). `retention_days` is
+    trash_retention_days since, counted in `use_days`, the days the tree was used on, when given;
+    an item never reported or without a trash date is never purged unless `everything`). `retention_days` is
     the number of days or a Settings object. Everything of a purged entry goes with it: its
     `.full/` sidecar (and superseded copies) and its kept versions in `.versions/{id}/`, unless
     an entry with that id is still in the tree (`live_ids`) or in the trash.
@@ -278,7 +278,7 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
         trash_retention_days=int(retention_days))
     purged = []
     for item in list_trash(root):
-        if everything or trash_purge_due(item.trashed_at, now, settings, item.reported_at):
+        if everything or trash_purge_due(item.trashed_at, now, settings, item.reported_at, use_days):
             age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
             sidecar = _sidecar_of(root, item)

@@ -308,8 +308,13 @@ class Entries:
         tree.require_initialised(self.root)
         with self.state.lock():
             self.state.catalog.refresh()
-            return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything,
-                               live_ids=set(self.state.catalog.ids()))
+            now = self.state.now()
+            return trash.purge(self.root, now, self.state.settings.trash_retention_days, everything,
+                               live_ids=set(self.state.catalog.ids()), use_days=self.trash_use_days(now))
+
+    def trash_use_days(self, now) -> tuple:
+        """The days in use a trash item's wait counts (use_days over the whole tree)."""
+        return self.use_days(self.state.catalog.entries(), now)
 
     def trash_purge_report(self, everything: bool = False) -> dict:
         """trash_purge, and why what is left was not purged (scoring.lifecycle.trash_waiting)."""
@@ -317,7 +322,9 @@ class Entries:
 
         purged = self.trash_purge(everything)
         left = trash.list_trash(self.root)
-        waiting = trash_waiting([(i.trashed_at, i.reported_at) for i in left], self.state.now(), self.state.settings)
+        now = self.state.now()
+        waiting = trash_waiting([(i.trashed_at, i.reported_at) for i in left], now, self.state.settings,
+                                self.trash_use_days(now))
         return {"purged": purged, "left": len(left), **waiting,
                 "retention_days": self.state.settings.trash_retention_days}
 

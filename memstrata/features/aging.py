@@ -173,12 +173,15 @@ class Aging:
             with self.state.lock():
                 unreported = [i for i in trash.mark_reported(self.root, unreported, now) if i.reported_at]
         report.reported = [reported_row(i, now, settings.trash_retention_days) for i in unreported]
-        due = [i for i in items if lifecycle.trash_purge_due(i.trashed_at, now, settings, i.reported_at)]
+        # counted in days in use, as archive and forgetting: a clock moved ahead (MEMSTRATA_NOW) adds none
+        due = [i for i in items if lifecycle.trash_purge_due(i.trashed_at, now, settings, i.reported_at,
+                                                             self._use_days)]
         if dry_run:
             report.purged = [purge_row(i, now) for i in due]
         elif due:
             with self.state.lock():
-                purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()))
+                purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()),
+                                     use_days=self._use_days)
             report.purged = [purge_row(i, now) for i in purged]
 
     def _maintain_batch(self, batch: list[Entry], now, referrers: dict[str, set[str]],
