@@ -61,27 +61,30 @@ BOOKKEEPING = ("trashed_at", "trashed_from", "trash_reason", "reported_at", MODE
 LEGACY_TRASH_MODE = 0o600
 
 
-def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported: bool = False) -> str:
+def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported: bool = False,
+                  source: str | None = None) -> str:
     """Move an entry's file into the trash; returns its path there (relative to the root).
 
     `reported`: the caller shows the user this move now (`mem maintain` listing what it
-    forgets), so the item counts as reported from this moment."""
+    forgets), so the item counts as reported from this moment. `source`: where its file is when
+    that is not entry.path (a pulled change put another entry there); it comes back to entry.path."""
     root = Path(root)
+    held = source or entry.path
     target_rel = _free_trash_name(root, entry)
     trashed = entry.copy(path=target_rel)
     trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
     if reported:
         trashed.extra["reported_at"] = format_datetime(now)
-    mode = modes.mode_of(root / entry.path) if layout.is_adopted(root) else None
+    mode = modes.mode_of(root / held) if layout.is_adopted(root) else None
     if mode is not None:
         trashed.extra[MODE_KEY] = stat.filemode(mode)[1:]
     try:  # a hand-made note keeps its own lines in the trash too (and when it comes back)
-        original = read_regular_text(root / entry.path)
+        original = read_regular_text(root / held)
     except (OSError, UnicodeDecodeError):
         original = None
     text = _trash_text(root, original, entry.path, trashed, entry.path)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
-    atomic_move(root / entry.path, root / target_rel, root=root)
+    atomic_move(root / held, root / target_rel, root=root)
     # a vault's note keeps its owner's permissions in the trash too (the trash folder itself stays
     # private); the engine's own tree keeps its files 0600
     atomic_write_text(root / target_rel, text, root=root, mode=mode)
