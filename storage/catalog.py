@@ -23,7 +23,7 @@ from memstrata.storage.safe_io import check_write_target
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
-SCHEMA_VERSION = 6  # a catalog of another version is dropped and rebuilt from the tree (5: YAML tags read as written, `true`; 6: ids read as written, `031170406351`)
+SCHEMA_VERSION = 6  # another version is dropped and rebuilt (5: YAML tags as written, `true`; 6: ids too)
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -124,7 +124,7 @@ class Catalog:
 
     def _replace_damaged(self, exc: BaseException) -> None:
         """A catalog found damaged while in use: removed, opened anew and filled from the tree."""
-        self._replacing = True
+        self._replacing = True  # the refill runs the decorated methods: no second rebuild inside
         try:
             old, self._conn = self._conn, None
             old.close()
@@ -228,9 +228,8 @@ class Catalog:
             return (rel, None, st.st_size, st.st_mtime_ns, category_of(rel), None, message, None, None, None)
 
     def _verify_once(self) -> None:
-        """Before this catalog's first write: a damaged file is rebuilt now. A garbled index page can
-        answer a query wrongly without an error (an id lookup finding nothing); `PRAGMA quick_check`
-        reads every page once (about 2 ms per 1,000 entries)."""
+        """Before this catalog's first write, `PRAGMA quick_check` (about 2 ms per 1,000 entries): a
+        garbled index page can answer a lookup wrongly without an error; a damaged file is rebuilt."""
         if self._verified or self.note is not None:
             return
         self._verified = True

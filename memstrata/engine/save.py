@@ -173,7 +173,8 @@ class SavePath:
                 # a vault's note keeps its owner's permissions, a new one gets the umask's, as an editor's
                 # save would (the engine's own files are private)
                 mode = modes.vault_file_mode(root, entry.path) if vault else None
-                atomic_write_text(target, text, root=root, mode=mode, unchanged=unchanged,  # a vault's note with the same bytes is left be
+                # (a vault's note with the same bytes is left be)
+                atomic_write_text(target, text, root=root, mode=mode, unchanged=unchanged,
                                   times_ns=(kept.st_atime_ns, kept.st_mtime_ns) if kept else None)
             if indexes.listing_changed(entry, previous):
                 categories.append(entry.category)
