@@ -102,20 +102,20 @@ def config_problem(root: Path) -> str | None:
             return None
         return (f"{rel} is missing, though {root} holds a memory tree ({', '.join(made[:3])}); restore it "
                 f"(`git checkout -- {rel}`), or `mem init --root {root}` writes a new one with the default settings")
+    ours = layout.is_adopted(root) or bool(engine_files(root))
     try:
         text = read_regular_text(path, limit=1024 * 1024, follow_symlinks=True)
     except (OSError, UnicodeDecodeError) as exc:
         why = str(exc)
     else:
-        ours = layout.is_adopted(root) or bool(engine_files(root))
         try:
             split_frontmatter(text)
             why = "it does not hold memstrata's settings (a YAML block of `setting: value` lines between `---` lines)"
         except CorruptEntry as exc:
             why = exc.message
             ours = ours or "mem config" in text  # the engine's own wording (`mem config list`), half cut
-        if not ours:
-            return None  # a folder's own config.md (a vault's note, not adopted yet): not ours to judge
+    if not ours:
+        return None  # a folder's own config.md (a vault's note, not adopted yet): not ours to judge
     init = f"mem init {'--adopt ' if layout.is_adopted(root) else ''}--root {root}"
     return (f"{rel} cannot be read: {why}; fix it by hand (`mem config list` says the same), or move it "
             f"aside and run `{init}` for the default settings. Nothing in {root} is touched meanwhile")

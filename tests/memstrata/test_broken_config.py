@@ -97,3 +97,16 @@ def test_a_missing_config_md_in_a_tree_is_said_and_init_writes_it_back_without_a
     assert mem("read", ids["boat"], "--root", str(root), machine="laptop")["id"] == ids["boat"]
     assert [i["id"] for i in mem("trash", "list", "--root", str(root), machine="laptop")["entries"]] == [ids["kite"]]
     assert "mem-id" not in (root / "notes" / "boat.md").read_text()  # never adopted: one id per entry
+
+
+def test_a_vaults_own_unreadable_or_broken_config_md_never_blocks_adopting_it(tmp_path, embedder):
+    """Only a tree's own settings file is judged: a vault's note named config.md (Latin-1, or YAML with a
+    typo) is one of its notes, and `mem init --adopt` adopts the vault as before."""
+    for n, raw in enumerate((b"caf\xe9 notes\n", b"---\ntheme: [dark\n---\nmy memstrata notes\n")):
+        vault = tmp_path / f"v{n}"
+        (vault / "notes").mkdir(parents=True)
+        (vault / "config.md").write_bytes(raw)
+        (vault / "notes" / "a.md").write_text("A note.\n")
+        done = run("init", "--adopt", "--root", str(vault))
+        assert done.returncode == 0, done.stderr
+        assert (vault / ".memstrata" / "config.md").is_file() and (vault / "config.md").read_bytes() == raw
