@@ -188,7 +188,8 @@ def previous_texts(index, entries: list[Entry]) -> dict[str, str]:
 def meta_values(root: Path, e: Entry) -> dict:
     """The metadata columns of `e`'s rows (its file's size and mtime: how sync sees it changed)."""
     try:  # the file as its text was read; an entry the engine just wrote: as it is now
-        size, mtime = e.read_stamp or (lambda st: (st.st_size, st.st_mtime_ns))(os.stat(root / e.path))
+        size, mtime = e.read_stamp[:2] if e.read_stamp else (lambda st: (st.st_size, st.st_mtime_ns))(
+            os.stat(root / e.path))
     except (OSError, TypeError):
         size, mtime = -1, -1
     return {"id": row_id(e), "title": e.title, "category": e.category, "tier": e.tier, "status": e.status,

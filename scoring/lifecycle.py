@@ -11,7 +11,7 @@ from memstrata.scoring.tiers import (
     layer_for_tier,
     tier_for,
 )
-from memstrata.scoring.usage import idle_days_in_use
+from memstrata.scoring.usage import days_in_use_since, idle_days_in_use
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
@@ -152,33 +152,49 @@ def _plan_entry(entry: Entry, now: datetime, settings: Settings, referenced: set
 
 
 def trash_purge_due(deleted_at: datetime | None, now: datetime, settings: Settings,
-                    reported_at: datetime | None) -> bool:
+                    reported_at: datetime | None, use_days: Sequence[date] | None = None) -> bool:
     """True when a trash item was reported to the user and has been in the trash more than
-    trash_retention_days since both (unknown trash date or never reported: never purged)."""
+    trash_retention_days since both (unknown trash date or never reported: never purged), and,
+    with `use_days` (the days the tree was used on, sorted), the tree was used on at least
+    trash_retention_days days after that day: as for archive and forgetting, a tree nobody used
+    (or a clock moved ahead, MEMSTRATA_NOW) keeps its trash. `use_days=None` counts calendar days."""
     if deleted_at is None or reported_at is None:
         return False
-    return days_between(max(deleted_at, reported_at), now) > settings.trash_retention_days
+    since = max(deleted_at, reported_at)
+    if days_between(since, now) <= settings.trash_retention_days:
+        return False
+    return use_days is None or days_in_use_since(since, now, use_days) >= settings.trash_retention_days
 
 
-def trash_purgeable_after(deleted_at: datetime | None, settings: Settings,
-                          reported_at: datetime | None) -> datetime | None:
-    """The moment after which trash_purge_due holds for an item (None: never as it stands,
-    because it has no trash date or was never reported)."""
+def trash_purgeable_after(deleted_at: datetime | None, settings: Settings, reported_at: datetime | None,
+                          now: datetime | None = None, use_days: Sequence[date] | None = None) -> datetime | None:
+    """The earliest moment at which trash_purge_due can hold for an item: trash_retention_days after
+    it was trashed and reported, and (with `now` and `use_days`) no sooner than the start of the day
+    the days in use it still lacks end on, were the tree used every day from tomorrow. None: never
+    as it stands (no trash date, or never reported)."""
     if deleted_at is None or reported_at is None:
         return None
-    return max(deleted_at, reported_at) + timedelta(days=settings.trash_retention_days)
+    since = max(deleted_at, reported_at)
+    after = since + timedelta(days=settings.trash_retention_days)
+    if now is None or use_days is None:
+        return after
+    lacking = settings.trash_retention_days - days_in_use_since(since, now, use_days)
+    if lacking <= 0:
+        return after
+    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return max(after, start_of_day + timedelta(days=lacking))
 
 
 def trash_waiting(items: Iterable[tuple[datetime | None, datetime | None]], now: datetime,
-                  settings: Settings) -> dict:
+                  settings: Settings, use_days: Sequence[date] | None = None) -> dict:
     """Why trash items (deleted_at, reported_at) are not purged at `now`: how many were never
-    reported, how many have no trash date, how many wait for trash_retention_days to pass, and
-    the moment after which the first of those becomes purgeable."""
+    reported, how many have no trash date, how many wait for trash_retention_days (of use, with
+    `use_days`) to pass, and the earliest moment the first of those can become purgeable."""
     unreported, undated, waiting, first = 0, 0, 0, None
     for deleted_at, reported_at in items:
-        if trash_purge_due(deleted_at, now, settings, reported_at):
+        if trash_purge_due(deleted_at, now, settings, reported_at, use_days):
             continue
-        after = trash_purgeable_after(deleted_at, settings, reported_at)
+        after = trash_purgeable_after(deleted_at, settings, reported_at, now, use_days)
         if reported_at is None:
             unreported += 1
         elif after is None:

@@ -49,6 +49,39 @@ def same_entry(ours: Entry, theirs: Entry) -> bool:
     return bool(ours.id) and ours.id == theirs.id
 
 
+def one_id(a: Entry, b: Entry) -> bool:
+    """Whether two sides may be one entry: they carry one id, or one of them none yet (a hand-made
+    note given its id on one machine only)."""
+    return not a.id or not b.id or a.id == b.id
+
+
+@dataclass(frozen=True)
+class PathSplit:
+    """A path whose sides carry different ids holds different entries (a rename or a new entry took
+    the path of another): never merged by their texts. `lineage` is (base, ours, theirs) of the entry
+    the base held there, each side None where that side put another entry at the path or none;
+    `ours_new` / `theirs_new` the entry a side put at the path in its place (None: none)."""
+
+    lineage: tuple
+    ours_new: Entry | None = None
+    theirs_new: Entry | None = None
+
+
+def split_by_id(base: Entry | None, ours: Entry | None, theirs: Entry | None) -> PathSplit | None:
+    """The entries at one path when its sides (a missing side None) carry different ids; None when
+    every side present may be one entry (one_id), which the merge rules then merge as ever."""
+    present = [e for e in (base, ours, theirs) if e is not None]
+    if all(one_id(a, b) for n, a in enumerate(present) for b in present[n + 1:]):
+        return None
+    if base is None:  # two new entries at one path
+        return PathSplit((None, None, None), ours, theirs)
+    ours_same = ours is not None and one_id(ours, base)
+    theirs_same = theirs is not None and one_id(theirs, base) and not (ours_same and not one_id(ours, theirs))
+    return PathSplit((base, ours if ours_same else None, theirs if theirs_same else None),
+                     ours if ours is not None and not ours_same else None,
+                     theirs if theirs is not None and not theirs_same else None)
+
+
 def _later(a, b):
     if a is None:
         return b

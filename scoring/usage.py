@@ -33,6 +33,10 @@ def idle_days_in_use(entry: Entry, now: datetime, use_days: Sequence[date]) -> i
     Never more than the calendar days since the entry was last touched.
     """
     stamp = entry.last_touched
-    if stamp is None:
-        return 0
+    return 0 if stamp is None else days_in_use_since(stamp, now, use_days)
+
+
+def days_in_use_since(stamp: datetime, now: datetime, use_days: Sequence[date]) -> int:
+    """How many days in `use_days` (sorted) fall after the day of `stamp`, up to the day of `now`
+    (a trash item's wait counts these, as an entry's idleness does)."""
     return max(0, bisect_right(use_days, day_of(now)) - bisect_right(use_days, day_of(stamp)))

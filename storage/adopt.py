@@ -10,6 +10,7 @@ from memstrata.storage.errors import CorruptEntry
 from memstrata.storage import codec, layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.entry import valid_id
+from memstrata.storage.frontmatter_yaml import scalar_yaml
 from memstrata.storage.safe_io import read_regular_bytes
 
 def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
@@ -30,7 +31,7 @@ def text_with_id(text: str, entry_id: str, key: str = "id") -> str | None:
     if has_toml_frontmatter(rest):
         return None  # Hugo/Zola read a `+++` block only at the very top: a YAML block before it breaks the site
     if not data and not rest.startswith(codec.FRONTMATTER_DELIMITER):
-        return f"{bom}---{nl}{key}: {entry_id}{nl}---{nl}{nl}{rest}"
+        return f"{bom}---{nl}{key}: {scalar_yaml(entry_id)}{nl}---{nl}{nl}{rest}"
     if valid_id(str(data.get(key, ""))):
         return None
     first_break = rest.find("\n")
@@ -68,13 +69,14 @@ def _with_key(block: str, key: str, entry_id: str, nl: str):
     line, at that line's indentation (a block of indented keys), or inside a flow mapping."""
     first = block.split("\n", 1)[0]
     indent = first[: len(first) - len(first.lstrip(" "))]
-    yield f"{indent}{key}: {entry_id}{nl}{block}"
+    value = scalar_yaml(entry_id)  # quoted when YAML would read it as a number (`'031170406351'`)
+    yield f"{indent}{key}: {value}{nl}{block}"
     stripped = block.lstrip()
     if stripped.startswith("{"):
         at = len(block) - len(stripped) + 1
         inner = stripped[1:].lstrip()
         sep = " " if inner.startswith("}") else ", "
-        yield f"{block[:at]}{key}: {entry_id}{sep}{block[at:]}"
+        yield f"{block[:at]}{key}: {value}{sep}{block[at:]}"
 
 
 def _reads_back(new: str, expected: dict, old: str) -> bool:

@@ -55,6 +55,7 @@ class Settings:
     git_connect_timeout: int = 20    # seconds a team sync's git waits to reach the remote (ssh ConnectTimeout; docs/team.md)
     git_idle_timeout: int = 60       # seconds without data before a team sync's git gives up (http.lowSpeedTime, ssh keep-alives)
     git_timeout: int = 900           # seconds one fetch, push or clone may take in all, however slow the remote
+    edit_quiet_ms: int = 20          # a file saved outside the engine this recently is replaced only once it stayed unchanged this long (an editor mid-save)
     max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB, at most 8 MB) is refused; 0: up to 8 MB (a file past 16 MB is never read)
     # Capture (mem capture, docs/capture.md): the sessions coding agents had, kept as entries.
     capture_category: str = "sessions"  # where captured sessions go: <capture_category>/<project>/

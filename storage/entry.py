@@ -81,9 +81,10 @@ class Entry:
     # The frontmatter key that holds `id` in this entry's tree (storage/layout.py): `mem-id` in an
     # adopted vault, whose own `id:` then stays in `extra`, the user's. Not written as a field.
     id_key: str = "id"
-    # (size, mtime_ns) of the file as it was when this entry was read from it (storage.entry_files),
-    # what the index records for its row: a stat taken after embedding would hide an edit made
-    # meanwhile from every later sync. Not a note's field; a copy() is a new entry and drops it.
+    # (size, mtime_ns, inode) of the file as it was when this entry was read from it (storage.entry_files):
+    # the index records the first two for its row (a stat taken after embedding would hide an edit made
+    # meanwhile from every later sync), and the save path replaces the file only while it still has all
+    # three. Not a note's field; a copy() is a new entry and drops it.
     read_stamp: tuple | None = field(default=None, compare=False, repr=False)
 
     def copy(self, **changes) -> "Entry":

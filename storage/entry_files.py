@@ -142,6 +142,12 @@ def _outside_the_note(root: Path, rel: str, entry: Entry) -> None:
             entry.version = max(kept) + 1
 
 
+def file_stamp(st) -> tuple:
+    """(size, mtime_ns, inode) of a file: what changes when anyone saves it, in place or by a rename
+    (Entry.read_stamp; the index keeps the first two)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 def read_entry_file(root: Path, rel: str) -> Entry:
     """Parse one entry file (CorruptEntry if it cannot be decoded or parsed).
 
@@ -167,7 +173,7 @@ def read_entry_file(root: Path, rel: str) -> Entry:
                             id_key=layout.ADOPTED_ID_KEY if adopted else layout.ID_KEY)
         if adopted:
             _outside_the_note(root, rel, entry)
-        entry.read_stamp = (st.st_size, st.st_mtime_ns)
+        entry.read_stamp = file_stamp(st)
         return entry
     except InvalidInput as exc:  # a value the codec refuses (e.g. importance: urgent): this file only
         raise CorruptEntry(exc.message) from None

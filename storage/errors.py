@@ -37,6 +37,20 @@ class Locked(MemstrataError):
     kind = "locked"
 
 
+class ChangedOnDisk(Locked):
+    """An entry file changed on disk between the engine's read and its write (an editor saving it):
+    nothing was written over it. `paths`: the files left as they were (relative to the root)."""
+
+    kind = "changed_on_disk"
+
+    def __init__(self, paths, what: str = "the change"):
+        paths = list(paths)
+        shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
+        super().__init__(f"{shown} changed on disk while {what} was being written (an editor saving it?): "
+                         f"left as saved there, nothing written over it; try again", paths=paths)
+        self.paths = paths
+
+
 class IndexUnavailable(MemstrataError):
     exit_code = 7
     kind = "index_unavailable"

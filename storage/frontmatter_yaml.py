@@ -26,8 +26,27 @@ _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumperBase = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+# Top-level keys whose scalars are ids (the engine's `id:`, a vault's `mem-id:`, `related:` links):
+# read as the text written. YAML 1.1 reads `031170406351` as the octal number 3387034857, `1_000` as
+# 1000, `0x1f` as 31, `1.50` as 1.5 and `yes` as true; an id is a name, never a number (`null`,
+# `~` and an empty value stay no id).
+ID_KEYS = ("id", "mem-id", "related")
+_STR_TAG = "tag:yaml.org,2002:str"
+_NOT_TEXT = {f"tag:yaml.org,2002:{kind}" for kind in ("int", "float", "bool", "timestamp")}
+
+
 class _Loader(_SafeLoader):
-    """The safe loader, with a date YAML cannot build (`0000-00-00`, `2024-02-30`) read as the text it is."""
+    """The safe loader, with a date YAML cannot build (`0000-00-00`, `2024-02-30`) read as the text it
+    is, and the scalars of ID_KEYS read as the text written."""
+
+    def construct_document(self, node):
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value in ID_KEYS:
+                    for scalar in (value.value if isinstance(value, yaml.SequenceNode) else [value]):
+                        if isinstance(scalar, yaml.ScalarNode) and scalar.tag in _NOT_TEXT:
+                            scalar.tag = _STR_TAG
+        return super().construct_document(node)
 
 
 def _lenient_timestamp(loader, node):
@@ -170,6 +189,12 @@ def value_problem(value, depth: int = 0) -> str | None:
         if problem:
             return problem
     return None
+
+
+def scalar_yaml(value) -> str:
+    """One value as a YAML scalar: plain where YAML reads it back as it is, quoted where it would
+    read as another type (`'031170406351'`, `'yes'`): what a hand-written `key: value` line holds."""
+    return yaml.dump(value, Dumper=EntryDumper, allow_unicode=True, width=100000).split("\n...")[0].rstrip("\n")
 
 
 def dump_yaml(mapping: dict) -> str:

@@ -63,27 +63,30 @@ BOOKKEEPING = ("trashed_at", "trashed_from", "trash_reason", "reported_at", MODE
 LEGACY_TRASH_MODE = 0o600
 
 
-def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported: bool = False) -> str:
+def move_to_trash(root: Path, entry: Entry, reason: str, now: datetime, reported: bool = False,
+                  source: str | None = None) -> str:
     """Move an entry's file into the trash; returns its path there (relative to the root).
 
     `reported`: the caller shows the user this move now (`mem maintain` listing what it
-    forgets), so the item counts as reported from this moment."""
+    forgets), so the item counts as reported from this moment. `source`: where its file is when
+    that is not entry.path (a pulled change put another entry there); it comes back to entry.path."""
     root = Path(root)
+    held = source or entry.path
     target_rel = _free_trash_name(root, entry)
     trashed = entry.copy(path=target_rel)
     trashed.extra.update({"trashed_at": format_datetime(now), "trashed_from": entry.path, "trash_reason": reason})
     if reported:
         trashed.extra["reported_at"] = format_datetime(now)
-    mode = modes.mode_of(root / entry.path) if layout.is_adopted(root) else None
+    mode = modes.mode_of(root / held) if layout.is_adopted(root) else None
     if mode is not None:
         trashed.extra[MODE_KEY] = stat.filemode(mode)[1:]
     try:  # a hand-made note keeps its own lines in the trash too (and when it comes back)
-        original = read_regular_text(root / entry.path)
+        original = read_regular_text(root / held)
     except (OSError, UnicodeDecodeError):
         original = None
     text = _trash_text(root, original, entry.path, trashed, entry.path)  # refuses (InvalidInput) before anything moves
     audit(root, now, "trash", entry.id, entry.title, entry.path, reason)
-    atomic_move(root / entry.path, root / target_rel, root=root)
+    atomic_move(root / held, root / target_rel, root=root)
     # a vault's note keeps its owner's permissions in the trash too (the trash folder itself stays
     # private); the engine's own tree keeps its files 0600
     atomic_write_text(root / target_rel, text, root=root, mode=mode)
@@ -285,12 +288,12 @@ def give_back_mode(root: Path, item: TrashItem) -> None:
 
 
 def purge(root: Path, now: datetime, retention_days, everything: bool = False,
-          live_ids=frozenset(), only_ids=None) -> list[TrashItem]:
+          live_ids=frozenset(), use_days=None, only_ids=None) -> list[TrashItem]:
     """Delete for good the trash entries due for purging (or all of them).
 
     Due: scoring.lifecycle.trash_purge_due (reported to the user and in the trash longer than
-    trash_retention_days since; an item never reported or without a trash date is never
-    purged unless `everything`). `retention_days` is
+    trash_retention_days since, counted in `use_days`, the days the tree was used on, when given;
+    an item never reported or without a trash date is never purged unless `everything`). `retention_days` is
     the number of days or a Settings object. Everything of a purged entry goes with it: its
     `.full/` sidecar (and superseded copies) and its kept versions in `.versions/{id}/`, unless
     an entry with that id is still in the tree (`live_ids`) or in the trash. `only_ids`: only the
@@ -306,7 +309,7 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
     for item in list_trash(root):
         if only_ids is not None and item.id not in only_ids:
             continue
-        if everything or trash_purge_due(item.trashed_at, now, settings, item.reported_at):
+        if everything or trash_purge_due(item.trashed_at, now, settings, item.reported_at, use_days):
             age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
             sidecar = _sidecar_of(root, item)

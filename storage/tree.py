@@ -62,19 +62,82 @@ def _lost_engine_home(root: Path) -> bool:
     return home.is_dir() and not (home / CONFIG_FILE).exists()
 
 
+# What only `mem init` and the engine make at a tree's top (a tree made by `mem init`): a folder holding
+# one of these is a memory tree whatever its config.md says. `.trash/` alone is no sign (Obsidian's own
+# trash folder has that name): only with the engine's audit file in it.
+_ENGINE_MADE = (".versions", ".full", ".vectors", ".cache/catalog.db")
+
+
+def engine_files(root: Path) -> list[str]:
+    """The files and folders only a memory tree made by `mem init` holds that `root` holds (the tree's
+    own kept versions, originals, index, catalog, trash audit and root INDEX.md); [] for any other folder."""
+    root = Path(root)
+    found = [rel for rel in _ENGINE_MADE if os.path.lexists(root / rel)]
+    for rel, opening in ((".trash/INDEX.md", "# Trash audit"), ("INDEX.md", "---\ntype: root-index")):
+        try:
+            if read_regular_text(root / rel, limit=64 * 1024).startswith(opening):
+                found.append(rel)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
+
+
+def config_problem(root: Path) -> str | None:
+    """Why a folder that holds a memory tree is not read as one, in one line, when its settings file is
+    there and broken (malformed YAML, truncated, not UTF-8) or, in a tree made by `mem init`, gone; None
+    for an initialised tree and for any folder that holds no tree. Nothing is read or written in such
+    a folder until the file reads: `mem init` and `mem init --adopt` refuse it too (adopting a tree
+    gave every entry a second id and hid its trash, versions and originals)."""
+    from memstrata.storage.codec import split_frontmatter
+    from memstrata.storage.errors import CorruptEntry
+
+    root = Path(root)
+    if is_initialised(root):
+        return None
+    rel = layout.at(root, CONFIG_FILE)
+    path = root / rel
+    if not os.path.lexists(path):
+        made = [] if layout.is_adopted(root) else engine_files(root)
+        if not made:
+            return None
+        return (f"{rel} is missing, though {root} holds a memory tree ({', '.join(made[:3])}); restore it "
+                f"(`git checkout -- {rel}`), or `mem init --root {root}` writes a new one with the default settings")
+    ours = layout.is_adopted(root) or bool(engine_files(root))
+    try:
+        text = read_regular_text(path, limit=1024 * 1024, follow_symlinks=True)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = str(exc)
+    else:
+        try:
+            split_frontmatter(text)
+            why = "it does not hold memstrata's settings (a YAML block of `setting: value` lines between `---` lines)"
+        except CorruptEntry as exc:
+            why = exc.message
+            ours = ours or "mem config" in text  # the engine's own wording (`mem config list`), half cut
+    if not ours:
+        return None  # a folder's own config.md (a vault's note, not adopted yet): not ours to judge
+    init = f"mem init {'--adopt ' if layout.is_adopted(root) else ''}--root {root}"
+    return (f"{rel} cannot be read: {why}; fix it by hand (`mem config list` says the same), or move it "
+            f"aside and run `{init}` for the default settings. Nothing in {root} is touched meanwhile")
+
+
 def require_initialised(root: Path) -> None:
-    """NotFound (with how to make one) unless `root` is an initialised memory tree."""
+    """NotFound (with how to make one) unless `root` is an initialised memory tree; InvalidInput when it
+    holds a tree whose settings file cannot be read (config_problem)."""
     if not Path(root).exists():
         raise NotFound(f"no memory tree at {root}; run `mem init --root {root}` to make one")
     if not Path(root).is_dir():
         raise InvalidInput(f"{root} is not a folder")
-    if not is_initialised(root) and _lost_engine_home(root):
+    if is_initialised(root):
+        return
+    problem = config_problem(root)
+    if problem:
+        raise (InvalidInput if os.path.lexists(layout.path(root, CONFIG_FILE)) else NotFound)(problem)
+    if _lost_engine_home(root):
         raise NotFound(f"{root}/{layout.ENGINE_HOME}/{CONFIG_FILE} is missing (deleted, e.g. by a git commit), so "
                        f"{root} is not read as a memory tree and nothing in it is touched; restore the file "
                        f"(`git checkout -- {layout.ENGINE_HOME}/{CONFIG_FILE}`) or run `mem init --adopt --root {root}`")
-    if not is_initialised(root):
-        raise NotFound(f"{root} is not a memory tree (no memstrata config.md); "
-                       f"run `mem init --root {root}` to make it one")
+    raise NotFound(f"{root} is not a memory tree (no memstrata config.md); run `mem init --root {root}` to make it one")
 
 
 def initialise(root: Path, settings: Settings | None = None, adopted: bool = False) -> list[str]:

@@ -64,6 +64,8 @@ def _maintain(dry_run: bool, root, as_json: bool) -> None:
             table(data["purged"], ["id", "title", "trashed_from", "days_in_trash"])
         for error in data["errors"]:
             typer.echo(f"warning: {error['path']}: {error['error']}", err=True)
+        for row in data["skipped"]:
+            typer.echo(f"skipped: {row['path']}: {row['reason']}", err=True)
         typer.echo(_changed_line(data, dry_run))
 
     emit(as_json, data, human)
@@ -99,10 +101,11 @@ def maintain(
 ):
     """Age the tree: retier, compress (losslessly), archive, expire, forget, purge the trash.
 
-    Archive and forgetting count only days the tree was in use; what is forgotten is listed
-    (FORGOTTEN: title, id, why, `mem restore ID`), and trash is purged only
-    trash_retention_days after it was reported. Idempotent (a second run right after the
-    first changes nothing); safe from cron or at the end of an agent's session.
+    Archive, forgetting and the purge count only days the tree was in use; what is forgotten is
+    listed (FORGOTTEN: title, id, why, `mem restore ID`), and trash is purged only
+    trash_retention_days (of use) after it was reported. An entry an editor saves while maintain
+    writes it is left as saved and listed as skipped (the next run takes it). Idempotent (a second
+    run right after the first changes nothing); safe from cron or at the end of an agent's session.
 
     Example: mem maintain --dry-run --json
     """

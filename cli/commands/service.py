@@ -89,6 +89,9 @@ def serve(
         return
     resolved = tree.resolve_root(root)
     if not tree.is_initialised(resolved):
+        problem = tree.config_problem(resolved)  # a tree whose config.md cannot be read: said as such
+        if problem:
+            raise InvalidInput(problem)
         raise NotFound(f"no memory tree at {resolved}; run `mem init` (or pass --root)")
     folder, reason = rundir.ensure(create=True)
     if reason:

@@ -31,7 +31,7 @@ def trash_list(root: RootOpt = None, as_json: JsonOpt = False):
     """List the entries in the trash (restore one with `mem restore ID`).
 
     Listing reports them: an item is purged only once it was reported (here or by `mem
-    maintain`) and trash_retention_days have passed since.
+    maintain`) and trash_retention_days have passed since, counted in days the tree was in use.
 
     Example: mem trash list --json
     """
@@ -52,7 +52,8 @@ def trash_purge(
     as_json: JsonOpt = False,
 ):
     """Delete for good the trash entries reported at least once and in the trash more than
-    trash_retention_days since (config.md); --all empties the trash.
+    trash_retention_days since (config.md), counted in days the tree was in use (a tree nobody
+    used, or a clock moved ahead with MEMSTRATA_NOW, keeps its trash); --all empties the trash.
 
     Example: mem trash purge
     """
@@ -68,11 +69,11 @@ def _why_left(report: dict, after: str | None) -> str:
     """"; 3 left: ..." on why the items still in the trash were not purged ("" when it is empty)."""
     reasons = []
     if report["waiting"]:
-        reasons.append(f"{report['waiting']} reported less than {counted(report['retention_days'], 'day')} ago "
-                       f"(trash_retention_days; the first purgeable after {after[:10]})")
+        reasons.append(f"{report['waiting']} reported less than {counted(report['retention_days'], 'day')} of use "
+                       f"ago (trash_retention_days; the first purgeable after {after[:10]} at the earliest)")
     if report["unreported"]:
         reasons.append(f"{report['unreported']} not reported yet (`mem trash list` or `mem maintain` reports "
-                       f"them; purged {counted(report['retention_days'], 'day')} after that)")
+                       f"them; purged {counted(report['retention_days'], 'day')} of use after that)")
     if report["undated"]:
         reasons.append(f"{report['undated']} without a trash date (only --all purges them)")
     return f"; {report['left']} left: " + ", ".join(reasons) if reasons else ""

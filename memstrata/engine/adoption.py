@@ -76,6 +76,23 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
 
 
 
+def _config_lost(root: Path, adopt: bool) -> bool:
+    """Whether `root` is a tree made by `mem init` whose config.md is gone (`mem init` writes it back);
+    InvalidInput for any other tree `mem init` must not make anew: a settings file that cannot be read
+    (tree.config_problem), or `--adopt` of a tree made by `mem init` (every entry would get a second id,
+    and its trash, versions and originals would be left beside the vault's)."""
+    problem = tree.config_problem(root) if root.is_dir() else None
+    if not problem:
+        return False
+    if os.path.lexists(layout.path(root, tree.CONFIG_FILE)):
+        raise InvalidInput(problem)
+    if adopt:
+        raise InvalidInput(f"{root} is a memory tree made by `mem init` whose config.md is missing "
+                           f"({', '.join(tree.engine_files(root)[:3])}): adopting it would give every entry a "
+                           f"second id; `mem init --root {root}` (without --adopt) writes its config.md back")
+    return True
+
+
 def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False, progress=None) -> dict:
     """Create the tree (idempotent): root 0700, config.md, INDEX.md, .gitignore, starter categories.
 
@@ -88,6 +105,7 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False, pr
     """
     if entries.root.exists() and not entries.root.is_dir():
         raise InvalidInput(f"{entries.root} exists and is not a folder")
+    config_lost = _config_lost(entries.root, adopt)  # a tree whose config.md is gone: written back, never adopted
     if adopt and not tree.is_initialised(entries.root):  # --adopt names a folder of notes: never a new empty tree
         shown = str(entries.root)
         if not entries.root.exists():
@@ -100,7 +118,7 @@ def init(entries: Entries, adopt: bool = False, indexes_wanted: bool = False, pr
     # a folder with the engine's hidden folder is an adopted vault that lost its settings: never
     # the old layout over the user's files
     adopt = adopt or (fresh and (entries.root / layout.ENGINE_HOME).is_dir())
-    notes = _markdown_notes(entries.root) if fresh else 0
+    notes = _markdown_notes(entries.root) if fresh and not config_lost else 0
     if notes and not adopt:
         raise InvalidInput(f"{entries.root} already holds {notes}{'+' if notes >= _NOTES_COUNTED else ''} "
                            f"Markdown notes; `mem init --adopt` makes them memories (each gets a `mem-id:` "

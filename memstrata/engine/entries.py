@@ -14,7 +14,7 @@ from memstrata.engine.inputs import (
 from memstrata.engine.save import SavePath
 from memstrata.engine.split_advice import split_advised, split_warning
 from memstrata.engine.state import TreeState
-from memstrata.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.errors import ChangedOnDisk, CorruptEntry, InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
 from memstrata.storage import indexes, journal, layout, trash, tree
@@ -22,6 +22,9 @@ from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.line_ends import file_line_end, with_line_ends
 from memstrata.storage.paths import category_of, validate_category
+
+
+UPDATE_ATTEMPTS = 3  # an update reads an entry an editor keeps saving this often before it says so
 
 
 class Entries:
@@ -214,11 +217,24 @@ class Entries:
     def update(self, ref: str, body=None, *, title: str | None = None, tags=None, importance=None,
                important: bool | None = None, related=None, expires=None, category: str | None = None,
                add_tags=None, remove_tags=None, agent: str | None = None) -> WriteResult:
-        """Change an entry in place (same id); the previous body is kept as a version."""
+        """Change an entry in place (same id); the previous body is kept as a version. An entry file
+        an editor saves meanwhile is read again and the change made on what it saved (ChangedOnDisk,
+        nothing written, when it keeps changing: UPDATE_ATTEMPTS reads)."""
         new_body = None if body is None else clean_body(body)
         if new_body is not None:
             check_size(new_body, self.state.settings.max_entry_bytes)
         self.save.prepare()
+        for attempt in range(1, UPDATE_ATTEMPTS + 1):
+            try:
+                return self._update_once(ref, new_body, title=title, tags=tags, importance=importance,
+                                         important=important, related=related, expires=expires, category=category,
+                                         add_tags=add_tags, remove_tags=remove_tags, agent=agent)
+            except ChangedOnDisk:
+                if attempt == UPDATE_ATTEMPTS:
+                    raise
+
+    def _update_once(self, ref: str, new_body, *, title, tags, importance, important, related, expires, category,
+                     add_tags, remove_tags, agent) -> WriteResult:
         with self.state.lock():
             current = self.resolve(ref)
             changed = current.copy(updated=self.state.now())
@@ -320,8 +336,13 @@ class Entries:
         tree.require_initialised(self.root)
         with self.state.lock():
             self.state.catalog.refresh()
-            return trash.purge(self.root, self.state.now(), self.state.settings.trash_retention_days, everything,
-                               live_ids=set(self.state.catalog.ids()))
+            now = self.state.now()
+            return trash.purge(self.root, now, self.state.settings.trash_retention_days, everything,
+                               live_ids=set(self.state.catalog.ids()), use_days=self.trash_use_days(now))
+
+    def trash_use_days(self, now) -> tuple:
+        """The days in use a trash item's wait counts (use_days over the whole tree)."""
+        return self.use_days(self.state.catalog.entries(), now)
 
     def trash_purge_report(self, everything: bool = False) -> dict:
         """trash_purge, and why what is left was not purged (scoring.lifecycle.trash_waiting)."""
@@ -329,7 +350,9 @@ class Entries:
 
         purged = self.trash_purge(everything)
         left = trash.list_trash(self.root)
-        waiting = trash_waiting([(i.trashed_at, i.reported_at) for i in left], self.state.now(), self.state.settings)
+        now = self.state.now()
+        waiting = trash_waiting([(i.trashed_at, i.reported_at) for i in left], now, self.state.settings,
+                                self.trash_use_days(now))
         return {"purged": purged, "left": len(left), **waiting,
                 "retention_days": self.state.settings.trash_retention_days}
 

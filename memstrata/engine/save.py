@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable
 
 from memstrata.engine.index import IndexStep
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.errors import ChangedOnDisk, InvalidInput, MemstrataError
 from memstrata.results import WriteResult
 from memstrata.storage import codec, frontmatter_edit, indexes, layout, modes, tree, vault_note
-from memstrata.storage.atomic import atomic_move, atomic_write_bytes, atomic_write_text, one_sync
+from memstrata.storage.atomic import ChangedMeanwhile, atomic_move, atomic_write_bytes, atomic_write_text, one_sync
 from memstrata.storage.entry import Entry, new_id
-from memstrata.storage.entry_files import read_entry_file
+from memstrata.storage.entry_files import file_stamp, read_entry_file
 from memstrata.storage.paths import inside_root
-from memstrata.storage.safe_io import read_regular_bytes
+from memstrata.storage.safe_io import read_regular_bytes, read_regular_stamped
+
+OWN_WRITES_KEPT = 4096  # stamps of the files this process wrote last (SavePath._own): they need no quiet wait
 
 # A check a new entry passes before it is written: None to go on, or the answer instead of
 # a write (duplicate, near-duplicate, conflict, merged). Registered by features.versions.
@@ -33,6 +36,13 @@ class SavePath:
     4. `save_many`: the files (a move is a rename, then a rewrite), the catalog, the vector
        index, INDEX.md, each step after the one before; if any fails, every file is put back
        as it was and the undo actions of the steps above run.
+
+    No file is replaced that changed since it was read (an editor saved it meanwhile): the
+    entry's `read_stamp` is checked before the write and the bytes once more right before the
+    rename; a file saved outside the engine less than `edit_quiet_ms` ago is replaced only once it
+    stayed unchanged that long (an editor that truncates, then writes). Else nothing of the batch
+    is written and ChangedOnDisk names the files: the caller reads them again and redoes, or
+    skips them and says so.
     """
 
     def __init__(self, state: TreeState, index: IndexStep):
@@ -40,6 +50,7 @@ class SavePath:
         self.index = index
         self.write_checks: list[WriteCheck] = []
         self.update_steps: list[UpdateStep] = []
+        self._own: dict[str, tuple] = {}  # path -> stamp of the files this process wrote last
 
     # -- 1. checks before a write ---------------------------------------------------------
     def check_fields(self, fields: dict, initialised: bool | None = None) -> list[str]:
@@ -102,9 +113,10 @@ class SavePath:
         INDEX.md once. Callers hold the tree lock. Returns the index step's counts.
 
         A move is an atomic rename first and a rewrite second, so a crash leaves the old or
-        the new entry, never two copies.
+        the new entry, never two copies. ChangedOnDisk (nothing written) when a file changed since
+        `previous` was read from it, or while this batch was being written.
         """
-        files: list[tuple[Entry, str | None, bytes | None]] = []
+        files: list[tuple] = []
         key = layout.id_key(self.state.root)
         for entry, _ in changes:
             entry.id_key = key  # `mem-id:` in an adopted vault, whatever the entry was built from
@@ -112,16 +124,21 @@ class SavePath:
             if not entry.id:  # a hand-made file the user writes to: a write gives it its id
                 entry.id = new_id()
         try:
-            with one_sync():  # the batch's files reach the disk with one flush (storage/atomic.py)
-                categories = self._write_files(changes, files, texts or {})
+            try:
+                with one_sync():  # the batch's files reach the disk with one flush (storage/atomic.py)
+                    categories = self._write_files(changes, files, texts or {})
+            except ChangedMeanwhile as exc:
+                root = self.state.root
+                raise ChangedOnDisk([os.path.relpath(p, root).replace(os.sep, "/") for p in exc.paths]) from None
+            self._remember(files)
             self._record_catalog(changes)
             counts = self.index.upsert([entry for entry, _ in changes], progress=index_progress)
             if categories and write_indexes:
                 self.write_indexes(list(dict.fromkeys(categories)))
             return counts
         except BaseException:
-            for entry, old_path, old_bytes in reversed(files):
-                self._put_back(entry, old_path, old_bytes)
+            for entry, old_path, old_bytes, new_bytes in reversed(files):
+                self._put_back(entry, old_path, old_bytes, new_bytes)
             for action in reversed(undo or []):
                 action()
             try:
@@ -138,29 +155,61 @@ class SavePath:
             target = root / entry.path
             old_path = previous.path if previous is not None else None
             old_file = root / old_path if old_path else None
-            old_bytes = read_regular_bytes(old_file) if old_file is not None and os.path.lexists(old_file) else None
-            if entry.path != old_path and (target.exists() or any(entry.path == e.path for e, _, _ in files)):
+            old_bytes, seen = self._read_unchanged(old_path, previous) if old_file is not None and \
+                os.path.lexists(old_file) else (None, None)
+            if entry.path != old_path and (target.exists() or any(entry.path == e.path for e, *_ in files)):
                 raise InvalidInput(f"{entry.path} already exists")
-            files.append((entry, old_path, old_bytes))
-            if layout.is_adopted(root) and "/" in entry.path:  # a new folder in a vault: the user's mode
+            vault = layout.is_adopted(root)
+            text = texts.get(entry.path) or _file_text(entry, old_path, old_bytes, vault)
+            files.append((entry, old_path, old_bytes, text.encode("utf-8")))
+            if vault and "/" in entry.path:  # a new folder in a vault: the user's mode
                 modes.make_user_folders(root, entry.path.rsplit("/", 1)[0])
             if old_bytes is not None and old_path != entry.path:
                 atomic_move(old_file, target, root=root)
-            vault = layout.is_adopted(root)
-            text = texts.get(entry.path) or _file_text(entry, old_path, old_bytes, vault)
+            # replaced only if it still is the file read (an editor's save since is kept: ChangedMeanwhile)
+            unchanged = (lambda t=target, s=seen, b=old_bytes: _still(t, s, b)) if seen is not None else None
             if not vault or old_path != entry.path or old_bytes != text.encode("utf-8"):
                 # a vault's note given only a fresh id (doctor --fix of a template's copy) keeps its time: aging reads it
                 kept = os.stat(target) if vault and old_path == entry.path and _only_id_changed(entry, previous) else None
                 # a vault's note keeps its owner's permissions, a new one gets the umask's, as an editor's
                 # save would (the engine's own files are private)
                 mode = modes.vault_file_mode(root, entry.path) if vault else None
-                atomic_write_text(target, text, root=root, mode=mode,  # a vault's note with the same bytes is left be
+                # (a vault's note with the same bytes is left be)
+                atomic_write_text(target, text, root=root, mode=mode, unchanged=unchanged,
                                   times_ns=(kept.st_atime_ns, kept.st_mtime_ns) if kept else None)
             if indexes.listing_changed(entry, previous):
                 categories.append(entry.category)
                 if previous is not None:
                     categories.append(previous.category)
         return categories
+
+    def _read_unchanged(self, rel: str, previous: Entry | None) -> tuple[bytes, os.stat_result]:
+        """The bytes and stamp of the file `previous` was read from, as long as nobody saved it since
+        (ChangedOnDisk otherwise) and it has been quiet for edit_quiet_ms (waiting for that when it
+        was saved outside the engine just now: an editor may be half-way through its save)."""
+        path = self.state.root / rel
+        data, seen = read_regular_stamped(path)
+        expected = previous.read_stamp if previous is not None else None
+        if expected is not None and file_stamp(seen) != tuple(expected):
+            raise ChangedOnDisk([rel])
+        quiet = self.state.settings.edit_quiet_ms / 1000
+        age = time.time() - seen.st_mtime_ns / 1e9
+        if 0 <= age < quiet and self._own.get(rel) != file_stamp(seen):
+            time.sleep(quiet - age)
+            again = read_regular_bytes(path)
+            if file_stamp(os.stat(path)) != file_stamp(seen) or again != data:
+                raise ChangedOnDisk([rel])
+        return data, seen
+
+    def _remember(self, files: list) -> None:
+        """The stamps of the files just written: this process's next write of them waits for no quiet."""
+        for entry, *_ in files:
+            try:
+                self._own[entry.path] = file_stamp(os.stat(self.state.root / entry.path))
+            except OSError:
+                continue
+        while len(self._own) > OWN_WRITES_KEPT:
+            self._own.pop(next(iter(self._own)))
 
     def _record_catalog(self, changes) -> None:
         catalog = self.state.catalog
@@ -175,12 +224,23 @@ class SavePath:
                     pass  # unreadable right after the write: the next refresh reads it again
             catalog.record(entry)
 
-    def _put_back(self, entry: Entry, old_path: str | None, old_bytes: bytes | None) -> None:
+    def _put_back(self, entry: Entry, old_path: str | None, old_bytes: bytes | None, new_bytes: bytes) -> None:
+        """Undo one file of a failed batch: only a file that holds what this batch wrote (or, moved,
+        what it held) is put back; one an editor saved since is left as saved."""
         root = self.state.root
-        if old_path and old_bytes is not None:
-            atomic_write_bytes(root / old_path, old_bytes, root=root)
+        target = root / entry.path
+        try:
+            now = read_regular_bytes(target)
+        except OSError:
+            now = None
+        ours = now is not None and (now == new_bytes or (entry.path != old_path and now == old_bytes))
+        if not ours:
+            return
+        if old_path and old_bytes is not None and (old_path == entry.path or not os.path.lexists(root / old_path)):
+            atomic_write_bytes(root / old_path, old_bytes, root=root,
+                               unchanged=lambda: _holds(root / old_path, new_bytes, old_bytes))
         if entry.path != old_path or old_bytes is None:
-            (root / entry.path).unlink(missing_ok=True)
+            target.unlink(missing_ok=True)
 
     # -- the tree's INDEX.md files -------------------------------------------------------------
     def write_indexes(self, categories) -> None:
@@ -191,6 +251,24 @@ class SavePath:
         if categories is None:
             self.state.catalog.refresh()
         indexes.write_indexes(self.state.root, self.state.catalog, self.state.now(), categories)
+
+
+def _still(path, seen: os.stat_result, data: bytes) -> bool:
+    """Whether the file at `path` still is the one read (its stamp and bytes): the last check before a rename."""
+    try:
+        return file_stamp(os.stat(path)) == file_stamp(seen) and read_regular_bytes(path) == data
+    except OSError:
+        return False
+
+
+def _holds(path, *texts: bytes) -> bool:
+    """Whether the file at `path` is missing or holds one of `texts` (a put-back never replaces an editor's save)."""
+    try:
+        return read_regular_bytes(path) in texts
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def _only_id_changed(entry: Entry, previous: Entry | None) -> bool:

@@ -23,7 +23,7 @@ from memstrata.clock import format_datetime
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import MemstrataError, NotFound
+from memstrata.errors import ChangedOnDisk, MemstrataError, NotFound
 from memstrata.features.access_fold import AccessFold
 from memstrata.features.compression import may_shrink
 from memstrata.features.compressor import Compressor
@@ -175,12 +175,15 @@ class Aging:
             with self.state.lock():
                 unreported = [i for i in trash.mark_reported(self.root, unreported, now) if i.reported_at]
         report.reported = [reported_row(i, now, settings.trash_retention_days) for i in unreported]
-        due = [i for i in items if lifecycle.trash_purge_due(i.trashed_at, now, settings, i.reported_at)]
+        # counted in days in use, as archive and forgetting: a clock moved ahead (MEMSTRATA_NOW) adds none
+        due = [i for i in items if lifecycle.trash_purge_due(i.trashed_at, now, settings, i.reported_at,
+                                                             self._use_days)]
         if dry_run:
             report.purged = [purge_row(i, now) for i in due]
         elif due:
             with self.state.lock():
-                purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()))
+                purged = trash.purge(self.root, self.state.now(), settings, live_ids=set(self.state.catalog.ids()),
+                                     use_days=self._use_days)
             report.purged = [purge_row(i, now) for i in purged]
 
     def _maintain_batch(self, batch: list[Entry], now, referrers: dict[str, set[str]],
@@ -214,6 +217,8 @@ class Aging:
                         new.path = self._archived_path(current)
                     taken.add(new.path)
                     pending.append((current, new, actions))
+                except ChangedOnDisk:
+                    report.skipped.append(_skipped(planned))
                 except (MemstrataError, OSError) as exc:
                     report.errors.append({"id": planned.id, "path": planned.path,
                                           "error": getattr(exc, "message", None) or str(exc)})
@@ -250,15 +255,25 @@ class Aging:
                 continue
 
     def _flush(self, pending: list, report: MaintenanceReport) -> None:
-        if not pending:
-            return
-        try:
-            self.save.save_many([(new, current) for current, new, _ in pending])
-            report.changes.extend(change_row(current, new, actions) for current, new, actions in pending)
-        except (MemstrataError, OSError) as exc:
-            message = getattr(exc, "message", None) or str(exc)
-            report.errors.extend({"id": current.id, "path": current.path, "error": message}
-                                 for current, _, _ in pending)
+        """Save a batch; an entry an editor saved meanwhile is left as saved (`skipped`, its new
+        original in `.full/` removed again) and the rest of the batch saved without it."""
+        while pending:
+            try:
+                self.save.save_many([(new, current) for current, new, _ in pending])
+                report.changes.extend(change_row(current, new, actions) for current, new, actions in pending)
+            except ChangedOnDisk as exc:
+                gone = [p for p in pending if p[0].path in exc.paths or p[1].path in exc.paths] or list(pending)
+                for current, new, _ in gone:
+                    report.skipped.append(_skipped(current))
+                    if current.layer == "L0" and new.full_content_file:  # the original this run wrote for it
+                        sidecars.remove(self.root, new.full_content_file)
+                pending[:] = [p for p in pending if p not in gone]
+                continue
+            except (MemstrataError, OSError) as exc:
+                message = getattr(exc, "message", None) or str(exc)
+                report.errors.extend({"id": current.id, "path": current.path, "error": message}
+                                     for current, _, _ in pending)
+            break
         pending.clear()
 
     def _plan_one(self, planned: Entry, now, referrers: dict[str, set[str]]):
@@ -351,3 +366,10 @@ class Aging:
     def full_text_again(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
         """The update step of a compressed entry given a new body: Compressor.full_text_again."""
         self.compression.full_text_again(current, changed, note, undo)
+
+
+def _skipped(entry: Entry) -> dict:
+    """The report row of an entry left as an editor saved it while maintain wrote it."""
+    return {"id": entry.id, "title": entry.title, "path": entry.path,
+            "reason": "changed on disk while maintain wrote it (an editor saving it?): left as saved, "
+                      "maintained by the next run"}

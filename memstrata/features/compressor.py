@@ -5,13 +5,14 @@ from memstrata.clock import format_datetime
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, MemstrataError, NotFound
+from memstrata.errors import ChangedOnDisk, InvalidInput, MemstrataError, NotFound
 from memstrata.features.compression import compressed_body, may_shrink, shrinks, surely_shrinks
 from memstrata.scoring.access import touched
 from memstrata.storage import sidecars, tree
 from memstrata.storage.entry import Entry
 from memstrata.storage.paths import is_archived_path
-from memstrata.storage.safe_io import read_regular_bytes
+from memstrata.storage.entry_files import file_stamp
+from memstrata.storage.safe_io import read_regular_stamped
 
 
 class Compressor:
@@ -72,8 +73,11 @@ class Compressor:
             return False
         compressed = new.copy(body=body, layer=layer, full_content_file=rel,
                               summary=summary if summary is not None else new.summary)
-        if current.layer == "L0":
-            sidecars.write(self.root, current.id, read_regular_bytes(self.root / current.path))
+        if current.layer == "L0":  # the original as read: a file an editor saved since is left be
+            data, seen = read_regular_stamped(self.root / current.path)
+            if current.read_stamp is not None and file_stamp(seen) != tuple(current.read_stamp):
+                raise ChangedOnDisk([current.path], "its compression")
+            sidecars.write(self.root, current.id, data)
         new.body, new.layer, new.full_content_file, new.summary = (
             compressed.body, compressed.layer, compressed.full_content_file, compressed.summary)
         return True

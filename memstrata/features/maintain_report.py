@@ -19,6 +19,7 @@ class MaintenanceReport:
     changes: list[dict] = field(default_factory=list)
     purged: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # entries an editor saved while maintain wrote them: left as saved
     accesses_folded: int = 0  # entries whose journaled accesses were written into their frontmatter
     accesses_to_fold: int = 0  # a dry run's: entries whose journaled accesses a real run would write
     reported: list[dict] = field(default_factory=list)  # trash items shown for the first time
@@ -58,6 +59,7 @@ class MaintenanceReport:
         return {"now": format_datetime(self.now), "dry_run": self.dry_run, "changed": self.changed,
                 "counts": self.counts(), "forgotten": self.forgotten(), "changes": list(self.changes),
                 "purged": list(self.purged), "reported": list(self.reported), "errors": list(self.errors),
+                "skipped": list(self.skipped),
                 "accesses_folded": self.accesses_folded, "accesses_to_fold": self.accesses_to_fold,
                 "days_in_use": self.days_in_use,
                 **({"journal_compacted": self.journal_compacted} if self.journal_compacted else {})}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from memstrata.capture.privacy import keep_personal, untrack_personal
 from memstrata.engine.save import SavePath
@@ -351,16 +352,19 @@ class TeamSync:
 
     def _trash_pulled_deletions(self, head: str | None, tracking: str, machine: str) -> None:
         """An entry another machine deleted goes to this machine's trash too (restorable, and
-        its kept versions are not orphans)."""
+        its kept versions are not orphans); so does one whose path the other machine gave to another
+        entry (a rename onto it, a new entry written there after a delete) and that lives nowhere now."""
         if head is None:
             return
-        gone = [p for status, p in self.git.changed(head, tracking) if status == "D" and is_entry_path_in(self.root, p)]
-        if not gone:
-            return
+        changes = [(s, p) for s, p in self.git.changed(head, tracking) if is_entry_path_in(self.root, p)]
+        gone = [p for status, p in changes if status == "D"]
         catalog = self.state.catalog
-        catalog.refresh()
-        for path in gone:
-            if (self.root / path).exists():
+        held = {p: e.id for status, p in changes if status == "M" and (e := catalog.get(p)) is not None and e.id}
+        if not gone and not held:
+            return
+        catalog.refresh()  # the catalog as merged (held: this machine's ids before the merge)
+        for path in gone + [p for p, held_id in held.items() if (e := catalog.get(p)) is None or e.id != held_id]:
+            if path in gone and (self.root / path).exists():
                 continue  # kept: an edit won over the delete
             text = self.git.show(f"{head}:{path}")
             try:
@@ -368,10 +372,11 @@ class TeamSync:
                                     id_key=layout.id_key(self.root))
             except CorruptEntry:
                 continue
-            if not entry.id or catalog.paths_of(entry.id):
+            if not entry.id or catalog.paths_of(entry.id) or (path in held and entry.id != held[path]):
                 continue  # no id, or the entry lives on at another path (a move)
-            atomic_write_text(self.root / path, text, root=self.root,  # a vault's note: as git would write it
+            at = path if path in gone else tree.unique_entry_path(self.root, category_of(path), Path(path).stem)
+            atomic_write_text(self.root / at, text, root=self.root,  # a vault's note: as git would write it
                               mode=modes.vault_file_mode(self.root, path))
-            trash.move_to_trash(self.root, entry, f"deleted on {self.git.writer_of(tracking, path)}",
-                                self.state.now())
-
+            why = ("deleted on " if path in gone else "its path given to another entry on ") + \
+                self.git.writer_of(tracking, path)
+            trash.move_to_trash(self.root, entry, why, self.state.now(), source=at)

@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 from memstrata.errors import MemstrataError
 from memstrata.features.gitrepo import Git
-from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry
+from memstrata.scoring.merge import content, keep_edit_over_delete, merge_entry, same_entry, split_by_id
 from memstrata.storage import codec, journal, layout, modes, tree, vault_note, versions
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.catalog import is_entry_path_in
@@ -44,30 +44,32 @@ def resolve_all(git: Git, root: Path, ours_by: str) -> list[dict]:
 
 
 class _Moves:
-    """Where each side of the merge put an entry it moved: the id of every entry file a side
-    added since the merge base (read once per side, when first asked)."""
+    """Where each side of the merge put an entry it moved: the file a side added or changed since the
+    merge base that holds the entry's id (found with one `git grep` per question, then parsed)."""
 
     def __init__(self, git: Git, base: str | None, root: Path):
         self.git, self.base, self.root = git, base, root
-        self._added: dict[str, dict[str, str]] = {}
+        self._changed: dict[str, set[str]] = {}
 
     def new_path(self, rev: str, entry_id: str | None, old: str) -> str | None:
         if not entry_id or self.base is None:
             return None
-        if rev not in self._added:
-            found: dict[str, str] = {}
-            for status, path in self.git.changed(self.base, rev):
-                if status[:1] != "A" or not is_entry_path_in(self.root, path) or _snapshot(self.root, path):
-                    continue
-                try:
-                    e = _parse(self.git.show(f"{rev}:{path}"), path, self.root)
-                except MemstrataError:
-                    continue
-                if e is not None and e.id:
-                    found.setdefault(e.id, path)
-            self._added[rev] = found
-        path = self._added[rev].get(entry_id)
-        return path if path != old else None
+        if rev not in self._changed:  # a move lands on a new path, or on one the side also changed (a swap)
+            self._changed[rev] = {path for status, path in self.git.changed(self.base, rev)
+                                  if status[:1] in ("A", "M") and is_entry_path_in(self.root, path)
+                                  and not _snapshot(self.root, path)}
+        found = self.git.out("grep", "-l", "-F", "-e", entry_id, rev, "--", check=False)
+        for line in sorted(found.splitlines()):
+            path = line[len(rev) + 1:] if line.startswith(f"{rev}:") else line
+            if path == old or path not in self._changed[rev]:
+                continue
+            try:
+                e = _parse(self.git.show(f"{rev}:{path}"), path, self.root)
+            except MemstrataError:
+                continue
+            if e is not None and e.id == entry_id:
+                return path
+        return None
 
 
 def _hidden_by_pairing(git: Git, base: str | None, unmerged: set[str]) -> set[str]:
@@ -131,6 +133,9 @@ def _parse(text: str | None, path: str, root: Path):
 
 def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, moves: "_Moves | None" = None) -> dict:
     base, ours, theirs = (_parse(texts.get(n), path, root) for n in (1, 2, 3))
+    split = split_by_id(base, ours, theirs)
+    if split is not None:  # different entries at one path: never merged by their texts
+        return _resolve_split(git, root, path, texts, split, ours_by, moves)
     if ours is None or theirs is None:  # deleted on one side, changed on the other
         edited = ours if ours is not None else theirs
         mover = "MERGE_HEAD" if ours is not None else "HEAD"
@@ -161,9 +166,11 @@ def _resolve_entry(git: Git, root: Path, path: str, texts: dict, ours_by: str, m
             "message": result.message or f"{ours.id}: merged ({result.kind})"}
 
 
-def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, mover: str, ours_by: str) -> dict:
+def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, mover: str, ours_by: str,
+                 leave_path: bool = False) -> dict:
     """One side moved the entry to `moved_to` (another category), the other changed it at `path`:
-    the two are merged by the team rules into the moved file, and `path` goes (one file per id)."""
+    the two are merged by the team rules into the moved file, and `path` goes (one file per id),
+    unless `leave_path`: the mover put another entry there."""
     moved = _parse(git.show(f"{mover}:{moved_to}"), moved_to, root)
     ours, theirs = (edited, moved) if mover == "MERGE_HEAD" else (moved, edited)
     theirs_by = git.writer_of("MERGE_HEAD", moved_to if mover == "MERGE_HEAD" else path)
@@ -178,10 +185,65 @@ def _follow_move(git: Git, root: Path, path: str, moved_to: str, base, edited, m
     moved_text = git.show(f"{mover}:{moved_to}")
     edited_text = git.show(f"{'HEAD' if mover == 'MERGE_HEAD' else 'MERGE_HEAD'}:{path}")
     _write(git, root, moved_to, _merged_text(root, moved_to, merged, (moved, moved_text), (edited, edited_text)))
-    git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
-    (root / path).unlink(missing_ok=True)
+    if not leave_path:
+        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+        (root / path).unlink(missing_ok=True)
     return {"path": path, "id": edited.id, "kind": "moved_edit", "moved_to": moved_to,
             "message": f"{edited.id}: moved to {moved_to} on one machine, changed on another: both kept there"}
+
+
+def _resolve_split(git: Git, root: Path, path: str, texts: dict, split, ours_by: str, moves: "_Moves | None") -> dict:
+    """`path` holds different entries on the two sides (scoring.merge.split_by_id): each is kept. The
+    entry a side put at the path (a rename, a new entry after a delete) stays there, the other side's
+    new one goes beside it; the entry the base held there follows its side's move (merged into the
+    moved file), or, changed on the side that kept it, is kept beside them; only read there, it goes
+    (the other side took it away; the pulled removal puts it into this machine's trash)."""
+    base, ours, theirs = split.lineage
+    news = [(e, n) for e, n in ((split.ours_new, 2), (split.theirs_new, 3)) if e is not None]
+    placed, out = [], {"path": path, "kind": "both_kept", "ids": [], "message": ""}
+    for n, (entry, side) in enumerate(news):
+        at = path if n == 0 else _free_beside(root, path)
+        _place(git, root, at, texts[side], entry.id, texts)
+        placed.append((entry.id, at))
+    edited = ours if ours is not None else theirs
+    if base is not None and edited is not None:
+        leaver = "HEAD" if ours is None else "MERGE_HEAD"
+        moved_to = moves.new_path(leaver, base.id, path) if moves is not None and base.id else None
+        if keep_edit_over_delete(base, edited):
+            if moved_to is not None:
+                _follow_move(git, root, path, moved_to, base, edited, leaver, ours_by, leave_path=bool(news))
+                placed.append((edited.id, moved_to))
+            else:
+                at = path if not news else _free_beside(root, path)
+                _place(git, root, at, texts[2 if ours is not None else 3], edited.id, texts)
+                placed.append((edited.id, at))
+    if not placed:
+        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+        (root / path).unlink(missing_ok=True)
+    out["ids"] = [i for i, _ in placed]
+    out["moved_to"] = next((at for _, at in placed if at != path), None)
+    out["message"] = (f"{path} held different entries on the two machines (a rename or a new entry took its "
+                      f"path): each kept, " + ", ".join(f"{i or 'a note without an id'} at {at}" for i, at in placed))
+    return out
+
+
+def _free_beside(root: Path, path: str) -> str:
+    """A free entry path next to `path` (`notes/a-2.md`), the same folder."""
+    return tree.unique_entry_path(root, category_of(path), PurePosixPath(path).stem,
+                                  archived="/archived/" in f"/{path}")
+
+
+def _place(git: Git, root: Path, rel: str, text: str, entry_id: str | None, texts: dict) -> None:
+    """Write an entry's side text at `rel`, unless an earlier path of this merge already merged that
+    entry into the file there (a move followed into `rel`: the file holds the id, neither side's text)."""
+    try:
+        current = (root / rel).read_text(encoding="utf-8")
+        if entry_id and current not in texts.values() and _parse(current, rel, root).id == entry_id:
+            git.run("add", "--", rel)
+            return
+    except (OSError, UnicodeDecodeError, MemstrataError, AttributeError):
+        pass
+    _write(git, root, rel, text)
 
 
 def _keep_lines(git: Git, root: Path, result, ours, paths: dict) -> None:

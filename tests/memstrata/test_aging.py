@@ -209,7 +209,8 @@ def test_aging_end_to_end(mem, tmp_path, monkeypatch, use_daily):
     body, _ = _restore_on_copy(mem, tmp_path, "trash", a.id, from_trash=True)
     assert body == original[a.id]
 
-    # day 212: past trash_retention_days -> purged with its sidecar
+    # day 212: past trash_retention_days (of use) -> purged with its sidecar
+    use_daily(mem, "2026-07-02", "2026-08-01", pointer.id)
     _at(monkeypatch, "2026-08-01")
     report = _maintain_twice(mem)
     assert {p["id"] for p in report["purged"]} == {a.id, zh.id}
@@ -330,10 +331,12 @@ def test_important_mastered_stays_put(mem):
     assert not res["archived"] and mem.resolve(r.id).status == "active"
 
 
-def test_trash_purge_follows_the_lifecycle_rule(mem, monkeypatch):
+def test_trash_purge_follows_the_lifecycle_rule(mem, monkeypatch, use_daily):
     r = mem.write("To delete.", title="Gone", category="general")
+    kept = mem.write("In use.", title="Kept", category="general")
     mem.delete(r.id)
     mem.trash_list()  # shown to the user: the retention starts (issue 16: unreported items are never purged)
+    use_daily(mem, "2026-01-02", "2026-02-01", kept.id)  # the retention counts days in use
     _at(monkeypatch, "2026-01-31")  # exactly 30 days: not yet
     assert mem.trash_purge() == []
     _at(monkeypatch, "2026-02-01")

@@ -90,13 +90,18 @@ def test_list_filters(mem):
     assert len(mem.list(tier="hot")) == 3
 
 
-def test_trash_purge_honours_retention(mem, monkeypatch):
+def test_trash_purge_honours_retention(mem, monkeypatch, use_daily):
     r = mem.write("temp", title="Temp", category="scratch")
+    kept = mem.write("The tree is in use.", title="Used", category="scratch")
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T00:00:00Z")
     mem.delete(r.id)
     assert [i.id for i in mem.trash_list()] == [r.id]  # listing reports it; only reported items are purged
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-05T00:00:00Z")
+    assert mem.trash_purge() == [], "35 days, none of them in use"
+    use_daily(mem, "2026-01-02", "2026-01-20", kept.id)
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-20T00:00:00Z")
     assert mem.trash_purge() == []
+    use_daily(mem, "2026-01-21", "2026-02-05", kept.id)  # 35 days of use
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-05T00:00:00Z")
     assert [i.id for i in mem.trash_purge()] == [r.id]
     assert mem.trash_list() == []

@@ -118,7 +118,8 @@ def test_days_in_use_are_kept_from_one_maintain_to_the_next(mem, monkeypatch, us
     assert mem.maintain().days_in_use == 12
 
 
-def test_purge_waits_until_an_item_was_reported(mem, monkeypatch, cli):
+def test_purge_waits_until_an_item_was_reported(mem, monkeypatch, cli, use_daily):
+    kept = mem.write("The tree is in use every day.", title="Diary", category="daily")
     x = mem.write("Scratch x.", title="Scratch x", category="scratch")
     y = mem.write("Scratch y is about lunch.", title="Scratch y", category="scratch")
     z = mem.write("Scratch z is about the weather.", title="Scratch z", category="scratch")
@@ -129,6 +130,7 @@ def test_purge_waits_until_an_item_was_reported(mem, monkeypatch, cli):
     mem.delete(z.id)  # an agent deleted these; nobody has seen them in the trash yet
     assert {i.id for i in mem.trash_list(report=False) if i.reported_at} == {x.id}
 
+    use_daily(mem, "2026-01-02", "2026-02-10", kept.id)  # the retention counts days in use
     _at(monkeypatch, "2026-02-10")
     code, out = cli("trash", "purge", "--json")
     assert [e["id"] for e in json.loads(out)["entries"]] == [x.id], "y and z were never reported"
@@ -139,28 +141,35 @@ def test_purge_waits_until_an_item_was_reported(mem, monkeypatch, cli):
 
     mem.restore(z.id)
     assert "reported_at" not in codec.render(mem.resolve(z.id))
+    use_daily(mem, "2026-02-11", "2026-03-12", kept.id)
     _at(monkeypatch, "2026-03-12")  # exactly 30 days after the report: not yet
     assert mem.maintain().to_dict()["purged"] == []
+    use_daily(mem, "2026-03-13", "2026-03-13", kept.id)
     _at(monkeypatch, "2026-03-13")
     assert [p["id"] for p in mem.maintain().to_dict()["purged"]] == [y.id]
     assert _trash_ids(mem) == set()
 
 
-def test_a_purge_that_purges_nothing_says_why(mem, monkeypatch, cli):
+def test_a_purge_that_purges_nothing_says_why(mem, monkeypatch, cli, use_daily):
     x = mem.write("Scratch x is about parking.", title="Scratch x", category="scratch")
     y = mem.write("Scratch y is about lunch.", title="Scratch y", category="scratch")
+    keep = mem.write("The tree is in use every day.", title="Diary", category="daily")
     mem.delete(x.id)
-    mem.trash_list()  # shown to the user now: purgeable 30 days from now
+    mem.trash_list()  # shown to the user now: purgeable 30 days (of use) from now
     mem.delete(y.id)  # nobody has seen it in the trash
     code, out = cli("trash", "purge")
     assert code == 0 and out.count("\n") == 1
-    assert out.startswith("purged 0 entries; 2 left: 1 reported less than 30 days ago")
+    assert out.startswith("purged 0 entries; 2 left: 1 reported less than 30 days of use ago")
     assert "the first purgeable after 2026-01-31" in out and "1 not reported yet" in out
     code, out = cli("trash", "purge", "--json")
     data = json.loads(out)
     assert (data["purged"], data["left"], data["waiting"], data["unreported"]) == (0, 2, 1, 1)
     assert data["purgeable_after"] == "2026-01-31T09:00:00Z"
     _at(monkeypatch, "2026-02-01")
+    code, out = cli("trash", "purge")  # 31 calendar days, none of them in use
+    assert out.startswith("purged 0 entries; 2 left: 1 reported less than 30 days of use ago"), out
+    assert "the first purgeable after 2026-03-03" in out  # were the tree used every day from tomorrow
+    use_daily(mem, "2026-01-02", "2026-02-01", keep.id)
     code, out = cli("trash", "purge")
     assert out.startswith("purged 1 entry; 1 left: 1 not reported yet")
     assert mem.trash_purge(everything=True) and cli("trash", "purge")[1] == "purged 0 entries\n"

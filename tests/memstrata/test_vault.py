@@ -83,7 +83,7 @@ def test_adopting_a_vault_adds_one_line_per_note_and_one_hidden_folder(tmp_path,
     listed = {e.path: e for e in m.list()}
     assert len({e.id for e in listed.values()}) == 6
     copy = m.read("Zettel/202301011200 copy.md", count_access=False)
-    assert copy.id != "202301011200" and copy.extra["id"] == 202301011200
+    assert copy.id != "202301011200" and copy.extra["id"] == "202301011200"  # an id: the text written
     assert m.recall("widgets").results[0].id == listed["Zettel/202301011200 first.md"].id
     # the vault's own trash is not the engine's: listed never, purged never
     assert m.trash_list() == []

@@ -107,7 +107,7 @@ def test_a_vault_whose_config_md_mentions_memstrata_is_adopted_into_the_hidden_f
     mem(vault, "doctor", "--fix")
     for name in ("a", "b"):
         data, _ = codec.split_frontmatter((vault / f"Zettel/{name}.md").read_text())
-        assert data["id"] == 202301011200 and data["mem-id"]
+        assert data["id"] == "202301011200" and data["mem-id"]
 
 
 def test_a_vault_that_lost_its_engine_settings_says_so_and_writes_nothing(tmp_path, clock, embedder):

@@ -187,6 +187,22 @@ def test_trash_purge_waits_for_a_report_and_counts_retention_from_it():
     assert trash_purge_due(long_ago, NOW, S, NOW - timedelta(days=31))
 
 
+def test_trash_purge_counts_days_in_use():
+    """Issue 39: a run with a clock moved ahead (MEMSTRATA_NOW=+90d) purged today's trash. The retention
+    counts days the tree was used on after the report, as archive and forgetting do."""
+    from memstrata.scoring.lifecycle import trash_purgeable_after
+    from memstrata.scoring.usage import day_of
+
+    reported = NOW - timedelta(days=90)
+    daily = [day_of(NOW - timedelta(days=d)) for d in range(90, -1, -1)]
+    assert not trash_purge_due(reported, NOW, S, reported, use_days=[day_of(reported)]), "90 days, none in use"
+    assert not trash_purge_due(reported, NOW, S, reported, use_days=daily[:30]), "29 days in use since the report"
+    assert trash_purge_due(reported, NOW, S, reported, use_days=daily[:31])
+    assert trash_purge_due(reported, NOW, S, reported, use_days=daily)
+    assert not trash_purge_due(NOW - timedelta(days=20), NOW, S, NOW - timedelta(days=20), use_days=daily)
+    assert trash_purgeable_after(reported, S, reported, NOW, daily[:21]) == datetime(2026, 12, 10, tzinfo=timezone.utc)
+
+
 def test_notes_that_stay_in_place_are_archived_never_forgotten():
     from dataclasses import replace
 

@@ -59,3 +59,19 @@ def test_new_files_at_one_path_and_commit_message():
     assert merge_access(None, BASE.copy(access_count=3), BASE)["access_count"] == 3
     assert describe_changes(3, 1, 2) == "3 new, 1 updated, 2 deleted"
     assert describe_changes(0, 0, 0) == "no entry changes"
+
+
+def test_a_path_whose_sides_carry_different_ids_holds_different_entries():
+    """Issue 39: a rename onto an edited path merged two entries by their texts (one edit lost)."""
+    from memstrata.scoring.merge import split_by_id
+
+    x, x2, y, z = Entry(id="x", title="a", body="1"), Entry(id="x", title="a", body="2"), \
+        Entry(id="y", title="b", body="3"), Entry(id="z", title="c", body="4")
+    assert split_by_id(x, x2, x) is None and split_by_id(x, Entry(id="", title="a", body="5"), x2) is None
+    renamed = split_by_id(x, y, x2)  # ours put y at the path, theirs edited x
+    assert renamed.lineage == (x, None, x2) and renamed.ours_new is y and renamed.theirs_new is None
+    both = split_by_id(x, y, z)
+    assert both.lineage == (x, None, None) and (both.ours_new, both.theirs_new) == (y, z)
+    assert split_by_id(None, y, z).lineage == (None, None, None)
+    gone = split_by_id(x, None, y)  # ours deleted x, theirs put y there
+    assert gone.lineage == (x, None, None) and gone.theirs_new is y

@@ -24,13 +24,13 @@ def test_paths_of_each_layout(tmp_path):
 def test_a_users_id_is_never_the_engines():
     text = "---\nid: 202301011200\nuid: u-1\n---\nBody.\n"
     entry = codec.parse(text, id_key="mem-id")
-    assert entry.id == "" and entry.extra["id"] == 202301011200
+    assert entry.id == "" and entry.extra["id"] == "202301011200"  # an id is read as the text written
     given = adopt.text_with_id(text, "3f2a9c01b7de", "mem-id")
     assert given == "---\nmem-id: 3f2a9c01b7de\nid: 202301011200\nuid: u-1\n---\nBody.\n"
     again = codec.parse(given, id_key="mem-id")
-    assert again.id == "3f2a9c01b7de" and again.extra["id"] == 202301011200
-    rendered = codec.render(again.copy(title="T"))
-    assert rendered.startswith("---\nmem-id: 3f2a9c01b7de\n") and "\nid: 202301011200\n" in rendered
+    assert again.id == "3f2a9c01b7de" and again.extra["id"] == "202301011200"
+    rendered = codec.render(again.copy(title="T"))  # quoted: any YAML reader reads the id as text
+    assert rendered.startswith("---\nmem-id: 3f2a9c01b7de\n") and "\nid: '202301011200'\n" in rendered
     assert codec.parse(given).id == "202301011200"  # the old layout's key, for comparison
     crlf = "---\r\naliases: [x]\r\n---\r\n\r\nWindows.\r\n"
     assert adopt.text_with_id(crlf, "3f2a9c01b7de", "mem-id") == \
