@@ -1,9 +1,6 @@
 """A derived SQLite catalog of entry metadata keyed by path (size/mtime), rebuildable from the tree."""
 from __future__ import annotations
 
-import functools
-import json
-import math
 import os
 import sqlite3
 import sys
@@ -11,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.storage.errors import CorruptEntry
-from memstrata.storage import codec, holders, layout
+from memstrata.storage import holders, layout
 from memstrata.storage.atomic import ensure_dir
 from memstrata.storage.entry import Entry
 from memstrata.storage.entry_files import (  # noqa: F401  (where entry files are; imported from here too)
@@ -20,67 +17,13 @@ from memstrata.storage.entry_files import (  # noqa: F401  (where entry files ar
 )
 from memstrata.storage.paths import category_of
 from memstrata.storage.safe_io import check_write_target
+from memstrata.storage.catalog_db import (  # noqa: F401  (the schema's names, imported from here too)
+    CORRELATION, IMPORTANCE, OWN_ID, SCHEMA_VERSION, USES, INSERT_ROW, damaged, entry_from_row, open_db, rebuilt_when_damaged, row_of,
+)
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
-SCHEMA_VERSION = 6  # another version is dropped and rebuilt (5: YAML tags as written, `true`; 6: ids too)
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    path TEXT PRIMARY KEY,
-    id TEXT,
-    size INTEGER,
-    mtime_ns INTEGER,
-    category TEXT,
-    meta TEXT,
-    error TEXT,
-    updated TEXT,
-    touched REAL,
-    important INTEGER
-);
-CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
-CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
-""" + holders.TABLE + ";"
-# A vault note's own `id:` (the user's key beside `mem-id:`) as text, what a reference is compared with.
-OWN_ID = "CAST(json_extract(meta, '$.id') AS TEXT)"
-# Made on open when missing (a catalog of this schema version made before it is kept: its holders stay).
-_OWN_ID_INDEX = f"CREATE INDEX IF NOT EXISTS entries_own_id ON entries({OWN_ID})"
-# The session start's order reads entries latest touched first and needs the highest use count
-# (scoring/start_order.py): both are index lookups, not a parse of every row.
-USES = "json_extract(meta, '$.access_count')"
-IMPORTANCE = "json_extract(meta, '$.importance')"
-CORRELATION = "json_extract(meta, '$.context_correlation')"
-_START_INDEXES = {"entries_touched": "CREATE INDEX IF NOT EXISTS entries_touched ON entries(touched)",
-                  "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})",
-                  "entries_important": "CREATE INDEX IF NOT EXISTS entries_important ON entries(important)",
-                  "entries_importance": f"CREATE INDEX IF NOT EXISTS entries_importance ON entries({IMPORTANCE})",
-                  "entries_correlation": f"CREATE INDEX IF NOT EXISTS entries_correlation ON entries({CORRELATION})"}
-
-
-def _damaged(exc: BaseException) -> bool:
-    """Whether a sqlite error says the catalog file is damaged (a garbled page, not a database at all),
-    not that the disk refused a write (OperationalError: full, read-only, locked)."""
-    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.OperationalError):
-        return False
-    return getattr(exc, "sqlite_errorname", None) in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or \
-        "malformed" in str(exc) or "not a database" in str(exc)
-
-
-def _rebuilt_when_damaged(method):
-    """A Catalog method that, when the file turns out damaged half-way (one garbled page: every query
-    touching it fails), rebuilds the catalog from the tree and runs again (the catalog is derived)."""
-    @functools.wraps(method)
-    def run(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            if not _damaged(exc) or self._replacing:
-                raise
-            self._replace_damaged(exc)
-            return method(self, *args, **kwargs)
-    return run
-
-
 @dataclass
 class RefreshReport:
     """What a refresh found changed on disk since the catalog last looked."""
@@ -112,10 +55,10 @@ class Catalog:
         self._verified = False  # _verify_once: the file was checked whole before this catalog's first write
         try:
             ensure_dir(self.db_path.parent)
-            self._conn = _open(self.db_path)
+            self._conn = open_db(self.db_path)
         except (sqlite3.DatabaseError, OSError) as exc:
             self._conn = self._recover(exc)
-            if _damaged(exc):
+            if damaged(exc):
                 self._say_rebuilt(exc)
 
     def _recover(self, exc: BaseException) -> sqlite3.Connection:
@@ -128,7 +71,7 @@ class Catalog:
             elif isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
-            return _open(path)
+            return open_db(path)
         except (sqlite3.DatabaseError, OSError) as again:
             return self._in_memory(again)
 
@@ -160,7 +103,7 @@ class Catalog:
         self.note = f"the catalog cannot be written ({exc}); kept in memory for this run"
         self._walked_at = None
         self._parsed.clear()
-        return _open(":memory:")
+        return open_db(":memory:")
 
     def _write(self, action):
         """Run a catalog write; if the disk refuses it (full, read-only, I/O error), move to memory,
@@ -212,7 +155,7 @@ class Catalog:
             def store():
                 with self._conn:
                     self._conn.execute("BEGIN")
-                    self._conn.executemany(_INSERT, updates)
+                    self._conn.executemany(INSERT_ROW, updates)
                     self._conn.executemany("DELETE FROM entries WHERE path = ?", [(p,) for p in report.removed])
                     holders.note(self._conn, updates, report.removed)
             try:
@@ -244,7 +187,7 @@ class Catalog:
     def _read_row(self, rel: str, st, report: RefreshReport) -> tuple:
         report.changed.append(rel)
         try:
-            return _row(rel, read_entry_file(self.root, rel), st)
+            return row_of(rel, read_entry_file(self.root, rel), st)
         except (CorruptEntry, OSError) as exc:
             message = exc.message if isinstance(exc, CorruptEntry) else str(exc)
             report.errors[rel] = message
@@ -263,12 +206,12 @@ class Catalog:
     def record(self, entry: Entry) -> None:
         """Note an entry just written by the engine (its file exists at entry.path)."""
         self._verify_once()
-        row = _row(entry.path, entry, (self.root / entry.path).stat())
+        row = row_of(entry.path, entry, (self.root / entry.path).stat())
 
         def store():
             with self._conn:
                 self._conn.execute("BEGIN")
-                self._conn.execute(_INSERT, row)
+                self._conn.execute(INSERT_ROW, row)
                 holders.note(self._conn, [row], [])
         self._write(store)
 
@@ -317,7 +260,7 @@ class Catalog:
         if cached is None or cached[0] != meta:
             if len(self._parsed) >= PARSED_MAX:
                 self._parsed.clear()  # bounded: a long-lived service must not hold a huge tree twice
-            cached = (meta, _entry_from_row(row, self.id_key))
+            cached = (meta, entry_from_row(row, self.id_key))
             self._parsed[path] = cached
         return cached[1].copy() if copy else cached[1]
 
@@ -417,93 +360,5 @@ class Catalog:
 for _name in ("refresh", "record", "forget", "rebuild", "first_seen", "paths_of", "get", "entries", "paths_of_own_id",
               "ids", "ids_starting", "unidentified", "errors", "entries_exact", "file_stats", "category_summary",
               "category_counts", "count"):
-    setattr(Catalog, _name, _rebuilt_when_damaged(getattr(Catalog, _name)))
+    setattr(Catalog, _name, rebuilt_when_damaged(getattr(Catalog, _name)))
 
-_INSERT = "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?)"
-
-
-def _open(path) -> sqlite3.Connection:
-    """A catalog connection with the current schema (an older one is dropped); raises when the
-    file is not a database, is a folder, or the disk takes no writes."""
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    try:
-        if path != ":memory:":
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            _migrate(conn)
-        conn.execute("SELECT count(*) FROM entries").fetchone()
-        _add_own_id_index(conn)
-    except BaseException:
-        conn.close()
-        raise
-    if path != ":memory:":
-        try:
-            os.chmod(path, 0o600)
-        except OSError:
-            pass
-    return conn
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Make the current schema in one write transaction: two processes opening a new catalog at
-    once must not drop the table the other just made ("no such table: entries")."""
-    conn.execute("BEGIN IMMEDIATE")  # the second waits here, then sees the schema made
-    try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            conn.execute("DROP TABLE IF EXISTS entries")
-            conn.execute("DROP TABLE IF EXISTS holders")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _add_own_id_index(conn: sqlite3.Connection) -> None:
-    """The index of the notes' own ids (and the session start's), when the catalog has none yet; a
-    disk that takes no writes leaves the lookup without it (a scan of the rows)."""
-    wanted = {"entries_own_id": _OWN_ID_INDEX, **_START_INDEXES}
-    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    for name, statement in wanted.items():
-        if name in have:
-            continue
-        try:
-            conn.execute(statement)
-        except sqlite3.OperationalError:
-            pass
-
-
-def _row(rel: str, entry: Entry, st) -> tuple:
-    touched = entry.last_touched
-    return (rel, entry.id, st.st_size, st.st_mtime_ns, entry.category, _meta_json(entry), None, _updated(entry),
-            touched.timestamp() if touched is not None else None, 1 if entry.important else 0)
-
-
-def _updated(entry: Entry) -> str | None:
-    return codec.format_datetime(entry.updated) if entry.updated else None
-
-
-def _meta_json(entry: Entry) -> str:
-    return json.dumps(_finite(codec.entry_to_frontmatter(entry)), ensure_ascii=False, default=str, allow_nan=False)
-
-
-def _finite(value):
-    """`value` with YAML's .inf/.nan as text: SQLite's JSON (the own-id index reads `meta`) refuses
-    Infinity and NaN, and one note's `rating: .inf` made every sync, list and doctor of the tree fail."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def _entry_from_row(row, id_key: str = "id") -> Entry:
-    path, category, meta = row
-    return codec.entry_from_frontmatter(json.loads(meta), "", category=category, path=path, id_key=id_key)
