@@ -2,7 +2,7 @@
 /codex/config-reference).
 
 - the MCP server: `[mcp_servers.memstrata]` in `$CODEX_HOME/config.toml` (else `~/.codex/config.toml`);
-- hooks: `plugins/codex/hooks.json` merged into `$CODEX_HOME/hooks.json` (Codex discovers hooks.json
+- hooks: `plugins/openai-codex/hooks.json` merged into `$CODEX_HOME/hooks.json` (Codex discovers hooks.json
   next to each config layer; the same event -> matcher group -> handler shape as Claude Code's; a
   hooks.json left with nothing but memstrata's is removed by `--uninstall`):
   SessionStart and UserPromptSubmit answer with `mem autoload --hook --json` (Codex reads its
@@ -21,7 +21,7 @@ from memstrata.errors import InvalidInput
 from memstrata.integrations import changes, hooks_config, toml_table
 from memstrata.integrations.changes import Change, Plan
 
-HOOKS = "codex/hooks.json"
+HOOKS = "openai-codex/hooks.json"
 
 
 def codex_home(environ: dict) -> Path:

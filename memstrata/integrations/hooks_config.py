@@ -24,7 +24,7 @@ class BadShape(ValueError):
 
 
 def template(relative: str) -> dict:
-    """A hooks file memstrata ships (`claude-code/hooks/hooks.json`, `codex/hooks.json`), parsed."""
+    """A hooks file memstrata ships (`claude-code/hooks/hooks.json`, `openai-codex/hooks.json`), parsed."""
     from importlib import resources
 
     place = resources.files("memstrata.plugins")
