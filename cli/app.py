@@ -26,7 +26,7 @@ Examples:
 COMMAND_MODULES = (
     "entries", "trash", "config", "maintenance",
     # feature modules register themselves here when present
-    "recall", "aging", "promotion", "versions", "agents", "service", "doctor", "secrets", "setup",
+    "recall", "aging", "promotion", "versions", "agents", "service", "doctor", "secrets", "capture", "setup",
 )
 
 
@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     from memstrata.storage.modes import USER_UMASK_ENV
 
     args = client.global_options_last(list(sys.argv[1:] if argv is None else argv))
+    if client.command_of(args) == "capture" and "--hook" in args and not {"--help", "-h"} & set(args):
+        from memstrata.capture.hook import run  # an agent's hook: returns at once, never fails the agent
+
+        return run(args)
     if argv is None:
         import os
 

@@ -104,6 +104,12 @@ class Memory:
         return SecretsAllowed(self.state, self._entries, self._recall)
 
     @cached_property
+    def _capture(self):
+        from memstrata.capture.feature import Capture
+
+        return Capture(self.state, self._entries, self.save_path, self._aging)
+
+    @cached_property
     def _snapshots(self):
         from memstrata.features.snapshots import IndexSnapshots
 
@@ -349,6 +355,28 @@ class Memory:
     def import_builtin(self, path, category: str | None = None, dry_run: bool = False) -> dict:
         return self._builtin.import_builtin(path, category=category, dry_run=dry_run)
 
+    # -- captured sessions (docs/capture.md) ---------------------------------------------------
+    def capture(self, paths, agent: str | None = None, progress=None) -> dict:
+        """Capture the transcripts at `paths` (Claude Code, Codex, plain JSONL): what is new only."""
+        return self._capture.capture(paths, agent=agent, progress=progress)
+
+    def capture_agent(self, which: str, since=None, progress=None) -> dict:
+        """Capture the transcripts `codex` or `claude` keeps on this machine (changed since `since`)."""
+        return self._capture.capture_agent(which, since=since, progress=progress)
+
+    def capture_queue(self, notice: dict) -> dict:
+        return self._capture.queue(notice)
+
+    def capture_drain(self, progress=None) -> dict:
+        """Capture the transcripts the hooks' notices name (what a hook starts in the background)."""
+        return self._capture.drain(progress=progress)
+
+    def capture_forget(self, session: str, purge: bool = False) -> dict:
+        """Remove a captured session everywhere: to the trash, or at once with `purge`."""
+        return self._capture.forget(session, purge=purge)
+
+    def capture_status(self) -> dict:
+        return self._capture.status()
 
     # -- the team: a git remote, index snapshots on object storage (docs/team.md) ----------------
     def sync_remote(self, remote: str = "origin") -> dict:

@@ -51,6 +51,12 @@ class Settings:
     git_idle_timeout: int = 60       # seconds without data before a team sync's git gives up (http.lowSpeedTime, ssh keep-alives)
     git_timeout: int = 900           # seconds one fetch, push or clone may take in all, however slow the remote
     max_entry_bytes: int = 1048576   # an entry body larger than this (UTF-8 bytes; 1 MB, at most 8 MB) is refused; 0: up to 8 MB (a file past 16 MB is never read)
+    # Capture (mem capture, docs/capture.md): the sessions coding agents had, kept as entries.
+    capture_category: str = "sessions"  # where captured sessions go: <capture_category>/<project>/
+    capture_exclude: str | None = None  # paths (comma-separated) whose sessions are never captured; also a `.mem-no-capture` file in the project
+    capture_team_sync: bool = False     # `mem sync --remote` pushes captured sessions too (default: they stay on this machine)
+    capture_in_vault: bool = False      # capture into an adopted vault (default: refused, sessions would fill your notes' folder)
+    capture_turn_max_chars: int = 20000  # a turn longer than this (a pasted log) is cut, saying how much was left out (0: never)
     # Recall (retrieval/): the vector index, its sync and the ranking. Weights are relative.
     chunk_overlap_tokens: int = 32   # overlap between the windows a long entry is split into
     chunk_max_sentences: int = 48    # an entry gets at most this many sentence-level chunks (0: none)
@@ -129,7 +135,7 @@ _RANGES = {
     "summary_sentences": (1, 1000), "max_entry_bytes": (0, 8 * 1024 * 1024), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
     "git_connect_timeout": (1, 3600), "git_idle_timeout": (1, 3600), "git_timeout": (1, 7 * 24 * 3600),
     "mcp_http_header_seconds": (1, 3600), "mcp_http_max_connections": (1, 100_000),
-    "mcp_http_session_seconds": (1, 7 * 24 * 3600),
+    "mcp_http_session_seconds": (1, 7 * 24 * 3600), "capture_turn_max_chars": (0, 1_000_000),
 }
 MODEL_NAME_MAX = 1000  # a model name or path longer than this is a mistake (a pasted text)
 
@@ -172,6 +178,10 @@ def _convert(key: str, raw, default):
     value = str(raw)
     if key == "secrets" and value not in ("refuse", "warn"):
         raise InvalidInput("setting secrets must be 'refuse' or 'warn'")
+    if key == "capture_category":
+        from memstrata.storage.paths import validate_category
+
+        return validate_category(value)
     if key == "service" and value not in ("auto", "off"):
         raise InvalidInput("setting service must be 'auto' or 'off'")
     if key == "embedding_model" and (not value.strip() or len(value) > MODEL_NAME_MAX

@@ -260,7 +260,7 @@ def give_back_mode(root: Path, item: TrashItem) -> None:
 
 
 def purge(root: Path, now: datetime, retention_days, everything: bool = False,
-          live_ids=frozenset()) -> list[TrashItem]:
+          live_ids=frozenset(), only_ids=None) -> list[TrashItem]:
     """Delete for good the trash entries due for purging (or all of them).
 
     Due: scoring.lifecycle.trash_purge_due (reported to the user and in the trash longer than
@@ -268,7 +268,8 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
     purged unless `everything`). `retention_days` is
     the number of days or a Settings object. Everything of a purged entry goes with it: its
     `.full/` sidecar (and superseded copies) and its kept versions in `.versions/{id}/`, unless
-    an entry with that id is still in the tree (`live_ids`) or in the trash.
+    an entry with that id is still in the tree (`live_ids`) or in the trash. `only_ids`: only the
+    items of these ids (`mem capture --forget --purge`).
     """
     from memstrata.scoring.lifecycle import trash_purge_due
     from memstrata.storage import sidecars, versions
@@ -278,6 +279,8 @@ def purge(root: Path, now: datetime, retention_days, everything: bool = False,
         trash_retention_days=int(retention_days))
     purged = []
     for item in list_trash(root):
+        if only_ids is not None and item.id not in only_ids:
+            continue
         if everything or trash_purge_due(item.trashed_at, now, settings, item.reported_at):
             age_days = (now - item.trashed_at).total_seconds() / 86400 if item.trashed_at else float("inf")
             audit(root, now, "purge", item.id, item.title, item.trashed_from, f"in trash {age_days:.0f} days")
