@@ -134,6 +134,32 @@ class Plan:
     notes: list[str]
 
 
+def home(environ: dict) -> Path:
+    return Path(environ.get("HOME") or Path.home())
+
+
+def agent_folder(environ: dict, variable: str, default: str) -> Path:
+    """An agent's configuration folder: $VARIABLE (CLAUDE_CONFIG_DIR, CODEX_HOME), else ~/DEFAULT."""
+    chosen = environ.get(variable)
+    return Path(chosen).expanduser() if chosen else home(environ) / default
+
+
+def hooks_change(path: Path, shipped: str, program: list[str], root: str | None, uninstall: bool,
+                 drop_empty: bool = False) -> Change:
+    """A JSON file holding a `hooks` section (settings.json, hooks.json) with memstrata's hooks of the
+    shipped file `shipped` put in (or taken out); `drop_empty`: a file left empty is removed."""
+    from memstrata.integrations import hooks_config
+
+    text, data = read_json_object(path)
+    try:
+        new = hooks_config.without_ours(data, str(path)) if uninstall else \
+            hooks_config.with_ours(data, hooks_config.template(shipped), program, root, str(path))
+    except hooks_config.BadShape as exc:
+        raise InvalidInput(f"{exc}: left as it is") from exc
+    after = text if new == data else None if (drop_empty and not new) else dump_json(new, text)
+    return Change(path, text, after)
+
+
 def skill_change(path: Path, uninstall: bool) -> Change:
     """SKILL.md at `path`: the shipped one written (install) or taken out (uninstall); a file that is
     not exactly the shipped one is backed up first."""

@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 
 from memstrata.errors import InvalidInput
-from memstrata.integrations import changes, hooks_config
-from memstrata.integrations.changes import Change, Plan
+from memstrata.integrations import changes
+from memstrata.integrations.changes import Plan
 
 HOOKS = "claude-code/hooks/hooks.json"
 SERVER = "memstrata"
@@ -28,33 +28,21 @@ SERVER = "memstrata"
 
 def config_dir(environ: dict) -> Path:
     """Claude Code's configuration folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
-    chosen = environ.get("CLAUDE_CONFIG_DIR")
-    return Path(chosen).expanduser() if chosen else home(environ) / ".claude"
-
-
-def home(environ: dict) -> Path:
-    return Path(environ.get("HOME") or Path.home())
+    return changes.agent_folder(environ, "CLAUDE_CONFIG_DIR", ".claude")
 
 
 def user_state(environ: dict) -> Path:
     """Where Claude Code keeps user-scope MCP servers (read here, never written)."""
     chosen = environ.get("CLAUDE_CONFIG_DIR")
-    return Path(chosen).expanduser() / ".claude.json" if chosen else home(environ) / ".claude.json"
+    return Path(chosen).expanduser() / ".claude.json" if chosen else changes.home(environ) / ".claude.json"
 
 
 def plan(environ: dict, program: list[str], root: str | None, uninstall: bool) -> Plan:
     settings = config_dir(environ) / "settings.json"
-    text, data = changes.read_json_object(settings)
     if not uninstall:
-        _refuse_when_the_plugin_is_enabled(data, settings)
-    try:
-        new = hooks_config.without_ours(data, str(settings)) if uninstall else \
-            hooks_config.with_ours(data, hooks_config.template(HOOKS), program, root, str(settings))
-    except hooks_config.BadShape as exc:
-        raise InvalidInput(f"{exc}: left as it is") from exc
-    file_changes = [Change(settings, text, text if new == data else changes.dump_json(new, text))]
-    skill = config_dir(environ) / "skills" / "memstrata" / "SKILL.md"
-    file_changes.append(changes.skill_change(skill, uninstall))
+        _refuse_when_the_plugin_is_enabled(changes.read_json_object(settings)[1], settings)
+    file_changes = [changes.hooks_change(settings, HOOKS, program, root, uninstall),
+                    changes.skill_change(config_dir(environ) / "skills" / "memstrata" / "SKILL.md", uninstall)]
     notes = [] if uninstall else ["start a new Claude Code session (or run /hooks) to load the hooks"]
     return Plan(file_changes, mcp_commands(environ, program, root, uninstall), notes)
 

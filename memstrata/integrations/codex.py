@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memstrata.errors import InvalidInput
-from memstrata.integrations import changes, hooks_config, toml_table
+from memstrata.integrations import changes, toml_table
 from memstrata.integrations.changes import Change, Plan
 
 HOOKS = "openai-codex/hooks.json"
@@ -26,12 +25,7 @@ HOOKS = "openai-codex/hooks.json"
 
 def codex_home(environ: dict) -> Path:
     """$CODEX_HOME, else ~/.codex."""
-    chosen = environ.get("CODEX_HOME")
-    return Path(chosen).expanduser() if chosen else _home(environ) / ".codex"
-
-
-def _home(environ: dict) -> Path:
-    return Path(environ.get("HOME") or Path.home())
+    return changes.agent_folder(environ, "CODEX_HOME", ".codex")
 
 
 def server(program: list[str], root: str | None) -> dict:
@@ -39,23 +33,14 @@ def server(program: list[str], root: str | None) -> dict:
 
 
 def plan(environ: dict, program: list[str], root: str | None, uninstall: bool) -> Plan:
-    home = codex_home(environ)
-    config = home / "config.toml"
+    config = codex_home(environ) / "config.toml"
     config_text = changes.read_text(config)
     new_config = toml_table.without_table(config_text, str(config)) if uninstall else \
         toml_table.with_table(config_text, server(program, root), str(config))
-    hooks_file = home / "hooks.json"
-    text, data = changes.read_json_object(hooks_file)
-    try:
-        new = hooks_config.without_ours(data, str(hooks_file)) if uninstall else \
-            hooks_config.with_ours(data, hooks_config.template(HOOKS), program, root, str(hooks_file))
-    except hooks_config.BadShape as exc:
-        raise InvalidInput(f"{exc}: left as it is") from exc
-    skill = _home(environ) / ".agents" / "skills" / "memstrata" / "SKILL.md"
     file_changes = [
         Change(config, config_text, new_config),
-        Change(hooks_file, text, text if new == data else None if not new else changes.dump_json(new, text)),
-        changes.skill_change(skill, uninstall),
+        changes.hooks_change(codex_home(environ) / "hooks.json", HOOKS, program, root, uninstall, drop_empty=True),
+        changes.skill_change(changes.home(environ) / ".agents" / "skills" / "memstrata" / "SKILL.md", uninstall),
     ]
     notes = [] if uninstall else [
         "Codex runs a new hook only once you trust it: in Codex, open /hooks and trust memstrata's four hooks "
@@ -66,7 +51,7 @@ def plan(environ: dict, program: list[str], root: str | None, uninstall: bool) -
 
 def _hooks_off(config_text: str | None) -> list[str]:
     """A note when config.toml turns Codex's hooks off ([features] hooks = false)."""
-    data = toml_table._loads(config_text or "", "config.toml") or {}
+    data = toml_table.parse(config_text or "", "config.toml") or {}
     features = data.get("features") if isinstance(data.get("features"), dict) else {}
     if features.get("hooks", features.get("codex_hooks")) is False:
         return ["config.toml turns hooks off ([features] hooks = false): memories load and sessions are captured "

@@ -16,7 +16,8 @@ _OURS = re.compile(r"""^\s*\[\s*mcp_servers\s*\.\s*(?:memstrata|"memstrata"|'mem
 _HEADER = re.compile(r"^\s*\[")
 
 
-def _loads(text: str, where: str):
+def parse(text: str, where: str):
+    """The TOML text parsed (None when no TOML reader is installed: Python 3.10 without tomli)."""
     try:
         import tomllib
     except ImportError:  # Python 3.10: tomli when it is there, else no check
@@ -92,13 +93,13 @@ def without_table(text: str | None, where: str) -> str | None:
 
 def _check(before: str, after: str, values: dict | None, where: str) -> None:
     """Both texts parse; apart from memstrata's table they hold the same; the table holds `values`."""
-    old = _loads(before, where)
+    old = parse(before, where)
     if old is None:
         return
     refusal = InvalidInput(f"{where}: memstrata's [mcp_servers.memstrata] is not written as a table of its own "
                            f"there; edit it by hand (docs/agents.md, Codex): left as it is")
     try:
-        new = _loads(after, where)
+        new = parse(after, where)
     except InvalidInput as exc:  # the file parsed; the edit did not (the server is defined another way)
         raise refusal from exc
     ours = (new.get("mcp_servers") or {}).get("memstrata")
