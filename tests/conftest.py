@@ -66,6 +66,7 @@ HEAVY_FIRST = (
     "tests/memstrata/test_index_snapshots.py",
     "tests/memstrata/test_aging.py",
     "tests/memstrata/test_hook_relevance.py",
+    "tests/memstrata/test_plugin_hooks.py",
     "tests/memstrata/test_mcp.py",
 )
 
