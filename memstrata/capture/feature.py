@@ -215,14 +215,15 @@ class Capture:
                         report.error(session, exc.message)
                         failed.add(session)
                         continue
-                    self._place(entry, previous, changes, undo)
+                    self._place(entry, previous, changes, undo, {e.path for e, _ in changes})
                 if changes:
                     counts = self.save.save_many(changes, undo=undo)
                     report.saved(changes, counts, self.save.index.last_error)
-                if batch.check:
+                if batch.check:  # read again, nothing new: what a killed capture may have left undone
                     from memstrata.features.import_index import index_missing
 
                     report.reindexed += index_missing(self.state, [e for e in batch.check if e.path])
+                    self.save.write_indexes(list({e.category for e in batch.check}))
         for path, record, notice in batch.files:
             if path and not failed & set(record.get("sessions") or []):
                 cache.put(path, record)
@@ -242,7 +243,7 @@ class Capture:
             entry.extra = {k: redact_value(k, v) for k, v in entry.extra.items()}
             return self.save.check_entry(entry)
 
-    def _place(self, entry, previous, changes: list, undo: list) -> None:
+    def _place(self, entry, previous, changes: list, undo: list, claimed: set) -> None:
         """Where the entry goes: a new one gets its file name, a compressed or archived one takes its
         full text back and comes back from archived/ (its session goes on)."""
         from memstrata.capture.sessions import file_name
@@ -254,16 +255,16 @@ class Capture:
         if entry.path is None or previous is None:
             entry.path = self._free_path(entry.category, file_name(entry.extra.get("started"), entry.agent or "agent",
                                                                    str(entry.extra.get("session")),
-                                                                   int(entry.extra.get("part") or 1)))
+                                                                   int(entry.extra.get("part") or 1)), claimed)
         changes.append((entry, previous))
 
-    def _free_path(self, category: str, name: str) -> str:
+    def _free_path(self, category: str, name: str, claimed: set) -> str:
         from memstrata.storage.paths import inside_root, validate_category
 
         category = validate_category(category, top=self.state.vault)
         stem = name[:-3]
         candidate, n = f"{category}/{name}", 2
-        while os.path.lexists(inside_root(self.root, candidate)):
+        while candidate in claimed or os.path.lexists(inside_root(self.root, candidate)):
             candidate, n = f"{category}/{stem}-{n}.md", n + 1
         return candidate
 

@@ -127,7 +127,7 @@ def join_pieces(pieces: list[tuple[str, str]]) -> str:
 
 
 # -- text rules ---------------------------------------------------------------------------------
-_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]{16,}")
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]{16,}")
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{200,}={0,2}(?![A-Za-z0-9+/=])")
 
 

@@ -10,6 +10,7 @@ from memstrata.capture.plan import SessionIndex
 from memstrata.capture.state import CaptureState
 from memstrata.errors import InvalidInput, NotFound
 from memstrata.storage import layout, trash
+from memstrata.storage.entry_files import read_entry_file
 
 EXCLUDE_BEGIN = "# memstrata: captured sessions stay on this machine (capture_team_sync: false)"
 EXCLUDE_END = "# memstrata: end of captured sessions"
@@ -83,12 +84,12 @@ def forget(capture, ref: str, purge: bool = False) -> dict:
     now = state.now()
     moved = []
     with state.lock():
-        for entry in parts:
-            meta = index.entries[entry.id]
-            neutral = meta.copy(title=f"forgotten session {agent} {session[:8]}")
+        for part in parts:
+            entry = read_entry_file(root, index.entries[part.id].path)  # its body goes to the trash with it
+            neutral = entry.copy(title=f"forgotten session {agent} {session[:8]}")
             rel = trash.move_to_trash(root, neutral, FORGET_REASON, now, reported=True)
-            state.catalog.forget(meta.path)
-            moved.append({"id": entry.id, "path": meta.path, "trash": rel})
+            state.catalog.forget(entry.path)
+            moved.append({"id": entry.id, "path": entry.path, "trash": rel})
         capture.save.index.remove([m["id"] for m in moved])
         capture.save.write_indexes(list({e.category for e in parts}))
         CaptureState(root).forget(agent, every, now.isoformat())
@@ -130,9 +131,13 @@ def _scrub_index(state) -> bool:
     table = index.table()
     if table is None:
         return False
-    table.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
-    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True, retrain=True)
-    table.cleanup_old_versions(timedelta(0), delete_unverified=True)
+    import warnings
+
+    with warnings.catch_warnings():  # deprecated spellings, and "concurrent readers of old versions fail":
+        warnings.simplefilter("ignore")  # meant here (the tree lock is held; readers open the latest again)
+        table.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True, retrain=True)
+        table.cleanup_old_versions(timedelta(0), delete_unverified=True)
     from memstrata.retrieval.stats_cache import CACHE_FILE
 
     cached = index.dir / CACHE_FILE
@@ -145,13 +150,15 @@ def _scrub_index(state) -> bool:
 
 
 def _vacuum(db_path) -> None:
-    """The catalog's SQLite file rewritten, so the pages that held the session's row are gone."""
+    """The catalog's SQLite file rewritten and its write-ahead log emptied, so no page that held the
+    session's row is left."""
     import sqlite3
 
     try:
         conn = sqlite3.connect(str(db_path), timeout=30)
         try:
             conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             conn.close()
     except sqlite3.Error:

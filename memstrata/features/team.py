@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import time
 
+from memstrata.capture.privacy import keep_personal, untrack_personal
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.errors import CorruptEntry, MemstrataError
@@ -196,7 +197,9 @@ class TeamSync:
             ensure_attributes(self.root)
         self._give_ids(result)
         tree.ensure_gitignore(self.root)  # .quarantine/ and the rest stay out of the team's history
+        keep_personal(self.root, self.state.settings, git)  # captured sessions stay here (capture_team_sync)
         git.run("add", "-A", "--", *NOT_STAGED)
+        untrack_personal(self.root, self.state.settings, git)
         # what .gitignore keeps out but a peer force-added (a `.lock`, a `.cache/` file) leaves the
         # index: the file stays on disk, the next commit removes it from the team's tree
         # ... only what the engine's own rules ignore: a peer's `.gitignore` of `*` must not take the
