@@ -31,8 +31,8 @@ def setup(
     codex: [mcp_servers.memstrata] in $CODEX_HOME/config.toml (else ~/.codex), the hooks into
     hooks.json there (trust them once in Codex's /hooks), SKILL.md in ~/.agents/skills/.
 
-    --root bakes a memory tree into the commands; without it they use $MEMSTRATA_HOME as the agent
-    sees it, else ~/memory.
+    --root (else $MEMSTRATA_HOME when set) is written into the commands as the memory tree they use;
+    with neither they use ~/memory.
 
     \b
       mem setup claude --dry-run

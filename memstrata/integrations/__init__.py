@@ -38,9 +38,10 @@ def setup(agent: str, *, root: str | None = None, uninstall: bool = False, dry_r
           environ: dict | None = None, program: list[str] | None = None) -> dict:
     """Install (or with `uninstall`, remove) memstrata for `agent` ("claude" or "codex").
 
-    `root`: the memory tree the hooks and the MCP server use (baked in as `--root`); without it they use
-    $MEMSTRATA_HOME as the agent sees it, else ~/memory. `environ`: HOME, CLAUDE_CONFIG_DIR, CODEX_HOME,
-    PATH (default: this process's). Returns the report: each file's action, backup and diff, the
+    `root`: the memory tree the hooks and the MCP server use, written into them as `--root` (default:
+    $MEMSTRATA_HOME when set: an agent started from a desktop launcher may not see it; else none, and
+    they use ~/memory). `environ`: HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, MEMSTRATA_HOME, PATH (default:
+    this process's). Returns the report: each file's action, backup and diff, the
     commands run (or that would run), notes."""
     from memstrata.integrations import changes, claude, codex
 
@@ -48,6 +49,7 @@ def setup(agent: str, *, root: str | None = None, uninstall: bool = False, dry_r
         raise InvalidInput(f"unknown agent {agent!r}: choose one of {', '.join(AGENTS)}")
     environ = dict(os.environ if environ is None else environ)
     program = list(program or mem_program())
+    root = root or environ.get("MEMSTRATA_HOME") or None
     root = os.path.abspath(os.path.expanduser(root)) if root else None
     plan = (claude if agent == "claude" else codex).plan(environ, program, root, uninstall)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -83,8 +85,7 @@ def _tree_note(root: str | None, environ: dict) -> list[str]:
     """A note when the tree the hooks will use (as this environment resolves it) is not made yet."""
     from memstrata.storage.tree import is_initialised
 
-    chosen = Path(root or environ.get("MEMSTRATA_HOME") or os.path.join(environ.get("HOME") or "~", "memory"))
-    chosen = chosen.expanduser()
+    chosen = Path(root or os.path.join(environ.get("HOME") or "~", "memory")).expanduser()
     if is_initialised(chosen):
         return []
     return [f"no memory tree at {chosen} yet: `mem init` makes one (until then the hooks load and capture nothing)"]

@@ -108,6 +108,16 @@ def test_claude_config_dir_is_where_the_settings_go(home, tmp_path):
     assert "UserPromptSubmit" in json.loads((other / "settings.json").read_text())["hooks"]
 
 
+def test_memstrata_home_is_written_into_the_commands(home, tmp_path):
+    """An agent started from a desktop launcher may not see the shell's MEMSTRATA_HOME: the tree is named."""
+    tree = tmp_path / "work-memory"
+    result = report(mem(home, "claude", "--json", env_extra={"MEMSTRATA_HOME": str(tree)}))
+    assert result["root"] == str(tree)
+    hooks = json.loads((home / ".claude/settings.json").read_text())["hooks"]
+    assert hooks["Stop"][0]["hooks"][0]["command"] == f"{MEM} capture --hook --root {tree} || true"
+    assert result["commands"][0]["argv"][-3:] == ["mcp", "--root", str(tree)]
+
+
 def test_the_hand_written_recipe_is_replaced_not_doubled(home):
     settings = home / ".claude" / "settings.json"
     settings.write_text(json.dumps({"hooks": {  # the README's recipe before `mem setup`
