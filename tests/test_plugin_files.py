@@ -104,3 +104,16 @@ def test_the_plugins_skill_is_the_repositorys_skill():
     front = yaml.safe_load(text.split("---")[1])
     assert front["name"] == "memstrata" and set(front) <= {"name", "description", "when_to_use", "license", "metadata"}
     assert 50 < len(front["description"]) <= 1536  # skills reference: the listing cuts description at 1,536
+
+
+def test_only_memstrata_hook_commands_are_taken_for_memstrata():
+    """What `mem setup` replaces and `--uninstall` removes: memstrata's hook commands in any spelling,
+    never a user's command that merely mentions mem."""
+    from memstrata.integrations.hooks_config import is_ours
+
+    ours = ["mem autoload --hook --promote", "/x/bin/mem capture --hook || true", "memstrata capture --hook",
+            "'/a b/mem' capture --hook --root '/c d' || true", "/py -m memstrata.cli.app autoload --hook --json"]
+    theirs = ["mem recall x", "echo mem autoload --hook", "mem autoload --context x", "memo capture --hook",
+              "notify-send done", 'mem "unclosed', None, 5]
+    assert [is_ours(c) for c in ours] == [True] * len(ours)
+    assert [is_ours(c) for c in theirs] == [False] * len(theirs)

@@ -39,7 +39,7 @@ def is_ours(command) -> bool:
     if not isinstance(command, str):
         return False
     try:
-        tokens = shlex.split(command.removesuffix(GUARD.strip()).strip().removesuffix("||").strip())
+        tokens = shlex.split(command.strip().removesuffix(GUARD.strip()))
     except ValueError:
         return False
     if not tokens:
