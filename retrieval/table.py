@@ -167,7 +167,11 @@ class VectorIndex(FrameCache):
         if fresh:
             embedder = embedder_fn()
             if self.model_matches(embedder):
-                rows = rows_for(self, fresh, embedder, progress)
+                # the vectors of chunks a changed entry still has (a session grown by a turn) are reused
+                # (never chunk 0: it holds the whole text, which changed; and it may be a pooled mean)
+                known = {(r["kind"], r["text"]): r["vector"] for e in fresh for r in existing.get(row_id(e), [])
+                         if r.get("vector") is not None and r["chunk"] != 0}
+                rows = rows_for(self, fresh, embedder, progress, known=known)
             else:
                 skipped = len(fresh)
                 ids = [row_id(e) for e in entries if row_id(e) in reuse]

@@ -62,10 +62,14 @@ def schema(dim: int):
     ])
 
 
-def rows_for(index, entries: list[Entry], embedder, progress=None) -> list[dict]:
+def rows_for(index, entries: list[Entry], embedder, progress=None, known: dict | None = None) -> list[dict]:
     """Chunk and embed entries (one batched call) into rows of `index` (a VectorIndex: its settings, root,
-    and the entries written before them for the context chunk)."""
+    and the entries written before them for the context chunk). `known`: (kind, text) -> vector of the
+    chunks the entries' old rows hold (same model): a chunk whose kind and stored text are unchanged
+    embeds the same text (the embedded form is a function of them), so its vector is reused, and a
+    session that grows by a turn embeds its new chunks, not the whole session again."""
     s = index.settings
+    known = known or {}
     per_entry = []
     texts = []
     before = previous_texts(index, entries) if s.chunk_context else {}
@@ -77,15 +81,14 @@ def rows_for(index, entries: list[Entry], embedder, progress=None) -> list[dict]
         if prev:
             chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
         per_entry.append(chunks)
-        texts.extend(c.embedded for c in chunks if not c.pooled)
-    vectors = embed_distinct(embedder, texts, progress)
+        texts.extend(c.embedded for c in chunks if not c.pooled and (c.kind, c.text) not in known)
+    vectors = iter(embed_distinct(embedder, texts, progress))
     rows = []
-    n = 0
     for e, chunks in zip(entries, per_entry):
         base = meta_values(index.root, e)
         full = chunks[0].text
-        own = vectors[n:n + sum(1 for c in chunks if not c.pooled)]
-        n += len(own)
+        own = [known[(c.kind, c.text)] if (c.kind, c.text) in known else next(vectors)
+               for c in chunks if not c.pooled]
         embedded = iter(own)
         for c in chunks:
             first = c.number == 0

@@ -45,6 +45,7 @@ HEAVY_FIRST = (
     "tests/memstrata/test_service_roots.py",
     "tests/memstrata/test_team_sync.py",
     "tests/cli/test_cli.py",
+    "tests/capture/test_capture_cli.py",
     "tests/cli/test_versions_cli.py",
     "tests/memstrata/test_hostile_trees.py",
     "tests/memstrata/test_service_calls.py",

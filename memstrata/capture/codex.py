@@ -37,7 +37,8 @@ def read(lines, hints: dict | None = None) -> ReadResult:
     result = ReadResult(agent=AGENT)
     result.hints = dict(hints or {})
     parsed = model.parse_lines(lines, result)
-    if not result.hints.get(EVENTS):
+    if EVENTS not in result.hints:  # (a capture tells it from the raw lines first: the file is not held parsed)
+        parsed = list(parsed)
         result.hints[EVENTS] = any(obj.get("type") == "event_msg" and isinstance(obj.get("payload"), dict)
                                    and obj["payload"].get("type") in ("user_message", "agent_message")
                                    for _, obj in parsed)

@@ -35,6 +35,11 @@ class Capture:
     # -- what a user asks for ------------------------------------------------------------------
     def capture(self, paths, agent: str | None = None, progress=None) -> dict:
         """Capture the transcripts at `paths` (files, or folders of *.jsonl); what is new only."""
+        from memstrata.capture.detect import AGENTS
+
+        self._require()
+        if agent is not None and agent not in AGENTS:
+            raise InvalidInput(f"--agent must be one of {', '.join(AGENTS)}, not {agent!r}")
         files = []
         for given in paths:
             path = Path(os.path.expanduser(str(given)))
@@ -52,6 +57,7 @@ class Capture:
         those changed on or after `since` (a date) only."""
         from memstrata.capture.agents import agent_files
 
+        self._require()
         files = agent_files(which, since)
         return self._locked_run([{"path": str(p), "agent": agent} for p, agent in files], progress)
 
@@ -63,7 +69,13 @@ class Capture:
     def drain(self, progress=None) -> dict:
         """Capture what the notices the hooks left name; at once when another capture runs (it takes
         them: it looks again for notices after it lets go of the lock)."""
-        self._require()
+        try:
+            self._require()
+        except InvalidInput as exc:  # the hooks' captures are refused: `mem capture --status` says why
+            report = CaptureReport()
+            report.error(str(self.root), exc.message)
+            CaptureState(self.root).write_last(report.finish())
+            raise
         report = CaptureReport()
         lock = spool.CaptureLock(self.root)
         seen: set = set()
@@ -89,7 +101,7 @@ class Capture:
         return forget(self, ref, purge=purge)
 
     def status(self) -> dict:
-        self._require()
+        self.entries.require_tree()
         cache = CaptureState(self.root)
         s = self.state.settings
         return {"pending": len(spool.pending(self.root)), "transcripts_read": len(cache.files),
@@ -112,12 +124,14 @@ class Capture:
         lock = spool.CaptureLock(self.root, wait=LOCK_WAIT)
         if not lock.acquire():
             raise Locked(f"another capture of {self.root} is running (waited {LOCK_WAIT:.0f}s); try again later")
+        report = CaptureReport()
         try:
-            report = CaptureReport()
             self._run(items, report, progress)
-            return report.finish()
         finally:
             lock.release()
+        if spool.pending(self.root):  # hooks that fired meanwhile found this run holding the lock: their turn
+            self.drain()
+        return report.finish()
 
     def _run(self, items: list[dict], report: CaptureReport, progress) -> None:
         """Read each transcript, plan the changes, save them BATCH_ENTRIES at a time (caller holds the capture lock)."""
@@ -134,11 +148,11 @@ class Capture:
             for done, item in enumerate(items, 1):
                 self._one(item, cache, index, batch, report, clean)
                 if batch.full():
-                    self._flush(batch, cache, report)
+                    self._flush(batch, cache, report, progress)
                     batch = _Batch()
                 if progress:
                     progress(done, total)
-            self._flush(batch, cache, report)
+            self._flush(batch, cache, report, progress)
         finally:
             cache.save()
             report.seconds += time.monotonic() - started
@@ -196,7 +210,7 @@ class Capture:
                 batch.check.extend(change.unchanged)  # read again and found in: their index rows are checked
         batch.file(path, record, notice)
 
-    def _flush(self, batch: "_Batch", cache: CaptureState, report: CaptureReport) -> None:
+    def _flush(self, batch: "_Batch", cache: CaptureState, report: CaptureReport, progress=None) -> None:
         """Save the batch's entries through the save path (under the tree lock), then note what was read."""
         failed: set = set()
         if batch.entries or batch.check:
@@ -217,7 +231,7 @@ class Capture:
                         continue
                     self._place(entry, previous, changes, undo, {e.path for e, _ in changes})
                 if changes:
-                    counts = self.save.save_many(changes, undo=undo)
+                    counts = self.save.save_many(changes, undo=undo, index_progress=progress)  # (chunks embedded)
                     report.saved(changes, counts, self.save.index.last_error)
                 if batch.check:  # read again, nothing new: what a killed capture may have left undone
                     from memstrata.features.import_index import index_missing

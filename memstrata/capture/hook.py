@@ -35,7 +35,9 @@ def run(args: list[str]) -> int:
             answer["reason"] = f"{root} is not a memory tree"
         else:
             spool.put(root, notice)
-            answer.update(queued=True, pid=spawn_drain(root))
+            # a capture running takes the notice (it looks for notices again once it lets go of the lock)
+            running = not spool.CaptureLock(root).acquire(release=True)
+            answer.update(queued=True, running=running, pid=None if running else spawn_drain(root))
     except Exception as exc:  # noqa: BLE001 - a hook never fails the agent
         answer["error"] = f"{type(exc).__name__}: {exc}"[:300]
     if "--json" in args:

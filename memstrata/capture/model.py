@@ -60,18 +60,17 @@ class ReadResult:
         self.skipped[reason] += 1
 
 
-def parse_lines(lines, result: ReadResult) -> list[tuple[int, dict]]:
-    """(offset, object) for each line that is a JSON object; the others are counted as malformed.
+def parse_lines(lines, result: ReadResult):
+    """(offset, object) for each line that is a JSON object, as the lines come (a transcript of many
+    megabytes is never held parsed); the others are counted as malformed.
     `lines`: (byte offset, bytes or str) pairs of whole lines."""
-    out = []
     for offset, raw in lines:
-        result.lines += 1
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
         raw = raw.strip()
         if not raw:
-            result.lines -= 1
             continue
+        result.lines += 1
         try:
             obj = json.loads(raw)
         except (ValueError, RecursionError):
@@ -80,8 +79,7 @@ def parse_lines(lines, result: ReadResult) -> list[tuple[int, dict]]:
         if not isinstance(obj, dict):
             result.skip(MALFORMED)
             continue
-        out.append((offset, obj))
-    return out
+        yield offset, obj
 
 
 class TurnBuilder:

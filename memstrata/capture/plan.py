@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memstrata.capture import body, sessions
+from memstrata.capture import sessions
+from memstrata.storage import session_body as body
 from memstrata.capture.model import Turn, cut
 from memstrata.capture.project import Project
 from memstrata.errors import MemstrataError
@@ -32,6 +33,7 @@ class SessionIndex:
         from memstrata.storage.paths import category_of  # noqa: F401 - the category test below
 
         self.root = root
+        self.catalog = catalog
         self.category = category
         self.entries: dict[str, Entry] = {}      # id -> entry (metadata; planned ones with their body)
         self.planned: dict[str, Entry] = {}       # id -> entry with its body, planned in this run
@@ -54,6 +56,8 @@ class SessionIndex:
 
     def parts(self, agent: str, session: str) -> list[Entry]:
         """The entries of a session with their full text, first part first ([] when none)."""
+        if (agent, session) not in self.by_session:
+            self._elsewhere(agent, session)
         ids = self.by_session.get((agent, session), [])
         found = [self.full(i) for i in ids]
         found = [e for e in found if e is not None]
@@ -63,6 +67,16 @@ class SessionIndex:
         owner = str(first[0].extra.get("session"))
         same = [e for e in found if str(e.extra.get("session")) == owner]
         return sorted(same, key=lambda e: int(e.extra.get("part") or 1))
+
+    def _elsewhere(self, agent: str, session: str) -> None:
+        """A session captured under another capture_category (or moved by hand): found by its id."""
+        base = sessions.base_id(agent, session)
+        for n in range(1, 1000):
+            paths = self.catalog.paths_of(sessions.part_id(base, n))
+            entry = self.catalog.get(paths[0]) if paths else None
+            if entry is None or not sessions.is_session(entry):
+                return
+            self._note(entry)
 
     def full(self, entry_id: str) -> Entry | None:
         """An entry as its file holds it, with the full text of a compressed one (planned: as planned)."""

@@ -31,18 +31,24 @@ def project_of(cwd: str | None) -> Project:
 def git_top(cwd: str) -> str | None:
     """The folder holding `.git` (a folder, or a worktree's file) at or above `cwd`; None when there is
     none or the cwd is gone (a transcript captured on another machine or after the folder went)."""
-    path = os.path.abspath(cwd)
+    return next((folder for folder in _upwards(os.path.abspath(cwd)) if _exists(os.path.join(folder, ".git"))), None)
+
+
+def _upwards(path: str):
+    """`path` and the folders above it (at most 64)."""
     for _ in range(64):
-        try:
-            if os.path.lexists(os.path.join(path, ".git")):
-                return path
-        except (OSError, ValueError):
-            return None
+        yield path
         parent = os.path.dirname(path)
         if parent == path:
-            return None
+            return
         path = parent
-    return None
+
+
+def _exists(path: str, file_only: bool = False) -> bool:
+    try:
+        return os.path.isfile(path) if file_only else os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
 
 
 def excluded_paths(setting: str | None) -> list[str]:
@@ -65,15 +71,7 @@ def opted_out(cwd: str | None, setting: str | None) -> str | None:
     for excluded in excluded_paths(setting):
         if path == excluded or path.startswith(excluded.rstrip(os.sep) + os.sep):
             return f"{excluded} is in capture_exclude"
-    folder = path
-    for _ in range(64):
-        try:
-            if os.path.isfile(os.path.join(folder, OPT_OUT_FILE)):
-                return f"{os.path.join(folder, OPT_OUT_FILE)} opts the project out"
-        except (OSError, ValueError):
-            return None
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    for folder in _upwards(path):
+        if _exists(os.path.join(folder, OPT_OUT_FILE), file_only=True):
+            return f"{os.path.join(folder, OPT_OUT_FILE)} opts the project out"
     return None

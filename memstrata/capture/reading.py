@@ -80,8 +80,8 @@ def read_file(path: str, cached: dict | None, agent: str | None = None, session:
             raise ValueError("no line of a Claude Code, Codex or plain JSONL transcript")
     agent = record["agent"]
     hints = dict(record.get("hints") or {})
-    if agent == codex.AGENT and codex.EVENTS not in hints:
-        hints[codex.EVENTS] = _has_events(path)
+    if agent == codex.AGENT and not hints.get(codex.EVENTS):
+        hints[codex.EVENTS] = _has_events(path)  # (looked for again while none: a file just begun has none yet)
     if agent == plain.AGENT:
         hints["session"] = session or _stem(path)
     result = detect.READERS[agent](lines, hints)

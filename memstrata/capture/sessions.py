@@ -5,7 +5,7 @@ import hashlib
 import re
 from datetime import datetime, timezone
 
-from memstrata.capture.body import BodyTurn, render, size
+from memstrata.storage.session_body import BodyTurn, render, size
 from memstrata.capture.model import USER, one_line
 from memstrata.capture.project import Project
 from memstrata.storage.clock import parse_datetime

@@ -61,11 +61,7 @@ def pending(root) -> list[tuple[str, bytes, dict]]:
     for name in names:
         path = os.path.join(where, name)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                data = os.read(fd, NOTICE_MAX_BYTES + 1)
-            finally:
-                os.close(fd)
+            data = _read(path)
             notice = json.loads(data)
             if not isinstance(notice, dict) or len(data) > NOTICE_MAX_BYTES:
                 raise ValueError
@@ -82,15 +78,20 @@ def pending(root) -> list[tuple[str, bytes, dict]]:
 def done(path: str, data: bytes) -> None:
     """Remove a notice once its transcript was captured, unless a later hook replaced it meanwhile."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            now = os.read(fd, NOTICE_MAX_BYTES + 1)
-        finally:
-            os.close(fd)
+        now = _read(path)
     except OSError:
         return
     if now == data:
         _remove(path)
+
+
+def _read(path: str) -> bytes:
+    """A notice's bytes (never through a symlink; at most one byte past the limit)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        return os.read(fd, NOTICE_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 def _remove(path: str) -> None:
@@ -108,7 +109,9 @@ class CaptureLock:
         self.wait = wait
         self.fd: int | None = None
 
-    def acquire(self) -> bool:
+    def acquire(self, release: bool = False) -> bool:
+        """Take the lock (waiting up to `wait` seconds); False when another capture holds it.
+        `release`: only ask whether it is free (taken and let go at once)."""
         import fcntl
 
         _private_dir(os.path.dirname(self.path))
@@ -118,6 +121,8 @@ class CaptureLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self.fd = fd
+                if release:
+                    self.release()
                 return True
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:

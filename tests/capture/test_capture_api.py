@@ -176,3 +176,78 @@ def test_a_compressed_archived_session_takes_its_full_text_back_when_it_goes_on(
     entry = mem.read(report["entries"][0]["id"], count_access=False)
     assert entry.layer == "L0" and entry.status == "active" and "/archived/" not in entry.path
     assert entry.body.count("\n### ") + entry.body.startswith("### ") == 26 and "Step 0 of the data migration" in entry.body
+
+
+class _Counting:
+    """The shared model, counting the texts it is asked to embed."""
+
+    def __init__(self, embedder):
+        self._embedder, self.texts = embedder, 0
+
+    def embed(self, texts, *args, **kwargs):
+        self.texts += len(texts)
+        return self._embedder.embed(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._embedder, name)
+
+
+def test_a_turn_appended_embeds_its_own_chunks_not_the_whole_session_again(tmp_path, embedder):
+    counting = _Counting(embedder)
+    m = Memory(tmp_path / "mem", embedder=counting)
+    m.init()
+    t = Claude(cwd=str(tmp_path))
+    for n in range(40):
+        t.user(f"Question {n}: how do we rotate the signing keys of service {n}?", stamp(n, 0))
+        t.reply(f"Service {n} rotates its keys every {n + 7} days through the vault agent; the old key stays "
+                f"valid for one more day. " * 2, stamp(n, 30))
+    path = t.write(tmp_path)
+    m.capture([path])
+    first = counting.texts
+    t.user("And who owns the rotation runbook?", stamp(50)).reply("The platform team owns it.", stamp(50, 20))
+    t.write(tmp_path)
+    counting.texts = 0
+    assert m.capture([path])["turns"] == 2
+    assert first >= 40 and counting.texts <= max(6, first // 8), (first, counting.texts)
+    hits = m.recall("how often does service 23 rotate its keys").results
+    assert hits and hits[0].category.startswith("sessions/")
+
+
+def test_a_session_goes_on_where_it_is_when_capture_category_changed(mem, tmp_path):
+    t = Claude(cwd=str(tmp_path)).user("Where do the backups go?", stamp(1)).reply("To the cold bucket.", stamp(1, 1))
+    path = t.write(tmp_path)
+    mem.capture([path])
+    mem.config_set("capture_category", "agents/sessions")
+    t.user("And how long are they kept?", stamp(2)).reply("Ninety days.", stamp(2, 1))
+    t.write(tmp_path)
+    report = mem.capture([path])
+    assert report["turns"] == 2 and report["new_sessions"] == 0
+    assert report["entries"][0]["path"].startswith("sessions/") and len(mem.list()) == 1
+    with pytest.raises(InvalidInput, match="--agent"):
+        mem.capture([path], agent="gemini")
+
+
+def test_a_hook_during_a_capture_is_taken_by_that_capture(mem, tmp_path):
+    import threading
+    import time
+
+    from memstrata.capture import hook, spool
+
+    big = Claude(cwd=str(tmp_path))
+    for n in range(120):
+        big.user(f"Point {n}: how is shard {n} rebalanced after a node leaves?", stamp(n // 60, n % 60))
+        big.reply(f"Shard {n} moves to the least loaded node within {n % 9 + 1} minutes. " * 3, stamp(n // 60, n % 60, 500))
+    small = Claude(session="ffffffff-0000-4000-8000-00000000000f", cwd=str(tmp_path)).user(
+        "A question asked while the capture ran", stamp(7)).reply("Its answer.", stamp(7, 1))
+    small_path = small.write(tmp_path)
+    worker = threading.Thread(target=mem.capture, args=([big.write(tmp_path)],))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while spool.CaptureLock(mem.root).acquire(release=True) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    notice = hook.notice_of({"transcript_path": small_path, "session_id": small.session, "cwd": str(tmp_path)})
+    spool.put(mem.root, notice)  # what the hook does; it starts no process: a capture holds the lock
+    assert not spool.CaptureLock(mem.root).acquire(release=True)
+    worker.join()
+    assert spool.pending(mem.root) == []
+    assert any(small.session == e.extra.get("session") for e in mem.list("sessions"))

@@ -1,8 +1,9 @@
 """The session body format and the merge that never writes a turn twice (pure)."""
 from __future__ import annotations
 
-from memstrata.capture import body, sessions
-from memstrata.capture.body import BodyTurn
+from memstrata.capture import sessions
+from memstrata.storage import session_body as body
+from memstrata.storage.session_body import BodyTurn
 
 
 def test_body_round_trips_and_escapes_lines_that_look_like_headings():

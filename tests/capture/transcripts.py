@@ -9,7 +9,21 @@ def stamp(minute: int, second: int = 0, ms: int = 0) -> str:
     return f"2026-11-20T09:{minute:02d}:{second:02d}.{ms:03d}Z"
 
 
-class Claude:
+class _Transcript:
+    lines: list
+    session: str
+
+    def text(self) -> str:
+        return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in self.lines)
+
+    def write(self, folder, name: str | None = None) -> str:
+        path = os.path.join(str(folder), name or self.file_name())
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(self.text())
+        return path
+
+
+class Claude(_Transcript):
     """Lines of a Claude Code session file: `user(...)`, `reply(...)` and the other line types."""
 
     def __init__(self, session: str = "0f3c2a9e-1111-4aaa-8bbb-123456789abc", cwd: str = "/work/shop"):
@@ -47,17 +61,11 @@ class Claude:
         self.lines.append(obj)
         return self
 
-    def text(self) -> str:
-        return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in self.lines)
-
-    def write(self, folder, name: str | None = None) -> str:
-        path = os.path.join(str(folder), name or f"{self.session}.jsonl")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(self.text())
-        return path
+    def file_name(self) -> str:
+        return f"{self.session}.jsonl"
 
 
-class Codex:
+class Codex(_Transcript):
     """Lines of a Codex CLI rollout file."""
 
     def __init__(self, session: str = "7d0e5b1c-2222-4ccc-8ddd-abcdefabcdef", cwd: str = "/work/api", source="cli"):
@@ -88,14 +96,8 @@ class Codex:
         return self.add("response_item", ts[:-2] + "5Z", {"type": "function_call_output", "call_id": "c1",
                                                           "output": "OUTPUT-NEVER-KEPT"})
 
-    def text(self) -> str:
-        return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in self.lines)
-
-    def write(self, folder, name: str | None = None) -> str:
-        path = os.path.join(str(folder), name or f"rollout-2026-11-20T09-00-00-{self.session}.jsonl")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(self.text())
-        return path
+    def file_name(self) -> str:
+        return f"rollout-2026-11-20T09-00-00-{self.session}.jsonl"
 
 
 def lines_of(text: str) -> list[tuple[int, bytes]]:

@@ -1,5 +1,6 @@
-"""A session entry's body: one `### <timestamp> · <role>` block per turn (pure), and the merge of the
-turns a read found into the turns an entry holds, so that no turn is ever written twice."""
+"""A captured session entry's body (docs/capture.md): one `### <timestamp> · <role>` block per turn (pure),
+and the merge of the turns a read found into the turns an entry holds, so no turn is written twice.
+In storage/ (the lowest layer) so the index can read a session turn by turn too."""
 from __future__ import annotations
 
 import re
