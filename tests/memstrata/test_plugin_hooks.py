@@ -28,7 +28,7 @@ import hooks as bench  # noqa: E402  (bench/hooks.py: the payloads, the transcri
 
 REPO = Path(__file__).resolve().parents[2]
 BIN, MEM = bench.BIN, bench.MEM
-RUN = tempfile.mkdtemp(prefix="memstrata-hooks-run-")  # this module's own service
+RUN = ""  # this module's own service's runtime folder, made by the `world` fixture
 TIMES: list[tuple[str, str, float]] = []  # (where, event, seconds) of every hook run, printed at the end
 
 NOTES = [
@@ -53,6 +53,8 @@ installed = bench.installed
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, embedder, stop_service):
+    global RUN
+    RUN = tempfile.mkdtemp(prefix="memstrata-hooks-run-")
     base = tmp_path_factory.mktemp("hooks")
     root, home, cwd = base / "memory", base / "home", base / "webshop"
     cwd.mkdir()
