@@ -26,7 +26,7 @@ Examples:
 COMMAND_MODULES = (
     "entries", "trash", "config", "maintenance",
     # feature modules register themselves here when present
-    "recall", "aging", "promotion", "versions", "agents", "service", "doctor", "secrets", "capture",
+    "recall", "aging", "promotion", "versions", "agents", "service", "doctor", "secrets", "capture", "setup",
 )
 
 

@@ -68,6 +68,7 @@ HEAVY_FIRST = (
     "tests/memstrata/test_aging.py",
     "tests/memstrata/test_hook_relevance.py",
     "tests/memstrata/test_session_start.py",
+    "tests/memstrata/test_plugin_hooks.py",
     "tests/memstrata/test_mcp.py",
 )
 

@@ -51,8 +51,9 @@ from memstrata.service.connection import (  # noqa: F401 - the client's names fo
 )
 
 PROTOCOL = 2
-# Commands that never go through the service (the service itself, long-lived stdio servers).
-BYPASS = frozenset({"serve", "mcp"})
+# Commands that never go through the service (the service itself, long-lived stdio servers, and
+# `setup`, which edits the caller's agent settings and needs no tree).
+BYPASS = frozenset({"serve", "mcp", "setup"})
 # Calls the service stops at their next safe point when the caller goes away (Ctrl-C, a kill).
 CANCELLABLE = frozenset({"import", "sync", "reindex"})
 # Commands not worth starting a service for (they read the catalog only); every other command
