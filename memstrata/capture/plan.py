@@ -30,8 +30,6 @@ class SessionIndex:
     """The tree's session entries, by session id, for one capture run (planned changes included)."""
 
     def __init__(self, root, catalog, category: str):
-        from memstrata.storage.paths import category_of  # noqa: F401 - the category test below
-
         self.root = root
         self.catalog = catalog
         self.category = category
@@ -147,7 +145,8 @@ def plan(index: SessionIndex, *, agent: str, session: str, turns: list[Turn], pr
     change.created = not parts
     layout = sessions.split_parts(held_parts, merged.turns, limit)
     base = sessions.base_id(agent, owner)
-    project = _held_project(parts[0], project) if parts else project
+    if parts:  # a session goes on where it is: its project and folder stay what they were
+        project, category = _held_project(parts[0], project), parts[0].category
     for n, part_turns in enumerate(layout, 1):
         current = parts[n - 1] if n <= len(parts) else None
         before = held_parts[n - 1] if n <= len(held_parts) else None
