@@ -37,6 +37,7 @@ class Settings:
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
     conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
+    conflict_departed_similarity: float = 0.55  # another title, no tag set: the write leaves a value the nearest entry states + this similarity (bench/conflicts.py --sweep)
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15
@@ -120,7 +121,7 @@ def require_known(key: str) -> None:
 # Settings with a bounded range (inclusive); others only need the right type (ints: 0 or more).
 _RANGES = {
     "promote_threshold": (0.0, 1.0), "autoload_min_relevance": (0.0, 1.0), "near_duplicate_threshold": (0.0, 1.0),
-    "conflict_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
+    "conflict_similarity": (0.0, 1.0), "conflict_departed_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
