@@ -30,13 +30,16 @@ _FROM = re.compile(rf"\b(?:{_VERB}\b[^.;!?\n]{{0,80}}?\bfrom|away from)\s+(?P<x>
 _AFTER = re.compile(r"(?<!\bthe )\b(?:left|leaving|dropp(?:ed|ing)|replac(?:ed|ing)|retir(?:ed|ing)|ditch(?:ed|ing)"
                     r"|abandon(?:ed|ing)|deprecat(?:ed|ing)|decommission(?:ed|ing)|uninstall(?:ed|ing)|quit"
                     r"|gave up(?: on)?|giv(?:e|es|ing) up(?: on)?|stopp(?:ed|ing) using|stop using|no longer us(?:e|es|ed|ing)"
-                    r"|(?:moved|migrated|switched) off|instead of|rather than|in place of)\s+(?P<x>[^.;!?\n]{1,120})", re.I)
+                    r"|(?:moved|migrated|switched) off|instead of|in place of)\s+(?P<x>[^.;!?\n]{1,120})", re.I)
 # "X is retired", "X was replaced by Y", "X is being shut down" (X: the clause before; found by what follows it)
 _BEFORE = re.compile(r"\s(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+"
                      r"(?:now\s+|also\s+)?(?:retired|gone|dropped|replaced|deprecated|decommissioned|switched off"
                      r"|shut down|turned off|read-only|no longer used|removed|abandoned|phased out|sunset)\b", re.I)
 _ARROW = re.compile(r"\s*(?:→|->|=>)\s*\S")
 _CLAUSE_END = re.compile(r"[.;!?,\n，。；！？]")
+# A change denied before it is said: "we never moved from MySQL", "没有从 MySQL 迁走"
+_NEGATED = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
+_ZH_NEGATED = re.compile(r"[没未不]有?$|并未$|从未$")
 
 # Chinese: 从 X 迁到/换成/改用 …, 把 X 换成 …, 不再用 X, 弃用 X, X 已下线
 _ZH_VERB = "迁换改搬转切移升降替"
@@ -81,12 +84,15 @@ def departed(text: str) -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     for pattern in (_FROM, _AFTER):
         for m in pattern.finditer(text):
-            found.append(_lead_tokens(m.group("x")))
+            if not _NEGATED.search(_clause_before(text, m.start(), 40)):
+                found.append(_lead_tokens(m.group("x")))
     for pattern in (_BEFORE, _ARROW):
         for m in pattern.finditer(text):
             found.append(_lead_tokens(_clause_before(text, m.start(), 120), from_end=True))
     for pattern in (_ZH_FROM, _ZH_AFTER, _ZH_BEFORE):
         for m in pattern.finditer(text):
+            if pattern is _ZH_FROM and _ZH_NEGATED.search(_clause_before(text, m.start(), 4)):
+                continue
             x = _clause_before(text, m.start(), 24) if pattern is _ZH_BEFORE else m.group("x")
             x = x.strip(_ZH_TRIM)
             latin = [t for t in _TOKEN.findall(_fold(x)) if not _CJK.search(t)]

@@ -228,6 +228,7 @@ def test_near_duplicates_must_agree_on_numbers():
     # no change said: a range, a flow, a source, a direction
     ("The user works from 9 to 17.", []), ("Logs go from Filebeat to Elasticsearch.", []),
     ("Alerts come from Prometheus.", []), ("The left sidebar shows the files.", []), ("用户从来不用鼠标。", []),
+    ("We never moved from MySQL.", []), ("The team did not switch away from Jira.", []), ("订单库没有从 MySQL 迁走。", []),
 ])
 def test_departed_reads_what_a_text_says_was_left(text, values):
     assert departed(text) == values
