@@ -41,6 +41,7 @@ class Settings:
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
     conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
+    conflict_departed_similarity: float = 0.55  # another title, no tag set: the write leaves a value the nearest entry states + this similarity (bench/conflicts.py --sweep)
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15
@@ -134,7 +135,7 @@ _RANGES = {
     "promote_threshold": (0.0, 1.0), "autoload_min_relevance": (0.0, 1.0), "near_duplicate_threshold": (0.0, 1.0),
     "promote_best_cosine": (0.0, 1.0), "promote_min_relevance": (0.0, 1.0),
     "autoload_written_boost": (0.0, 100.0), "autoload_written_half_life_days": (0.01, 3650.0),
-    "conflict_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
+    "conflict_similarity": (0.0, 1.0), "conflict_departed_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),
