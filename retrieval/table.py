@@ -15,12 +15,14 @@ from memstrata.retrieval import chunking, lexical, stats_cache
 from memstrata.retrieval.frame import META_COLUMNS, Frame, FrameCache  # META_COLUMNS: what the frame holds of an entry
 from memstrata.retrieval.table_rows import arrow_rows, indexed_form, meta_values, row_id, rows_for, schema
 from memstrata.storage import layout
+from memstrata.storage.codec import READ_RULES
 from memstrata.storage.entry import Entry
 
 VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
 META_FILE = "meta.json"
 SCHEMA_VERSION = 1
+READ_META = "read_rules"  # meta.json: storage.codec.READ_RULES the rows were read by (absent: 1; retrieval/sync.py)
 
 
 def sql_str(value: str) -> str:
@@ -116,7 +118,7 @@ class VectorIndex(FrameCache):
         self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim),
                                       mode="overwrite" if exists else "create")
         self._write_meta({"schema": SCHEMA_VERSION, "model": embedder.name, "dim": embedder.dim,
-                          "optimized_version": int(self._table.version), "fts": False})
+                          "optimized_version": int(self._table.version), "fts": False, READ_META: READ_RULES})
 
     def adopt(self, data, embedder) -> None:
         """Replace the table with rows made elsewhere for `embedder`'s model (an index snapshot). Caller holds the tree lock."""

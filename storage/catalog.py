@@ -21,7 +21,8 @@ from memstrata.storage.safe_io import check_write_target
 
 CACHE_DIR = ".cache"
 CATALOG_FILE = "catalog.db"
-SCHEMA_VERSION = 5  # a catalog of another version is dropped and rebuilt from the tree (5: YAML tags read as written, `true`)
+SCHEMA_VERSION = 6  # a catalog of another version is dropped and rebuilt from the tree (5: YAML tags read as written, `true`;
+# 6: a note without `title:` is titled by its first H1, codec.READ_RULES)
 PARSED_MAX = 20000  # parsed entries a Catalog keeps for the next listing
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
