@@ -70,7 +70,7 @@ class Settings:
     chunk_sentence_min_words: int = 15  # only entries of at least this many words get sentence chunks (0: all; mostly CJK text: always; bench/locomo.py --set)
     chunk_context: bool = True       # also embed each entry with the one written just before it (same category, same sitting)
     recall_candidates: int = 100     # rows each of the vector and full-text searches return
-    recall_relative_relevance: float = 0.02  # hits of an answered query below this share of the best hit's relevance are dropped (a weak tail)
+    recall_relative_relevance: float = 0.0  # hits of an answered query below this share of the best hit's relevance are dropped (a weak tail; bench/fit_relevance.py chose 0 with the Chinese corpora in, issue 40)
     recall_min_relevance: float = 0.01  # a query whose best hit is less likely than this to answer (calibrated relevance, 0-1) gets no hits; 0 keeps all (docs/recall.md)
     recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
     recall_dense_weight: float = 2.0     # best chunk cosine (absolute; bench/fit_ranking.py, chosen by LOCO)
