@@ -10,11 +10,11 @@ from memstrata.storage import codec, layout
 from memstrata.storage.atomic import is_temp_file
 from memstrata.storage.entry import Entry, valid_id
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
-from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of
+from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of, reserved_file_name
 from memstrata.storage.safe_io import FileTooLarge, read_regular_stamped
 
-SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased: INDEX.md, Config.md ... are never entries
-VAULT_SKIPPED_FILES = VAULT_RESERVED_FILE_NAMES  # ... in an adopted vault (its README.md, config.md are notes)
+SKIPPED_FILES = RESERVED_FILE_NAMES  # compared lower-cased (paths.reserved_file_name): INDEX.md, Config.md ... are never entries
+VAULT_SKIPPED_FILES = VAULT_RESERVED_FILE_NAMES  # ... in an adopted vault, as spelled (its README.md, config.md, index.md are notes)
 
 
 def _unencodable(name: str) -> bool:
@@ -47,7 +47,6 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
     cut = len(base) + 1
     stack = [base]
     vault = layout.is_adopted(root)
-    names_out = VAULT_SKIPPED_FILES if vault else SKIPPED_FILES
     while stack:
         folder = stack.pop()
         try:
@@ -64,7 +63,7 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
                     if item.is_dir(follow_symlinks=False):
                         stack.append(item.path)
                     elif ((vault or folder != base) and name.endswith(".md") and item.is_file(follow_symlinks=False)
-                          and not is_temp_file(name) and name.lower() not in names_out):
+                          and not is_temp_file(name) and not reserved_file_name(name, vault)):
                         st = _regular_stat(item) if stats else None
                         if st is not None or not stats:
                             yield item.path[cut:].replace(os.sep, "/"), st
@@ -94,7 +93,7 @@ def is_entry_path(rel: str, vault: bool = False) -> bool:
     name = parts[-1]
     return ((vault or len(parts) > 1) and name.endswith(".md")
             and not any(p.startswith(".") or p in ("", "..") for p in parts)
-            and name.lower() not in (VAULT_SKIPPED_FILES if vault else SKIPPED_FILES)
+            and not reserved_file_name(name, vault)
             and "\n" not in rel and "\r" not in rel and not _unencodable(rel))
 
 

@@ -20,8 +20,16 @@ WINDOWS_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i 
 RESERVED_SEGMENTS = {ARCHIVED_DIR, *RESERVED_FILE_NAMES}  # category levels that are refused
 # In an adopted vault the engine's config.md lives in `.memstrata/` and no README.md is the engine's:
 # a vault's README.md and config.md are the user's notes. INDEX.md (the folder indexes asked for with
-# --indexes) and agents' instruction files (never modified: an id line would change what they say) stay out.
-VAULT_RESERVED_FILE_NAMES = frozenset({"index.md", "memory.md", "claude.md", "agents.md"})
+# --indexes) and agents' instruction files (never modified: an id line would change what they say) stay
+# out, spelled as the engine and the agents spell them: a docs site's `index.md` home page or an
+# Obsidian note titled "Memory" or "Agents" is a note.
+VAULT_RESERVED_FILE_NAMES = frozenset({"INDEX.md", "MEMORY.md", "CLAUDE.md", "AGENTS.md"})
+
+
+def reserved_file_name(name: str, vault: bool) -> bool:
+    """Whether a file of this name is never an entry: in a tree made by `mem init`, the tree's own files
+    and agents' instruction files in any letter case; in an adopted vault, only as they are spelled."""
+    return name in VAULT_RESERVED_FILE_NAMES if vault else name.lower() in RESERVED_FILE_NAMES
 TOP_CATEGORY = ""  # an adopted vault's top level: notes there have no folder, so no category
 TOP_LABEL = "/"    # ... as people see it: no folder can be named "/", and it reads as "the vault's root"
 MAX_SLUG_BYTES = 120  # file names are limited to 255 bytes; leave room for suffixes

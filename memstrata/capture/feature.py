@@ -117,7 +117,7 @@ class Capture:
                 f"{self.root} is an adopted vault (your notes): captured sessions would fill it, so capture is "
                 "off here. Capture into a tree of its own (`mem init --root ~/memory-sessions`, then "
                 "`mem capture --root ~/memory-sessions ...` or MEMSTRATA_HOME), or allow it: "
-                "`mem config set capture_in_vault true` (sessions go to the capture_category folder)")
+                f"`mem config set capture_in_vault true --root {self.root}` (sessions go to the capture_category folder)")
 
     def _locked_run(self, items: list[dict], progress) -> dict:
         self._require()

@@ -63,7 +63,7 @@ def _not_adoptable(root) -> tuple[list[str], list[str]]:
                     head = ""
                 if not head.startswith(("---\ncategory:", "---\ntype: root-index")) and "memstrata" not in head:
                     blocking.append(rel)
-            elif low.endswith(".md") and not is_entry_path_in(root, rel):
+            if low.endswith(".md") and not is_entry_path_in(root, rel):
                 shown = printable_name(rel)
                 why = ("a name that is not UTF-8 or holds a line break; rename it to make it an entry"
                        if shown != rel or "\n" in rel or "\r" in rel else

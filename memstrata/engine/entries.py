@@ -312,6 +312,8 @@ class Entries:
             # its `updated` stays the last change of its text; coming back is a touch (hot for hot_days)
             entry = entry.copy(category=category, status="active", last_access=now,
                                tier="hot" if entry.status != "active" else entry.tier)
+            if entry.expires is not None and entry.expires <= now:
+                entry.expires = None  # bringing back what expired is keeping it: the next maintain would trash it again
             keep = origin if not (self.root / origin).exists() else None
             entry.path = keep or tree.unique_entry_path(self.root, category, entry.title)
             # the trash file moves back and keeps its own lines (a hand-made note stays as written),

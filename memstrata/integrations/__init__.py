@@ -86,6 +86,18 @@ def _tree_note(root: str | None, environ: dict) -> list[str]:
     from memstrata.storage.tree import is_initialised
 
     chosen = Path(root or os.path.join(environ.get("HOME") or "~", "memory")).expanduser()
-    if is_initialised(chosen):
-        return []
-    return [f"no memory tree at {chosen} yet: `mem init` makes one (until then the hooks load and capture nothing)"]
+    if not is_initialised(chosen):
+        return [f"no memory tree at {chosen} yet: `mem init` makes one (until then the hooks load and capture nothing)"]
+    from memstrata.storage import layout
+    from memstrata.storage.config import load_settings
+    from memstrata.storage.errors import MemstrataError
+
+    try:
+        capture_off = layout.is_adopted(chosen) and not load_settings(chosen).capture_in_vault
+    except (MemstrataError, OSError, ValueError):  # settings that cannot be read: `mem doctor` says why
+        capture_off = False
+    if capture_off:
+        return [f"{chosen} is an adopted vault: the hooks load memories from it but capture no session there "
+                f"(`mem config set capture_in_vault true --root {chosen}` allows it, or point the hooks at a "
+                "tree of its own with --root)"]
+    return []
