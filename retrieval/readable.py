@@ -40,7 +40,10 @@ BLANK = "blank"  # the kind of a chunk-0 row whose vector is a stand-in (recall 
 # title and opening: the ranker's `about` feature, chunking.ABOUT_TOKENS)
 NOT_A_MATCH = (BLANK, "about")
 
-_NOISE = re.compile(r"\]\([^)\s]*[^)]*\)|<[^>]*>|(?:https?|ftp)://\S+|www\.\S+|\S+@\S+\.\w+|data:\S+")
+# Each alternative starts only where its text can (an e-mail address after a space, a bracket or a
+# quote; a tag within 500 characters): an open `\S+@` tried at every letter of a 2 MB word was quadratic.
+_NOISE = re.compile(r"\]\([^)\s]*[^)]*\)|<[^<>]{0,500}>|(?:https?|ftp)://\S+|www\.\S+"
+                    r"|(?<![^\s(<\[\"'])[^\s@]{1,64}@\S+\.\w+|data:\S+")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.+#'][A-Za-z0-9]+)*[+#]*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
