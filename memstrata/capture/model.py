@@ -93,7 +93,7 @@ class TurnBuilder:
 
     def user(self, text: str, timestamp: str, offset: int, session: str | None = None) -> None:
         self.close()
-        self.result.turns.append(Turn(USER, timestamp, text, offset, session))
+        self.result.turns.append(Turn(USER, timestamp, clean_text(text), offset, session))
 
     def assistant(self, pieces: list[tuple[str, str]], timestamp: str, offset: int, session: str | None = None) -> None:
         """`pieces`: ("text", prose) and ("tool", line) in the order the agent wrote them."""
@@ -105,7 +105,7 @@ class TurnBuilder:
 
     def close(self) -> None:
         if self.current is not None:
-            self.current.text = join_pieces(self._pieces)
+            self.current.text = clean_text(join_pieces(self._pieces))
             if self.current.text:
                 self.result.turns.append(self.current)
         self.current, self._pieces = None, []
@@ -156,8 +156,11 @@ def one_line(text: str, limit: int = TOOL_ARG_CHARS) -> str:
 
 def tool_line(name: str, argument: str | None) -> str:
     """`→ Tool: argument` (the argument on one line, cut to TOOL_ARG_CHARS)."""
+    from memstrata.storage.secrets import redact
+
     name = one_line(name or "tool", 60)
-    argument = one_line(argument) if argument else ""
+    # redacted before it is cut: a credential cut in half is no longer found whole
+    argument = one_line(redact(str(argument)[:4 * TOOL_ARG_CHARS + 4096])) if argument else ""
     return f"{TOOL_MARK} {name}: {argument}" if argument else f"{TOOL_MARK} {name}"
 
 
@@ -190,8 +193,27 @@ def tool_argument(arguments) -> str | None:
     return None
 
 
+# A timestamp as transcripts write it (ISO 8601, to the millisecond): it becomes a turn's heading, so
+# a value with a space or a line break in it (a forged heading) is none.
+_TIMESTAMP = re.compile(r"[0-9][0-9A-Za-z:.+\-]{0,63}")
+
+
 def timestamp_of(value) -> str | None:
-    """A line's timestamp as written (a string); None when missing or not a string."""
-    if isinstance(value, str) and value.strip():
+    """A line's timestamp as written (a string); None when missing, not a string or not one word of
+    the characters an ISO 8601 time holds."""
+    if isinstance(value, str) and _TIMESTAMP.fullmatch(value.strip()):
         return value.strip()
     return None
+
+
+# What no turn keeps: NUL and the other control characters but tab and line feed (a NUL made the
+# whole capture fail; a lone carriage return could make a line read as a turn's heading), and
+# terminal colour sequences.
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def clean_text(text: str) -> str:
+    """A turn's text with line ends made `\n` and control characters dropped."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", text)

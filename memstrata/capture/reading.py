@@ -2,8 +2,10 @@
 last turn again (a reply may still be growing), from the first line when the file was rewritten."""
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from memstrata.capture import codex, detect, model, plain
@@ -22,7 +24,7 @@ class Lines:
         self.path, self.start, self.end = path, start, start
 
     def __iter__(self):
-        with open(self.path, "rb") as handle:
+        with open_regular(self.path) as handle:
             handle.seek(self.start)
             offset, rest = self.start, b""
             while True:
@@ -36,6 +38,20 @@ class Lines:
                     yield offset, line
                     offset += len(line) + 1
                     self.end = offset
+
+
+def open_regular(path: str):
+    """The file at `path` opened for reading, OSError unless it is a regular file: a FIFO, /dev/zero or
+    a link to one is never read (it would block, or never end). O_NONBLOCK: opening a FIFO never waits."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @dataclass
@@ -65,6 +81,8 @@ def read_file(path: str, cached: dict | None, agent: str | None = None, session:
               cwd: str | None = None) -> FileRead:
     """Read what is new in the transcript at `path` (OSError when it cannot be read)."""
     st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", path)
     start = _resume_at(path, cached, st.st_size)
     record = dict(cached or {}) if start else {}
     lines = Lines(path, start)

@@ -274,6 +274,8 @@ def forward(argv: list[str], root: str, folder: str | None = None) -> int | None
             last = lines.next()
         if last is None or last.get("t") != "exit":
             # A stop waits for the calls in flight, so only a crash or a kill gets here.
+            if hook:
+                return 0  # a hook never blocks the agent: it says nothing and exits 0 (docs/hooks.md)
             log = rundir.log_path(folder or rundir.candidate())
             sys.stderr.write(f"mem: error: the memory service stopped while running the command (it crashed "
                              f"or was killed; see {log}); a write may have been applied: check with `mem list` "
