@@ -186,10 +186,17 @@ def _password_ok(m: re.Match, v: str | None = None) -> bool:
     return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
 
 
+# A cipher or key format named after a credential word (密钥为 AES256, 私钥是 ED25519): no value.
+_CIPHER_NAME = re.compile(r"(?i:rsa|aes|des|3des|dsa|ecdsa|ed25519|ecc|sha|hmac|md5|sm[234]|pgp|gpg|pem|pkcs)"
+                          r"[-_]?(?:\d{1,4}|gcm|cbc|ctr|#?\d+)*")
+
+
 def _cjk_password_ok(m: re.Match) -> bool:
     """密码是/为/： X as `password is X`; after a bare space (口令 X: also a coupon's code word, 优惠口令
     **RUANYF100**) only a value with lower case beside digits or symbols."""
     v = m.group("v").rstrip(".,;:)]}>!?'\"`*_~")  # Markdown emphasis around it is no part of it
+    if _CIPHER_NAME.fullmatch(v):
+        return False  # 密钥是 RSA2048 格式: what kind of key, not the key
     if m.group("c") is None and not (any(c.islower() for c in v) and any(not c.isalpha() for c in v)):
         return False
     return _password_ok(m, v)
@@ -305,7 +312,7 @@ _KEYWORD = (
     r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key|secret[_\-]?access[_\-]?key|"
     r"private[_\-]?key|(?:auth|access|refresh|bearer|session|api|bot)[_\-]?token|token|"
     r"credentials?)"
-    r"|密码|口令|密钥|秘钥|令牌"
+    r"|密码|口令|密钥|秘钥|私钥|令牌|密碼|密鑰|金鑰|權杖"
 )
 
 _ASSIGNMENT = (
@@ -334,7 +341,7 @@ _TOKEN_RULES = frozenset((
 
 
 _CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin",
-                     "密码", "口令", "密钥", "秘钥", "令牌")
+                     "密码", "口令", "密钥", "秘钥", "私钥", "令牌", "密碼", "密鑰", "金鑰", "權杖")
 _HINTS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin",), "aws_access_key": ("akia", "asia", "abia", "acca", "a3t"),
     "aws_secret_key": ("aws",), "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -350,7 +357,8 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
     "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
     "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
-    "assignment": _CREDENTIAL_WORDS, "cjk_password": ("密码", "口令", "密钥", "秘钥", "令牌"),
+    "assignment": _CREDENTIAL_WORDS, "cjk_password": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "密碼", "密鑰",
+                                                      "金鑰", "權杖", "pass", "token", "secret", "api"),
 }
 
 
@@ -436,7 +444,8 @@ RULES: tuple[Rule, ...] = (
     # Chinese prose: 密码是/为 X, 口令 X, 秘钥/密钥/令牌 X, 账号密码 user/X, with or without a space; the value a
     # literal as the English prose rule wants it (not words, a number or a placeholder: 密码是什么, 设置密码为强密码)
     _r("cjk_password", "password in prose",
-       r"(?:密码|口令|密钥|秘钥|令牌)(?P<c>[ \t]*(?:是|为)[ \t]*[:：]?|[ \t]*[:=：])?[ \t]*[\"'`“「*_]*"
+       r"(?:密码|口令|密钥|秘钥|私钥|令牌|密碼|密鑰|金鑰|權杖|(?i:password|passwd|token|secret|api[ _\-]?key)(?=[ \t]*[是为為]))"
+       r"(?P<c>[ \t]*(?:是|为|為)[ \t]*[:：]?|[ \t]*[:=：])?[ \t]*[\"'`“「*_]*"
        r"(?P<v>[A-Za-z0-9!#$%&+@^~\-][!#-&(-~]{5,127})", _cjk_password_ok),
     _r("high_entropy", "high-entropy token",
        r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_=\-]{32,}(?![A-Za-z0-9+/_=\-])",

@@ -39,6 +39,11 @@ CAUGHT = [
     "OSS 密钥为 {v}",
     "访问令牌 {v}",
     "VPN 口令为 {v}，别外传",
+    "服务器私钥是 {v}",                # an attacker's list: 私钥, English words before 是/为, traditional characters
+    "GitHub token 为 {v}",
+    "测试环境 password 是 {v}",
+    "數據庫密碼是 {v}",
+    "金鑰為 {v}",
 ]
 
 QUIET = [
@@ -50,6 +55,9 @@ QUIET = [
     "令牌桶算法（token bucket）用来限流，令牌按固定速率放入桶中。",
     "密钥 RSA-2048 是常见的长度，密钥长度为 256 位的 AES 也很常用。",
     "密码学是研究加密和解密的学科。",
+    "我们的签名密钥是 RSA2048 格式，存放在 KMS 里。",  # what kind of key (an attacker's false alarm)
+    "数据加密密钥为 AES256，私钥是 ED25519 的。",
+    "token 为空时返回 401。",
     "请把密码改为 <your-password>，口令 ****** 只是占位。",
     "密码 manager 推荐 Bitwarden。",
     "用户密码是否正确由服务端判断，令牌 bucket 满了就拒绝请求。",
