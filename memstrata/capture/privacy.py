@@ -76,7 +76,12 @@ def forget(capture, ref: str, purge: bool = False) -> dict:
     state = capture.state
     root = state.root
     index = SessionIndex(root, state.catalog, state.settings.capture_category)
-    agent, session = _find(index, ref)
+    try:
+        agent, session = _find(index, ref)
+    except NotFound:
+        if purge and (done := _purge_forgotten(capture, ref)) is not None:
+            return done  # forgotten before, purged now: its trash copies and every trace in the index
+        raise
     parts = index.parts(agent, session)
     if not parts:
         raise NotFound(f"no captured session {ref!r}")
@@ -100,6 +105,26 @@ def forget(capture, ref: str, purge: bool = False) -> dict:
             result["purged"] = True
             result["index_compacted"] = _scrub_index(state)
             _vacuum(state.catalog.db_path)
+    return result
+
+
+def _purge_forgotten(capture, ref: str) -> dict | None:
+    """`--forget REF --purge` of a session forgotten before: the trash copies `--forget` made of it (by
+    entry id, or by the session id's first characters their title keeps) deleted at once, the index
+    and the catalog scrubbed as a purge does. None when the trash holds none."""
+    state = capture.state
+    ref = str(ref or "").strip()
+    items = [i for i in trash.list_trash(state.root) if i.reason == FORGET_REASON and not i.damaged
+             and (i.id == ref or (len(ref) >= 4 and i.title.split(" ")[-1:] == [ref[:8]]))]
+    if not items:
+        return None
+    with state.lock():
+        ids = {i.id for i in items}
+        trash.purge(state.root, state.now(), state.settings, everything=True, only_ids=ids)
+        result = {"agent": None, "session": ref, "sessions": [], "purged": True,
+                  "entries": [{"id": i.id, "path": i.trashed_from, "trash": i.path} for i in items],
+                  "index_compacted": _scrub_index(state)}
+        _vacuum(state.catalog.db_path)
     return result
 
 

@@ -104,6 +104,9 @@ def test_forget_through_the_trash_and_purge_leaves_no_trace(mem, tmp_path):
     assert mem.recall("quokkaberry deadline").results[0].category.startswith("sessions/")
     with pytest.raises(Exception, match="no captured session"):
         mem.capture_forget("dddddddd-nothing")
+    result = mem.capture_forget("cccccccc", purge=True)  # forgotten before: purged now (an attacker's list)
+    assert result["purged"] and len(result["entries"]) == 1 and mem.trash_list(report=False) == []
+    assert _holding(root, b"plinkmoth") == []
 
 
 def test_opting_a_project_out(mem, tmp_path):
