@@ -72,6 +72,19 @@ def with_aliases(entry: Entry) -> Entry:
     return entry.copy(body="\n".join(lines + [entry.body]) if entry.body else "\n".join(lines))
 
 
+def file_line(indexed_body: str, line: int) -> int:
+    """A line number of an indexed body (`with_aliases`) as the line of the note's own body: the alias
+    and related lines it put at the top, or under the H1, are not the note's."""
+    lines = (indexed_body or "").split("\n", 4)
+    for at in (0, 1):
+        added = 0
+        while at + added < len(lines) and lines[at + added].startswith((ALIAS_PREFIX, RELATED_PREFIX)):
+            added += 1
+        if added:
+            return line - added if line > at + added else line
+    return line
+
+
 def aliases_in(text: str) -> list[str]:
     """The aliases of an indexed text (its line right under the title, as `with_aliases` put it)."""
     lines = (text or "").split("\n", 2)

