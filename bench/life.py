@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -272,6 +273,7 @@ def main(argv=None) -> int:
         print(file=sys.stderr)
     finally:
         run(["serve", "--stop"], root, when(0), check=False)
+        shutil.rmtree(perf_cli.RUNTIME, ignore_errors=True)
     life.captured = lc.captured(root)
     if args.keep:
         (base / "log.json").write_text(json.dumps(life.log, indent=1, ensure_ascii=False), encoding="utf-8")
