@@ -1,15 +1,14 @@
-"""The current task at a session start: the project's last captured session and what it asked (pure).
-
-At a session start the session knows its project (the hook's `cwd`, scoring/project_scope.py) and,
-once sessions are captured, that project's last session: what the user was doing. Its prompts are
-the task the new session most likely goes on with. The session start brings back (promotes) the cold
-and archived memories those prompts need, with the rule calibrated on prompts (scoring/promotion.py):
-each prompt is a context of its own, as it was when it was typed. Only the user's prompts are taken:
-they say the task; the replies are the agent's (long, and about whatever it did).
-"""
+"""The current task at a session start: the project's last captured session and what it asked (pure)."""
+# At a session start the session knows its project (the hook's `cwd`, scoring/project_scope.py) and,
+# once sessions are captured, that project's last session: what the user was doing. Its prompts are
+# the task the new session most likely goes on with. The session start brings back (promotes) the cold
+# and archived memories those prompts need, with the rule calibrated on prompts (scoring/promotion.py):
+# each prompt is a context of its own, as it was when it was typed. Only the user's prompts are taken:
+# they say the task; the replies are the agent's (long, and about whatever it did).
 from __future__ import annotations
 
-from memstrata.retrieval.prompts import has_topic
+from typing import Callable
+
 from memstrata.scoring.project_scope import Scope, slug
 from memstrata.storage.entry import Entry
 from memstrata.storage.turns import is_session, parse, sessions_of
@@ -43,9 +42,9 @@ def last_session(entries, scope: Scope | None, current: str | None = None) -> En
     return best
 
 
-def task_prompts(body: str, limit: int) -> list[str]:
-    """The session's last `limit` prompts that name a topic ("continue" and "thanks" say no task),
-    latest first, each once, whitespace folded and cut to PROMPT_CHARS."""
+def task_prompts(body: str, limit: int, has_topic: Callable[[str], bool]) -> list[str]:
+    """The session's last `limit` prompts that name a topic (`has_topic`: retrieval.prompts.has_topic;
+    "continue" and "thanks" say no task), latest first, each once, whitespace folded and cut to PROMPT_CHARS."""
     out: list[str] = []
     for turn in reversed(parse(body)[1]):
         if len(out) >= max(0, int(limit)):

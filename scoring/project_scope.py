@@ -1,25 +1,23 @@
-"""Which project a memory belongs to, and what the session start of a project lists (pure).
-
-A session runs in a folder (the hook's `cwd`): its project is the git repository that folder is in,
-by its top folder's name (and the name of its `origin` remote's repository), else the folder's own
-name: the names capture files sessions under (`sessions/<project>/`, capture/project.py). The edge
-(features/start_block.py) reads the folder and the catalog; here only names and entries are compared.
-
-A memory belongs to
-- **its own project** ("own") when its frontmatter `project:` names the session's project, or, without
-  one, a level of its category or one of its tags does (`projects/alpha/...`, `alpha/decisions`, tag
-  `alpha`);
-- **another project** ("other") when its `project:` names another one, or a category level or tag names
-  a project the tree knows (a sub-folder of a `project_folders` category, `projects/` by default, or
-  of the captured sessions' folder: every project a session was captured in);
-- **no project** ("general"): preferences, conventions, the team, runbooks: relevant anywhere;
-- a captured **session** ("session"): raw turns, recalled turn by turn for a prompt, never listed.
-
-The session start lists own and general memories (own ones first by `autoload_project_boost`), never
-another project's or a captured session (those only when nothing else is there: the block is never
-empty while a memory exists). A folder in no git repository whose name no memory names is no project:
-the start lists every project's memories as before, sessions still left out.
-"""
+"""Which project a memory belongs to, and what the session start of a project lists (pure)."""
+# A session runs in a folder (the hook's `cwd`): its project is the git repository that folder is in,
+# by its top folder's name (and the name of its `origin` remote's repository), else the folder's own
+# name: the names capture files sessions under (`sessions/<project>/`, capture/project.py). The edge
+# (features/start_work.py scope_at) reads the folder and the catalog; here only names and entries are compared.
+#
+# A memory belongs to
+# - **its own project** ("own") when its frontmatter `project:` names the session's project, or, without
+#   one, a level of its category or one of its tags does (`projects/alpha/...`, `alpha/decisions`, tag
+#   `alpha`);
+# - **another project** ("other") when its `project:` names another one, or a category level or tag names
+#   a project the tree knows (a sub-folder of a `project_folders` category, `projects/` by default, or
+#   of the captured sessions' folder: every project a session was captured in);
+# - **no project** ("general"): preferences, conventions, the team, runbooks: relevant anywhere;
+# - a captured **session** ("session"): raw turns, recalled turn by turn for a prompt, never listed.
+#
+# The session start lists own and general memories (own ones first by `autoload_project_boost`), never
+# another project's or a captured session (those only when nothing else is there: the block is never
+# empty while a memory exists). A folder in no git repository whose name no memory names is no project:
+# the start lists every project's memories as before, sessions still left out.
 from __future__ import annotations
 
 from dataclasses import dataclass

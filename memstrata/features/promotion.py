@@ -43,8 +43,8 @@ class Promotion:
         of archived/): scoring.promotion.select's rule over each entry's best chunk cosine and recall's
         calibrated relevance of its first hits (`relevance`, by id, when the caller ran that recall
         already: autoload). With `threshold`, every entry at least that similar and nothing else.
-        `allow(entry)`, when given, keeps only the chosen entries it accepts (the rule judges them all:
-        a refused one that is the likeliest answer brings no weaker one back instead).
+        `allow(entry)`, when given, keeps only the candidates it accepts (the session start's project:
+        the rule then judges the most similar and likeliest among them).
         Each promotion is its own atomic step under the tree lock.
         """
         from memstrata.scoring import promotion
@@ -67,12 +67,11 @@ class Promotion:
         if threshold is None:
             relevance = self._relevance(context) if relevance is None else relevance
             candidates += self._judged(context, relevance, {e.id for e, _ in candidates}, wanted, now)
-        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted,
-                                  max_count=max_count if allow is None else None, relevance=relevance)
-        by_id = {e.id: e for e, _ in candidates}
         if allow is not None:
-            limit = settings.promote_max if max_count is None else int(max_count)
-            chosen = [p for p in chosen if allow(by_id[p.entry_id])][:limit]
+            candidates = [(e, sim) for e, sim in candidates if allow(e)]
+        chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count,
+                                  relevance=relevance)
+        by_id = {e.id: e for e, _ in candidates}
         rows = [{"id": p.entry_id, "title": redact(by_id[p.entry_id].title), "similarity": round(p.similarity, 4),
                  "from_tier": p.from_tier, "context_correlation": round(p.new_correlation, 4),
                  "weight": round(p.new_weight, 4), "path": by_id[p.entry_id].path} for p in chosen]

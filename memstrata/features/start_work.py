@@ -31,6 +31,7 @@ class StartWork:
         start_promote_max memories in all, only the project's own and general ones. With a
         `session_id`, what came back is noted for that session's next prompt."""
         from memstrata.features import hook_sessions
+        from memstrata.retrieval.prompts import has_topic
         from memstrata.retrieval.table import indexed_form
         from memstrata.scoring import current_task
         from memstrata.scoring.project_scope import may_promote
@@ -45,7 +46,7 @@ class StartWork:
         if last is not None and settings.start_promote_prompts > 0 and settings.start_promote_max > 0:
             full = indexed_form(self.state.root, self.entries.resolve(last.path))
             report["last_session"] = {"id": last.id, "path": last.path, "title": last.title}
-            report["prompts"] = current_task.task_prompts(full.body, settings.start_promote_prompts)
+            report["prompts"] = current_task.task_prompts(full.body, settings.start_promote_prompts, has_topic)
             seen: set = set()
             for prompt in report["prompts"]:
                 left = settings.start_promote_max - len(report["promoted"])
