@@ -5,14 +5,15 @@
 DIR1: the trees `bench/locomo.py --reuse DIR1` built; DIR2: those `bench/notes.py --reuse DIR2`
 built; DIR3: the tree `bench/chinese_passages.py --dir DIR3` built (CMRC trial set only). Tiny
 trees (five notes or passages each, drawn from til and the CMRC trial set, with their own
-questions) are built under DIR/tiny. The notes corpora: til, rustbook, vuezh, vault and zettel
+questions) are built under DIR/tiny. The notes corpora: til, rustbook, vuezh, vault, zettel, weekly and advjava
 (each when bench/notes/<corpus>.jsonl and its tree are there). For each corpus it writes DIR/<corpus>.json: one
 record per
 query ({corpus, kind, query, topic, hits: [[label, signals...]]}) for the first
 scoring.relevance.CUT_DEPTH hits (no cut-off). Kinds: `answer` (a question whose answer is in
 the tree; label 1 on its answer), `everyday-fit` and `everyday-held` (bench/everyday.py),
-`offtopic` (questions about something else: another conversation's, bench/fit_relevance.py's
-everyday questions). `topic` is retrieval.prompts.has_topic: the hook asks nothing without it.
+`offtopic` (questions about something else: another conversation's, OFFTOPIC: general knowledge,
+small talk with a topic, requests to write code or text, English and Chinese) and `offtopic-held`
+(OFFTOPIC_HELD: never fitted on, measured only). `topic` is retrieval.prompts.has_topic: the hook asks nothing without it.
 """
 from __future__ import annotations
 
@@ -37,7 +38,39 @@ OFFTOPIC = ["How do I renew my passport?", "How many cups are in a litre?", "Whi
             "What's the plot of Hamlet?", "What is inflation?", "Who invented the telephone?",
             "How do I sharpen a kitchen knife?", "What does GDPR stand for?", "How do bees make honey?",
             "明年去哪里旅游好？", "怎么做红烧肉？", "北京今天限行吗？", "最近有什么好看的电影？", "感冒了吃什么药？",
-            "苹果手机怎么截图？", "世界上最高的山是哪座？", "怎么学好英语？", "地铁几点停运？", "猫为什么喜欢睡觉？"]
+            "苹果手机怎么截图？", "世界上最高的山是哪座？", "怎么学好英语？", "地铁几点停运？", "猫为什么喜欢睡觉？",
+            # issue 40: Chinese small talk with a topic, general knowledge, requests to write code or text
+            "法国的首都是哪里？", "帮我写一个快速排序", "今天晚饭吃什么好", "给我讲个笑话吧", "怎么煮出好吃的米饭",
+            "推荐几本好看的科幻小说", "地球到月球有多远", "用 Python 写一个冒泡排序", "帮我把这段话翻译成英文",
+            "周杰伦最新的专辑叫什么", "怎么缓解颈椎痛", "北京到上海的高铁要坐多久", "写一首关于秋天的诗",
+            "猫一天要睡多少个小时", "如何提高睡眠质量", "帮我算一下 37 乘以 48 等于多少", "世界杯下一届在哪里举办",
+            "怎么给自行车补胎", "用 JavaScript 实现一个防抖函数", "谢谢你的帮助，今天就到这里吧", "你是谁？",
+            "最近心情不太好，能陪我聊聊吗", "熊猫主要吃什么", "怎么做番茄炒蛋", "帮我生成一个随机密码", "明天会下雨吗",
+            "哪个牌子的空调比较省电", "二战是哪一年结束的", "写一个 SQL 查询，找出工资最高的员工", "怎么养多肉植物"]
+# Written with the list above, before anything ran on either; never fitted on: measured only (`offtopic-held`).
+OFFTOPIC_HELD = ["意大利的首都是哪座城市？", "帮我写个二分查找", "周末去哪里爬山比较好", "怎么折纸飞机", "怎样才能戒烟",
+                 "帮我写一封请假邮件", "长城有多长", "用 Go 写一个 HTTP 服务器", "好无聊啊，说点有意思的", "怎么清洗羽绒服",
+                 "鲁迅原名叫什么", "给我推荐一部电影", "写一个正则表达式匹配邮箱", "孩子发烧了怎么办", "感冒了能洗澡吗",
+                 "帮我检查一下这段代码有没有 bug", "红烧肉要炖多久", "刚刚说的那个方案挺好的，谢谢", "怎么腌咸鸭蛋",
+                 "早上喝咖啡好还是喝茶好", "What's a good recipe for banana bread?", "How tall is Mount Kilimanjaro?",
+                 "write me a haiku about rain", "can you recommend a podcast about history?"]
+
+
+# A Chinese corpus is also asked another Chinese corpus's questions, as a LoCoMo conversation is asked
+# the next one's (issue 40): questions about something else, written the way a user asks (a backend
+# notes collection against a weekly newsletter's questions on culture and business, Vue's docs
+# against the backend notes', the newsletter against Vue's). English questions are left out.
+OTHER_CORPUS = {"weekly": "vuezh", "advjava": "weekly", "vuezh": "advjava", "zh": "advjava"}
+
+
+def other_corpus(name: str) -> list[str]:
+    import notes as notes_bench
+    from memstrata.retrieval import lexical
+
+    other = OTHER_CORPUS.get(name)
+    if other is None or not (HERE / "notes" / f"{other}.jsonl").exists():
+        return []
+    return [q["question"] for q in notes_bench.load_questions(other) if lexical.has_cjk(q["question"])]
 
 
 def hits_of(m, query, want, key="id"):
@@ -62,7 +95,7 @@ def ask(m, corpus, questions, key="id", offtopic=()):
         return [{"corpus": corpus, "kind": "everyday-held", **hits_of(m, q, set(), key)} for q in everyday.HELD_OUT]
     out = [{"corpus": corpus, "kind": "answer", **hits_of(m, q, want, key)} for q, want in questions]
     for kind, prompts in (("everyday-fit", everyday.FIT), ("everyday-held", everyday.HELD_OUT),
-                          ("offtopic", list(offtopic))):
+                          ("offtopic", list(offtopic)), ("offtopic-held", OFFTOPIC_HELD)):
         out += [{"corpus": corpus, "kind": kind, **hits_of(m, q, set(), key)} for q in prompts]
     return out
 
@@ -131,21 +164,21 @@ def main(argv=None):
     from memstrata import Memory
 
     args.out.mkdir(parents=True, exist_ok=True)
-    want = set(args.only or ["locomo", "til", "rustbook", "vuezh", "vault", "zettel", "zh", "tiny"])
+    want = set(args.only or ["locomo", "til", "rustbook", "vuezh", "vault", "zettel", "weekly", "advjava", "zh", "tiny"])
     embedder = Memory(args.notes / "til").state.model() if args.notes else None  # one model for every tree
 
     def save(name, records):
         (args.out / f"{name}{'.held' if HELD_ONLY else ''}.json").write_text(json.dumps(records, ensure_ascii=False))
         sys.stderr.write(f"{name}: {len(records)} queries\n")
 
-    for name in ("til", "rustbook", "vuezh", "vault", "zettel"):
-        # each notes corpus only where its questions and tree are (vault and zettel came later)
+    for name in ("til", "rustbook", "vuezh", "vault", "zettel", "weekly", "advjava"):
+        # each notes corpus only where its questions and tree are (vault, zettel, weekly and advjava came later)
         if name in want and args.notes and (args.notes / name).is_dir() and (HERE / "notes" / f"{name}.jsonl").exists():
             import notes as notes_bench
 
             m = Memory(args.notes / name, embedder=embedder)
             qs = [(q["question"], set(q["notes"])) for q in notes_bench.load_questions(name)]
-            save(name, ask(m, name, qs, key="path", offtopic=OFFTOPIC))
+            save(name, ask(m, name, qs, key="path", offtopic=OFFTOPIC + other_corpus(name)))
     if "locomo" in want and args.locomo:
         import locomo
 
@@ -164,11 +197,11 @@ def main(argv=None):
 
         _, questions = zh.load([args.zh_data], args.zh_questions, 7)
         m = Memory(args.zh, embedder=embedder)
-        save("zh", ask(m, "zh", [(q["query"], {q["answer"]}) for q in questions], offtopic=OFFTOPIC))
+        save("zh", ask(m, "zh", [(q["query"], {q["answer"]}) for q in questions], offtopic=OFFTOPIC + other_corpus("zh")))
     if "tiny" in want and args.notes and args.zh_data:
         records = []
         for m, qs, others in tiny_trees(args.out / "tiny", args.zh_data, embedder):
-            records += ask(m, "tiny", qs, offtopic=OFFTOPIC[:4] + OFFTOPIC[-4:] + others)
+            records += ask(m, "tiny", qs, offtopic=OFFTOPIC[:4] + OFFTOPIC[18:22] + others)
         save("tiny", records)
 
 

@@ -137,6 +137,8 @@ def main(argv=None):
                     help="fit on these notes corpora only (default: every one of ENGLISH_NOTES), e.g. the previous fit's")
     ap.add_argument("--without", action="append", default=[], metavar="FEATURE",
                     help="fit and measure with this feature left out (its column 0): what it adds, per corpus")
+    ap.add_argument("--choose", metavar="FEATURE", help="only choose FEATURE's weight in NOTES_WEIGHTS leave-one-"
+                    "corpus-out on the notes corpora (a grid; the others' best for each held out) and print it")
     args = ap.parse_args(argv)
     from memstrata.scoring.ranker import NOTES_WEIGHTS, WEIGHTS
 
@@ -154,6 +156,8 @@ def main(argv=None):
         sys.stderr.write(f"features of {name}: {len(groups[name][1])} questions\n")
     if args.only:
         return
+    if args.choose:
+        return choose(groups, names, args.choose, np.array([NOTES_WEIGHTS.get(n, 0.0) for n in names]))
     for f in args.without:  # a feature left out: its column 0 everywhere (no weight can act)
         for _, rows in groups.values():
             for x, _, _ in rows:
@@ -196,6 +200,31 @@ def main(argv=None):
     w = fit(parts_of(list(groups)))
     w = w / max(float(np.abs(w).max()), 1e-9)
     print("\nNOTES_WEIGHTS = {" + ", ".join(f'"{f}": {v:.4g}' for f, v in zip(names, w) if round(v, 4)) + "}")
+
+
+GRID = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def choose(groups: dict, names: list, feature: str, base) -> None:
+    """`feature`'s weight beside `base` (NOTES_WEIGHTS without it), chosen for each notes corpus held
+    out on the other notes corpora (mean MRR@10, GRID), and what it gives there (paired s.e.)."""
+    j = names.index(feature)
+    base = base.copy()
+    base[j] = 0.0
+    notes_groups = {k: fr.stack(rows) for k, (kind, rows) in groups.items() if kind == "note"}
+
+    def mrr_of(batch, w):
+        return _rr(metrics(batch, w)[0])
+
+    print(f"| held out | {feature} chosen on the others | MRR@10 without | with | difference (s.e.) |\n| --- | --- | --- | --- | --- |")
+    for held, batch in notes_groups.items():
+        best = max(GRID, key=lambda v: (np.mean([mrr_of(b, base + v * np.eye(len(names))[j]).mean()
+                                                 for k, b in notes_groups.items() if k != held]), -v))
+        without, with_it = mrr_of(batch, base), mrr_of(batch, base + best * np.eye(len(names))[j])
+        print(f"| {held} | {best} | {without.mean():.3f} | {with_it.mean():.3f} | {_paired(with_it, without)} |")
+    print("| in sample, each weight | " + ", ".join(
+        f"{v}: " + "/".join(f"{mrr_of(b, base + v * np.eye(len(names))[j]).mean():.3f}" for b in notes_groups.values())
+        for v in GRID) + " | | | |")
 
 
 if __name__ == "__main__":

@@ -78,16 +78,21 @@ VECTOR_ONLY = ("cosine", "agree", "whole", "nameless_whole")  # unknown when onl
 # entries: HYBRID reads the best chunk's cosine instead (nameless_cosine). TEXT leaves out `known`
 # and `cjk_cover`: a Chinese query with English words (Vue docs: "prop", "key") is fully `known`,
 # and it looked like an English query judged on words alone.
-USES = {"hybrid": [f for f in FEATURES if f not in ("whole", "nameless_whole")] + ["nameless_cosine"],
-        "text": [f for f in FEATURES if f not in VECTOR_ONLY + ("known", "nameless")]}
 COLUMNS = list(FEATURES) + list(DERIVED)
+CJK_ONLY = ("cjk_joint", "cjk_local", "cjk_phrase", "cjk_title", "cjk_mass", "cjk_cos", "cjk_qmass", "cjk_tmass",
+            "cjk_jmass")
+# CJK (issue 40): queries with CJK text, judged on what reads Chinese (retrieval.cjk_rank) beside TEXT's signals
+USES = {"hybrid": [f for f in FEATURES if f not in ("whole", "nameless_whole") + CJK_ONLY] + ["nameless_cosine"],
+        "text": [f for f in FEATURES if f not in VECTOR_ONLY + ("known", "nameless") + CJK_ONLY],
+        "cjk": [f for f in COLUMNS if f not in VECTOR_ONLY + ("known", "nameless", "cjk_cover", "nameless_cosine")]}
+MODES = ("hybrid", "text", "cjk")
 
 
 def mode_of(record) -> str:
-    """The model search.py uses for a query: TEXT for a mostly CJK one (the bundled model is English)."""
+    """The model search.py uses for a query: CJK for one with CJK text (the bundled model is English)."""
     from memstrata.retrieval import lexical
 
-    return "text" if lexical.cjk_share(record["query"]) >= 0.5 else "hybrid"
+    return "cjk" if lexical.has_cjk(record["query"]) else "hybrid"
 
 
 def features(hits, mode) -> np.ndarray:
@@ -100,10 +105,10 @@ def features(hits, mode) -> np.ndarray:
 
 def rows(records, mode, kinds=("answer", "everyday-fit", "offtopic")):
     """TEXT learns from every query with its vector signals hidden (it also serves the text strategy);
-    HYBRID from the queries it serves."""
+    HYBRID and CJK from the queries they serve."""
     x, y = [], []
     for r in records:
-        if r["kind"] in kinds and r["hits"] and (mode == "text" or mode_of(r) == "hybrid"):
+        if r["kind"] in kinds and r["hits"] and (mode == "text" or mode_of(r) == mode):
             x.append(features(r["hits"], mode))
             y += [h[0] if r["kind"] == "answer" else 0 for h in r["hits"]]
     return (np.vstack(x) if x else np.zeros((0, len(COLUMNS)))), np.array(y, dtype=float)
@@ -148,7 +153,7 @@ def fit_on(corpora: dict, names) -> dict:
     answer, reading the hit's place in its list too (a top hit far ahead of the second answers far
     more often than a fifth hit with the same signals)."""
     out = {}
-    for mode in ("hybrid", "text"):
+    for mode in MODES:
         x, y, sw = stacked(corpora, names, mode, ("answer", "everyday-fit", "offtopic"))
         used = [i for i, c in enumerate(COLUMNS) if c in USES[mode]]
         w = np.zeros(len(COLUMNS) + 1)
@@ -158,7 +163,7 @@ def fit_on(corpora: dict, names) -> dict:
         for n in names:
             f, lab = [], []
             for r in corpora[n]:
-                if r["kind"] in ("answer", "offtopic") and r["hits"] and (mode == "text" or mode_of(r) == "hybrid"):
+                if r["kind"] in ("answer", "offtopic") and r["hits"] and (mode == "text" or mode_of(r) == mode):
                     f.append(list_features(w[0] + features(r["hits"], mode) @ w[1:]))
                     lab += [h[0] if r["kind"] == "answer" else 0 for h in r["hits"]]
             if lab:
@@ -174,7 +179,7 @@ def relevances(w, record) -> list[float]:
         return []
     x = np.array([h[1:-1] for h in record["hits"]], dtype=float).reshape(-1, len(FEATURES))
     x = np.hstack([x, np.array([[d(dict(zip(FEATURES, r))) for d in DERIVED.values()] for r in x]).reshape(len(x), -1)])
-    ww = w[mode_of(record)]
+    ww = w.get(mode_of(record), w["text"])  # a model of the old form has no CJK: TEXT served those
     if isinstance(ww, tuple):
         z = ww[0][0] + x @ ww[0][1:]
         z = ww[1][0] + list_features(z) @ ww[1][1:]
@@ -206,7 +211,7 @@ def measure(w, records, cut, relative, pairs=None) -> dict:
     had = [(r, rel) for r, rel in pairs if r["kind"] == "answer" and any(h[0] for h in r["hits"])]
     out = {"answerable": len(had),
            "answered": np.mean([any(h[0] for h in kept(r, rel)) for r, rel in had]) if had else 1.0}
-    for kind in ("everyday-fit", "everyday-held", "offtopic"):
+    for kind in ("everyday-fit", "everyday-held", "offtopic", "offtopic-held"):
         rs = [(r, rel) for r, rel in pairs if r["kind"] == kind]
         out[kind] = np.mean([not r["topic"] or not kept(r, rel) for r, rel in rs]) if rs else 1.0
     return out
@@ -261,12 +266,12 @@ def reliability(pairs) -> str:
 
 def row(name, m, cut, relative) -> str:
     return (f"| {name} | {m['answerable']} | {m['answered']:.3f} | {m['everyday-fit']:.3f} | "
-            f"{m['everyday-held']:.3f} | {m['offtopic']:.3f} | {cut:g} / {relative:g} |")
+            f"{m['everyday-held']:.3f} | {m['offtopic']:.3f} | {m['offtopic-held']:.3f} | {cut:g} / {relative:g} |")
 
 
 HEADER = ("| held-out corpus | answerable questions | answer kept | everyday (fit half) silenced | "
-          "everyday (held-out half) silenced | off-topic silenced | cut-off / share of best |\n"
-          "| --- | --- | --- | --- | --- | --- | --- |")
+          "everyday (held-out half) silenced | off-topic silenced | off-topic (never fitted) silenced | "
+          "cut-off / share of best |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def main(argv=None):
@@ -282,7 +287,7 @@ def main(argv=None):
     from memstrata.storage.config import Settings
 
     s = Settings()
-    today = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT})
+    today = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT, "cjk": rel.CJK})
     drift = max((abs(a - h[-1]) for c in corpora.values() for r in c for a, h in zip(relevances(today, r), r["hits"])),
                 default=0.0)
     print(f"(scoring.relevance's models on the stored signals: largest difference from the stored relevance "
@@ -308,9 +313,9 @@ def main(argv=None):
     for n in names:
         print(row(n, measure(w, corpora[n], cut, relative), cut, relative))
     print("\n### Reliability in sample\n\n" + reliability([p for n in names for p in scored(w, corpora[n])]))
-    print(f"\nHYBRID = {model_dict(w['hybrid'][0])}\nTEXT = {model_dict(w['text'][0])}\n"
-          f"CALIBRATION = {{'hybrid': {calib_dict(w['hybrid'][1])}, 'text': {calib_dict(w['text'][1])}}}\n"
-          f"recall_min_relevance = {cut}, recall_relative_relevance = {relative}")
+    for mode in MODES:
+        print(f"\n{mode.upper()} = {model_dict(w[mode][0])}, calibration {calib_dict(w[mode][1])}")
+    print(f"recall_min_relevance = {cut}, recall_relative_relevance = {relative}")
 
 
 def as_weights(models) -> dict:
@@ -331,7 +336,7 @@ def sweep(corpora) -> None:
     """scoring.relevance's models at a range of cut-offs: answer kept / off-topic / everyday held-out silenced."""
     from memstrata.scoring import relevance as rel
 
-    w = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT})
+    w = as_weights({"hybrid": rel.HYBRID, "text": rel.TEXT, "cjk": rel.CJK})
     print("| min / share of best | " + " | ".join(corpora) + " |\n|" + " --- |" * (len(corpora) + 1))
     for cut, share in SWEEP:
         cells = [measure(w, records, cut, share) for records in corpora.values()]

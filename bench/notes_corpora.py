@@ -18,7 +18,15 @@ work tree), chosen for different kinds of notes:
 - zettel:  digitalyoshixi/zettelkasten, `content/Network/`: a personal Zettelkasten (Obsidian) of short
            networking notes (0.3-18 KB, median ~0.5 KB), every one with YAML frontmatter `tags:` and
            most with `aliases:` (the acronym or other name a note goes by: ARP, DHCP, "MAC Address"),
-           linked by `[[Title|alias]]` wikilinks.
+           linked by `[[Title|alias]]` wikilinks;
+- weekly:  ruanyf/weekly, `docs/issue-*.md`: a Chinese weekly tech newsletter in Markdown (科技爱好者周刊,
+           issues 1-418, 9 MB; ~22 KB an issue: an opening essay, then news, articles, tools, resources,
+           quotes, each a short paragraph with links and images; English product and project names inside
+           Chinese sentences throughout) at commit cf5e367;
+- advjava: doocs/advanced-java, `docs/`: a Chinese notes collection on back-end engineering (Redis, message
+           queues, Elasticsearch, Dubbo, sharding, Hystrix, microservices), interview-question notes of
+           1-33 KB with headings, English terms in every paragraph; its folder READMEs (listings) and
+           `extra-page/` (promotion) are left out; at commit efb95dd.
 
 The files are not committed (only bench/notes/<corpus>.jsonl, the questions, are); the subset is
 defined here so a rerun from the same mirror gives the same notes. Paths in the question files are
@@ -39,13 +47,18 @@ CORPORA = {
                                                         "src/tutorial/"), "src/"),
     "vault": ("wrewsama+obsidian-vault", "", ("Main Notes/", "Source Materials/"), ""),
     "zettel": ("digitalyoshixi+zettelkasten", "content/Network/", ("content/Network/",), "content/"),
+    "weekly": ("ruanyf+weekly", "docs/", ("docs/issue-",), "docs/"),
+    "advjava": ("doocs+advanced-java", "docs/", ("docs/big-data/", "docs/distributed-system/",
+                                                 "docs/high-availability/", "docs/high-concurrency/",
+                                                 "docs/micro-services/"), "docs/"),
 }
 MAX_BYTES = {"vault": 40_000}  # its largest notes are pasted Excalidraw drawings, not text
 MIN_BYTES = 300  # stubs (index pages, redirects) are no notes
 SKIP = ("SUMMARY.md", "title-page.md", "PLEADE_DO_NOT_TRANSLATE.md", "index.md")  # index.md: a name the tree keeps for itself
+SKIP_IN = {"advjava": ("README.md",)}  # a folder's listing of its notes, no note
 
 
-def files(git_dir: Path, prefix: str, keep, max_bytes: int | None = None) -> list[tuple[str, int]]:
+def files(git_dir: Path, prefix: str, keep, max_bytes: int | None = None, skip=()) -> list[tuple[str, int]]:
     # -z: a path with a quote or a non-ASCII letter comes unquoted
     out = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-l", "-z", "HEAD", "--", prefix or "."],
                          check=True, capture_output=True, text=True).stdout
@@ -53,7 +66,7 @@ def files(git_dir: Path, prefix: str, keep, max_bytes: int | None = None) -> lis
     for line in filter(None, out.split("\0")):
         meta, path = line.split("\t", 1)
         size = meta.split()[3]
-        if not path.endswith(".md") or size == "-" or int(size) < MIN_BYTES or path.rsplit("/", 1)[-1] in SKIP:
+        if not path.endswith(".md") or size == "-" or int(size) < MIN_BYTES or path.rsplit("/", 1)[-1] in SKIP + tuple(skip):
             continue
         if max_bytes and int(size) > max_bytes:
             continue
@@ -70,7 +83,7 @@ def extract(name: str, git_dir: Path, out: Path) -> int:
     target = out / name
     target.mkdir(parents=True, exist_ok=True)
     n = 0
-    for path, _ in files(git_dir, prefix, keep, MAX_BYTES.get(name)):
+    for path, _ in files(git_dir, prefix, keep, MAX_BYTES.get(name), SKIP_IN.get(name, ())):
         text = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"HEAD:{path}"], check=True,
                               capture_output=True).stdout
         dest = target / path.removeprefix(strip)

@@ -35,8 +35,8 @@ class WriteResult:
     """What a write or update did. `action`: created, updated, duplicate, near_duplicate, conflict, merged.
 
     A write that became the next version of an entry on the same subject (conflict, merged) also says
-    which version it replaced (`previous_version`), why it is the same subject (`rule`: title, alias
-    or tags) and, for a conflict, whether the new text only adds to the old one (`refines`)."""
+    which version it replaced (`previous_version`), why it is the same subject (`rule`: title, alias,
+    tags or departed) and, for a conflict, whether the new text only adds to the old one (`refines`)."""
 
     id: str
     path: str

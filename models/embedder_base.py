@@ -102,6 +102,14 @@ class Embedder:
     def __repr__(self) -> str:
         return f"<Embedder {self.name} backend={self.backend} dim={self.dim}>"
 
+    @property
+    def reads_cjk(self) -> bool:
+        """Whether the model reads Chinese, Japanese and Korean (models.locate.reads_cjk): an index
+        embeds no mostly-CJK text with a model that does not (retrieval/readable.py)."""
+        from memstrata.models.locate import reads_cjk
+
+        return reads_cjk(self.name)
+
     # -- subclasses implement
     def _encode(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -52,6 +52,26 @@ def bundled_dir() -> Path:
     return path
 
 
+# Sentence-transformers models trained on English text only, by name: they cannot read Chinese,
+# Japanese or Korean (the bundled one put the right Chinese passage first for 12.5% of questions,
+# STACK.md), so the index embeds no mostly-CJK text with them (retrieval/readable.py). Any other
+# model, and any local path, is taken to read it: configure a multilingual one
+# (`embedding_model: paraphrase-multilingual-MiniLM-L12-v2`, or a folder) and its table embeds every chunk.
+ENGLISH_ONLY = frozenset({BUNDLED_NAME, "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1",
+                          "all-roberta-large-v1", "multi-qa-MiniLM-L6-cos-v1", "multi-qa-mpnet-base-dot-v1",
+                          "multi-qa-distilbert-cos-v1", "paraphrase-MiniLM-L6-v2", "paraphrase-MiniLM-L3-v2",
+                          "paraphrase-mpnet-base-v2", "paraphrase-albert-small-v2"})
+
+
+def reads_cjk(model: str) -> bool:
+    """Whether a model can read CJK text: False for the bundled model and the English-only models of
+    ENGLISH_ONLY named as the hub names them; True for any other name or a local path."""
+    name = canonical_name(model)
+    if Path(name).expanduser().is_dir():
+        return True
+    return name.removeprefix("sentence-transformers/") not in ENGLISH_ONLY
+
+
 def canonical_name(model: str) -> str:
     """The stable name of a model: 'all-MiniLM-L6-v2' for the bundled one, else as given."""
     model = (model or "bundled").strip()

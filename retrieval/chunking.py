@@ -15,7 +15,7 @@ class Chunk:
     """One embedded text of an entry: chunk 0 is the whole entry (cut to the window)."""
 
     number: int
-    kind: str  # "entry" | "sentence" | "section" | "window" | "context"
+    kind: str  # "entry" | "sentence" | "section" | "about" | "window" | "context" (| "blank": retrieval/readable.py)
     text: str
     pooled: bool = False  # its vector is the mean of the entry's sentence vectors (not embedded)
     embed: str | None = None  # the text the model sees when not `text` (chunk 0 of a note: its head)
@@ -33,8 +33,8 @@ def entry_text(title: str, body: str) -> str:
     body = without_inline_data(body).strip()
     if not title:
         return body
-    if _norm(body).startswith(_norm(title.rstrip("…"))):
-        return body
+    if _norm(body).startswith(_norm(title.rstrip("…"))) or _norm(body.split("\n", 1)[0].lstrip("#")) == _norm(title):
+        return body  # the body opens with the title, or with it as its heading (a note titled by its H1)
     return f"{title}\n{body}" if body else title
 
 
@@ -111,6 +111,8 @@ def chunk_entry(title: str, body: str, count_tokens, max_tokens: int, overlap_to
             chunks.append(Chunk(len(chunks), "section", text, embed=None if embed == text else embed))
             texts.append(embed)
         chunks[0].embed = note_head(title, body, parts, texts, count_tokens, budget)
+        if ABOUT_TOKENS:  # what the note is about: its title and opening, as one vector beside its sections
+            chunks.append(Chunk(len(chunks), "about", first_tokens(full, count_tokens, ABOUT_TOKENS)))
         return chunks
     sents = [s for s in sentences(body) if len(s.split()) >= _MIN_SENTENCE_WORDS or _is_cjk_heavy(s)]
     if sentence_min_words and len(full.split()) < sentence_min_words and not _is_cjk_heavy(full):
@@ -309,6 +311,14 @@ HEAD_FEW_MODE = "section"
 # ("section": no tokens of its own; its sections already hold every word of it), not its outline.
 # bench/chunk0_variants.py `shorthead=section`, docs/performance.md (issue 28).
 HEAD_SHORT_MODE = "section"
+
+
+# A note chunked by sections also gets an `about` chunk: its first ABOUT_TOKENS tokens (title and
+# opening), what a store of whole notes embeds (mem0 keeps a note as one memory: the model reads its
+# first 256 tokens). Recall reads its cosine as the ranker's `about` feature and never as a section
+# match (retrieval/search.py, rerank.py). 64 tokens: held out on the English notes corpora, the
+# feature's MRR@10 gain was the same as with 128 or 256 (docs/recall.md, issue 40); 0: none.
+ABOUT_TOKENS = 64
 
 
 def note_head(title: str, body: str, parts, texts: list[str], count_tokens, budget: int) -> str | None:

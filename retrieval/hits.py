@@ -13,10 +13,14 @@ def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
+def best_sentence(text: str, terms: list[str], title: str | None = None, grams=(), shared=None) -> str:
     """The snippet of every strategy: the sentence of the entry's current text holding most query
-    terms (the first sentence when none holds any). The title line and the earlier versions the
-    index carries along (storage.versions.with_kept_versions) are never the snippet."""
+    terms (Latin `terms`, and CJK `grams`: a query's character bigrams, lexical.cjk_bigrams), the
+    first one when none holds any. The title line and the earlier versions the index carries along
+    (storage.versions.with_kept_versions) are never the snippet, nor a sentence that is a bare link
+    or image (`1、[蚊子喜欢咬谁？](https://...)`, `![](cover.webp)`: the text around it is what it
+    says), nor, when another holds as many terms, one `shared(sentence)` says the note shares with
+    its siblings (a newsletter's opening boilerplate)."""
     from memstrata.retrieval.chunking import sentences, without_inline_data
     from memstrata.storage.versions import EARLIER_VERSION
 
@@ -27,21 +31,62 @@ def best_sentence(text: str, terms: list[str], title: str | None = None) -> str:
     first, newline, rest = text.partition("\n")
     if title and newline and first.strip() == title.strip() and rest.strip():
         text = rest  # the title line chunking.entry_text put in front (a body that starts with its title stays whole)
+    text = "\n".join(line for line in text.splitlines() if not bare(line)) or text
     units = sentences(text)
     headings = {s for line in text.splitlines() if _HEADING_LINE.match(line) for s in sentences(line)}
-    best, best_n, at = "", -1, 0
-    for n_unit, s in enumerate(units):
-        low = s.lower()
-        n = sum(1 for t in terms if t in low)
-        if n > best_n:
-            best, best_n, at = s, n, n_unit
+    held = [sum(1 for t in terms if t in s.lower()) + sum(1 for g in grams if g in s) for s in units]
+    asked = [0]
+
+    def own(sentence: str) -> bool:  # not one the note shares with its siblings (asked SHARED_CHECKS times at most)
+        if shared is None or asked[0] >= SHARED_CHECKS:
+            return True
+        asked[0] += 1
+        return not shared(sentence)
+
+    order = sorted(range(len(units)), key=lambda i: (-held[i], i))  # most terms first, then the earliest
+    at = next((i for i in order if units[i] in headings or own(units[i])), order[0] if order else 0)
+    best = units[at] if units else ""
     if best in headings:  # a bare heading ("Setup") says where, not what: the text under it goes with it
-        after = next((s for s in units[at + 1:] if s not in headings), None)
+        after = next((s for s in units[at + 1:] if s not in headings and own(s)), None)
         best = f"{best}: {after}" if after else next((s for s in units if s not in headings), best)
     # never show a credential: a file the guard never saw (hand-made, pulled) or saw in warn mode
     from memstrata.storage.secrets import redact
 
     return redact(best[:4 * SNIPPET_CHARS])
+
+
+SHARED_CHECKS = 3  # the best sentences asked whether the note shares them with its siblings
+_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|<[^>]+>|(?:https?|ftp)://\S+")
+
+
+def bare(sentence: str) -> bool:
+    """Whether a sentence is only a link, an image or a URL (with a list number or punctuation)."""
+    return not any(ch.isalpha() for ch in _LINK.sub("", sentence))
+
+
+SIBLINGS = 10  # the entries of its category nearest a hit that a sentence of it is looked for in
+SHARED_BY = 2  # a sentence two of them hold too is the category's boilerplate, not the note's own
+
+
+def sibling_check(frame, texts: list[str], pos: int):
+    """`shared(sentence)` for best_sentence: whether SHARED_BY of the SIBLINGS entries nearest entry
+    `pos` in its category (frame order, its ids' order) hold the sentence too (a newsletter's opening
+    lines, a template's headings)."""
+    by_category = getattr(frame, "_by_category", None)
+    if by_category is None:
+        by_category = {}
+        for n, category in enumerate(frame.cols["category"]):
+            by_category.setdefault(category, []).append(n)
+        frame._by_category = by_category
+    mates = by_category.get(frame.cols["category"][pos], [])
+    if len(mates) <= SHARED_BY:
+        return None
+    at = mates.index(pos) if pos in mates else 0
+    near = [m for m in mates[max(0, at - SIBLINGS // 2): at + SIBLINGS // 2 + 1] if m != pos][:SIBLINGS]
+
+    def shared(sentence: str) -> bool:
+        return sum(1 for m in near if sentence in texts[m]) >= SHARED_BY
+    return shared
 
 
 def no_text(text: str, title: str | None) -> bool:

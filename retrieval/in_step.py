@@ -21,7 +21,9 @@ def tree_part(root: Path) -> str:
     the plan ran leaves a stamp that no longer matches."""
     from memstrata.storage.secret_allow import ALLOW_FILE
 
-    digest = hashlib.sha1()
+    from memstrata.storage.codec import READ_RULES
+
+    digest = hashlib.sha1(f"read rules {READ_RULES}\n".encode())  # new rules: every file read again (sync.plan)
     for rel, st in sorted(iter_entry_files(root)):
         digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
     try:  # an allowance changed (`mem secrets allow|revoke`, a hand edit): notes to check again

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from memstrata.storage import codec
 from memstrata.storage.entry import Entry
@@ -19,8 +20,15 @@ _KEYS = ("aliases", "alias")  # Obsidian reads both (`alias:` is its older spell
 
 def aliases(entry: Entry) -> list[str]:
     """The note's aliases from its frontmatter: a list, or one comma-separated string (both are
-    Obsidian's forms); empty values and the title itself are left out, order kept."""
+    Obsidian's forms); empty values and the title itself are left out, order kept. A note titled by
+    its first H1 (no `title:`, codec.first_heading) goes by its file name too, first: it was its
+    title before READ_RULES 2, and a docs folder names its files in English (`redis-persistence.md`
+    for `# Redis 持久化机制`)."""
     found: list[str] = []
+    stem = PurePosixPath(entry.path).stem if entry.path else ""
+    if stem and entry.title and entry.title == codec.first_heading(entry.body) \
+            and _plain(stem) != _plain(entry.title):
+        found.append(stem)
     for key in _KEYS:
         value = entry.extra.get(key)
         items = value if isinstance(value, (list, tuple)) else value.split(",") if isinstance(value, str) else [value]
@@ -30,6 +38,11 @@ def aliases(entry: Entry) -> list[str]:
             if name and name.lower() != (entry.title or "").strip().lower() and name not in found:
                 found.append(name)
     return found
+
+
+def _plain(name: str) -> str:
+    """A name as compared with another: its words, lower case (`redis-persistence` is `Redis persistence`)."""
+    return " ".join(re.findall(r"\w+", name.lower()))
 
 
 def related(entry: Entry) -> list[str]:
@@ -44,8 +57,8 @@ def related(entry: Entry) -> list[str]:
 
 def with_aliases(entry: Entry) -> Entry:
     """The entry with its aliases, then its related notes as wikilinks, as lines at the top of its
-    body (for the index only: the indexed text then reads `Title`, `aliases: A, B`, `related: [[C]]`,
-    body); the entry itself when it has neither."""
+    body, under the H1 when the note is titled by it (for the index only: the indexed text then reads
+    `Title` or `# Title`, `aliases: A, B`, `related: [[C]]`, body); the entry itself when it has neither."""
     lines = []
     if names := aliases(entry):
         lines.append(ALIAS_PREFIX + ", ".join(names))
@@ -53,6 +66,9 @@ def with_aliases(entry: Entry) -> Entry:
         lines.append(RELATED_PREFIX + ", ".join(f"[[{name}]]" for name in links))
     if not lines:
         return entry
+    head, newline, rest = (entry.body or "").partition("\n")
+    if newline and codec.first_heading(head) == entry.title:  # under the H1 the note is titled by
+        return entry.copy(body="\n".join([head] + lines + [rest]))
     return entry.copy(body="\n".join(lines + [entry.body]) if entry.body else "\n".join(lines))
 
 
@@ -68,7 +84,11 @@ def without_names(text: str) -> str:
     """An indexed text without the aliases and related lines `with_aliases` put under its title
     (a snippet shows the note's own sentences, not `aliases: DHCP`)."""
     lines = (text or "").split("\n")
+    head = lines[:1]
     rest = lines[1:]
+    if len(rest) > 1 and rest[0].lstrip().startswith("# ") and rest[1].startswith((ALIAS_PREFIX, RELATED_PREFIX)):
+        head, rest = lines[:2], lines[2:]  # a title line, then the H1 it came from (with_aliases put them under it)
+    kept = len(rest)
     while rest and rest[0].startswith((ALIAS_PREFIX, RELATED_PREFIX)):
         rest = rest[1:]
-    return "\n".join(lines[:1] + rest) if len(rest) < len(lines) - 1 else text
+    return "\n".join(head + rest) if len(rest) < kept else text

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from memstrata.retrieval import dates, lexical, names
+from memstrata.retrieval.readable import BLANK, NOT_A_MATCH
 from memstrata.retrieval.table import sql_str
 
 
@@ -28,7 +29,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     chosen = rk.WEIGHTS if rk.is_conversation(structure, cand) else rk.NOTES_WEIGHTS
     with_heads = bool(reorder and chosen.get("head")) or signals_out is not None
     with_links = bool(reorder and chosen.get("link")) or signals_out is not None
-    whole, heads = _whole_cosines(table, frame, qv, cand, with_heads)
+    whole, heads, about = _whole_cosines(table, frame, qv, cand, with_heads)
     by_pos = dict(zip(cand.tolist(), whole.tolist()))
     if not reorder or not (chosen or signals_out is not None):
         return score, by_pos
@@ -48,7 +49,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     links = candidate_links(cand.tolist(), column, frame) if column and with_links else None
     x = rk.features(cand, np.where(finite, score, 0.0), parts["dense"], parts["text"], coverage, entity_share,
                     date_near, structure, whole, weights.dense, weights.text, weights.entity, asks=asks, says=says,
-                    title=title, head=head, links=links)
+                    title=title, head=head, links=links, about=about)
     if signals_out is not None:
         signals_out.update(candidates=cand, features=x, fused=score)
     if not chosen:
@@ -56,11 +57,11 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     out = np.full(len(score), -np.inf)
     out[cand] = rk.status_scaled(rk.rank(x, chosen), None if inactive is None else inactive[cand],
                                  weights.archived_factor)
-    _below(out, score, cand, finite)
+    below_ranked(out, score, cand, finite)
     return out, by_pos
 
 
-def _below(out, score, cand, finite) -> None:
+def below_ranked(out, score, cand, finite) -> None:
     """The candidates past the ranker's (a recall asking for more than rk.CANDIDATES hits) keep
     their fused order, all below the ranked ones: `-k 500` gets 500 hits, and its first
     rk.CANDIDATES are what a smaller k gets."""
@@ -140,31 +141,36 @@ def _heading_stems(text: str) -> frozenset:
 
 
 def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
-    """Per candidate: the cosine between the query vector and the mean of its chunk vectors; and
-    by id, the heading paths (stem sets) of its section chunks (when `with_heads`)."""
+    """Per candidate: the cosine between the query vector and the mean of its chunk vectors, and the
+    cosine of what it is about (a note's `about` chunk: its title and opening; else its chunk 0, a
+    short entry whole; 0 for a BLANK row); by id, the heading paths (stem sets) of its section
+    chunks (when `with_heads`)."""
     import numpy as np
 
     ids = [frame.ids[int(p)] for p in cand]
     where = "id IN (" + ",".join(sql_str(i) for i in ids) + ")"
-    columns = ["id", "vector"] + (["kind", "text"] if with_heads else [])
+    columns = ["id", "chunk", "vector", "kind"] + (["text"] if with_heads else [])
     rows = table.search().where(where).select(columns).limit(None).to_arrow()
     vectors = np.asarray(rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
                          dtype=np.float32).reshape(rows.num_rows, -1)
-    sums, heads = {}, {}
+    sums, heads, about = {}, {}, {}
     rids = rows.column("id").to_pylist()
-    for rid, v in zip(rids, vectors):
-        sums[rid] = sums[rid] + v if rid in sums else v.copy()
+    q = np.asarray(qv, dtype=np.float32)
+    for rid, v, kind, number in zip(rids, vectors, rows.column("kind").to_pylist(), rows.column("chunk").to_pylist()):
+        if kind == "about" or (number == 0 and kind != BLANK and rid not in about):
+            about[rid] = float(v @ q)  # the note's `about` chunk, else its chunk 0 (a short entry whole)
+        if kind not in NOT_A_MATCH:  # a stand-in vector of text the model cannot read (retrieval/readable.py)
+            sums[rid] = sums[rid] + v if rid in sums else v.copy()
     if with_heads:
         for rid, kind, text in zip(rids, rows.column("kind").to_pylist(), rows.column("text").to_pylist()):
             if kind == "section" and text:
                 heads.setdefault(rid, set()).add(_heading_stems(text))
     out = np.zeros(len(ids))
-    q = np.asarray(qv, dtype=np.float32)
     for n, rid in enumerate(ids):
         v = sums.get(rid)
         if v is not None:
             out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
-    return out, heads
+    return out, heads, np.array([about.get(rid, 0.0) for rid in ids])
 
 
 def top_k(score, k: int):

@@ -5,8 +5,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, cjk_bm25, fusion, held_back, lexical, names, rerank
-from memstrata.retrieval.hits import RecallHit, RecallResult, best_sentence, no_text, place_empty, text_first
+from memstrata.retrieval import ann, cjk_bm25, cjk_rank, fusion, held_back, lexical, names, prompts, readable, rerank
+from memstrata.retrieval.hits import (RecallHit, RecallResult, best_sentence, no_text, place_empty, sibling_check,
+                                      text_first)
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
 from memstrata.retrieval.units import entry_of, turn_of
@@ -133,12 +134,12 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         if where:
             q = q.where(where, prefilter=True)
         with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
-        columns = ["id", "_distance"] + (["vector"] if with_vectors else [])
+        columns = ["id", "kind", "_distance"] + (["vector"] if with_vectors else [])
         rows = q.select(columns).to_arrow().to_pydict()
         vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
-        for rid, v, dist in zip(rows["id"], vectors, rows["_distance"]):
+        for rid, kind, v, dist in zip(rows["id"], rows["kind"], vectors, rows["_distance"]):
             pos = frame.pos.get(rid)
-            if pos is None:
+            if pos is None or kind in readable.NOT_A_MATCH:  # a stand-in vector, a note's `about` chunk
                 continue
             sim = 1.0 - float(dist) / 2.0
             if sim > dense.get(pos, -2.0):
@@ -237,6 +238,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         score, whole = rerank.learned(score, parts, qv, table, frame, stats, terms, entity_share, date_near,
                                       structure, weights, _signals_out, reorder=not cjk_share, inactive=inactive,
                                       texts=(lambda: texts if texts is not None else index.texts(frame)))
+    read_cjk: dict[int, dict] = {}  # a query with CJK text: each candidate's signals that read Chinese
+    if cjk_ideal > 0 and mode != "vector":  # ordered by them
+        score, read_cjk = cjk_rank.order(score, query, frame, texts, stats, _cjk_stats(frame, texts), dense, cjk_share,
+                               inactive, weights.archived_factor, _signals_out)
     order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
     texts = texts if texts is not None else index.texts(frame)
     own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
@@ -248,14 +253,15 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     text_rank = {p: r for r, p in enumerate((p for p in sorted(text_scores, key=lambda p: -text_scores[p])
                                              if p not in empty), 1)}
     coverage = stats.coverage(order, terms) if stats is not None else {}
-    # a mostly Chinese query is judged on its words: the bundled model is English, and it finds
-    # any two Chinese texts alike (its cosines would make every Chinese entry look relevant)
-    model = rel.HYBRID if dense and cjk_share < 0.5 else rel.TEXT
+    # a query with CJK text is judged on what reads Chinese (CJK; its English part's cosine among
+    # them): the bundled model is English and embeds no CJK text (retrieval/readable.py)
+    model = rel.CJK if read_cjk else rel.HYBRID if dense and cjk_share < 0.5 else rel.TEXT
     unknown = (len(entities) - len(named)) / len(entities) if entities else 0.0
     known = stats.known_share(terms) if stats is not None and terms else 0.0
     # the relevance model reads the better of the two sides' shares, as it was calibrated (a
     # share over both, weighted by idf, drops answers to mixed queries: 0.85 kept, not 0.88)
     cover = {p: max(coverage.get(p, 0.0), cjk_cover.get(p, 0.0)) for p in order}
+    grams = lexical.cjk_bigrams(lexical.cjk_topic(query)) if cjk_share else set()  # for the snippets
     judged: list[dict] = []  # the hits' signals in rank order: their relevance is judged as a list
     for pos in order:
         c = frame.cols
@@ -265,9 +271,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
             coverage=cover[pos],
             names=None if entity_share is None else float(entity_share[pos]),
             agree=dense_rank.get(pos, 10**9) <= 10 and text_rank.get(pos, 10**9) <= 10, score=float(fused[pos]),
-            whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities)
+            whole=whole.get(pos), unknown=unknown, known=known, nameless=not entities, cjk=read_cjk.get(pos))
         text = own[pos]
-        snippet = best_sentence(text, terms, c["title"][pos]) or c["title"][pos]
+        snippet = best_sentence(text, terms, c["title"][pos], grams, sibling_check(frame, texts, pos)) or c["title"][pos]
         hit = RecallHit(id=entry_of(frame.ids[pos]), title=c["title"][pos], score=float(score[pos]), snippet=snippet,
                         category=c["category"][pos], tier=c["tier"][pos], status=c["status"][pos],
                         path=c["path"][pos], created=_iso(c["created"][pos]), turn=turn_of(frame.ids[pos]))
@@ -290,9 +296,10 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     with_text = [n for n, p in enumerate(order) if p not in empty]
     own_list = dict(zip(with_text, rel.relevances([judged[n] for n in with_text], model))) if with_text else {}
     identifier = is_identifier(query)
+    topic = prompts.has_topic(query)  # "谢谢", "hello", "ok": a prompt that names nothing is relevant to nothing
     for n, (hit, relevance) in enumerate(zip(result.results, rel.relevances(judged, model))):
-        hit.relevance = own_list.get(n, relevance)
-        if identifier and judged[n].get("coverage", 0.0) >= 1.0:  # it holds the identifier: words decide
+        hit.relevance = own_list.get(n, relevance) if topic else 0.0
+        if topic and identifier and judged[n].get("coverage", 0.0) >= 1.0:  # it holds the identifier: words decide
             hit.relevance = max(hit.relevance, rel.words_only(1.0))
     result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
@@ -315,13 +322,16 @@ def is_identifier(query: str) -> bool:
 
 def relevance_signals(cosine, text: float, coverage: float, names, agree: bool, score: float,
                       whole: float | None = None, unknown: float = 0.0, known: float = 0.0,
-                      nameless: bool = False) -> dict:
-    """The absolute signals scoring.relevance reads, for one hit (None: unknown)."""
+                      nameless: bool = False, cjk: dict | None = None) -> dict:
+    """The absolute signals scoring.relevance reads, for one hit (None: unknown); `cjk`: the hit's
+    signals that read Chinese (retrieval.cjk_rank, for a query with CJK text), 0 without."""
     nameless = 1.0 if nameless else 0.0
+    cjk = cjk or {}
     return {"cosine": cosine, "text": text, "coverage": coverage, "names": names or 0.0,
             "no_names": 1.0 if names is not None and names == 0 else 0.0, "agree": 1.0 if agree else 0.0,
             "score": score, "whole": whole, "unknown": unknown, "known": known, "nameless": nameless,
-            "nameless_whole": nameless * (whole or 0.0)}
+            "nameless_whole": nameless * (whole or 0.0),
+            **{f"cjk_{f}": float(cjk.get(f, 0.0)) for f in ("joint", "local", "phrase", "title", "mass", "cos")}}
 
 
 def _text_signal(parts, pos: int, held: float | None, cjk_share: float) -> float:

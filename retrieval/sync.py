@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memstrata.retrieval import chunking, held_back
-from memstrata.retrieval.table import VectorIndex, indexed_form, row_id
+from memstrata.retrieval.table import READ_META, VectorIndex, indexed_form, row_id
 from memstrata.retrieval.units import entry_of, units
 from memstrata.storage.catalog import (
     entry_file_stat,
@@ -14,6 +14,7 @@ from memstrata.storage.catalog import (
 )
 
 from memstrata.storage.cancel import cancelled, stop_if_cancelled
+from memstrata.storage.codec import READ_RULES
 from memstrata.storage.errors import CorruptEntry, Interrupted
 
 
@@ -31,10 +32,11 @@ class SyncPlan:
     looked_at: set | None = None  # the files read (None: the whole tree was walked)
     rekeyed: int = 0  # entries of `remove` whose file is still there under a new id (a hand-made file got one)
     allowed: dict | None = None  # the allowance marks to record once applied; None: the recorded ones
+    read_rules: int | None = None  # codec.READ_RULES to record once applied (every file was read again)
 
     @property
     def empty(self) -> bool:
-        return not (self.embed or self.metadata or self.remove) and self.allowed is None
+        return not (self.embed or self.metadata or self.remove) and self.allowed is None and self.read_rules is None
 
     def summary(self) -> dict:
         removed = len({entry_of(i) for i in self.remove}) - self.rekeyed  # entries (a session's turns: one)
@@ -120,7 +122,9 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
         out.missing = True
     elif model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim):
         out.model_changed = True
-    known = {} if frame is None or out.model_changed else {
+    if frame is not None and meta.get(READ_META, 1) != READ_RULES:
+        out.read_rules = READ_RULES  # entries are read by other rules now (H1 titles): every file read again
+    known = {} if frame is None or out.model_changed or out.read_rules else {
         p: (entry_of(frame.cols["id"][n]), frame.cols["size"][n], frame.cols["mtime_ns"][n])
         for n, p in enumerate(frame.cols["path"])}
     seen_ids: set[str] = set()
@@ -176,8 +180,9 @@ def _plan_paths(index: VectorIndex, model_name, model_dim, paths: set[str]) -> S
     """`plan` for a known set of changed files: the same decisions, O(changed)."""
     frame = index.frame() if index.exists() else None
     meta = index.meta()
-    if frame is None or (model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim)):
-        return plan(index, model_name, model_dim)  # the whole tree is to embed
+    if frame is None or (model_name is not None and (meta.get("model") != model_name or meta.get("dim") != model_dim)) \
+            or meta.get(READ_META, 1) != READ_RULES:
+        return plan(index, model_name, model_dim)  # the whole tree is to embed, or to read again
     out = SyncPlan()
     out.allowed, recheck = _allow_changes(index)
     paths = set(paths) | recheck
@@ -284,4 +289,6 @@ def apply(index: VectorIndex, todo: SyncPlan, embedder, progress=None) -> dict:
     if todo.allowed is not None and index.exists():
         index.set_meta(ALLOWED_META, todo.allowed)
     held_back.record(index, todo.flagged, todo.looked_at)
+    if todo.read_rules is not None and index.exists():
+        index.set_meta(READ_META, todo.read_rules)
     return todo.summary()

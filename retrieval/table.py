@@ -17,12 +17,14 @@ from memstrata.retrieval.table_rows import (arrow_rows, index_units, indexed_for
                                             schema, session_context)
 from memstrata.retrieval.units import AFTER_SEP, SEP, entry_of, is_unit, number_of, units
 from memstrata.storage import layout
+from memstrata.storage.codec import READ_RULES
 from memstrata.storage.entry import Entry, valid_id
 
 VECTORS_DIR = ".vectors"
 TABLE_NAME = "chunks"
 META_FILE = "meta.json"
 SCHEMA_VERSION = 1
+READ_META = "read_rules"  # meta.json: storage.codec.READ_RULES the rows were read by (absent: 1; retrieval/sync.py)
 
 
 def sql_str(value: str) -> str:
@@ -118,7 +120,7 @@ class VectorIndex(FrameCache):
         self._table = db.create_table(TABLE_NAME, schema=schema(embedder.dim),
                                       mode="overwrite" if exists else "create")
         self._write_meta({"schema": SCHEMA_VERSION, "model": embedder.name, "dim": embedder.dim,
-                          "optimized_version": int(self._table.version), "fts": False})
+                          "optimized_version": int(self._table.version), "fts": False, READ_META: READ_RULES})
 
     def adopt(self, data, embedder) -> None:
         """Replace the table with rows made elsewhere for `embedder`'s model (an index snapshot). Caller holds the tree lock."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memstrata.retrieval import chunking, lexical, names
+from memstrata.retrieval import chunking, lexical, names, readable
 from memstrata.retrieval.embed_batch import embed_distinct, pooled_vector
 from memstrata.retrieval.units import INDEXED, is_unit, turn_of, units
 from memstrata.storage.entry import Entry
@@ -97,12 +97,14 @@ def rows_for(index, entries: list[Entry], embedder, progress=None, context: dict
     before = {**previous_texts(index, [e for e in entries if not is_unit(row_id(e))]), **(context or {})} \
         if s.chunk_context else {}
     for e in entries:
-        chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
-                                      s.chunk_overlap_tokens, s.chunk_max_sentences,
-                                      s.chunk_sentence_min_words)
+        chunks = entry_chunks(e, embedder, s)
         prev = before.get(row_id(e))
         if prev:
-            chunks.append(chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text)))
+            context = chunking.Chunk(len(chunks), "context", chunking.context_text(prev, chunks[0].text))
+            if not getattr(embedder, "reads_cjk", True):
+                context = readable.readable_chunk(context, embedder.count_tokens, _budget(embedder))
+            if context is not None:
+                chunks.append(context)
         per_entry.append(chunks)
         texts.extend(c.embedded for c in chunks if not c.pooled and (c.kind, c.text) not in known)
     vectors = iter(embed_distinct(embedder, texts, progress))
@@ -121,6 +123,20 @@ def rows_for(index, entries: list[Entry], embedder, progress=None, context: dict
                          lexical.CJK_COLUMN: lexical.cjk_text(full) if first else None,
                          "vector": vector})
     return rows
+
+
+def entry_chunks(e: Entry, embedder, s) -> list:
+    """The chunks an entry is embedded as (chunking.chunk_entry), less what `embedder` cannot read
+    (retrieval/readable.py: mostly-CJK chunks with an English-only model)."""
+    chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
+                                  s.chunk_overlap_tokens, s.chunk_max_sentences, s.chunk_sentence_min_words)
+    if getattr(embedder, "reads_cjk", True):
+        return chunks
+    return readable.readable(chunks, embedder.count_tokens, _budget(embedder))
+
+
+def _budget(embedder) -> int:
+    return max(16, embedder.max_tokens - 8)  # the window less the special tokens (chunking.chunk_entry's)
 
 
 def arrow_rows(table, rows: list[dict]):

@@ -5,7 +5,7 @@ import hashlib
 
 from memstrata.storage.errors import InvalidInput
 from memstrata.retrieval import chunking, lexical
-from memstrata.retrieval.table_rows import index_units, meta_values, row_id, schema
+from memstrata.retrieval.table_rows import entry_chunks, index_units, meta_values, row_id, schema
 
 
 def text_hash(text: str) -> str:
@@ -66,8 +66,7 @@ def rows_matching_files(index, data, embedder, entries) -> tuple[object, list[st
             gone.append(rid)  # no such file here (deleted since the snapshot)
             continue
         want_hash = chunking.content_hash(e.title, e.body)
-        chunks = chunking.chunk_entry(e.title, e.body, embedder.count_tokens, embedder.max_tokens,
-                                      s.chunk_overlap_tokens, s.chunk_max_sentences, s.chunk_sentence_min_words)
+        chunks = entry_chunks(e, embedder, s)
         made = {c.number: c.text for c in chunks}
         full = made[0]
         ok = sorted(cols["chunk"][n] for n in rows) == list(range(len(rows)))

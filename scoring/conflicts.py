@@ -1,7 +1,9 @@
 """Write-time decisions: duplicate, a new version of the same subject, near-duplicate or new."""
 # The source documents' rule: before a write, the entries of the same category whose title (or
 # tags) match are the same subject; a write about that subject does not make a second entry, it
-# becomes the next version of the existing one (the old text kept, the user told). Everything here
+# becomes the next version of the existing one (the old text kept, the user told). Under another title,
+# a write that says it left a value the nearest entry states ("moved from Dracula to ...") is about
+# that entry's subject too (scoring.departed). Everything here
 # is a function of the texts, the tags and the similarities the caller measured: no IO, no clock.
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
+from memstrata.scoring.departed import same_slot
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
 WRITE_KINDS = ("duplicate", "conflict", "near_duplicate", "new")
 # Why a write is the same subject as an entry (WriteDecision.rule)
-RULES = ("title", "alias", "tags")
+RULES = ("title", "alias", "tags", "departed")
 
 _EMPHASIS_RUNS = re.compile(r"(\*\*|__|~~|`+)")
 # A single * or _ that opens or closes emphasis (not one inside a word such as snake_case).
@@ -52,8 +55,10 @@ class WriteDecision:
     """What to do with a new write: kind is duplicate | conflict | near_duplicate | new.
 
     target_id and similarity name the existing entry concerned (None for "new"); reason is one
-    line for the user; rule says why a conflict is the same subject (title, alias or tags);
-    refines is true when the new text keeps the old one's words and adds to them.
+    line for the user; rule says why a conflict is the same subject (title, alias, tags or
+    departed); refines is true when the new text keeps the old one's words and adds to them;
+    left is the value the new text says was left and the entry states (rule departed, or tags
+    with a low similarity), as the new text writes it.
     """
 
     kind: str
@@ -62,6 +67,7 @@ class WriteDecision:
     reason: str
     rule: str | None = None
     refines: bool = False
+    left: str | None = None
 
 
 def normalise_text(text: str | None) -> str:
@@ -170,13 +176,20 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
        else none. A record (a daily note, an imported file's section) is never the subject of a write.
     3. conflict, rule "tags": another title, the same subject by matching tags and content: the same
        non-empty tag set, carried by no other entry of the category (a tag set several entries share
-       is a kind of note, not a subject), a similarity of at least `conflict_similarity` (not for
-       mostly-CJK text, whose similarity the bundled model cannot tell), and titles that do not name
-       two things of one kind (two_of_a_kind: "Staging database" / "Production database").
-    4. near_duplicate: similarity >= `near_duplicate_threshold`, another title, the same numbers
+       is a kind of note, not a subject), titles that do not name two things of one kind
+       (two_of_a_kind: "Staging database" / "Production database"), and for the content either a
+       similarity of at least `conflict_similarity` (not for mostly-CJK text, whose similarity the
+       bundled model cannot tell) or a value the write says was left that the entry states
+       (scoring.departed.same_slot, any language).
+    4. conflict, rule "departed": another title, no tag set saying otherwise: the write says a value
+       was left ("moved from Dracula to ...") that the nearest entry of the category states, neither
+       text names a thing the other never does, the titles are not two of a kind, and the entry is
+       at least `conflict_departed_similarity` similar (mostly-CJK text: nearest by character pairs,
+       its title sharing one with the write's); _departed_target.
+    5. near_duplicate: similarity >= `near_duplicate_threshold`, another title, the same numbers
        (a text that differs in its numbers says something else), and for mostly-CJK text the same
        character pairs as well (Dice >= CJK_NEAR_DUPLICATE_DICE): nothing written.
-    5. new.
+    6. new.
     A similarity only ever adds a conflict to the rule by name; it never removes one.
     """
     pool = [c if isinstance(c, Candidate) else Candidate(c[0], c[1]) for c in candidates]
@@ -201,16 +214,22 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
             return _conflict(c, rule, body, f"the same title, and the most similar of {len(named)} "
                                             f"({c.similarity:.2f})")
 
-    if n_tags and not cjk_heavy(f"{title}\n{body}"):  # 3. matching tags and content
+    cjk = cjk_heavy(f"{title}\n{body}")
+    if n_tags:  # 3. matching tags and content
         tagged = [c for c in pool if not c.record and normalise_tags(c.entry.tags) == n_tags]
-        if len(tagged) == 1 and (c := tagged[0]).similarity is not None \
-                and c.similarity >= settings.conflict_similarity and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}") \
-                and not two_of_a_kind(c.entry.title, c.entry.body, title, body):
-            return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
+        if len(tagged) == 1 and not two_of_a_kind((c := tagged[0]).entry.title, c.entry.body, title, body):
+            if (c.similarity is not None and c.similarity >= settings.conflict_similarity and not cjk
+                    and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}")):
+                return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
+            if value := same_slot(title, body, c.entry.title, c.entry.body):
+                return _conflict(c, "tags", body, f"the same tags, and it leaves {value!r}, which it says", value)
+
+    if (near := _departed_target(title, body, n_tags, pool, cjk, settings)) is not None:  # 4. the value it leaves
+        c, value = near
+        return _conflict(c, "departed", body, f"it leaves {value!r}, which the nearest entry says", value)
 
     new_numbers = numbers(title, body)
-    cjk = cjk_heavy(f"{title}\n{body}")
-    for c in pool:  # 4. the same thing said again in other words
+    for c in pool:  # 5. the same thing said again in other words
         e = c.entry
         if c.similarity is None or c.similarity < settings.near_duplicate_threshold or title_key(e.title) == key:
             continue
@@ -224,9 +243,41 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
     return WriteDecision("new", None, None, "no matching entry")
 
 
-def _conflict(c: Candidate, rule: str, body: str, why: str) -> WriteDecision:
+def _departed_target(title: str, body: str, n_tags: frozenset, pool: list[Candidate], cjk: bool,
+                     settings: Settings) -> tuple[Candidate, str] | None:
+    """The entry a write under another title replaces a value of (rule "departed"), with the value.
+
+    The write says a value was left ("moved from Dracula to Solarized Light", "MySQL is retired",
+    "从 PostgreSQL 迁到了 TiDB") and the entry states it, neither text names a thing the other does not
+    (scoring.departed.same_slot), the two titles do not name two of a kind, and the tags do not say
+    otherwise (the same set, or none on one side). The entry must be the nearest of the category: by
+    similarity (at least `conflict_departed_similarity`), or for mostly-CJK text, which the bundled
+    model cannot read, by character pairs, with a character pair of the titles in common."""
+    live = [c for c in pool if not c.record]
+    if not live:
+        return None
+    if cjk:
+        text = f"{title}\n{body}"
+        c = max(live, key=lambda c: (pair_dice(text, f"{c.entry.title}\n{c.entry.body}"), c.entry.id))
+        if pair_dice(title, c.entry.title) == 0.0:
+            return None
+    else:
+        c = live[0]  # the pool is sorted by similarity
+        if c.similarity is None or c.similarity < settings.conflict_departed_similarity \
+                or cjk_heavy(f"{c.entry.title}\n{c.entry.body}"):
+            return None
+    tags = normalise_tags(c.entry.tags)
+    if n_tags and tags and tags != n_tags:
+        return None
+    if two_of_a_kind(c.entry.title, c.entry.body, title, body):
+        return None
+    value = same_slot(title, body, c.entry.title, c.entry.body)
+    return (c, value) if value else None
+
+
+def _conflict(c: Candidate, rule: str, body: str, why: str, left: str | None = None) -> WriteDecision:
     return WriteDecision("conflict", c.entry.id, c.similarity, f"{why} as {_name(c.entry)}", rule=rule,
-                         refines=refines(c.entry.body, body))
+                         refines=refines(c.entry.body, body), left=left)
 
 
 def _name(entry: Entry) -> str:

@@ -16,32 +16,51 @@ import math
 #   known     share of the query's term weight (idf) whose terms some entry of the tree holds
 #             (per query: what `coverage` could reach)
 #   nameless  1 when the query names nothing (per query); nameless_whole: nameless x whole
+#   cjk_joint cjk_local cjk_phrase cjk_title cjk_mass cjk_cos   for a query with CJK text, the hit's
+#             signals that read Chinese (scoring.cjk_ranker's features of the same names; 0 otherwise)
 FEATURES = ("cosine", "text", "coverage", "names", "no_names", "agree", "score", "whole", "unknown", "known",
-            "nameless", "nameless_whole")
+            "nameless", "nameless_whole", "cjk_joint", "cjk_local", "cjk_phrase", "cjk_title", "cjk_mass", "cjk_cos")
 
 # Signals derived from those: `cjk_cover`, the coverage no English term of the query explains
 # (coverage with `known` 0 only comes from CJK bigrams), and `nameless_cosine`, the best chunk's
 # cosine for a query that names nothing.
 DERIVED = {"cjk_cover": lambda s: float(s.get("coverage") or 0.0) * (1.0 - float(s.get("known") or 0.0)),
-           "nameless_cosine": lambda s: float(s.get("nameless") or 0.0) * float(s.get("cosine") or 0.0)}
+           "nameless_cosine": lambda s: float(s.get("nameless") or 0.0) * float(s.get("cosine") or 0.0),
+           # for a query with CJK text, how much it says (its terms' idf over log(1 + entries): "谢谢"
+           # or "你是" is one common bigram, a real question several rare ones), and the idf the hit's
+           # title and the hit as a whole hold in those units (a one-bigram query fully held is little)
+           "cjk_qmass": lambda s: _qmass(s),
+           "cjk_tmass": lambda s: _qmass(s) * float(s.get("cjk_title") or 0.0),
+           "cjk_jmass": lambda s: _qmass(s) * float(s.get("cjk_joint") or 0.0)}
+
+
+def _qmass(s: dict) -> float:
+    """The query's idf over log(1 + entries) (retrieval.cjk_rank: mass = local x that)."""
+    local = float(s.get("cjk_local") or 0.0)
+    return float(s.get("cjk_mass") or 0.0) / local if local > 0 else 0.0
 
 # Logistic models fitted by bench/fit_relevance.py on every corpus together (LoCoMo conversations,
-# the notes corpora til, rustbook and vuezh, Chinese passages, tiny trees of five entries; each
-# corpus weighs the same): label 1 for an answer among a question's first CUT_DEPTH hits, 0 for
-# the other hits and for every hit of an everyday prompt or an off-topic question; then calibrated
-# on the questions' hits alone (`calibration`: the logit, and the top hit's margin over the second),
-# so a relevance reads as the share of such hits that answer (docs/recall.md: the reliability
-# table, held out). HYBRID serves queries the vector side judges and reads the best chunk's
-# cosine, not `whole` (a long note's mean chunk vector is far from any question: a docs vault's
-# answers looked weak); TEXT mostly Chinese queries (the bundled model is English) and the text,
-# grep and index strategies, where the vector signals are unknown; it leaves out `known` (a
-# Chinese query with English words is fully known and looked like an English one). Both are on
-# one scale, and one recall_min_relevance cuts both.
-HYBRID = {"bias": -4.394, "cosine": 1.086, "text": 0.742, "coverage": 0.567, "names": 0.334, "no_names": -1.444,
-          "agree": 0.926, "score": 0.627, "unknown": -2.656, "known": -1.353, "nameless": -5.429,
-          "nameless_cosine": 10.053, "calibration": {"bias": -0.516, "logit": 0.873, "gap": 0.71}}
-TEXT = {"bias": -5.739, "text": -0.597, "coverage": 0.767, "names": -0.967, "no_names": -1.531, "score": 1.617,
-        "unknown": -1.976, "calibration": {"bias": -0.844, "logit": 0.762, "gap": 2.397}}
+# the notes corpora til, rustbook, vault, zettel, vuezh, weekly and advjava, Chinese passages, tiny
+# trees of five entries; each corpus weighs the same): label 1 for an answer among a question's first
+# CUT_DEPTH hits, 0 for the other hits and for every hit of an everyday prompt or an off-topic
+# question; then calibrated on the questions' hits alone (`calibration`: the logit, and the top hit's
+# margin over the second), so a relevance reads as the share of such hits that answer (docs/recall.md:
+# the reliability table, held out). HYBRID serves queries without CJK text that the vector side
+# judges and reads the best chunk's cosine, not `whole` (a long note's mean chunk vector is far from
+# any question: a docs vault's answers looked weak); CJK queries with CJK text (the bundled model is
+# English: what reads Chinese, retrieval.cjk_rank, beside the words' shares); TEXT the text, grep and
+# index strategies, where the vector signals are unknown; TEXT and CJK leave out `known` (a Chinese
+# query with English words is fully known and looked like an English one). All are on one scale, and
+# one recall_min_relevance cuts them. Refitted for issue 40 (2026-12-05, Chinese corpora in).
+HYBRID = {"bias": -5.32, "cosine": 3.858, "text": 2.339, "coverage": -0.508, "names": 0.318, "no_names": -1.116,
+          "agree": 1.097, "score": 0.378, "unknown": -2.536, "known": -1.166, "nameless": -3.697,
+          "nameless_cosine": 6.241, "calibration": {"bias": -0.644, "logit": 0.82, "gap": 0.749}}
+TEXT = {"bias": -6.027, "text": 2.347, "coverage": -2.85, "names": -0.477, "no_names": -1.102, "score": 1.729,
+        "unknown": -2.249, "calibration": {"bias": -0.696, "logit": 0.853, "gap": 2.189}}
+CJK = {"bias": -7.649, "text": 2.364, "coverage": -3.18, "names": -0.832, "no_names": -1.851, "score": 0.991,
+       "unknown": -4.233, "cjk_joint": 0.244, "cjk_local": -0.288, "cjk_phrase": -0.017, "cjk_title": 1.419,
+       "cjk_mass": 1.266, "cjk_cos": 6.046, "cjk_qmass": -0.099, "cjk_tmass": 2.539, "cjk_jmass": 0.696,
+       "calibration": {"bias": -0.878, "logit": 0.834, "gap": 0.596}}
 
 
 def logit(signals: dict, model: dict = HYBRID) -> float:

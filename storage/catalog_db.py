@@ -10,7 +10,8 @@ import sqlite3
 from memstrata.storage import codec, holders
 from memstrata.storage.entry import Entry
 
-SCHEMA_VERSION = 6  # another version is dropped and rebuilt (5: YAML tags as written, `true`; 6: ids too)
+SCHEMA_VERSION = 7  # another version is dropped and rebuilt (5: YAML tags as written, `true`; 6: ids too;
+# 7: a note without `title:` is titled by its first H1, codec.READ_RULES)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     path TEXT PRIMARY KEY,

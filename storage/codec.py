@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, datetime
 
 from memstrata.storage.clock import format_datetime, parse_datetime
@@ -136,6 +137,34 @@ def _choice(value, allowed: tuple[str, ...], default):
     return default
 
 
+# The rules an entry is read by, as far as they decide its title or indexed text: 2, a note without
+# `title:` takes its first H1 (it took its file name). A table or catalog made under other rules
+# reads every file again once (retrieval/sync.py, storage/catalog.py).
+READ_RULES = 2
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING_NOISE = re.compile(r"\{#[^}]*\}|<[^>]+>")
+
+
+def first_heading(body: str, limit: int = 200) -> str:
+    """The text of the body's first H1 (`# Title`; never a line inside a code fence), without
+    `{#anchor}` and HTML tags, at most `limit` characters; "" when it has none."""
+    fence = None
+    for line in (body or "").splitlines():
+        m = _FENCE.match(line)
+        if m:
+            fence = None if fence and m.group(1)[0] == fence else (fence or m.group(1)[0])
+            continue
+        if fence:
+            continue
+        h = _H1.match(line)
+        if h:
+            text = " ".join(_HEADING_NOISE.sub("", h.group(1)).split())
+            if text:
+                return text[:limit]
+    return ""
+
+
 def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: str | None = None,
                            fallback_title: str = "", id_key: str = "id") -> Entry:
     """Build an Entry from a frontmatter mapping of either vocabulary; unknown keys go to extra.
@@ -168,7 +197,7 @@ def entry_from_frontmatter(data: dict, body: str, *, category: str = "", path: s
     important = _as_bool(fields.get("important", False)) or important_from_word
     dates = {k: _as_date(fields.get(k)) for k in _DATE_KEYS}
     title = fields.get("title")
-    title = str(title).strip() if title is not None and str(title).strip() else fallback_title
+    title = str(title).strip() if title is not None and str(title).strip() else first_heading(body) or fallback_title
     status = _choice(fields.get("status"), STATUSES, "active")
     correlation = _as_float(fields.get("context_correlation"), 1.0)
     return Entry(

@@ -45,6 +45,7 @@ class Settings:
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
     conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
+    conflict_departed_similarity: float = 0.55  # another title, no tag set: the write leaves a value the nearest entry states + this similarity (bench/conflicts.py --sweep)
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15
@@ -73,7 +74,7 @@ class Settings:
     chunk_sentence_min_words: int = 15  # only entries of at least this many words get sentence chunks (0: all; mostly CJK text: always; bench/locomo.py --set)
     chunk_context: bool = True       # also embed each entry with the one written just before it (same category, same sitting)
     recall_candidates: int = 100     # rows each of the vector and full-text searches return
-    recall_relative_relevance: float = 0.02  # hits of an answered query below this share of the best hit's relevance are dropped (a weak tail)
+    recall_relative_relevance: float = 0.0  # hits of an answered query below this share of the best hit's relevance are dropped (a weak tail; bench/fit_relevance.py chose 0 with the Chinese corpora in, issue 40)
     recall_min_relevance: float = 0.01  # a query whose best hit is less likely than this to answer (calibrated relevance, 0-1) gets no hits; 0 keeps all (docs/recall.md)
     recall_sync_max: int = 200       # recall re-embeds at most this many changed entries first; beyond: fallback
     recall_dense_weight: float = 2.0     # best chunk cosine (absolute; bench/fit_ranking.py, chosen by LOCO)
@@ -139,7 +140,7 @@ _RANGES = {
     "promote_best_cosine": (0.0, 1.0), "promote_min_relevance": (0.0, 1.0),
     "autoload_written_boost": (0.0, 100.0), "autoload_written_half_life_days": (0.01, 3650.0),
     "autoload_project_boost": (1.0, 100.0), "start_promote_prompts": (0, 50), "start_promote_max": (0, 1000),
-    "conflict_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
+    "conflict_similarity": (0.0, 1.0), "conflict_departed_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),
     "autoload_budget": (1, 1_000_000), "recall_candidates": (1, 100_000), "promote_max": (0, 100_000),

@@ -36,6 +36,9 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own
     nl = "\r\n" if head.endswith("\r\n") else "\n"
     old_fm, new_fm = codec.entry_to_frontmatter(before), codec.entry_to_frontmatter(entry)
     sets = {key: value for key, value in new_fm.items() if old_fm.get(key, _MISSING) != value}
+    if "title" in sets and sets["title"] == _read_title(entry.body, entry.path or old_path) \
+            and "title" not in codec.split_frontmatter(old_text)[0]:
+        del sets["title"]  # the title the note's text gives (its H1 or file name): never written into it
     for key in _LISTS_AS_WRITTEN:
         if key in sets:
             sets[key] = _as_written(key, sets[key], old_text)
@@ -62,6 +65,11 @@ def edited_text(old_text: str | None, old_path: str | None, entry: Entry, *, own
             codec.entry_to_frontmatter(after) != new_fm:
         return full
     return text
+
+
+def _read_title(body: str, path: str | None) -> str:
+    """The title a note without `title:` is read with (codec.entry_from_frontmatter)."""
+    return codec.first_heading(body) or PurePosixPath(path or "").stem
 
 
 # Lists whose items an entry reads as the words they were written as (codec.scalar_text): `1`, `true`.

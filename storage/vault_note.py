@@ -45,7 +45,12 @@ def note_text(old_text: str | None, rel: str, entry: Entry, home: str | None = N
     except Exception:  # noqa: BLE001 - the note as the engine wrote it before: rendered anew
         return frontmatter_edit.edited_text(old_text, rel, entry)
     shown = entry.copy(**{key: getattr(before, key) for key in ENGINE_KEYS})
-    if not shown.title or shown.title == PurePosixPath(home or entry.path or rel).stem:
+    stem = PurePosixPath(home or entry.path or rel).stem
+    if "title" not in codec.split_frontmatter(old_text)[0] and (not shown.title or shown.title in (stem, before.title)):
+        # titled by what the note holds (its H1, else its file name: codec.first_heading), not by a `title:`
+        # line: the title follows a new body, and no `title:` line is written for it
+        shown.title = codec.first_heading(shown.body) or PurePosixPath(rel).stem  # as the note at `rel` reads
+    elif not shown.title or shown.title == stem:
         shown.title = before.title  # the file name gives it: no `title:` line
     return frontmatter_edit.edited_text(old_text, rel, shown, own_spacing=True)
 

@@ -359,7 +359,8 @@ class Versions:
 
 # ========================================================================== helpers
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_WHY = {"title": "same title", "alias": "its title is an alias of it", "tags": "same tags and subject"}
+_WHY = {"title": "same title", "alias": "its title is an alias of it", "tags": "same tags and subject",
+        "departed": "it says what the entry said was left"}
 
 
 def _seen(entry: Entry) -> tuple:
@@ -381,6 +382,8 @@ def _is_record(entry: Entry, new: Entry) -> bool:
 def _conflict_message(decision, target: Entry, changed: Entry) -> str:
     """What the user is told when a write became the next version of an entry on the same subject."""
     why = _WHY.get(decision.rule, "same subject")
+    if decision.left:  # the value the write leaves, which the entry states: the change itself
+        why = f"{'same tags; ' if decision.rule == 'tags' else ''}it leaves {decision.left}, which v{target.version} said"
     head = (f'new version of "{target.title}" ({why}; it adds to v{target.version})' if decision.refines
             else f'conflict detected with "{target.title}" ({why})')
     return f"{head}: both versions kept, current is v{changed.version}"

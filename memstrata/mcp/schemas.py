@@ -30,8 +30,8 @@ class WriteAnswer(_Open):
     similarity: Optional[float] = None
     previous_version: Optional[int] = Field(None, description="conflict or merged: the version the write replaced "
                                                               "(kept: `history`).")
-    rule: Optional[str] = Field(None, description="conflict or merged: why it is the same subject (title, alias "
-                                                  "or tags).")
+    rule: Optional[str] = Field(None, description="conflict or merged: why it is the same subject (title, alias, "
+                                                  "tags, or departed: it leaves a value the entry states).")
     refines: Optional[bool] = Field(None, description="conflict: the new text keeps the old one's and adds to it.")
     shared: Optional[dict[str, Any]] = Field(None, description="The copy written to the shared space (share).")
 

@@ -144,3 +144,30 @@ def test_import_builtin_keeps_sections_that_share_a_heading(mem, tmp_path):
     # the title is shared there: a later write with it needs to be like one of them to be its version
     mine = mem.write("The office plants are watered on Mondays.", title="Rules", category=report["category"])
     assert mine.action == "created"
+
+
+def test_another_title_leaving_the_value_an_entry_states_is_its_version(mem):
+    """Rule "departed": no tags, another title, the write says the entry's value was left."""
+    mem.write("The user is vegetarian and likes Thai food for team lunches.", title="Lunch", category="preferences")
+    mem.write("The user's terminal font is JetBrains Mono at 13 pt.", title="Terminal font", category="preferences")
+    first = mem.write("The user works in iTerm2.", title="Terminal emulator", category="preferences")
+    second = mem.write("The user moved from iTerm2 to WezTerm for its Lua config.", title="Terminal app",
+                       category="preferences")
+    assert (second.action, second.id, second.version, second.rule) == ("conflict", first.id, 2, "departed")
+    assert second.message == ('conflict detected with "Terminal emulator" (it leaves iTerm2, which v1 said): '
+                              'both versions kept, current is v2')
+    now = mem.read(first.id, count_access=False)
+    assert (now.title, now.body.strip()) == ("Terminal emulator", "The user moved from iTerm2 to WezTerm for its Lua config.")
+    assert mem.history_show(first.id, 1).strip() == "The user works in iTerm2."
+    assert len(mem.list(category="preferences")) == 3
+    # another subject leaving a value an entry states stays apart: the CDN is not the primary cloud
+    cloud = mem.write("Workloads run on AWS in eu-central-1.", title="Primary cloud", category="decisions")
+    cdn = mem.write("We moved the CDN from AWS to Cloudflare.", title="CDN", category="decisions")
+    assert cdn.action == "created" and cdn.id != cloud.id
+    # the same tag set and a left value: a version even at a similarity below conflict_similarity
+    hosting = mem.write("Everything runs on AWS in eu-central-1.", title="Hosting", category="infra",
+                        tags=["infra", "hosting"])
+    moved = mem.write("We moved all workloads from AWS to Hetzner Cloud to save costs.", title="Cloud provider",
+                      category="infra", tags=["infra", "hosting"])
+    assert (moved.action, moved.id, moved.rule) == ("conflict", hosting.id, "tags")
+    assert moved.similarity < mem.settings.conflict_similarity and "it leaves AWS" in moved.message

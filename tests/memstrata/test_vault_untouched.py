@@ -68,7 +68,7 @@ def test_delete_then_restore_gives_each_note_back_byte_for_byte(tmp_path, monkey
         assert {i.id: i.title for i in m.trash_list()}[by_path[rel]] == m_title(rel)
         m.restore(by_path[rel])
         assert (tmp_path / "v" / rel).read_bytes() == adopted[rel], rel
-    assert m.read(by_path["Notes/hash.md"], count_access=False).title == "hash"
+    assert m.read(by_path["Notes/hash.md"], count_access=False).title == "Hashing"
 
 
 FLOW_NOTES = {
@@ -97,7 +97,8 @@ def test_delete_then_restore_keeps_flow_and_json_frontmatter_byte_for_byte(tmp_p
 
 
 def m_title(rel: str) -> str:
-    return {"Notes/git.md": "git", "Notes/hash.md": "hash", "Notes/crlf.md": "crlf", "Zettel/rdd.md": "rdd",
+    """A note's title: its first H1, else its file name (issue 40; never written into the note)."""
+    return {"Notes/git.md": "Git states", "Notes/hash.md": "Hashing", "Notes/crlf.md": "crlf", "Zettel/rdd.md": "rdd",
             "heredoc.md": "heredoc"}[rel]
 
 

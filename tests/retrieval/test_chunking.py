@@ -73,13 +73,27 @@ def test_a_long_chinese_entry_is_its_sentences(embedder):
     assert "window" in kinds and not _chunks(embedder, "Billing", english)[0].pooled
 
 
+class _ReadsChinese:
+    """The bundled model as a configured model that reads Chinese (a multilingual one) is used: its
+    vectors, and every chunk of a Chinese entry embedded (retrieval/readable.py)."""
+
+    reads_cjk = True
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
 def test_a_pooled_whole_entry_vector_is_the_mean_of_its_sentences(mem):
     from memstrata.retrieval.table_rows import rows_for
     from memstrata.storage.entry import Entry
 
     index = mem.state.vector_index()
     entry = Entry(id="zh1", title="计费系统笔记", body=_ZH, category="notes")
-    rows = rows_for(index, [entry], mem.embedder)
+    assert [r["kind"] for r in rows_for(index, [entry], mem.embedder)] == ["blank"]  # the bundled model: English only
+    rows = rows_for(index, [entry], _ReadsChinese(mem.embedder))
     sentences = np.array([r["vector"] for r in rows if r["kind"] == "sentence"])
     mean = sentences.mean(axis=0)
     np.testing.assert_allclose(rows[0]["vector"], mean / np.linalg.norm(mean), atol=1e-6)

@@ -53,13 +53,17 @@ def test_a_top_hit_far_ahead_of_the_rest_reads_likelier_and_a_full_words_match_c
 
 
 def test_zebra_a_real_weak_match_outranks_an_unrelated_neighbour(mem):
+    from memstrata.storage.config import Settings
+
     _zebra(mem)
     hybrid = _titles(mem.recall("zebra", min_relevance=0))
     assert hybrid[0] == "Stripes"
     assert hybrid.index("Crossing") < (hybrid.index("Lunch") if "Lunch" in hybrid else 99)
     text = _titles(mem.recall("zebra", strategy="text", min_relevance=0))
     assert text[:2] == ["Stripes", "Crossing"]
-    assert "Lunch" not in _titles(mem.recall("zebra"))  # the default cut-off drops it
+    # an answered query keeps its weak tail (recall_relative_relevance 0, issue 40's refit), shown as
+    # unlikely; a cut-off asked for by name drops it
+    assert "Lunch" not in _titles(mem.recall("zebra", min_relevance=Settings().recall_min_relevance))
     hits = mem.recall("zebra", min_relevance=0).results
     by = {h.title: h.relevance for h in hits}
     assert by["Stripes"] > by.get("Lunch", 0.0) and by["Crossing"] > by.get("Lunch", 0.0)
@@ -373,13 +377,14 @@ _ZH_DOCS = [
 ]
 
 
-def test_a_latin_word_in_a_chinese_question_keeps_its_weight(mem):
-    # prop is the question's topic; the 数组方法 note holds most of its bigrams (为什么不能在, 里直接修改).
-    # As one BM25 over all terms, prop's idf counts little against ten bigrams and that note came
-    # first; the better side counts half (vuezh docs: MRR@10 0.760 -> 0.839)
+def test_a_latin_word_in_a_chinese_question_weighs_its_idf(mem):
+    # issue 40: every term of a mixed question weighs its idf over the whole tree, whichever side it
+    # comes from. A rare Latin word among common Chinese ones decides (prop is in one note, 组件 in
+    # four); a common Latin word among rare Chinese ones does not (retrieval/cjk_rank.py: a question
+    # about Chinese words whose one English word many notes share; tests/retrieval/test_chinese.py)
     for title, body in _ZH_DOCS:
         mem.write(body, title=title, category="zh")
-    assert _titles(mem.recall("为什么不能在子组件里直接修改 prop", min_relevance=0))[:1] == ["Props"]
+    assert _titles(mem.recall("子组件里怎么修改 prop", min_relevance=0))[:1] == ["Props"]
 
 
 def test_a_year_in_a_chinese_question_joins_its_bigrams(mem):

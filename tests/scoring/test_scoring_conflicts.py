@@ -9,10 +9,12 @@ import dataclasses
 
 from memstrata.scoring.conflicts import (Candidate, classify_write, normalise_tags, normalise_text, pair_dice,
                                          refines, title_key, two_of_a_kind)
+from memstrata.scoring.departed import SCAN_CHARS, departed, left_value, same_slot, unshared_topic
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
-S = Settings()  # near_duplicate_threshold 0.92, conflict_similarity 0.45, conflict_title_similarity 0.6
+S = Settings()  # near_duplicate_threshold 0.92, conflict_similarity 0.45, conflict_title_similarity 0.6,
+#                 conflict_departed_similarity 0.55
 
 
 @pytest.mark.parametrize("raw,expected", [
@@ -207,3 +209,101 @@ def test_near_duplicates_must_agree_on_numbers():
     old = Entry(id="a", title="Standup", body="The standup is at 9:30 every day.")
     d = classify_write("Daily meeting", "The standup is at 9:45 every day.", [], [(old, 0.97)], S)
     assert d.kind == "new"
+
+
+# -- another title: the value a write says it left (rule "departed", and the tag rule's content) ------
+@pytest.mark.parametrize("text,values", [
+    ("The user moved from Dracula to Solarized Light because of the glare.", [("dracula",)]),
+    ("We left AWS for Hetzner Cloud in June.", [("aws",)]),
+    ("The orders service runs on PostgreSQL 16 now; the old MySQL is retired.", [("mysql",)]),
+    ("OpenVPN was replaced by Tailscale.", [("openvpn",)]),
+    ("Retros use the 4Ls instead of start/stop/continue.", [("start/stop/continue",)]),
+    ("We replaced webpack with Vite.", [("webpack",)]),
+    ("Standup moved from 9:30 to 10:15.", [("9:30",)]),
+    ("Dracula → Solarized Light", [("dracula",)]),
+    ("计费系统三月从 PostgreSQL 迁到了 TiDB。", [("postgresql",)]),
+    ("用户从深色主题改成了浅色主题。", [("深色主题",)]),
+    ("用户记笔记不再用 Neovim，改用 Obsidian。", [("neovim",)]),
+    ("旧的 MySQL 已下线。", [("mysql",)]),
+    # no change said: a range, a flow, a source, a direction
+    ("The user works from 9 to 17.", []), ("Logs go from Filebeat to Elasticsearch.", []),
+    ("Alerts come from Prometheus.", []), ("The left sidebar shows the files.", []), ("用户从来不用鼠标。", []),
+    ("We never moved from MySQL.", []), ("The team did not switch away from Jira.", []), ("订单库没有从 MySQL 迁走。", []),
+])
+def test_departed_reads_what_a_text_says_was_left(text, values):
+    assert departed(text) == values
+
+
+def test_only_the_top_of_a_long_body_is_read_for_a_change():
+    assert departed("x " * SCAN_CHARS + "We moved from Dracula to Solarized Light.") == []
+
+
+def test_left_value_is_what_the_old_text_states_and_no_title_names():
+    old = "The user prefers dark mode (Dracula) in VS Code."
+    assert left_value("Colour scheme", "The user moved from Dracula to Solarized Light.", "Editor theme", old) == "Dracula"
+    assert left_value("Colour scheme", "The user moved from Monokai to Solarized Light.", "Editor theme", old) is None
+    # the value is the subject's name in a title: leaving Python is not a new Python version
+    assert left_value("Data scripts", "The scripts moved from Python to Rust.", "Python version",
+                      "Services target Python 3.12.") is None
+    assert left_value("计费库选型", "计费系统从 PostgreSQL 迁到了 TiDB。", "计费数据库", "计费系统用 PostgreSQL 15。") == "PostgreSQL"
+
+
+def test_a_thing_one_text_is_about_and_the_other_never_names_keeps_them_apart():
+    assert unshared_topic("CDN", "We moved the CDN from AWS to Cloudflare.", "Primary cloud", "Workloads run on AWS.") == "cdn"
+    assert unshared_topic("Standup", "Standup is at 9:30 on Zoom.", "Video tool", "Calls moved from Zoom to Meet.") == "standup"
+    # a title word inside a name is no topic ("Hetzner Cloud" under "Cloud provider")
+    assert unshared_topic("Cloud provider", "We left AWS for Hetzner Cloud.", "Hosting", "Everything runs on AWS.") is None
+    assert unshared_topic("邮件发送", "邮件发送从阿里云换成了 SendCloud。", "云服务商", "所有服务跑在阿里云上。") == "邮件"
+    assert same_slot("CDN", "We moved the CDN from AWS to Cloudflare.", "Primary cloud", "Workloads run on AWS.") is None
+    assert same_slot("Cloud provider", "We left AWS for Hetzner Cloud.", "Hosting", "Everything runs on AWS.") == "AWS"
+
+
+THEME = Entry(id="theme", title="Editor theme", body="The user prefers dark mode (Dracula) in VS Code.")
+LEAVES = ("Colour scheme", "The user moved from Dracula to Solarized Light because of the glare.")
+
+
+def test_a_write_leaving_the_value_the_nearest_entry_states_is_its_new_version():
+    d = classify_write(*LEAVES, [], [(THEME, 0.6)], S)
+    assert (d.kind, d.target_id, d.rule, d.left, d.refines) == ("conflict", "theme", "departed", "Dracula", False)
+    assert "Dracula" in d.reason and "\n" not in d.reason
+
+
+@pytest.mark.parametrize("case", ["low", "nearer", "no_model", "other_tags", "two_of_a_kind", "record", "other_value"])
+def test_the_departed_rule_needs_every_condition(case):
+    pool, title, body, tags = [Candidate(THEME, 0.6)], *LEAVES, []
+    if case == "low":
+        pool = [Candidate(THEME, S.conflict_departed_similarity - 0.01)]
+    elif case == "nearer":  # the entry must be the nearest of the category
+        pool.append(Candidate(Entry(id="font", title="Editor font", body="Fira Code at 14 pt."), 0.7))
+    elif case == "no_model":
+        pool = [Candidate(THEME, None)]
+    elif case == "other_tags":
+        pool, tags = [Candidate(THEME.copy(tags=["editor"]), 0.6)], ["colours"]
+    elif case == "two_of_a_kind":
+        title, body = "Terminal theme", "The terminal theme moved from Dracula to Nord."
+        pool = [Candidate(Entry(id="e", title="Editor theme", body="The editor theme is Dracula."), 0.8)]
+    elif case == "record":
+        pool = [Candidate(THEME, 0.6, record=True)]
+    elif case == "other_value":
+        body = "The user moved from Monokai to Solarized Light."
+    assert classify_write(title, body, tags, pool, S).kind == "new", case
+
+
+def test_the_same_unique_tags_and_a_left_value_need_no_similarity():
+    hosting = Entry(id="h", title="Hosting", body="Everything runs on AWS in eu-central-1.", tags=["infra", "hosting"])
+    d = classify_write("Cloud provider", "We moved all workloads from AWS to Hetzner Cloud.", ["hosting", "infra"],
+                       [(hosting, 0.44)], S)
+    assert (d.kind, d.rule, d.left) == ("conflict", "tags", "AWS")
+    assert classify_write("Cloud provider", "Hetzner Cloud is cheaper.", ["hosting", "infra"], [(hosting, 0.44)], S).kind == "new"
+    billing = Entry(id="b", title="计费数据库", body="计费系统用的是 PostgreSQL 15。", tags=["计费", "数据库"])
+    d = classify_write("计费库选型", "计费系统三月从 PostgreSQL 迁到了 TiDB。", ["数据库", "计费"], [(billing, 0.99)], S)
+    assert (d.kind, d.rule, d.left) == ("conflict", "tags", "PostgreSQL")
+
+
+def test_chinese_leaving_a_value_is_judged_by_character_pairs_not_the_model():
+    term = Entry(id="t", title="终端", body="用户平时在 iTerm2 里工作。")
+    d = classify_write("终端模拟器", "用户从 iTerm2 换到了系统自带的终端。", [], [(term, 0.1)], S)  # the model's figure is ignored
+    assert (d.kind, d.rule, d.left) == ("conflict", "departed", "iTerm2")
+    # no character pair of the titles in common: another subject may have left the same tool
+    editor = Entry(id="e", title="编辑器", body="用户用 VS Code 写代码。")
+    assert classify_write("笔记本工具", "用户跑 notebook 改用 JupyterLab，不再用 VS Code。", [], [(editor, 0.9)], S).kind == "new"

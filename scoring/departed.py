@@ -1,0 +1,220 @@
+"""What a text says it left behind ("moved from Dracula to ...", "MySQL is retired"): pure text rules."""
+# English and Chinese: "moved from Dracula to Solarized Light", "MySQL is retired", "left AWS for
+# Hetzner", "从 PostgreSQL 迁到了 TiDB". A write under another title that names a value an entry of its
+# category states, and says that value was left, is about that entry's subject (scoring.conflicts, rule
+# "departed"): the "slot" both texts fill is the same, whatever the titles. Only what the text marks as
+# left counts: a value merely named again ("CI stays on GitHub Actions") is no evidence of a change.
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# A value as written: a word with the joiners names use (iTerm2, start/stop/continue, Node.js, C#, 9:30).
+_TOKEN = re.compile(r"[^\W_][\w+#]*(?:[./:'’-][\w+#]+)*")
+# Words that end a value after "from" / "left" ... or start the clause after it.
+_END = frozenset("""to for in on at by with because since after before and or but so as into onto over via
+now then last this next when while due was is are were has have had be been being it they we which that
+than of from until till instead""".split())
+# Words before a value that are not part of it.
+_LEAD = frozenset("the a an our its their his her my your all old previous former legacy existing current "
+                  "some any whole entire".split())
+_MAX_TOKENS = 4
+SCAN_CHARS = 4000   # a change is said near the top of a note: only this much of a body is read for one
+
+_VERB = (r"(?:switch(?:ed|es|ing)?|mov(?:ed|es|ing)|migrat(?:ed|es|ing)|chang(?:ed|es|ing)"
+         r"|convert(?:ed|s|ing)?|port(?:ed|s|ing)?|rewr(?:ote|itten|ites)|transferr?(?:ed|s|ing)?"
+         r"|replac(?:ed|es|ing)|upgrad(?:ed|es|ing)|downgrad(?:ed|es|ing)|swapp?(?:ed|s|ing)?)")
+# "… moved from X (to|for …)", "away from X" (a bare "from 9 to 17" is a range, "from Kafka to S3" a flow)
+_FROM = re.compile(rf"\b(?:{_VERB}\b[^.;!?\n]{{0,80}}?\bfrom|away from)\s+(?P<x>[^.;!?\n]{{1,120}})", re.I)
+# "left X", "dropped X", "replaced X with", "instead of X", "no longer uses X", "moved off X"
+_AFTER = re.compile(r"(?<!\bthe )\b(?:left|leaving|dropp(?:ed|ing)|replac(?:ed|ing)|retir(?:ed|ing)|ditch(?:ed|ing)"
+                    r"|abandon(?:ed|ing)|deprecat(?:ed|ing)|decommission(?:ed|ing)|uninstall(?:ed|ing)|quit"
+                    r"|gave up(?: on)?|giv(?:e|es|ing) up(?: on)?|stopp(?:ed|ing) using|stop using|no longer us(?:e|es|ed|ing)"
+                    r"|(?:moved|migrated|switched) off|instead of|in place of)\s+(?P<x>[^.;!?\n]{1,120})", re.I)
+# "X is retired", "X was replaced by Y", "X is being shut down" (X: the clause before; found by what follows it)
+_BEFORE = re.compile(r"\s(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+"
+                     r"(?:now\s+|also\s+)?(?:retired|gone|dropped|replaced|deprecated|decommissioned|switched off"
+                     r"|shut down|turned off|read-only|no longer used|removed|abandoned|phased out|sunset)\b", re.I)
+_ARROW = re.compile(r"\s*(?:→|->|=>)\s*\S")
+_CLAUSE_END = re.compile(r"[.;!?,\n，。；！？]")
+# A change denied before it is said: "we never moved from MySQL", "没有从 MySQL 迁走"
+_NEGATED = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
+_ZH_NEGATED = re.compile(r"[没未不]有?$|并未$|从未$")
+
+# Chinese: 从 X 迁到/换成/改用 …, 把 X 换成 …, 不再用 X, 弃用 X, X 已下线
+_ZH_VERB = "迁换改搬转切移升降替"
+_ZH_FROM = re.compile(rf"(?:从(?!来)|由(?!于))(?P<x>[^，。；！？,.;!?\n]{{1,24}}?)(?:全部|都|已经|已|也|又|整体|统一)?[{_ZH_VERB}]")
+_ZH_AFTER = re.compile(r"(?:不再(?:用|使用|采用)?|弃用|放弃|停用|淘汰|替换掉|取代|告别|离开|改掉)(?P<x>[^，。；！？,.;!?\n]{1,24})")
+_ZH_BEFORE = re.compile(r"(?:已经|已|被)?(?:下线|停用|弃用|淘汰|退役|只读|废弃|被替换|被取代)")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_ZH_TRIM = "的了把将用在里上中 \t"
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text or "").casefold()
+
+
+def _lead_tokens(text: str, from_end: bool = False) -> tuple[str, ...]:
+    """The value at the start (or the end) of a clause: up to _MAX_TOKENS words, without the words
+    that only introduce it ("the old MySQL" -> mysql) and up to the first word that ends it."""
+    toks = _TOKEN.findall(_fold(text))
+    if from_end:
+        out: list[str] = []
+        for t in reversed(toks):
+            if t in _END or len(out) == _MAX_TOKENS:
+                break
+            out.insert(0, t)
+        while out and out[0] in _LEAD:
+            out.pop(0)
+        return tuple(out)
+    while toks and toks[0] in _LEAD:
+        toks.pop(0)
+    out = []
+    for t in toks:
+        if t in _END or len(out) == _MAX_TOKENS:
+            break
+        out.append(t)
+    return tuple(out)
+
+
+def departed(text: str) -> list[tuple[str, ...]]:
+    """The values a text says were left: each a tuple of words (English, case-folded) or one CJK
+    string (Chinese), in order of appearance, without repeats. Only the first SCAN_CHARS are read."""
+    text = unicodedata.normalize("NFKC", (text or "")[:SCAN_CHARS])
+    found: list[tuple[str, ...]] = []
+    for pattern in (_FROM, _AFTER):
+        for m in pattern.finditer(text):
+            if not _NEGATED.search(_clause_before(text, m.start(), 40)):
+                found.append(_lead_tokens(m.group("x")))
+    for pattern in (_BEFORE, _ARROW):
+        for m in pattern.finditer(text):
+            found.append(_lead_tokens(_clause_before(text, m.start(), 120), from_end=True))
+    for pattern in (_ZH_FROM, _ZH_AFTER, _ZH_BEFORE):
+        for m in pattern.finditer(text):
+            if pattern is _ZH_FROM and _ZH_NEGATED.search(_clause_before(text, m.start(), 4)):
+                continue
+            x = _clause_before(text, m.start(), 24) if pattern is _ZH_BEFORE else m.group("x")
+            x = x.strip(_ZH_TRIM)
+            latin = [t for t in _TOKEN.findall(_fold(x)) if not _CJK.search(t)]
+            if latin:  # a name in Latin letters among Chinese words: "旧的 MySQL 已下线" -> mysql
+                found.append(tuple(latin[-_MAX_TOKENS:] if pattern is _ZH_BEFORE else latin[:_MAX_TOKENS]))
+            elif len(x := _fold(x).replace(" ", "")) >= 2:
+                found.append((x,))
+    out: list[tuple[str, ...]] = []
+    for value in found:
+        if value and value not in out:
+            out.append(value)
+    return out
+
+
+def _clause_before(text: str, end: int, most: int) -> str:
+    """The text before `end` back to the start of its clause, at most `most` characters."""
+    piece = text[max(0, end - most):end]
+    cut = None
+    for cut in _CLAUSE_END.finditer(piece):
+        pass
+    return piece[cut.end():] if cut else piece
+
+
+def _words(text: str) -> set[str]:
+    return set(_TOKEN.findall(_fold(text)))
+
+
+def _in_titles(word: str, title_words: set[str]) -> bool:
+    """A word of a title, or the same stem (Postgres / PostgreSQL, dotfile / dotfiles)."""
+    return any(_stem_match(word, t) for t in title_words)
+
+
+def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> str | None:
+    """The value the new text says was left that the old text states (not a word of either title:
+    a title names the subject, not its value), as written in the new text; None if there is none.
+
+    English: every word of the value is a word of the old body ("the old MySQL" matches "MySQL 8").
+    Chinese: the value is part of the old body and of neither title."""
+    titles = _words(f"{new_title} {old_title}")
+    old_words = _words(old_body)
+    old_cjk = _fold(old_body).replace(" ", "")
+    titles_cjk = _fold(f"{new_title}\n{old_title}").replace(" ", "")
+    for value in departed(new_body):
+        if len(value) == 1 and _CJK.search(value[0]):
+            if value[0] in old_cjk and value[0] not in titles_cjk:
+                return value[0]  # Chinese is not case-folded: as written
+            continue
+        if all(w in old_words for w in value) and any(not _in_titles(w, titles) for w in value):
+            return _as_written(new_body, value)
+    return None
+
+
+def _as_written(text: str, value: tuple[str, ...]) -> str:
+    """The words of a value as the text spells them ("Dracula", not "dracula")."""
+    tokens = _TOKEN.findall(unicodedata.normalize("NFKC", text or ""))
+    folded = [_fold(t) for t in tokens]
+    for i in range(len(tokens) - len(value) + 1):
+        if tuple(folded[i:i + len(value)]) == value:
+            return " ".join(tokens[i:i + len(value)])
+    return " ".join(value)
+
+
+def _stem_match(a: str, b: str) -> bool:
+    """The same word or stem: equal, one a beginning of the other of at least 5 letters ("retro" /
+    "retrospectives", "postgres" / "postgresql"), or a shared beginning of at least 4 letters with
+    endings of up to 3 ("alerts" / "alerting", "app" / "apps", not "data" / "database")."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) >= 5 and (a.startswith(b) or b.startswith(a)):
+        return True
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n >= 3 and len(a) - n <= 3 and len(b) - n <= 3 and max(len(a), len(b)) - n < n
+
+
+def _topics(title: str, body: str) -> tuple[list[str], list[str]]:
+    """What a text says it is about: the words of its title that its body uses as common nouns
+    (lower case, or an acronym such as CDN; not inside a name such as "Hetzner Cloud"), and for
+    Chinese the character pairs of its title that its body has (the first SCAN_CHARS of the body)."""
+    body = unicodedata.normalize("NFKC", (body or "")[:SCAN_CHARS])
+    title_words = _words(title)
+    words: list[str] = []
+    starts = {m.end() for m in re.finditer(r"(?:^|[.!?;:])\s*", body)}  # where a sentence opens
+    for m in _TOKEN.finditer(body):
+        word, folded = m.group(), _fold(m.group())
+        if _CJK.search(folded) or len(folded) < 3 or not any(_stem_match(folded, t) for t in title_words):
+            continue
+        if word[0].isupper() and not word.isupper() and m.start() not in starts:
+            continue  # a name ("Hetzner Cloud", "Apple Music"), not what the text is about
+        if folded not in words:
+            words.append(folded)
+    body_cjk = _fold(body).replace(" ", "")
+    title_cjk = "".join(ch for ch in _fold(title) if not ch.isspace())
+    pairs = [title_cjk[i:i + 2] for i in range(len(title_cjk) - 1)
+             if _CJK.match(title_cjk[i]) and _CJK.match(title_cjk[i + 1]) and title_cjk[i:i + 2] in body_cjk]
+    return words, pairs
+
+
+def unshared_topic(title_a: str, body_a: str, title_b: str, body_b: str) -> str | None:
+    """A thing text A says it is about that text B never names, or None. "CDN: we moved the CDN from
+    AWS to Cloudflare" is about the CDN, which "Primary cloud: workloads run on AWS" never names;
+    "Standup: standup is at 9:30 on Zoom" is about the standup, which "Video tool: calls moved from
+    Zoom to Google Meet" never names. Either way the two are not one subject, whatever value they share."""
+    words, pairs = _topics(title_a, body_a)
+    other_text = _fold(f"{title_b}\n{body_b}")
+    other = _words(other_text)
+    for word in words:
+        if not any(_stem_match(word, w) for w in other):
+            return word
+    other_cjk = other_text.replace(" ", "")
+    return next((pair for pair in pairs if pair not in other_cjk), None)
+
+
+def same_slot(new_title: str, new_body: str, old_title: str, old_body: str) -> str | None:
+    """The value the new write says was left, when it is what the old entry states and neither text
+    is about a thing the other never names (left_value, unshared_topic both ways); else None."""
+    value = left_value(new_title, new_body, old_title, old_body)
+    if value is None or unshared_topic(new_title, new_body, old_title, old_body) \
+            or unshared_topic(old_title, old_body, new_title, new_body):
+        return None
+    return value
+
