@@ -262,7 +262,7 @@ class Promotion:
         relevant hit already loaded in that session is not loaded again. Nothing loaded counts as a
         use of the entry (an injection is no read: docs/aging.md). `form` "json" makes the budget
         bound the whole JSON answer (`to_dict`, as MCP sends it) rather than the Markdown block.
-        `cwd`: the folder the session runs in (the hook's), for the session's project (unused yet)."""
+        `cwd`: the folder the session runs in (the hook's): a session start lists its project first (features/start_block.py)."""
         from memstrata.features import hook_sessions
         from memstrata.retrieval.prompts import has_topic, is_everyday
 

@@ -33,6 +33,7 @@ BLOG_RUNBOOK = ("Blog database failover", "projects/blog/archived/blog-database-
                 "To fail over the blog database, promote the MySQL replica with orchestrator and repoint the blog's "
                 "primary endpoint; the blog's replica lags a few seconds.")
 PROMPT = "the orders db primary is down, how do we fail over to the replica?"
+AGENT_SESSION = "5a1e0000-1111-4aaa-8bbb-000000000001"  # the captured session's id as the agent names it
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -42,9 +43,10 @@ def _stop_module_service(stop_service):
 
 
 def _archived(root: Path, title: str, rel: str, body: str) -> None:
+    """An archived memory with an id, as `mem write` and aging leave it."""
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"---\ntitle: {title}\nstatus: archived\ncreated: '2025-08-01T10:00:00Z'\n---\n\n{body}\n",
+    path.write_text(f"---\nid: {Path(rel).stem[:12]}\ntitle: {title}\nstatus: archived\ncreated: '2025-08-01T10:00:00Z'\n---\n\n{body}\n",
                     encoding="utf-8")
 
 
@@ -67,7 +69,7 @@ def shop(tmp_path, embedder, monkeypatch):
     _archived(m.root, *RUNBOOK)
     _archived(m.root, *BLOG_RUNBOOK)
     repo = _repo(tmp_path / "src" / "shop")
-    talk = Claude(session="5a1e0000-1111-4aaa-8bbb-000000000001", cwd=str(repo))
+    talk = Claude(session=AGENT_SESSION, cwd=str(repo))
     talk.user(PROMPT, "2026-05-30T15:00:00.000Z").reply("Let me look at how we did it last time.", "2026-05-30T15:00:20.000Z")
     talk.user("thanks", "2026-05-30T15:02:00.000Z")
     report = m.capture([talk.write(tmp_path)])
@@ -118,7 +120,7 @@ def test_the_last_session_brings_back_what_it_needed_at_the_next_prompt(shop):
     the orders database; the team's archived runbook comes back, the blog's look-alike does not, and
     the session's next prompt gets it, whatever it says, once."""
     m, repo, session_id = shop
-    own = m.promote_last_session(str(repo), session_id=session_id)  # the only session is the one starting
+    own = m.promote_last_session(str(repo), session_id=AGENT_SESSION)  # the only session is the one starting
     assert own["last_session"] is None and own["promoted"] == []
     dry = m.promote_last_session(str(repo), session_id="new-1", dry_run=True)
     assert dry["last_session"]["id"] == session_id and dry["prompts"] == [PROMPT]
