@@ -161,3 +161,18 @@ def test_the_hook_starts_it_in_the_background_and_loads_no_model(shop):
     again = hook(m.root, start(repo, "bg-1") | {"source": "compact"}, "--promote")
     assert titles(again)[0] in ("Shop database", "Orders database failover")
     assert hook_sessions.followup(m.root, "bg-1") == "done"  # not started twice for one session
+
+
+def test_promote_last_session_on_the_command_line_refuses_a_context_and_says_when_there_is_nothing(tmp_path):
+    """`mem promote --last-session` takes its task from the last session: --context with it is a one-line
+    error; in a project with no captured session it says so and changes nothing."""
+    env = {**os.environ, "MEMSTRATA_HOME": str(tmp_path / "mem"), "MEMSTRATA_RUNTIME_DIR": RUN, "MEMSTRATA_SERVICE": "off"}
+    mem = [PY, "-m", "memstrata.cli.app"]
+    assert subprocess.run(mem + ["init"], capture_output=True, text=True, env=env, timeout=120).returncode == 0
+    bad = subprocess.run(mem + ["promote", "--last-session", "--context", "fail over"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert bad.returncode != 0 and bad.stderr.startswith("mem: error: --last-session") and "Traceback" not in bad.stderr
+    repo = _repo(tmp_path / "src" / "shop")
+    done = subprocess.run(mem + ["promote", "--last-session", "--cwd", str(repo), "--dry-run"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "shop: no captured session to go on from", done.stderr
