@@ -148,7 +148,9 @@ class Life:
                        "transcript_path": str(talk.path)}
             _, p = lc.fire(self.hooks["UserPromptSubmit"], payload, self.root, now)
             own, later = split_brought(p.stdout)
-            got, stale = self.judge(injected(own), d.day)
+            turns = [b for b in injected(own) if b[0].startswith("ses-")]  # captured sessions' turns, apart
+            got, stale = self.judge([b for b in injected(own) if not b[0].startswith("ses-")], d.day)
+            turn_stale = self.judge(turns, d.day)[1]
             back, back_stale = self.judge(injected(later), d.day)
             if later:
                 self.brought.append({"day": d.day, "project": project, "keys": back, "stale": back_stale,
@@ -157,14 +159,16 @@ class Life:
             needed = set(prompt.needs)
             self.prompts.append({"day": d.day, "prompt": prompt.text, "keys": got, "stale": stale + back_stale,
                                  "hits": len(set(got) & needed), "found": len(seen & needed), "needed": len(needed),
-                                 "sessions": sum(1 for entry_id, _ in injected(own) if entry_id.startswith("ses-"))})
+                                 "sessions": len(turns), "turn_stale": turn_stale})
             self.log.append({"day": d.day, "prompt": prompt.text, "injected": got, "brought": back, "stale": stale,
+                             "turns": [b[0] for b in turns], "turn_stale": turn_stale,
                              **({"tier_before": before} if prompt.recall_task else {})})
             if prompt.recall_task and tasks.get(prompt.needs[0]) in ("cold", "archive"):
                 after = self.tier(prompt.needs[0], when(d.day, 10 + i, 1))
                 self.promotions.append({"day": d.day, "key": prompt.needs[0], "before": tasks[prompt.needs[0]],
                                         "at_prompt": before, "after": after,
-                                        "injected": prompt.needs[0] in set(got) | set(back)})
+                                        "injected": prompt.needs[0] in set(got) | set(back),
+                                        "in_context": prompt.needs[0] in seen})
             if self.capture:
                 key = prompt.needs[0]
                 talk.add("assistant", lc.reply(self.texts[key][-1], d.day + i), when(d.day, 10 + i, 0, 20))
@@ -218,7 +222,7 @@ def table(life: Life, days: int) -> str:
     items = sum(len(x["keys"]) for x in s)
     rows = [
         ("working-day sessions", f"{len(s)} over {days} days"),
-        ("stale facts injected (session start / prompts)", f"{sum(x['stale'] for x in s)} / {sum(x['stale'] for x in p)}"),
+        ("stale facts injected (session start / prompts; memories, captured turns apart)", f"{sum(x['stale'] for x in s)} / {sum(x['stale'] for x in p)}"),
         ("empty session starts (after day 2)", f"{sum(1 for x in after_first if not x['keys'])} of {len(after_first)}"),
         ("session start: share written in the last 14 days", share(sum(x["fresh"] for x in s), items)),
         ("session start: precision (the day's project and the team)", share(sum(x["relevant"] for x in s), items)),
@@ -227,13 +231,16 @@ def table(life: Life, days: int) -> str:
         ("prompts: recall (needed memory in the session's context)", share(sum(x["found"] for x in p), sum(x["needed"] for x in p))),
         ("promotion fired when a cold/archived memory was needed", f"{sum(1 for x in pr if x['after'] == 'hot')} of {len(pr)}"),
         ("  ... of those, brought back by the session start", f"{sum(1 for x in pr if x.get('at_prompt') == 'hot')}"),
-        ("  ... and the memory was injected", f"{sum(1 for x in pr if x['injected'])} of {len(pr)}"),
+        ("  ... and the memory was injected (by that prompt)", f"{sum(1 for x in pr if x['injected'])} of {len(pr)}"),
+        ("  ... and the memory was in the session's context (start block or a prompt)",
+         f"{sum(1 for x in pr if x.get('in_context'))} of {len(pr)}"),
         ("session start brought back (last session): sessions / memories",
          f"{len(b)} / {sum(len(x['keys']) for x in b)}"),
         ("  ... precision (the day's project and the team)", share(sum(x["relevant"] for x in b),
                                                                     sum(len(x["keys"]) for x in b))),
         ("captured sessions listed in the session-start block", str(sum(x.get("sessions", 0) for x in s))),
-        ("prompts: captured turns injected", str(sum(x.get("sessions", 0) for x in p))),
+        ("prompts: captured turns injected / with a superseded fact's text",
+         f"{sum(x.get('sessions', 0) for x in p)} / {sum(x.get('turn_stale', 0) for x in p)}"),
         ("captured: sessions / turns", "{} / {}".format(*life.captured) if life.capture else "off"),
         ("session start, service stopped: p50 / max ms", f"{statistics.median([x['ms'] for x in s]):.0f} / {max(x['ms'] for x in s):.0f}" if s else "n/a"),
         ("entries lost (a version's text in no file)", str(lost)),
