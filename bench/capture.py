@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -52,22 +51,7 @@ def capture(root: Path, agent: str, transcripts) -> None:
         return
     for sid, path, cwd in transcripts:
         run_mem("capture", "--hook", "--root", str(root), stdin=ct.hook_payload(sid, path, cwd))
-    wait_drained(root)
-
-
-def wait_drained(root: Path, timeout: float = 3600.0) -> None:
-    """Until no hook's notice is pending and no capture holds the tree's capture lock."""
-    from memstrata.capture import spool
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        lock = spool.CaptureLock(root)
-        if not spool.pending(root) and lock.acquire():
-            lock.release()
-            if not spool.pending(root):
-                return
-        time.sleep(0.5)
-    raise SystemExit(f"the captures of {root} did not finish in {timeout:.0f} s")
+    ct.wait_drained(root)
 
 
 def build(agent: str, conv_file: Path, base: Path) -> tuple:

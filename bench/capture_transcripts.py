@@ -12,6 +12,7 @@ caption, as bench/locomo.py imports it, at its session's date and time plus 10 s
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -42,14 +43,14 @@ def sessions(conv_file: Path):
     return out
 
 
-def _id(conv: str, agent: str, n: int) -> str:
+def session_id(conv: str, agent: str, n: int) -> str:
     """A stable session id per (conversation, agent, session): reruns write the same transcripts."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv}/{agent}/{n}"))
 
 
 def claude_code(conv: str, n: int, turns, cwd: str) -> tuple[str, list[str], dict]:
     """(session id, JSONL lines, {(session, timestamp): dia_id})."""
-    sid, lines, where, parent = _id(conv, "claude-code", n), [], {}, None
+    sid, lines, where, parent = session_id(conv, "claude-code", n), [], {}, None
     for k, (dia, role, text, at) in enumerate(turns):
         line_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{k}"))
         stamp = _stamp(at)
@@ -71,7 +72,7 @@ def claude_code(conv: str, n: int, turns, cwd: str) -> tuple[str, list[str], dic
 def codex(conv: str, n: int, turns, cwd: str) -> tuple[str, list[str], dict]:
     """(session id, rollout lines, {(session, timestamp): dia_id}): a turn's event_msg and its
     response_item (1 ms later) both map to it."""
-    sid = _id(conv, "codex", n)
+    sid = session_id(conv, "codex", n)
     start = turns[0][3] - timedelta(seconds=2)
     lines = [json.dumps({"timestamp": _stamp(start), "type": "session_meta",
                          "payload": {"id": sid, "timestamp": _stamp(start), "cwd": cwd, "originator": "codex_cli_rs",
@@ -120,3 +121,18 @@ def hook_payload(sid: str, path: Path, cwd: str) -> str:
     """The stdin of Claude Code's Stop hook (documented fields) for one transcript."""
     return json.dumps({"session_id": sid, "transcript_path": str(path), "cwd": cwd, "hook_event_name": "Stop",
                        "stop_hook_active": False})
+
+
+def wait_drained(root: Path, timeout: float = 3600.0) -> None:
+    """Until no hook's notice is pending and no capture holds the tree's capture lock."""
+    from memstrata.capture import spool
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lock = spool.CaptureLock(root)
+        if not spool.pending(root) and lock.acquire():
+            lock.release()
+            if not spool.pending(root):
+                return
+        time.sleep(0.5)
+    raise SystemExit(f"the captures of {root} did not finish in {timeout:.0f} s")

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,10 +33,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import capture_transcripts as ct  # noqa: E402
+import life_capture as lc  # noqa: E402
 import perf_cli  # noqa: E402  (the benchmark's own runtime folder and `mem` runner)
 from life_scenario import (CHANGES, DAYS, MEMORIES, PROJECTS, START, plan, when)  # noqa: E402
 
 BLOCK = re.compile(r'<memory id="([^"]+)">(.*?)</memory>', re.S)
+BROUGHT = "## Brought back for this project's last session"  # the prompt block's section (autoload_block.SECTIONS)
 FRESH_DAYS = 14
 
 
@@ -55,6 +59,16 @@ def injected(stdout: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in BLOCK.finditer(stdout or "")]
 
 
+def split_brought(stdout: str) -> tuple[str, str]:
+    """(the prompt's own part of a block, the part the session start brought back)."""
+    text = stdout or ""
+    if BROUGHT not in text:
+        return text, ""
+    head, rest = text.split(BROUGHT, 1)
+    cut = rest.find("\n## ")
+    return (head + rest[cut:], rest[:cut]) if cut >= 0 else (head, rest)
+
+
 def wait_warm(root, now, seconds=60.0) -> bool:
     os.environ["MEMSTRATA_NOW"] = now
     end = time.time() + seconds
@@ -67,8 +81,11 @@ def wait_warm(root, now, seconds=60.0) -> bool:
 
 
 class Life:
-    def __init__(self, root: Path, cold_starts: bool):
-        self.root, self.cold_starts = root, cold_starts
+    def __init__(self, root: Path, cold_starts: bool, capture: bool = True):
+        self.root, self.cold_starts, self.capture = root, cold_starts, capture
+        self.hooks = lc.installed_hooks()
+        self.brought: list[dict] = []           # what the session start brought back, per session
+        self.captured = (0, 0)                  # (sessions, turns) at the end
         self.key_of: dict[str, str] = {}        # entry id -> memory key
         self.written: dict[str, int] = {}       # key -> day its current text was written
         self.texts: dict[str, list[str]] = {}   # key -> every text it had, oldest first
@@ -99,20 +116,25 @@ class Life:
         return keys, stale
 
     def session(self, d):
-        project, cwd, sid = d.project, PROJECTS[d.project], f"life-{d.day:03d}"
+        project, cwd = d.project, PROJECTS[d.project]
+        talk = lc.Transcript(self.root.parent, project, cwd, d.day)
+        sid = talk.sid
+        tasks = {p.needs[0]: self.tier(p.needs[0], when(d.day, 8, 58)) for p in d.prompts if p.recall_task}
         if self.cold_starts:
             run(["serve", "--stop"], self.root, when(d.day, 8, 59), check=False)
-        payload = json.dumps({"hook_event_name": "SessionStart", "session_id": sid, "cwd": cwd, "source": "startup",
-                              "transcript_path": f"/home/dev/.claude/projects/{project}/{sid}.jsonl"})
-        took, p = run(["autoload", "--hook", "--promote"], self.root, when(d.day, 9, 0), stdin=payload)
+        took, p = lc.fire(self.hooks["SessionStart"], talk.payload("SessionStart", source="startup"), self.root,
+                          when(d.day, 9, 0))
         keys, stale = self.judge(injected(p.stdout), d.day)
         relevant = self.relevant_at_start(project, d.day)
         fresh = [k for k in keys if d.day - self.written.get(k, -999) <= FRESH_DAYS]
+        sessions = sum(1 for entry_id, _ in injected(p.stdout) if entry_id.startswith("ses-"))
         self.starts.append({"day": d.day, "project": project, "ms": 1000 * took, "keys": keys, "stale": stale,
-                            "fresh": len(fresh), "relevant": len(set(keys) & relevant), "wanted": len(relevant)})
+                            "fresh": len(fresh), "relevant": len(set(keys) & relevant), "wanted": len(relevant),
+                            "sessions": sessions})
         self.log.append({"day": d.day, "start": keys, "stale": stale, "ms": round(1000 * took)})
         if self.cold_starts:
             wait_warm(self.root, when(d.day, 9, 1))
+        waited = lc.wait_followup(self.root, sid)
         for m in MEMORIES:
             if m.day == d.day:
                 self.write(m.key, m.category, m.title, m.body, d.day, m.tags)
@@ -121,20 +143,41 @@ class Life:
         for i, prompt in enumerate(d.prompts):
             now = when(d.day, 10 + i, 0)
             before = self.tier(prompt.needs[0], now) if prompt.recall_task else None
-            payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": sid, "cwd": cwd,
-                                  "prompt": prompt.text})
-            _, p = run(["autoload", "--hook", "--promote", "--budget", "1500"], self.root, now, stdin=payload)
-            got, stale = self.judge(injected(p.stdout), d.day)
-            seen |= set(got)
+            talk.add("user", prompt.text, now)
+            payload = {"hook_event_name": "UserPromptSubmit", "session_id": sid, "cwd": cwd, "prompt": prompt.text,
+                       "transcript_path": str(talk.path)}
+            _, p = lc.fire(self.hooks["UserPromptSubmit"], payload, self.root, now)
+            own, later = split_brought(p.stdout)
+            turns = [b for b in injected(own) if b[0].startswith("ses-")]  # captured sessions' turns, apart
+            got, stale = self.judge([b for b in injected(own) if not b[0].startswith("ses-")], d.day)
+            turn_stale = self.judge(turns, d.day)[1]
+            back, back_stale = self.judge(injected(later), d.day)
+            if later:
+                self.brought.append({"day": d.day, "project": project, "keys": back, "stale": back_stale,
+                                     "relevant": len(set(back) & relevant), "waited": round(waited, 1)})
+            seen |= set(got) | set(back)
             needed = set(prompt.needs)
-            self.prompts.append({"day": d.day, "prompt": prompt.text, "keys": got, "stale": stale,
-                                 "hits": len(set(got) & needed), "found": len(seen & needed), "needed": len(needed)})
-            self.log.append({"day": d.day, "prompt": prompt.text, "injected": got, "stale": stale,
+            self.prompts.append({"day": d.day, "prompt": prompt.text, "keys": got, "stale": stale + back_stale,
+                                 "hits": len(set(got) & needed), "found": len(seen & needed), "needed": len(needed),
+                                 "sessions": len(turns), "turn_stale": turn_stale})
+            self.log.append({"day": d.day, "prompt": prompt.text, "injected": got, "brought": back, "stale": stale,
+                             "turns": [b[0] for b in turns], "turn_stale": turn_stale,
                              **({"tier_before": before} if prompt.recall_task else {})})
-            if prompt.recall_task and before in ("cold", "archive"):
+            if prompt.recall_task and tasks.get(prompt.needs[0]) in ("cold", "archive"):
                 after = self.tier(prompt.needs[0], when(d.day, 10 + i, 1))
-                self.promotions.append({"day": d.day, "key": prompt.needs[0], "before": before, "after": after,
-                                        "injected": prompt.needs[0] in got})
+                self.promotions.append({"day": d.day, "key": prompt.needs[0], "before": tasks[prompt.needs[0]],
+                                        "at_prompt": before, "after": after,
+                                        "injected": prompt.needs[0] in set(got) | set(back),
+                                        "in_context": prompt.needs[0] in seen})
+            if self.capture:
+                key = prompt.needs[0]
+                talk.add("assistant", lc.reply(self.texts[key][-1], d.day + i), when(d.day, 10 + i, 0, 20))
+                lc.fire(self.hooks["Stop"], talk.payload("Stop", stop_hook_active=False), self.root,
+                        when(d.day, 10 + i, 0, 21))
+        if self.capture:
+            lc.fire(self.hooks["SessionEnd"], talk.payload("SessionEnd", reason="logout"), self.root,
+                    when(d.day, 17, 0))
+            ct.wait_drained(self.root)
 
     def change(self, day):
         for c in CHANGES:
@@ -172,14 +215,14 @@ def check_markers():
 
 
 def table(life: Life, days: int) -> str:
-    s, p, pr = life.starts, life.prompts, life.promotions
+    s, p, pr, b = life.starts, life.prompts, life.promotions, life.brought
     after_first = [x for x in s if x["day"] > 2]
     lost, trashed = life.lost()
     share = lambda a, b: f"{a / b:.2f}" if b else "n/a"  # noqa: E731
     items = sum(len(x["keys"]) for x in s)
     rows = [
         ("working-day sessions", f"{len(s)} over {days} days"),
-        ("stale facts injected (session start / prompts)", f"{sum(x['stale'] for x in s)} / {sum(x['stale'] for x in p)}"),
+        ("stale facts injected (session start / prompts; memories, captured turns apart)", f"{sum(x['stale'] for x in s)} / {sum(x['stale'] for x in p)}"),
         ("empty session starts (after day 2)", f"{sum(1 for x in after_first if not x['keys'])} of {len(after_first)}"),
         ("session start: share written in the last 14 days", share(sum(x["fresh"] for x in s), items)),
         ("session start: precision (the day's project and the team)", share(sum(x["relevant"] for x in s), items)),
@@ -187,7 +230,18 @@ def table(life: Life, days: int) -> str:
         ("prompts: precision of injected memories", share(sum(x["hits"] for x in p), sum(len(x["keys"]) for x in p))),
         ("prompts: recall (needed memory in the session's context)", share(sum(x["found"] for x in p), sum(x["needed"] for x in p))),
         ("promotion fired when a cold/archived memory was needed", f"{sum(1 for x in pr if x['after'] == 'hot')} of {len(pr)}"),
-        ("  ... and the memory was injected", f"{sum(1 for x in pr if x['injected'])} of {len(pr)}"),
+        ("  ... of those, brought back by the session start", f"{sum(1 for x in pr if x.get('at_prompt') == 'hot')}"),
+        ("  ... and the memory was injected (by that prompt)", f"{sum(1 for x in pr if x['injected'])} of {len(pr)}"),
+        ("  ... and the memory was in the session's context (start block or a prompt)",
+         f"{sum(1 for x in pr if x.get('in_context'))} of {len(pr)}"),
+        ("session start brought back (last session): sessions / memories",
+         f"{len(b)} / {sum(len(x['keys']) for x in b)}"),
+        ("  ... precision (the day's project and the team)", share(sum(x["relevant"] for x in b),
+                                                                    sum(len(x["keys"]) for x in b))),
+        ("captured sessions listed in the session-start block", str(sum(x.get("sessions", 0) for x in s))),
+        ("prompts: captured turns injected / with a superseded fact's text",
+         f"{sum(x.get('sessions', 0) for x in p)} / {sum(x.get('turn_stale', 0) for x in p)}"),
+        ("captured: sessions / turns", "{} / {}".format(*life.captured) if life.capture else "off"),
         ("session start, service stopped: p50 / max ms", f"{statistics.median([x['ms'] for x in s]):.0f} / {max(x['ms'] for x in s):.0f}" if s else "n/a"),
         ("entries lost (a version's text in no file)", str(lost)),
         ("latest text only in the trash", str(trashed)),
@@ -201,13 +255,14 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", help="keep the tree and log.json in this folder (must not exist)")
     ap.add_argument("--warm", action="store_true", help="never stop the service before a session start")
     ap.add_argument("--json", action="store_true", help="print the raw records as JSON instead of the table")
+    ap.add_argument("--no-capture", action="store_true", help="fire no capture hook (no session is captured)")
     args = ap.parse_args(argv)
     check_markers()
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memstrata-life-"))
     base.mkdir(parents=True, exist_ok=bool(not args.keep))
     root = base / "memory"
     perf_cli.RUNTIME = Path(tempfile.mkdtemp(prefix="memstrata-life-run-"))
-    life = Life(root, cold_starts=not args.warm)
+    life = Life(root, cold_starts=not args.warm, capture=not args.no_capture)
     run(["init", "--root", str(root)], root, when(0, 8, 0))
     sessions = {d.day: d for d in plan()}
     try:
@@ -225,11 +280,13 @@ def main(argv=None) -> int:
         print(file=sys.stderr)
     finally:
         run(["serve", "--stop"], root, when(0), check=False)
+        shutil.rmtree(perf_cli.RUNTIME, ignore_errors=True)
+    life.captured = lc.captured(root)
     if args.keep:
         (base / "log.json").write_text(json.dumps(life.log, indent=1, ensure_ascii=False), encoding="utf-8")
     if args.json:
-        print(json.dumps({"starts": life.starts, "prompts": life.prompts, "promotions": life.promotions},
-                         ensure_ascii=False, indent=1))
+        print(json.dumps({"starts": life.starts, "prompts": life.prompts, "promotions": life.promotions,
+                          "brought": life.brought, "captured": life.captured}, ensure_ascii=False, indent=1))
     else:
         print(table(life, args.days))
     return 0

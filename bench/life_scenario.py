@@ -227,9 +227,9 @@ def plan(seed: int = 7) -> list[Day]:
     return days
 
 
-def when(day: int, hour: int = 9, minute: int = 0) -> str:
-    """The ISO clock of `day` at hh:mm UTC (MEMSTRATA_NOW)."""
-    return f"{START + timedelta(days=day)}T{hour:02d}:{minute:02d}:00+00:00"
+def when(day: int, hour: int = 9, minute: int = 0, second: int = 0) -> str:
+    """The ISO clock of `day` at hh:mm:ss UTC (MEMSTRATA_NOW)."""
+    return f"{START + timedelta(days=day)}T{hour:02d}:{minute:02d}:{second:02d}+00:00"
 
 
 assert all((START + timedelta(days=day)).weekday() < 5 for day, *_ in RECALL_TASKS), "a recall task on a weekend"

@@ -56,6 +56,12 @@ class Memory:
         return Promotion(self.state, self._entries, self.save_path, self._aging, self._recall, self._shared)
 
     @cached_property
+    def _start_work(self):
+        from memstrata.features.start_work import StartWork
+
+        return StartWork(self.state, self._entries, self._promotion)
+
+    @cached_property
     def _review(self):
         from memstrata.features.review import Review
 
@@ -316,6 +322,10 @@ class Memory:
                 dry_run: bool = False) -> dict:
         return self._promotion.promote(context, threshold=threshold, layers=layers, max_count=max_count,
                                        dry_run=dry_run)
+
+    def promote_last_session(self, cwd: str | None, session_id: str | None = None, dry_run: bool = False) -> dict:
+        """Promote what the last captured session of `cwd`'s project needs (features/start_work.py)."""
+        return self._start_work.promote_last_session(cwd, session_id=session_id, dry_run=dry_run)
 
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,
                  include_shared: bool = True, hot: bool | None = None, session_id: str | None = None,

@@ -9,6 +9,7 @@ from memstrata.scoring.tiers import tier_for
 from memstrata.scoring.weight import compute_weight, is_high
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
+from memstrata.storage.turns import is_session
 
 DEFAULT_LAYERS = frozenset({"cold", "archive"})
 
@@ -61,7 +62,9 @@ def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: S
            relevance: dict[str, float] | None = None) -> list[Promotion]:
     """Promotions for (entry, similarity-to-task) candidates, most similar first, at most max_count.
 
-    Only entries whose current tier is in `layers` (default cold, archive), never expired ones;
+    Only entries whose current tier is in `layers` (default cold, archive), never expired ones nor
+    captured sessions (their turns are recalled in any tier; brought back whole, a session would be
+    injected whole, and a prompt asked again matches its own earlier turns before any note);
     with keep_important, important and high (importance >= 0.7) entries keep their tier. An entry
     listed more than once (several chunks) counts with its best similarity.
 
@@ -83,7 +86,7 @@ def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: S
 
     best: dict[str, tuple[Entry, float]] = {}
     for entry, sim in candidates:
-        if sim is None:
+        if sim is None or is_session(entry):
             continue
         sim = float(sim)
         if entry.id not in best or sim > best[entry.id][1]:

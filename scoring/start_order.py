@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from datetime import datetime
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from memstrata.scoring.weight import (CORRELATION_DEFAULT, CORRELATION_MAX, DECAY_EXPONENT, FACTOR_HIGH, FACTOR_IMPORTANT,
                                       FACTOR_MEDIUM, clamp_correlation, compute_weight, importance_factor)
@@ -70,9 +70,12 @@ def bound(days_touched: float, max_uses: int, settings: Settings, strength: floa
 
 
 def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetime, settings: Settings,
-             max_uses: int, strength: float = STRENGTH_MAX) -> Iterator[tuple[Entry, float]]:
+             max_uses: int, strength: float = STRENGTH_MAX, factor: Callable[[Entry], float] | None = None,
+             factor_max: float = 1.0) -> Iterator[tuple[Entry, float]]:
     """(entry, start_score) of the entries of `first` (any order) and `latest_first` (by last touch,
-    latest first), highest score first; ties by the latest write, then the path.
+    latest first), highest score first; ties by the latest write, then the path. With `factor`, each
+    score is multiplied by factor(entry) (at most `factor_max`), and an entry whose factor is 0 is left
+    out (scoring.project_scope.start_factor: the session's project first, other projects out).
 
     `latest_first` is read only until what is left cannot score higher (`bound` of the entry reached;
     `max_uses` and `strength` must be at least the use count and importance factor x correlation of
@@ -89,7 +92,10 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
         if key in seen:
             return
         seen.add(key)
-        score = start_score(entry, now, settings)
+        scale = 1.0 if factor is None else factor(entry)
+        if scale <= 0:
+            return
+        score = start_score(entry, now, settings) * scale
         stamp = written(entry)
         heapq.heappush(heap, (-score, -(stamp.timestamp() if stamp else 0.0), entry.path or "", len(seen), entry))
 
@@ -98,7 +104,7 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
     for entry in latest_first:
         if entry.ref in seen:
             continue
-        ceiling = bound(_days(entry, now), max_uses, settings, strength)
+        ceiling = bound(_days(entry, now), max_uses, settings, strength) * max(1.0, factor_max)
         while heap and -heap[0][0] > ceiling:
             item = heapq.heappop(heap)
             yield item[-1], -item[0]

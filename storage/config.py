@@ -38,6 +38,10 @@ class Settings:
     autoload_min_relevance: float = 0.3  # a recall hit joins autoload if its relevance >= this share of the best hit's
     autoload_written_boost: float = 2.0  # session start: a memory written now counts (1 + this) x its weight
     autoload_written_half_life_days: float = 7.0  # ... the boost halves every this many days (scoring/start_order.py)
+    autoload_project_boost: float = 2.0  # session start: a memory of the session's project (its cwd) counts this x; other projects' are left out (scoring/project_scope.py)
+    project_folders: str = "projects"    # categories whose sub-folders are projects (comma-separated; captured sessions' folders are too)
+    start_promote_prompts: int = 3   # session start: the project's last captured session's last prompts used as the task (0: none; scoring/current_task.py)
+    start_promote_max: int = 3       # ... at most this many memories brought back for them, in the background
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
     conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
@@ -135,6 +139,7 @@ _RANGES = {
     "promote_threshold": (0.0, 1.0), "autoload_min_relevance": (0.0, 1.0), "near_duplicate_threshold": (0.0, 1.0),
     "promote_best_cosine": (0.0, 1.0), "promote_min_relevance": (0.0, 1.0),
     "autoload_written_boost": (0.0, 100.0), "autoload_written_half_life_days": (0.01, 3650.0),
+    "autoload_project_boost": (1.0, 100.0), "start_promote_prompts": (0, 50), "start_promote_max": (0, 1000),
     "conflict_similarity": (0.0, 1.0), "conflict_departed_similarity": (0.0, 1.0), "recall_dense_name_share": (0.0, 1.0), "recall_neighbour_second": (0.0, 1.0),
     "recall_archived_factor": (0.0, 1.0), "recall_bm25_b": (0.0, 1.0), "recall_bm25_k1": (0.01, 10.0),
     "recall_min_relevance": (0.0, 1.0), "recall_relative_relevance": (0.0, 1.0),

@@ -45,6 +45,15 @@ def is_session(entry) -> bool:
     return entry.extra.get("kind") == SESSION_KIND
 
 
+def sessions_of(entry) -> list[str]:
+    """The session ids an entry holds turns of (a resumed session's new id is added to the first one's)."""
+    ids = [str(entry.extra.get("session") or "")]
+    more = entry.extra.get("sessions")
+    if isinstance(more, list):
+        ids += [str(s) for s in more]
+    return [s for s in dict.fromkeys(ids) if s]
+
+
 def parse(body: str) -> tuple[str, list[Turn]]:
     """(the text before the first turn heading, the turns in file order)."""
     lines = (body or "").replace("\r\n", "\n").split("\n")

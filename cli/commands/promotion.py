@@ -14,20 +14,42 @@ def register(app: typer.Typer) -> None:
 
 
 def promote(
-    context: Annotated[str, typer.Option("--context", help="The task or prompt the memories should serve.")],
+    context: Annotated[Optional[str], typer.Option("--context", help="The task or prompt the memories should serve.")] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold",
                          help="Promote every entry at least this similar, and nothing else (default: "
                               "the calibrated rule, docs/hooks.md).")] = None,
     layer: Annotated[str, typer.Option("--layer", help="Tiers to promote from, comma-separated.")] = "cold,archive",
     max_count: Annotated[Optional[int], typer.Option("--max", help="At most this many (default: promote_max).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would come back; change nothing.")] = False,
+    last_session: Annotated[bool, typer.Option(
+        "--last-session", help="The task is what the project's last captured session asked (what a session "
+                               "start runs in the background; docs/hooks.md).")] = False,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", help="With --last-session: the project's folder "
+                                                              "(default: the current one).")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="With --last-session: the session "
+                                                   "starting now (never its own last session; its next "
+                                                   "prompt injects what came back).")] = None,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
     """Bring the cold and archived memories the current task needs back to hot (full text, out of archived/).
 
-    Example: mem promote --context "fix the login bug in alpha's auth service" --dry-run
+    Examples:
+
+    \b
+      mem promote --context "fix the login bug in alpha's auth service" --dry-run
+      mem promote --last-session --cwd ~/src/alpha --dry-run
     """
+    from memstrata.errors import InvalidInput
+
+    if last_session:
+        if context is not None or threshold is not None or max_count is not None or layer != "cold,archive":
+            raise InvalidInput("--last-session takes its task from the last session: give no --context, "
+                               "--threshold, --layer or --max with it")
+        _promote_last_session(memory(root), cwd, session, dry_run, as_json)
+        return
+    if context is None:
+        raise InvalidInput("give --context (the task or prompt) or --last-session")
     result = memory(root).promote(context, threshold=threshold, layers=layer, max_count=max_count, dry_run=dry_run)
 
     def human():
@@ -38,6 +60,26 @@ def promote(
         verb = "would promote" if dry_run else "promoted"
         typer.echo(f"{verb} {len(result['promoted'])} of the {counted(result['candidates'], layers + ' entry', layers + ' entries')} "
                    f"close to the context (rule: {rule})")
+        table(result["promoted"], ["id", "title", "similarity", "from_tier", "path"])
+
+    emit(as_json, result, human)
+
+
+def _promote_last_session(mem, cwd: str | None, session: str | None, dry_run: bool, as_json: bool) -> None:
+    import os
+
+    result = mem.promote_last_session(os.path.abspath(os.path.expanduser(cwd)) if cwd else os.getcwd(),
+                                      session_id=session, dry_run=dry_run)
+
+    def human():
+        project = ", ".join(result["project"]) or "no project"
+        last = result["last_session"]
+        if last is None:
+            typer.echo(f"{project}: no captured session to go on from")
+            return
+        verb = "would promote" if dry_run else "promoted"
+        typer.echo(f"{project}: last session {last['title']!r} ({last['id']}), {counted(len(result['prompts']), 'prompt')}; "
+                   f"{verb} {len(result['promoted'])}")
         table(result["promoted"], ["id", "title", "similarity", "from_tier", "path"])
 
     emit(as_json, result, human)
@@ -79,17 +121,23 @@ def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as
     and exit 0.
 
     A prompt (UserPromptSubmit) gets only the relevant memories that clear the cut-off and were
-    not injected earlier in the same session (`session_id`); a session start gets the session-start
-    list (no model: features/start_block.py)."""
+    not injected earlier in the same session (`session_id`), and what the session start brought back;
+    a session start gets the session-start list (no model: features/start_block.py), then, with
+    `--promote`, starts the promotion for the project's last session (features/start_work.py)."""
     from memstrata.features import hook_call
 
     try:
         call = hook_call.parse(hook_call.read_raw(sys.stdin.buffer))
         if call is None:
             return
-        result = memory(root).autoload(call.context, promote=promote_first and call.context is not None,
-                                       budget=budget, hot=call.context is None, session_id=call.session,
-                                       cwd=call.cwd)
+        mem = memory(root)
+        result = mem.autoload(call.context, promote=promote_first and call.context is not None,
+                              budget=budget, hot=call.context is None, session_id=call.session, cwd=call.cwd)
         sys.stdout.write(hook_call.output(call, result.markdown(), as_json, ascii_only=not utf8_stdout()))
+        if promote_first and call.context is None:  # what the last session needs, in the background
+            sys.stdout.flush()
+            from memstrata.features.start_work import after_start
+
+            after_start(mem.root, mem.state.catalog, mem.settings, call)
     except BaseException:  # noqa: BLE001 - a hook must never block or break the agent
         return

@@ -28,6 +28,50 @@ def project_of(cwd: str | None) -> Project:
     return Project(name[:60].strip("-_") or UNKNOWN, cwd, repo)
 
 
+def names_of(cwd: str | None) -> tuple[list[str], bool]:
+    """(the names of a cwd's project, whether it is in a git repository): the project's name (as
+    `project_of`), and the repository name of its `origin` remote when that differs (a clone in a
+    folder of another name); ([], False) without a cwd. What the session start prefers (its scope)."""
+    if not cwd:
+        return [], False
+    project = project_of(cwd)
+    names = [project.name] if project.name != UNKNOWN else []
+    remote = _origin_name(project.repo) if project.repo else None
+    if remote and slugify(remote) not in names:
+        names.append(slugify(remote))
+    return names, project.repo is not None
+
+
+def _origin_name(repo: str) -> str | None:
+    """The repository name of the `origin` remote's URL in the repository's config (a worktree's
+    `.git` file leads to its repository's), without `.git`; None when there is none."""
+    git = os.path.join(repo, ".git")
+    try:
+        if os.path.isfile(git):
+            with open(git, encoding="utf-8", errors="replace") as fh:
+                line = fh.read(4096).strip()
+            if not line.startswith("gitdir:"):
+                return None
+            git = os.path.normpath(os.path.join(repo, line[len("gitdir:"):].strip()))
+            if os.path.basename(os.path.dirname(git)) == "worktrees":
+                git = os.path.dirname(os.path.dirname(git))
+        with open(os.path.join(git, "config"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read(65536)
+    except (OSError, ValueError):
+        return None
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line
+        elif section == '[remote "origin"]' and line.split("=", 1)[0].strip() == "url" and "=" in line:
+            url = line.split("=", 1)[1].strip().rstrip("/")
+            name = url.replace("\\", "/").replace(":", "/").rsplit("/", 1)[-1]
+            name = name[:-4] if name.endswith(".git") else name
+            return name or None
+    return None
+
+
 def git_top(cwd: str) -> str | None:
     """The folder holding `.git` (a folder, or a worktree's file) at or above `cwd`; None when there is
     none or the cwd is gone (a transcript captured on another machine or after the folder went)."""

@@ -9,7 +9,7 @@ from memstrata.storage.session_body import BodyTurn, render, size
 from memstrata.capture.model import USER, one_line
 from memstrata.capture.project import Project
 from memstrata.storage.entry import Entry
-from memstrata.storage.turns import SESSION_KIND, is_session, parse_timestamp  # noqa: F401 - one reader
+from memstrata.storage.turns import SESSION_KIND, is_session, parse_timestamp, sessions_of  # noqa: F401 - one reader
 
 KIND = SESSION_KIND         # frontmatter `kind:` of a captured session
 ID_PREFIX = "ses-"          # a session entry's id: ses-<12 hex of agent and session id>[-<part>]
@@ -25,15 +25,6 @@ def base_id(agent: str, session: str) -> str:
 
 def part_id(base: str, part: int) -> str:
     return base if part <= 1 else f"{base}-{part}"
-
-
-def sessions_of(entry: Entry) -> list[str]:
-    """The session ids an entry holds turns of (a resumed session's new id is added to the first one's)."""
-    ids = [str(entry.extra.get("session") or "")]
-    more = entry.extra.get("sessions")
-    if isinstance(more, list):
-        ids += [str(s) for s in more]
-    return [s for s in dict.fromkeys(ids) if s]
 
 
 def file_name(first_turn: str | None, agent: str, session: str, part: int = 1) -> str:

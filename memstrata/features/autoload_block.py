@@ -25,7 +25,8 @@ FORMS = ("markdown", "json")
 CONTEXT_CHARS = 160  # the JSON answer echoes at most this much of the context: the caller has it whole
 
 HEAD = "\n".join(["# Memories for this session (memstrata)", "", PREAMBLE, ""])
-SECTIONS = (("relevant", "## Relevant to the task"), ("hot", "## Recent and weighty"))
+SECTIONS = (("relevant", "## Relevant to the task"), ("brought", "## Brought back for this project's last session"),
+            ("hot", "## Recent and weighty"))
 
 
 def cut_chars(text: str, limit: int) -> tuple[str, bool]:
@@ -50,7 +51,7 @@ class AutoloadItem:
     """One memory in the autoload block; `text` is the part of its body shown (before fencing)."""
 
     entry: Entry
-    section: str  # "relevant" or "hot"
+    section: str  # "relevant", "brought" (by the session start, for the project's last session) or "hot"
     score: float
     text: str
     tokens: int  # what its fenced block costs in the budget

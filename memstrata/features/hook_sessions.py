@@ -1,5 +1,9 @@
-"""What the prompt hook already injected in a session: a small derived record under .cache/hook-sessions/
-(an adopted vault's `.memstrata/cache/hook-sessions/`: the engine never writes among the user's folders)."""
+"""What the hooks did in a session: a small derived record under .cache/hook-sessions/ (an adopted
+vault's `.memstrata/cache/hook-sessions/`: the engine never writes among the user's folders).
+
+`ids`: the entries already injected in the session (a prompt never injects them again); `followup`:
+the session start's background promotion for the project's last session ("spawned", "done");
+`brought`: the entries it brought back, to be injected at the session's next prompt."""
 from __future__ import annotations
 
 import hashlib
@@ -19,33 +23,79 @@ def _path(root: Path, session_id: str) -> Path:
     return layout.path(root, FOLDER) / f"{digest}.json"
 
 
-def injected(root: Path, session_id: str | None) -> set[str]:
-    """Ids of the entries already injected in this session (empty without a session or record)."""
+def read(root: Path, session_id: str | None) -> dict:
+    """The session's record ({} without a session or record)."""
     if not session_id:
-        return set()
+        return {}
     try:
         from memstrata.storage.safe_io import read_regular_text
 
         data = json.loads(read_regular_text(_path(root, session_id), 1024 * 1024))
-        return {str(i) for i in data.get("ids", [])} if isinstance(data, dict) else set()
+        return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
-        return set()
+        return {}
+
+
+def _ids(data: dict, key: str) -> list[str]:
+    value = data.get(key)
+    return [str(i) for i in value] if isinstance(value, list) else []
+
+
+def injected(root: Path, session_id: str | None) -> set[str]:
+    """Ids of the entries already injected in this session (empty without a session or record)."""
+    return set(_ids(read(root, session_id), "ids"))
+
+
+def brought(root: Path, session_id: str | None) -> list[str]:
+    """Ids the session start brought back for the project's last session, not injected yet."""
+    data = read(root, session_id)
+    done = set(_ids(data, "ids"))
+    return [i for i in _ids(data, "brought") if i not in done]
+
+
+def followup(root: Path, session_id: str | None) -> str | None:
+    """The state of the session start's background promotion ("spawned", "done"), or None."""
+    value = read(root, session_id).get("followup")
+    return value if isinstance(value, str) else None
 
 
 def record(root: Path, session_id: str | None, ids: list[str]) -> None:
-    """Add `ids` to the session's record (atomically); old records of ended sessions are pruned."""
+    """Add `ids` to the session's injected ones (atomically); old records of ended sessions are pruned."""
+    if ids:
+        _update(root, session_id, lambda data: {**data, "ids": sorted(set(_ids(data, "ids")) | set(ids))[-MAX_IDS:]})
+
+
+def note_followup(root: Path, session_id: str | None, state: str, brought_ids: list[str] | None = None) -> None:
+    """Set the background promotion's state, adding what it brought back (`brought_ids`)."""
+    def change(data: dict) -> dict:
+        more = [i for i in (brought_ids or []) if i not in _ids(data, "brought")]
+        return {**data, "followup": state, "brought": (_ids(data, "brought") + more)[-MAX_IDS:]}
+
+    _update(root, session_id, change)
+
+
+def _update(root: Path, session_id: str | None, change) -> None:
     from memstrata.storage.atomic import atomic_write_text
 
-    if not session_id or not ids:
+    if not session_id:
         return
+    import fcntl
+    import os
+
     path = _path(root, session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    known = sorted(injected(root, session_id) | set(ids))[-MAX_IDS:]
-    atomic_write_text(path, json.dumps({"ids": known}), root=root)
+    # the prompt hook and the session start's background promotion may change one record at once
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        atomic_write_text(path, json.dumps(change(read(root, session_id))), root=root)
+    finally:
+        os.close(fd)
     now = time.time()
     for old in path.parent.glob("*.json"):
         try:
             if now - old.stat().st_mtime > KEEP_SECONDS:
                 old.unlink()
+                old.with_suffix(".lock").unlink(missing_ok=True)
         except OSError:
             continue

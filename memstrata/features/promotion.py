@@ -13,6 +13,7 @@ from memstrata.features.autoload_block import FORMS, AutoloadResult, Costs
 from memstrata.features.autoload_fill import fill
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
+from memstrata.features.start_work import brought_entry, brought_items
 from memstrata.features.turns import turns_around
 from memstrata.retrieval.units import entry_of
 from memstrata.storage import journal
@@ -37,11 +38,13 @@ class Promotion:
 
     # -- promotion ----------------------------------------------------------------------
     def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
-                dry_run: bool = False, relevance: dict[str, float] | None = None) -> dict:
+                dry_run: bool = False, relevance: dict[str, float] | None = None, allow=None) -> dict:
         """Bring cold/archive entries the task in `context` needs back to hot (full text restored, out
         of archived/): scoring.promotion.select's rule over each entry's best chunk cosine and recall's
         calibrated relevance of its first hits (`relevance`, by id, when the caller ran that recall
         already: autoload). With `threshold`, every entry at least that similar and nothing else.
+        `allow(entry)`, when given, keeps only the candidates it accepts (the session start's project:
+        the rule then judges the most similar and likeliest among them).
         Each promotion is its own atomic step under the tree lock.
         """
         from memstrata.scoring import promotion
@@ -64,6 +67,8 @@ class Promotion:
         if threshold is None:
             relevance = self._relevance(context) if relevance is None else relevance
             candidates += self._judged(context, relevance, {e.id for e, _ in candidates}, wanted, now)
+        if allow is not None:
+            candidates = [(e, sim) for e, sim in candidates if allow(e)]
         chosen = promotion.select(candidates, now, settings, threshold=threshold, layers=wanted, max_count=max_count,
                                   relevance=relevance)
         by_id = {e.id: e for e, _ in candidates}
@@ -257,7 +262,7 @@ class Promotion:
         relevant hit already loaded in that session is not loaded again. Nothing loaded counts as a
         use of the entry (an injection is no read: docs/aging.md). `form` "json" makes the budget
         bound the whole JSON answer (`to_dict`, as MCP sends it) rather than the Markdown block.
-        `cwd`: the folder the session runs in (the hook's), for the session's project (unused yet)."""
+        `cwd`: the folder the session runs in (the hook's): a session start lists its project first (features/start_block.py)."""
         from memstrata.features import hook_sessions
         from memstrata.retrieval.prompts import has_topic, is_everyday
 
@@ -283,11 +288,18 @@ class Promotion:
         if cut_note:
             result.notes.append(cut_note)
         topic = context is not None and has_topic(context) and not is_everyday(context, self._model_or_none())
+        # what the session start brought back for the project's last session: given at the next prompt,
+        # whatever it says ("continue" goes on with that work), after what the prompt asks about
+        brought = brought_items(self.entries, hook_sessions.brought(self.root, session_id))
         if context and not topic:
             # a greeting passed as the task is no session start: it must not pull the hot notes
             # (every note of a freshly adopted vault is hot) where the prompt hook injects nothing
             result.notes.append("the context names no topic: nothing loaded (without a context, the recent "
-                                "and weighty memories are listed)")
+                                "and weighty memories are listed)" if not brought else
+                                "the context names no topic: only what the session start brought back is loaded")
+            if brought:
+                fill(result, iter(brought), Costs(self.state.token_counter, result.form), self._resolver(None, None))
+                hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
             return result
         already = hook_sessions.injected(self.root, session_id)
         shared = self.shared.for_autoload(result.notes) if include_shared else None
@@ -319,7 +331,7 @@ class Promotion:
         now = self.state.now()
         sources = self._sources(shared) if hot else []  # the session-start list after the relevant hits
         listed = start_block.merged(sources, now, "active")
-        fill(result, chain(ranked, listed), Costs(self.state.token_counter, result.form),
+        fill(result, chain(ranked, brought, listed), Costs(self.state.token_counter, result.form),
              self._resolver(shared, start_block.resolver(sources, now)), whole={p["id"] for p in result.promoted},
              turn_text=lambda entry, turn: turns_around(self.root, entry, turn))
         hook_sessions.record(self.root, session_id, [i.entry.ref for i in result.items])
@@ -359,6 +371,8 @@ class Promotion:
     def _resolver(self, shared, listed):
         """What `fill` shows for a ranked item: a relevant hit's entry, or a listed one's (`listed`)."""
         def resolve(item, section: str, from_shared: bool):
+            if section == "brought":
+                return brought_entry(self.entries, item, self.state.now(), self.state.settings)
             if section != "relevant":
                 return listed(item, section, from_shared)
             return (shared if from_shared else self.entries).resolve(item.id)

@@ -73,10 +73,14 @@ def shared_source_allowed(shared: Path, settings: Settings | None) -> tuple[bool
     return reason is None, reason
 
 
-def ordered(source: Source, now, status: str = "active") -> Iterator[tuple[Entry, float]]:
+def ordered(source: Source, now, status: str = "active", scope=None, everything: bool = False
+            ) -> Iterator[tuple[Entry, float]]:
     """(entry, start score) of the source's entries of `status`, best first, their journaled uses
-    counted; the catalog is read only as far as the caller takes (scoring.start_order.in_order)."""
+    counted; the catalog is read only as far as the caller takes (scoring.start_order.in_order).
+    The session's project (`scope`) comes first, other projects' memories and captured sessions are
+    left out (scoring.project_scope.start_factor), unless `everything`."""
     from memstrata.scoring import start_order
+    from memstrata.scoring.project_scope import start_factor
     from memstrata.scoring.access import folded
     from memstrata.scoring.weight import CORRELATION_DEFAULT, HIGH_AT
 
@@ -95,7 +99,13 @@ def ordered(source: Source, now, status: str = "active") -> Iterator[tuple[Entry
         strength = start_order.STRENGTH_PLAIN
     rest = (e for e in catalog.latest_first(status) if not (e.id and e.id in source.accesses))
     first = [e for e in first if e.status == status]
-    for entry, score in start_order.in_order(first, rest, now, settings, catalog.max_uses(), strength):
+    boost = settings.autoload_project_boost
+
+    def factor(entry: Entry) -> float:
+        return start_factor(entry, scope, boost, everything)
+
+    for entry, score in start_order.in_order(first, rest, now, settings, catalog.max_uses(), strength, factor,
+                                             1.0 if everything else boost):
         yield entry, score
 
 
@@ -103,24 +113,29 @@ def start_block(sources: list[Source], budget: int, now, counter, form: str = "m
                 cwd: str | None = None) -> AutoloadResult:
     """The block of a session start: every source's active memories by start score (the sources
     merged by it), each by its opening, the whole block within `budget` tokens counted by `counter`
-    (models.tokens). Never empty while a memory with text exists and the budget holds one: with no
-    active memory that fits, the archived ones are listed the same way.
+    (models.tokens).
 
-    `cwd` is the folder the session runs in (the hook's `cwd`): the project, which will choose what
-    the session starts with once sessions are captured; it changes nothing yet."""
+    `cwd` is the folder the session runs in (the hook's `cwd`): its project's memories come first
+    (`autoload_project_boost`), with those of no project (preferences, the team); other projects'
+    memories and captured sessions are left out (scoring/project_scope.py). Never empty while a
+    memory with text exists and the budget holds one: with no active memory that fits, the archived
+    ones are listed the same way, and with none of those either, every memory is."""
     result = AutoloadResult(context=None, budget=budget, form=form)
     costs = Costs(counter, form)
-    for status in ("active", "archived"):
-        fill(result, merged(sources, now, status), costs, resolver(sources, now))
+    from memstrata.features.start_work import scope_at
+
+    scope = scope_at(cwd, sources[0].catalog, sources[0].settings) if sources else None
+    for status, everything in (("active", False), ("archived", False), ("active", True), ("archived", True)):
+        fill(result, merged(sources, now, status, scope, everything), costs, resolver(sources, now))
         if result.items:
             break
     return result
 
 
-def merged(sources: list[Source], now, status: str) -> Iterator[tuple]:
-    """(entry, section, score, shared) of every source, best first."""
+def merged(sources: list[Source], now, status: str, scope=None, everything: bool = False) -> Iterator[tuple]:
+    """(entry, section, score, shared) of every source, best first (`scope`, `everything`: `ordered`)."""
     def stream(n: int, source: Source):
-        return ((-score, n, entry, source.shared) for entry, score in ordered(source, now, status))
+        return ((-score, n, entry, source.shared) for entry, score in ordered(source, now, status, scope, everything))
 
     for negative, _n, entry, shared in heapq.merge(*(stream(n, s) for n, s in enumerate(sources)),
                                                    key=lambda t: (t[0], t[1])):
@@ -180,11 +195,12 @@ def sources_at(root: Path, settings: Settings, now, include_shared: bool = True,
                         only_mine=not settings.shared_from_others)]
 
 
-def answer_hook(root: str, budget: int | None, as_json: bool, call) -> str:
-    """What `mem autoload --hook` prints for a session start (`call`: features/hook_call.HookCall),
-    answered in this process from the catalog and the weights: what the CLI path (`Memory.autoload`
-    with no context) prints, without typer, the engine's parts or the model. The client calls it
-    while the service is cold (service/client.py)."""
+def answer_hook(root: str, budget: int | None, as_json: bool, call, out, promote: bool = False) -> None:
+    """Print on `out` what `mem autoload --hook` prints for a session start (`call`:
+    features/hook_call.HookCall), answered in this process from the catalog and the weights: what the
+    CLI path (`Memory.autoload` with no context) prints, without typer, the engine's parts or the
+    model. The client calls it while the service is cold (service/client.py). With `promote`, the
+    promotion for the project's last session is then started in the background (features/start_work.py)."""
     from memstrata import clock
     from memstrata.features import hook_call, hook_sessions
     from memstrata.models.tokens import counter_for
@@ -194,9 +210,14 @@ def answer_hook(root: str, budget: int | None, as_json: bool, call) -> str:
     settings = load_settings(root_path)
     budget = settings.autoload_budget if budget is None else int(budget)
     if budget < 1:
-        return ""  # the CLI refuses it (InvalidInput), and a hook then prints nothing
+        return  # the CLI refuses it (InvalidInput), and a hook then prints nothing
     now = clock.now()
-    result = start_block(sources_at(root_path, settings, now), budget, now, counter_for(settings.embedding_model),
-                         cwd=call.cwd)
+    sources = sources_at(root_path, settings, now)
+    result = start_block(sources, budget, now, counter_for(settings.embedding_model), cwd=call.cwd)
     hook_sessions.record(root_path, call.session, [i.entry.ref for i in result.items])
-    return hook_call.output(call, result.markdown(), as_json, ascii_only=False)
+    out.write(hook_call.output(call, result.markdown(), as_json, ascii_only=False))
+    out.flush()
+    if promote:
+        from memstrata.features.start_work import after_start
+
+        after_start(root_path, sources[0].catalog, settings, call)

@@ -329,7 +329,7 @@ def spawn(root: str, wait_pid: int | None = None, idle_minutes: float | None = N
         os.close(log)
 
 
-def _under_test() -> bool:
+def under_test() -> bool:
     """Inside a pytest run (its env reaches subprocesses): use a running service, start none.
 
     Test suites make many short-lived roots; a warm service per root would hold hundreds of
@@ -379,11 +379,11 @@ def run(argv: list[str]) -> int | None:
         if not blocker[1]:  # a service started now could not listen there: none is started
             return cold_hook(argv, root, start=None, prompt_here=False) if hook else None  # a hook never waits
     if hook:
-        here = _under_test() or bool(_OTHER_INSTALL)  # no service is started: a prompt runs in this process
+        here = under_test() or bool(_OTHER_INSTALL)  # no service is started: a prompt runs in this process
         return cold_hook(argv, root, start=None if here else lambda: spawn(root, wait_pid=os.getpid()),
                          prompt_here=here)
     if (command is not None and command not in LIGHT and "--help" not in argv and "-h" not in argv
             and not (command in GROUPS and argv == [command])
-            and not _under_test() and not _OTHER_INSTALL):
+            and not under_test() and not _OTHER_INSTALL):
         spawn(root, wait_pid=os.getpid())
     return None

@@ -10,15 +10,17 @@ import sys
 from typing import Callable
 
 
-def hook_options(argv: list[str]) -> tuple[int | None, bool] | None:
-    """(budget, json) of `mem autoload --hook [--promote] [--budget N] [--root R] [--json]`, or None for
-    any other argument (typer then parses the call, and says what is wrong)."""
+def hook_options(argv: list[str]) -> tuple[int | None, bool, bool] | None:
+    """(budget, json, promote) of `mem autoload --hook [--promote] [--budget N] [--root R] [--json]`, or
+    None for any other argument (typer then parses the call, and says what is wrong)."""
     if not argv or argv[0] != "autoload":
         return None
-    budget, as_json, i = None, False, 1
+    budget, as_json, promote, i = None, False, False, 1
     while i < len(argv):
         arg = argv[i]
-        if arg in ("--hook", "--promote"):
+        if arg == "--promote":
+            promote = True
+        elif arg == "--hook":
             pass
         elif arg == "--json":
             as_json = True
@@ -32,7 +34,7 @@ def hook_options(argv: list[str]) -> tuple[int | None, bool] | None:
             return None
         i += 1
     try:
-        return (None if budget is None else int(budget)), as_json
+        return (None if budget is None else int(budget)), as_json, promote
     except ValueError:
         return None
 
@@ -61,8 +63,7 @@ def cold_hook(argv: list[str], root: str, start: Callable[[], bool] | None, prom
         try:
             from memstrata.features.start_block import answer_hook
 
-            sys.stdout.write(answer_hook(root, options[0], options[1], call))
-            sys.stdout.flush()
+            answer_hook(root, options[0], options[1], call, sys.stdout, promote=options[2])
         except Exception:  # noqa: BLE001 - a hook must never block or break the agent
             pass
     started = bool(start and start())

@@ -35,7 +35,11 @@ NOTES = [
     ("We chose Postgres for the webshop because we need JSONB and transactions.", "Webshop database", "projects/webshop"),
     ("Deploys go out on Tuesdays and Thursdays; never on a Friday.", "Deploy days", "decisions"),
     ("Alice reviews every change to the payment code.", "Payment reviews", "people"),
+    ("The blog is built with Hugo and the PaperMod theme.", "Blog engine", "projects/blog"),
 ]
+# The session runs in the webshop folder: its start lists the webshop's note first with the team's, never
+# the blog's (another project, docs/hooks.md); a prompt about the blog brings that note, not one shown.
+PROMPT = "Which static site generator does the blog use?"
 
 
 def env_for(home: Path, **extra) -> dict:
@@ -61,7 +65,7 @@ def world(tmp_path_factory, embedder, stop_service):
     m = Memory(root, embedder=embedder)
     m.init()
     today = datetime.now(timezone.utc)
-    for (body, title, category), days in zip(NOTES, (20, 1, 2)):  # the database note warm, the others hot
+    for (body, title, category), days in zip(NOTES, (20, 1, 2, 3)):  # the database note warm, the others hot
         m.write(body, title=title, category=category, created=(today - timedelta(days=days)).strftime("%Y-%m-%dT10:00:00Z"))
     setup = subprocess.run([MEM, "setup", "claude", "--root", str(root), "--json"], capture_output=True, text=True,
                            env=env_for(home), timeout=120)
@@ -71,7 +75,9 @@ def world(tmp_path_factory, embedder, stop_service):
                              env=env_for(home), timeout=300)
     assert started.returncode == 0, started.stderr
     assert wait_for(lambda: (status(RUN) or {}).get("warm"), timeout=300)
-    yield {"root": root, "home": home, "cwd": cwd, "transcript": path, "payloads": bench.payloads(path, cwd),
+    payloads = bench.payloads(path, cwd)
+    payloads["UserPromptSubmit"]["prompt"] = PROMPT
+    yield {"root": root, "home": home, "cwd": cwd, "transcript": path, "payloads": payloads,
            "settings": home / ".claude" / "settings.json"}
     stop_service(RUN)
     load = os.getloadavg()
@@ -101,10 +107,11 @@ def test_the_installed_hooks_answer_each_documented_payload(world):
         assert shlex.split(command)[0] == MEM  # the absolute path: no PATH needed
         proc, elapsed = run_hook(command, payload, env_for(world["home"]), world["cwd"], timeout, "settings")
         check_answer(event, proc, elapsed, timeout)
-        if event == "SessionStart":  # the hot notes; the warm database note waits for a prompt about it
-            assert "Deploy days" in proc.stdout and "Postgres" not in proc.stdout
+        if event == "SessionStart":  # the webshop's note (its cwd, 20 days old: warm) and the team's; never the blog's
+            titles = [line.split("\n")[0] for line in proc.stdout.split("### ")[1:]]
+            assert {"Webshop database", "Deploy days"} <= set(titles) and "Hugo" not in proc.stdout
         if event == "UserPromptSubmit":  # the note the prompt asks about, and no note injected already
-            assert "Postgres" in proc.stdout and "Deploy days" not in proc.stdout
+            assert "Hugo" in proc.stdout and "Deploy days" not in proc.stdout and "Postgres" not in proc.stdout
 
 
 def test_the_plugins_own_hooks_answer_each_documented_payload(world):
@@ -230,7 +237,7 @@ def test_the_codex_hooks_answer_codexs_payloads_and_capture_the_rollout(world):
     codex_payloads = {
         "SessionStart": {**common, "hook_event_name": "SessionStart", "permission_mode": "default", "source": "startup"},
         "UserPromptSubmit": {**common, **turn, "hook_event_name": "UserPromptSubmit",
-                             "prompt": "Which database does the webshop use?"},
+                             "prompt": PROMPT},
         "Stop": {**common, **turn, "hook_event_name": "Stop", "stop_hook_active": False,
                  "last_assistant_message": "The cart now rounds with banker's rounding through Decimal.quantize."},
         "PreCompact": {**common, "turn_id": turn["turn_id"], "hook_event_name": "PreCompact", "trigger": "auto"},
@@ -249,7 +256,7 @@ def test_the_codex_hooks_answer_codexs_payloads_and_capture_the_rollout(world):
         else:
             assert proc.stdout == ""
     assert "Postgres" in json.loads(run_hook(hooks["UserPromptSubmit"][0][0], codex_payloads["UserPromptSubmit"] | {
-        "session_id": "codex-2"}, env, world["cwd"], 10, "codex")[0].stdout)["hookSpecificOutput"]["additionalContext"]
+        "session_id": "codex-2", "prompt": "Which database does the webshop use?"}, env, world["cwd"], 10, "codex")[0].stdout)["hookSpecificOutput"]["additionalContext"]
     found = wait_for(lambda: sorted((world["root"] / "sessions").rglob(f"*-codex-{CODEX_SESSION[:8]}*.md"))
                      and settled(world), timeout=240)
     assert found
