@@ -231,8 +231,8 @@ class Recall:
         (default: the recall_min_relevance setting; 0 keeps everything) nothing is returned,
         else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
         `min_relevance` is given, `min_relevance` itself; the result keeps the best relevance seen.
-        With `count_access`, the hits returned (they cleared the cut-off: the agent is given them)
-        count as accesses, in the access journal (a session once, however many of its turns).
+        With `count_access`, the hits returned that clear the cut-off (the agent is given them) count as
+        accesses, in the access journal (a session once, however many of its turns).
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
@@ -250,7 +250,11 @@ class Recall:
                            floor=cut if min_relevance is not None else 0.0)
         annotate(self.root, result.results)  # a hit on a captured turn: what its session file says of it
         if count_access and result.results:
-            ids = dict.fromkeys(h.id for h in result.results if h.shared_root is None)
+            # a hit under the cut-off is shown with its relevance (recall_relative_relevance 0 keeps every
+            # hit) but is no use of that memory: noise would keep every note of a small tree warm
+            floor = max(cut, self.state.settings.recall_min_relevance)
+            ids = dict.fromkeys(h.id for h in result.results if h.shared_root is None
+                                and (h.relevance is None or h.relevance >= floor))
             journal.append(self.root, [(i, self.state.now(), None) for i in ids])
         return result
 

@@ -364,10 +364,12 @@ def test_recall_finds_compressed_entries_by_full_content(mem, monkeypatch, strat
     mem.maintain()
     entry = mem.resolve(r.id)
     assert entry.layer == "L2" and "replication" not in entry.body
-    result = mem.recall("replication issues", k=3, strategy=strategy)
+    # found by words its summary lost (the relevance cut-off is another test's: the TEXT model refitted with
+    # the Chinese corpora, issue 40, rates a two-word full-text match of a compressed entry under 0.01)
+    result = mem.recall("replication issues", k=3, strategy=strategy, min_relevance=0)
     assert r.id in [hit.id for hit in result.results]
     mem.reindex()  # a rebuilt index reads the sidecar too
-    assert r.id in [hit.id for hit in mem.recall("replication issues", k=3, strategy=strategy).results]
+    assert r.id in [hit.id for hit in mem.recall("replication issues", k=3, strategy=strategy, min_relevance=0).results]
 
 
 def test_forgetting_cascades_through_related_in_one_run(mem, monkeypatch, use_daily):

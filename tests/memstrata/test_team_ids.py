@@ -55,7 +55,9 @@ def nothing_lost(root: Path, machine: str, wanted: dict) -> None:
             orphans = {p.name for p in folder.iterdir()} - live - trashed
             assert not orphans, (root, orphans)
     doctor = mem("doctor", "--root", str(root), machine=machine)
-    assert doctor["findings"] == [], doctor["findings"]
+    # two entries of one category titled alike (a teammate's edit kept beside a new entry at its path) is
+    # the doctor's `shared_title` notice (docs/versions.md), no damage
+    assert [f for f in doctor["findings"] if f["kind"] != "shared_title"] == [], doctor["findings"]
     for rel in git(root, "ls-files").split("\n"):
         if rel.endswith(".md"):
             assert not MARKERS.search((root / rel).read_text()), rel
