@@ -186,17 +186,12 @@ def _password_ok(m: re.Match, v: str | None = None) -> bool:
     return len(v) >= 6 and not _is_placeholder(v) and _looks_random(v) and not _PATH_OR_URL.match(v)
 
 
-# A cipher or key format named after a credential word (密钥为 AES256, 私钥是 ED25519): no value.
-_CIPHER_NAME = re.compile(r"(?i:rsa|aes|des|3des|dsa|ecdsa|ed25519|ecc|sha|hmac|md5|sm[234]|pgp|gpg|pem|pkcs)"
-                          r"[-_]?(?:\d{1,4}|gcm|cbc|ctr|#?\d+)*")
-
-
 def _cjk_password_ok(m: re.Match) -> bool:
     """密码是/为/： X as `password is X`; after a bare space (口令 X: also a coupon's code word, 优惠口令
     **RUANYF100**) only a value with lower case beside digits or symbols."""
     v = m.group("v").rstrip(".,;:)]}>!?'\"`*_~")  # Markdown emphasis around it is no part of it
-    if _CIPHER_NAME.fullmatch(v):
-        return False  # 密钥是 RSA2048 格式: what kind of key, not the key
+    if _CIPHER_NAME.fullmatch(v):  # 密钥是 RSA2048, 私钥是 ED25519: what kind of key, not the key
+        return False
     if m.group("c") is None and not (any(c.islower() for c in v) and any(not c.isalpha() for c in v)):
         return False
     return _password_ok(m, v)
@@ -340,6 +335,7 @@ _TOKEN_RULES = frozenset((
 ))
 
 
+_CIPHER_NAME = re.compile(r"(?i:rsa|aes|3?des|e?c?dsa|ed25519|ecc|sha|hmac|md5|sm[234]|[pg]pg|pem|pkcs)[-_]?(?:\d{1,4}|gcm|cbc|ctr)*")  # a key's kind, not a key
 _CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin",
                      "密码", "口令", "密钥", "秘钥", "私钥", "令牌", "密碼", "密鑰", "金鑰", "權杖")
 _HINTS: dict[str, tuple[str, ...]] = {
@@ -357,8 +353,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
     "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
     "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
-    "assignment": _CREDENTIAL_WORDS, "cjk_password": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "密碼", "密鑰",
-                                                      "金鑰", "權杖", "pass", "token", "secret", "api"),
+    "assignment": _CREDENTIAL_WORDS, "cjk_password": _CREDENTIAL_WORDS,
 }
 
 
