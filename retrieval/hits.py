@@ -97,11 +97,18 @@ def no_text(text: str, title: str | None) -> bool:
 
     cut = text.find("\n" + EARLIER_VERSION)  # the earlier versions the index carries are not its text
     own = _plain(title or "")
-    for line in (text[:cut] if cut >= 0 else text).splitlines():
-        words = _plain(line)
-        if words and words != own and not _HEADING_LINE.match(line):
+    lines = [line for line in (text[:cut] if cut >= 0 else text).splitlines() if _plain(line)]
+    for line in lines:
+        if _plain(line) != own and not _HEADING_LINE.match(line):
             return False
-    return True
+    # an untitled one-line write is titled by its line, and its indexed text is that line alone: a
+    # statement (ONE_LINE_WORDS words or more), not a file name over an empty note (LoCoMo's imported
+    # turns ranked as empty notes: MRR@10 0.512 against 0.626)
+    one_line = len(lines) == 1 and not _HEADING_LINE.match(lines[0])
+    return not (one_line and len(own.split()) >= ONE_LINE_WORDS)
+
+
+ONE_LINE_WORDS = 5
 
 
 def _plain(line: str) -> str:

@@ -325,3 +325,6 @@ def test_an_empty_note_is_listed_below_the_notes_that_answer(tmp_path, embedder)
     from memstrata.retrieval.hits import no_text
 
     assert no_text("Title\n## Setup\n---\n", "Title") and not no_text("Title\nUse port 53.", "Title")
+    # an untitled one-line write is titled by its line: its body is that line, no empty note
+    assert not no_text("Staging runs in Frankfurt since March.", "Staging runs in Frankfurt since March.")
+    assert no_text("Databases", "Databases") and no_text("# Setting up the build server", "Setting up the build server")
