@@ -295,11 +295,14 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     # answer gave the top hit a negative margin and dropped it under the cut-off
     with_text = [n for n, p in enumerate(order) if p not in empty]
     own_list = dict(zip(with_text, rel.relevances([judged[n] for n in with_text], model))) if with_text else {}
-    identifier = is_identifier(query)
+    # words decide for a hit holding every word of a query that is one identifier, or of any query on the
+    # text side alone (`--strategy text`): judged as grep's hits are (the TEXT model, refitted with the
+    # Chinese corpora, put a unique word's only holder at 0.009, under the cut-off)
+    words_decide = is_identifier(query) or model is rel.TEXT
     topic = prompts.has_topic(query)  # "谢谢", "hello", "ok": a prompt that names nothing is relevant to nothing
     for n, (hit, relevance) in enumerate(zip(result.results, rel.relevances(judged, model))):
         hit.relevance = own_list.get(n, relevance) if topic else 0.0
-        if topic and identifier and judged[n].get("coverage", 0.0) >= 1.0:  # it holds the identifier: words decide
+        if topic and words_decide and judged[n].get("coverage", 0.0) >= 1.0:
             hit.relevance = max(hit.relevance, rel.words_only(1.0))
     result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
