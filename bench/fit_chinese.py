@@ -101,19 +101,6 @@ def fit(groups: list):
     return np.maximum(fr.fit_pairwise(fr.stack([r for g in groups for r in g])), 0.0)
 
 
-def _cached(cache: Path | None, name: str, extract):
-    path = None if cache is None else cache / f"{name}.npz"
-    if path is not None and path.exists():
-        data = np.load(path)
-        if data["x"].shape[2] == len(_names()):
-            return list(zip(data["x"], data["y"], data["n"]))
-    rows = extract()
-    if path is not None and rows:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        x, y, n = fr.stack(rows)
-        np.savez(path, x=x, y=y, n=n)
-    return rows
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -148,7 +135,7 @@ def main(argv=None):
     for name, extract in sources.items():
         if args.only and name not in args.only:
             continue
-        groups[name] = _cached(args.cache, name, extract)
+        groups[name] = fr.cached_rows(args.cache, name, len(_names()), extract)
         sys.stderr.write(f"features of {name}: {len(groups[name])} questions\n")
     if args.only:
         return

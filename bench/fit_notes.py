@@ -111,20 +111,6 @@ def _paired(a, b) -> str:
     return f"{d.mean():+.3f} ({d.std(ddof=1) / np.sqrt(max(len(d), 1)):.3f})"
 
 
-def _cached(cache: Path | None, name: str, width: int, extract) -> list:
-    """The rows of one group, from `cache` when it holds them with this many features."""
-    path = None if cache is None else cache / f"{name}.npz"
-    if path is not None and path.exists():
-        data = np.load(path)
-        if data["x"].shape[2] == width:
-            return list(zip(data["x"], data["y"], data["n"]))
-    rows = extract()
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        x, y, n = fr.stack(rows)
-        np.savez(path, x=x, y=y, n=n)
-    return rows
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,7 +138,7 @@ def main(argv=None):
     for name, (kind, extract) in sources.items():
         if args.only and name not in args.only:
             continue
-        groups[name] = (kind, _cached(cache, name, len(names), extract))
+        groups[name] = (kind, fr.cached_rows(cache, name, len(names), extract))
         sys.stderr.write(f"features of {name}: {len(groups[name][1])} questions\n")
     if args.only:
         return

@@ -72,6 +72,22 @@ def stack(rows):
     return (np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows]), np.array([r[2] for r in rows]))
 
 
+def cached_rows(cache: Path | None, name: str, width: int, extract) -> list:
+    """The feature rows of one group, from `cache` (NAME.npz) when it holds them with `width` features;
+    else `extract()`, kept there for the next run when there are any."""
+    path = None if cache is None else Path(cache) / f"{name}.npz"
+    if path is not None and path.exists():
+        data = np.load(path)
+        if data["x"].shape[2] == width:
+            return list(zip(data["x"], data["y"], data["n"]))
+    rows = extract()
+    if path is not None and rows:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        x, y, n = stack(rows)
+        np.savez(path, x=x, y=y, n=n)
+    return rows
+
+
 def recall_at_10(batch, w) -> np.ndarray:
     x, y, n = batch
     top = np.argsort(-(x @ w), axis=1, kind="stable")[:, :10]

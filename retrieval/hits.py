@@ -89,6 +89,9 @@ def sibling_check(frame, texts: list[str], pos: int):
     return shared
 
 
+ONE_LINE_WORDS = 5  # an untitled one-line write this long is a statement (no_text), not a bare title
+
+
 def no_text(text: str, title: str | None) -> bool:
     """Whether an entry's own text (its indexed text without tags, dates and alias lines) holds
     nothing past its title and headings: a note of frontmatter only, a vault's tag page, a lone
@@ -106,9 +109,6 @@ def no_text(text: str, title: str | None) -> bool:
     # turns ranked as empty notes: MRR@10 0.512 against 0.626)
     one_line = len(lines) == 1 and not _HEADING_LINE.match(lines[0])
     return not (one_line and len(own.split()) >= ONE_LINE_WORDS)
-
-
-ONE_LINE_WORDS = 5
 
 
 def _plain(line: str) -> str:

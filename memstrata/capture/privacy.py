@@ -91,7 +91,7 @@ def forget(capture, ref: str, purge: bool = False) -> dict:
     with state.lock():
         for part in parts:
             entry = read_entry_file(root, index.entries[part.id].path)  # its body goes to the trash with it
-            neutral = entry.copy(title=f"forgotten session {agent} {session[:8]}")
+            neutral = entry.copy(title=neutral_title(agent, session))
             rel = trash.move_to_trash(root, neutral, FORGET_REASON, now, reported=True)
             state.catalog.forget(entry.path)
             moved.append({"id": entry.id, "path": entry.path, "trash": rel})
@@ -108,6 +108,14 @@ def forget(capture, ref: str, purge: bool = False) -> dict:
     return result
 
 
+_FORGOTTEN = "forgotten session "
+
+
+def neutral_title(agent: str, session: str) -> str:
+    """The title a forgotten session's trash copy keeps: its agent and the first characters of its id only."""
+    return f"{_FORGOTTEN}{agent} {session[:8]}"
+
+
 def _purge_forgotten(capture, ref: str) -> dict | None:
     """`--forget REF --purge` of a session forgotten before: the trash copies `--forget` made of it (by
     entry id, or by the session id's first characters their title keeps) deleted at once, the index
@@ -115,7 +123,7 @@ def _purge_forgotten(capture, ref: str) -> dict | None:
     state = capture.state
     ref = str(ref or "").strip()
     items = [i for i in trash.list_trash(state.root) if i.reason == FORGET_REASON and not i.damaged
-             and (i.id == ref or (len(ref) >= 4 and i.title.split(" ")[-1:] == [ref[:8]]))]
+             and (i.id == ref or (len(ref) >= 4 and i.title.endswith(neutral_title("", ref)[len(_FORGOTTEN):])))]
     if not items:
         return None
     with state.lock():
