@@ -27,6 +27,7 @@ class Frame:
         self._stats = None
         self._reuse = None  # (previous frame, old position per entry or None): see VectorIndex.texts
         self._keys = None
+        self._mentions: dict[str, list[int]] = {}  # name -> positions whose text mentions it (search.py)
 
     def rows_of(self, entry_id: str) -> list[str]:
         """The row keys of an entry: its id, or its session's turns (retrieval.units; ids are sorted)."""

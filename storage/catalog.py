@@ -227,6 +227,11 @@ class Catalog:
         return self.refresh()
 
     # -- questions --------------------------------------------------------------------
+    def version(self) -> tuple:
+        """A key that changes whenever a row does: this connection's writes and other processes'
+        commits (for caches derived from every row, such as the days in use)."""
+        return (id(self._conn), self._conn.total_changes, self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     def first_seen(self, entry_id: str) -> str | None:
         """The path that held `entry_id` first, as far as this catalog saw (storage/holders.py)."""
         return holders.first_seen(self._conn, entry_id)

@@ -47,6 +47,18 @@ def _parse(path: Path) -> set[date]:
     return out
 
 
+def signature(root: Path) -> tuple:
+    """What changes when the recorded days do (names, sizes, mtimes): for caching `read`."""
+    out = []
+    for path in _folder_files(root):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        out.append((path.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
 def read(root: Path) -> set[date]:
     """Every day any machine recorded the tree in use."""
     days: set[date] = set()

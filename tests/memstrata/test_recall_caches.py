@@ -1,0 +1,45 @@
+"""What recall keeps between calls at scale (the days in use, the rows that mention a name) follows the tree."""
+from datetime import date, timedelta
+
+from memstrata import Memory
+from memstrata.storage import usage
+
+
+def test_the_days_in_use_a_read_counts_follow_the_usage_record_without_a_new_memory(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    mem = Memory(tmp_path / "mem", embedder=embedder)
+    mem.init()
+    old = mem.write("The build server lives in the basement rack.", title="Build server", category="knowledge")
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-06-01T09:00:00Z")
+    # 151 calendar days, but no day of use since: old by the calendar is cold, never archive
+    assert mem.read(old.id, count_access=False).tier == "cold"
+    usage.record(mem.root, {date(2026, 1, 2) + timedelta(days=d) for d in range(140)})
+    assert mem.read(old.id, count_access=False).tier == "archive", "a kept copy of the old days was used"
+
+
+def test_the_days_in_use_follow_an_entry_written_in_between(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    mem = Memory(tmp_path / "mem", embedder=embedder)
+    mem.init()
+    old = mem.write("The build server lives in the basement rack.", title="Build server", category="knowledge")
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-06-01T09:00:00Z")
+    assert mem.read(old.id, count_access=False).tier == "cold"
+    # entries created on 100 days of use (their own dates count as days the tree was used)
+    for d in range(100):
+        mem.write(f"Standup note {d}: nothing blocked.", title=f"Standup {d}", category="meetings",
+                  created=f"{date(2026, 1, 2) + timedelta(days=d)}T10:00:00Z", force=True)
+    assert mem.read(old.id, count_access=False).tier == "archive"
+
+
+def test_a_name_is_matched_in_an_entry_written_after_it_was_asked_about(tmp_path, embedder):
+    mem = Memory(tmp_path / "mem", embedder=embedder)
+    mem.init()
+    mem.write("Zephyrine reviews the billing pull requests.", title="Billing reviews", category="people")
+    first = mem.recall("What does Zephyrine do?", min_relevance=0, count_access=False).results
+    assert [h.title for h in first][:1] == ["Billing reviews"]
+    mem.write("Zephyrine moved to the Lisbon office in May.", title="Zephyrine's office", category="people")
+    again = mem.recall("Where is Zephyrine's office?", min_relevance=0, count_access=False).results
+    assert "Zephyrine's office" in [h.title for h in again][:2]
+    signals = mem.recall("Where is Zephyrine's office?", min_relevance=0, count_access=False, explain=True).results
+    named = {h.title: (h.signals or {}).get("relevance_signals", {}).get("names") for h in signals}
+    assert named.get("Zephyrine's office") and named.get("Billing reviews"), named
