@@ -5,25 +5,26 @@ from memstrata import Memory
 from memstrata.storage import usage
 
 
-def test_the_days_in_use_a_read_counts_follow_the_usage_record_without_a_new_memory(tmp_path, embedder, monkeypatch):
+def _old_entry(tmp_path, embedder, monkeypatch):
+    """A tree with one entry written on 2026-01-01, read on 2026-06-01: 151 calendar days, but no day
+    of use since, so it is cold (old by the calendar is never archive)."""
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
     mem = Memory(tmp_path / "mem", embedder=embedder)
     mem.init()
     old = mem.write("The build server lives in the basement rack.", title="Build server", category="knowledge")
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-06-01T09:00:00Z")
-    # 151 calendar days, but no day of use since: old by the calendar is cold, never archive
     assert mem.read(old.id, count_access=False).tier == "cold"
+    return mem, old
+
+
+def test_the_days_in_use_a_read_counts_follow_the_usage_record_without_a_new_memory(tmp_path, embedder, monkeypatch):
+    mem, old = _old_entry(tmp_path, embedder, monkeypatch)
     usage.record(mem.root, {date(2026, 1, 2) + timedelta(days=d) for d in range(140)})
     assert mem.read(old.id, count_access=False).tier == "archive", "a kept copy of the old days was used"
 
 
 def test_the_days_in_use_follow_an_entry_written_in_between(tmp_path, embedder, monkeypatch):
-    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
-    mem = Memory(tmp_path / "mem", embedder=embedder)
-    mem.init()
-    old = mem.write("The build server lives in the basement rack.", title="Build server", category="knowledge")
-    monkeypatch.setenv("MEMSTRATA_NOW", "2026-06-01T09:00:00Z")
-    assert mem.read(old.id, count_access=False).tier == "cold"
+    mem, old = _old_entry(tmp_path, embedder, monkeypatch)
     # entries created on 100 days of use (their own dates count as days the tree was used)
     for d in range(100):
         mem.write(f"Standup note {d}: nothing blocked.", title=f"Standup {d}", category="meetings",
