@@ -5,7 +5,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from memstrata.retrieval import ann, cjk_bm25, cjk_rank, fusion, held_back, lexical, names, prompts, readable, rerank
+from memstrata.retrieval import (ann, cjk_bm25, cjk_rank, fusion, held_back, lexical, names, prompts, query_names, readable,
+                                 rerank)
 from memstrata.retrieval.hits import (RecallHit, RecallResult, best_sentence, no_text, place_empty, sibling_check,
                                       text_first)
 from memstrata.retrieval.rerank import top_k
@@ -148,7 +149,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     dense_query = query
     if mode in ("hybrid", "vector") and embedder is not None:
-        dense_query = lexical.without_entities(query, _common_entities(index, frame, entities, settings))
+        dense_query = lexical.without_entities(query, query_names.common(index, frame, entities, settings))
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
     stats = index.term_stats(frame) if terms else None
@@ -179,11 +180,11 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if texts is None and (entities or weights.feedback or terms):
         texts = index.texts(frame)
     entity_share = None
-    named = _known_entities(index, frame, entities)  # "PM", "VS Code" that no entry mentions are no names here
+    named = query_names.known(index, frame, entities)  # "PM", "VS Code" that no entry mentions are no names here
     if named and texts is not None:
         entity_share = np.zeros(n)
         for e in named:
-            for i in _mentioning(frame, texts, e):
+            for i in query_names.mentioning(frame, texts, e):
                 if mask[i]:
                     entity_share[i] += 1.0
         entity_share /= len(named)
@@ -391,44 +392,6 @@ def _text_side(stats, terms: list[str], mask, settings, at_least: int = 0) -> di
         return {}
     limit = max(settings.recall_candidates, settings.recall_text_candidates, at_least)
     return stats.top({t: 1.0 for t in terms}, settings.recall_bm25_k1, settings.recall_bm25_b, limit, mask)
-
-
-MENTIONS_KEPT = 256  # names whose rows a frame keeps (a session asks about the same people again and again)
-
-
-def _mentioning(frame, texts: list[str], name: str) -> list[int]:
-    """Positions whose text mentions `name` as a word, kept per frame: the scan reads every text
-    (15 ms per name at 30,000 captured turns), the same names come back query after query."""
-    found = frame._mentions.get(name)
-    if found is None:
-        found = [i for i, text in enumerate(texts) if name in text and lexical.mentions(text, name)]
-        if len(frame._mentions) >= MENTIONS_KEPT:
-            frame._mentions.clear()
-        frame._mentions[name] = found
-    return found
-
-
-def _known_entities(index: VectorIndex, frame, entities: list[str]) -> list[str]:
-    """The names in the query that the tree can know: every word of the name occurs in some entry.
-    A capitalised word or acronym no entry holds ("PM", "VS Code") says nothing about which entry
-    answers, so it neither boosts nor counts as a name the hits fail to mention."""
-    if not entities:
-        return []
-    df = index.doc_freq(frame)
-    return [e for e in entities if all(df.get(lexical._stem(w), 0) > 0 for w in e.lower().split())]
-
-
-def _common_entities(index: VectorIndex, frame, entities: list[str], settings) -> list[str]:
-    """The names in the query that at least `recall_dense_name_share` of the entries mention:
-    the people (or projects) a memory is by or about. They carry no topic for the embedding
-    model and are handled by the entity boost, so they leave the dense query; rarer names (a
-    book, a place, a group) stay in it. Share 0: every name leaves."""
-    share = settings.recall_dense_name_share
-    if not entities or share <= 0:
-        return entities
-    df = index.doc_freq(frame)
-    n = max(len(frame.ids), 1)
-    return [e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * n]
 
 
 def _r(value):

@@ -88,7 +88,8 @@ def resolved_texts(index, frame):
 def conversation(root: Path, questions, resolve=False):
     from fit_ranking import open_pipeline
     from memstrata.retrieval import lexical
-    from memstrata.retrieval.search import Filters, _common_entities, search
+    from memstrata.retrieval.query_names import common as _common_entities
+    from memstrata.retrieval.search import Filters, search
 
     index, embedder, settings, weights, frame = open_pipeline(root)
     if resolve:
