@@ -1,6 +1,7 @@
 """A derived SQLite catalog of entry metadata keyed by path (size/mtime), rebuildable from the tree."""
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import sys
@@ -33,6 +34,9 @@ class RefreshReport:
     errors: dict[str, str] = field(default_factory=dict)
 
 
+_CONNECTION_SERIALS = itertools.count(1)  # Catalog.version: one per connection opened in this process
+
+
 class Catalog:
     """Entry metadata for fast list/filter/lookup; the tree stays the source of truth."""
 
@@ -53,6 +57,7 @@ class Catalog:
         self.note: str | None = None
         self._replacing = False
         self._verified = False  # _verify_once: the file was checked whole before this catalog's first write
+        self._counted_conn, self._conn_serial = None, 0  # version()
         try:
             ensure_dir(self.db_path.parent)
             self._conn = open_db(self.db_path)
@@ -229,8 +234,13 @@ class Catalog:
     # -- questions --------------------------------------------------------------------
     def version(self) -> tuple:
         """A key that changes whenever a row does: this connection's writes and other processes'
-        commits (for caches derived from every row, such as the days in use)."""
-        return (id(self._conn), self._conn.total_changes, self._conn.execute("PRAGMA data_version").fetchone()[0])
+        commits (for caches derived from every row, such as the days in use). A connection gets a
+        serial of its own, never given again in this process: a rebuilt catalog's new connection can
+        have the old one's id and as many changes."""
+        if self._conn is not self._counted_conn:
+            self._counted_conn = self._conn
+            self._conn_serial = next(_CONNECTION_SERIALS)
+        return (self._conn_serial, self._conn.total_changes, self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def first_seen(self, entry_id: str) -> str | None:
         """The path that held `entry_id` first, as far as this catalog saw (storage/holders.py)."""

@@ -44,3 +44,41 @@ def test_a_name_is_matched_in_an_entry_written_after_it_was_asked_about(tmp_path
     signals = mem.recall("Where is Zephyrine's office?", min_relevance=0, count_access=False, explain=True).results
     named = {h.title: (h.signals or {}).get("relevance_signals", {}).get("names") for h in signals}
     assert named.get("Zephyrine's office") and named.get("Billing reviews"), named
+
+
+# Run in a process of its own: the rebuilt catalog's new connection then reliably takes the freed
+# one's id, with as many changes (2 per entry written, 2 per entry rebuilt): an attacker's finding.
+DOCTOR_REBUILDS = """
+import os, sys
+from datetime import date, timedelta
+os.environ["MEMSTRATA_NOW"] = "2026-01-01T09:00:00Z"
+from memstrata import Memory
+m = Memory(sys.argv[1])
+m.init()
+old = m.write("The build server lives in the basement rack.", title="Build server", category="knowledge")
+for d in range(89):
+    m.write(f"Standup note {d}: nothing blocked.", title=f"Standup {d}", category="meetings",
+            created=f"{date(2026, 1, 2) + timedelta(days=d)}T10:00:00Z", force=True)
+last = m.write("Standup extra.", title="Standup extra", category="meetings", created="2026-03-31T10:00:00Z",
+               force=True)
+os.environ["MEMSTRATA_NOW"] = "2026-06-01T09:00:00Z"
+print("before", m.read(old.id, count_access=False).tier)
+path = os.path.join(sys.argv[1], last.path)
+text = open(path, encoding="utf-8").read()
+open(path, "w", encoding="utf-8").write(text.replace("2026-03-31T", "2026-04-01T"))  # one more day in use
+os.remove(os.path.join(sys.argv[1], "INDEX.md"))  # a finding whose fix rebuilds the catalog
+m.doctor(fix=True)
+print("after", m.read(old.id, count_access=False).tier)
+"""
+
+
+def test_the_days_in_use_follow_a_catalog_the_doctor_rebuilt_in_the_same_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DOCTOR_REBUILDS, str(tmp_path / "mem")], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    # 89 days in use is not past cold_days (89); the hand edit makes 90 and the rebuilt catalog reads it
+    assert done.stdout.split() == ["before", "cold", "after", "archive"], done.stdout
