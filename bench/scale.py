@@ -6,6 +6,10 @@ Usage:
   python bench/scale.py --reuse DIR --sizes 300000 --only quality        # one kind of measure
   python bench/scale.py --reuse DIR --rate --adopt-notes 20000           # capture and adopt against the model
 
+Needs the notes corpora in /tmp/notes-corpora (`python bench/notes_corpora.py`), the five LoCoMo
+conversations of ../shared/bench/locomo and, for the filler conversations, the public
+snap-research/locomo repository's mirror (/work/.mirror/snap-research+locomo; the error says so).
+
 Each tree (DIR/tree-N) holds N captured turns and a vault of N/10 notes (`--vault-share`): the five
 LoCoMo conversations captured once, filler conversations captured again and again with new session
 ids and dates, the notes corpora copied; bench/scale_tree.py says how it is built (through the
@@ -253,15 +257,15 @@ def rates(work: Path, adopt_notes: int, add) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="10000")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000", help="captured turns per tree, comma-separated (default 10000)")
     ap.add_argument("--reuse", required=True, help="work folder: trees, transcripts, the embedding memo")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=5, help="runs per timing (default 5)")
     ap.add_argument("--vault-share", type=float, default=0.1, help="vault notes per captured turn")
     ap.add_argument("--only", action="append", choices=KINDS, help="only these measures (repeatable)")
     ap.add_argument("--rate", action="store_true", help="also capture and adopt against the model alone")
-    ap.add_argument("--adopt-notes", type=int, default=1000)
-    ap.add_argument("--out")
+    ap.add_argument("--adopt-notes", type=int, default=1000, help="with --rate: distinct notes to adopt (default 1000)")
+    ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--build", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--inproc", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--quality", nargs=3, help=argparse.SUPPRESS)
