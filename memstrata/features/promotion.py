@@ -11,6 +11,7 @@ from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
 from memstrata.features.autoload_block import FORMS, AutoloadResult, Costs
 from memstrata.features.autoload_fill import fill
+from memstrata.features.replaced_text import ReplacedVersions
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.features.start_work import brought_entry, brought_items
@@ -35,6 +36,7 @@ class Promotion:
         self.recall = recall
         self.shared = shared
         self.root = state.root
+        self._replaced = ReplacedVersions(state, entries)  # what a prompt's injection must not repeat
 
     # -- promotion ----------------------------------------------------------------------
     def promote(self, context: str, threshold: float | None = None, layers=None, max_count: int | None = None,
@@ -314,6 +316,9 @@ class Promotion:
             # an empty note (a vault's tag page: a title, no text) has nothing to hand an agent, and
             # its title alone matched "which database did we pick?" at 0.95, setting the floor above the answer
             hits = [h for h in answer.results if self._has_text(h, shared)]
+            # a captured turn (or a note) that repeats what an entry said before its current version is
+            # no current fact (the decision changed since): left out before it can set the floor
+            hits = [h for h in hits if not self._repeats_replaced(h)]
             best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
             promoted = {p["id"] for p in result.promoted}
@@ -385,6 +390,18 @@ class Promotion:
             return self.state.model()
         except Exception:  # noqa: BLE001 - ModelUnavailable or a broken install: recall says why
             return None
+
+    def _repeats_replaced(self, hit) -> bool:
+        """Whether the text a hit would inject (a turn: it and the turns beside it) repeats a replaced
+        version of another entry (features/replaced_text.py). A shared root's hits are not judged."""
+        if hit.shared_root is not None:
+            return False
+        try:
+            entry = self.entries.resolve(hit.id)
+            text = turns_around(self.root, entry, hit.turn) if hit.turn is not None else entry.body
+        except Exception:  # noqa: BLE001 - a file that vanished or broke since it was listed: fill skips it
+            return False
+        return self._replaced.repeated_in(text, entry.id) is not None
 
     def _has_text(self, hit, shared) -> bool:
         """A hit with text to hand an agent (in the shared root: a note this user wrote, unless asked)."""
