@@ -109,6 +109,18 @@ def ids_with_snapshots(root: Path) -> set[str]:
         return set()
 
 
+def folder_stamps(root: Path) -> dict[str, int]:
+    """Each id with kept versions and its folder's mtime (ns): it changes when a version is kept or
+    removed, so a reader can tell which entries' versions to read again."""
+    out = {}
+    for entry_id in ids_with_snapshots(root):
+        try:
+            out[entry_id] = _folder(root, entry_id).stat().st_mtime_ns
+        except OSError:
+            continue
+    return out
+
+
 def remove_snapshot(root: Path, entry_id: str, version: int) -> None:
     path = check_write_target(root, snapshot_path(root, entry_id, version))
     path.unlink(missing_ok=True)

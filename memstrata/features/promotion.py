@@ -318,7 +318,8 @@ class Promotion:
             hits = [h for h in answer.results if self._has_text(h, shared)]
             # a captured turn (or a note) that repeats what an entry said before its current version is
             # no current fact (the decision changed since): left out before it can set the floor
-            hits = [h for h in hits if not self._repeats_replaced(h)]
+            repeated_in = self._replaced.judge()
+            hits = [h for h in hits if not self._repeats_replaced(h, repeated_in)]
             best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
             promoted = {p["id"] for p in result.promoted}
@@ -391,7 +392,7 @@ class Promotion:
         except Exception:  # noqa: BLE001 - ModelUnavailable or a broken install: recall says why
             return None
 
-    def _repeats_replaced(self, hit) -> bool:
+    def _repeats_replaced(self, hit, repeated_in) -> bool:
         """Whether the text a hit would inject (a turn: it and the turns beside it) repeats a replaced
         version of another entry (features/replaced_text.py). A shared root's hits are not judged."""
         if hit.shared_root is not None:
@@ -401,7 +402,7 @@ class Promotion:
             text = turns_around(self.root, entry, hit.turn) if hit.turn is not None else entry.body
         except Exception:  # noqa: BLE001 - a file that vanished or broke since it was listed: fill skips it
             return False
-        return self._replaced.repeated_in(text, entry.id) is not None
+        return repeated_in(text, entry.id) is not None
 
     def _has_text(self, hit, shared) -> bool:
         """A hit with text to hand an agent (in the shared root: a note this user wrote, unless asked)."""

@@ -1,4 +1,4 @@
-"""The tree's replaced versions as term sets, kept per catalog state: what injection must not repeat."""
+"""The tree's replaced versions as term sets, read again only where a version changed: what injection must not repeat."""
 from __future__ import annotations
 
 from memstrata.retrieval import lexical
@@ -17,45 +17,70 @@ def terms_of(text: str) -> frozenset:
 
 class ReplacedVersions:
     """Every kept version of the tree's entries that said something their current text no longer
-    says (scoring.superseded), read from `.versions/` once per catalog state."""
+    says (scoring.superseded). An entry's versions are read again only when its `.versions/` folder
+    changed (a content change keeps a version there): a prompt costs one listing and a stat per
+    versioned entry, not a read of every kept version."""
 
     def __init__(self, state, entries):
         self.state = state
         self.entries = entries
-        self._cache: tuple | None = None  # (key, [Replaced])
+        self._by_id: dict[str, tuple[int, list[Replaced]]] = {}  # id -> (folder stamp, its records)
+        self._by_term: dict[str, list[Replaced]] = {}  # a dropped term -> the records that dropped it
 
-    def all(self) -> list[Replaced]:
-        ids = versions.ids_with_snapshots(self.state.root)
-        key = (self.state.catalog.version(), frozenset(ids))
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self._read(ids))
-        return self._cache[1]
+    def _refresh(self) -> None:
+        stamps = versions.folder_stamps(self.state.root)
+        changed = set(self._by_id) - set(stamps)
+        for entry_id in changed:
+            del self._by_id[entry_id]
+        for entry_id, stamp in stamps.items():
+            if entry_id not in self._by_id or self._by_id[entry_id][0] != stamp:
+                self._by_id[entry_id] = (stamp, self._read(entry_id))
+                changed.add(entry_id)
+        if changed:
+            self._by_term = {}
+            for _, records in self._by_id.values():
+                for record in records:
+                    for term in record.dropped:
+                        self._by_term.setdefault(term, []).append(record)
 
-    def _read(self, ids) -> list[Replaced]:
+    def _read(self, entry_id: str) -> list[Replaced]:
         from memstrata.storage.sidecars import with_full_body
 
         root, out = self.state.root, []
-        for entry_id in sorted(ids):
+        try:
+            current = self.entries.resolve(entry_id)
+            now_terms = terms_of(with_full_body(root, current).body)
+            kept = versions.list_snapshots(root, entry_id)
+        except (NotFound, CorruptEntry, OSError):
+            return []  # deleted since (its versions wait in .versions/ for a restore) or unreadable
+        for number in sorted(kept):
+            if number >= (current.version or 0):
+                continue  # a snapshot of the current version (or ahead of it after a revert) replaced nothing
             try:
-                current = self.entries.resolve(entry_id)
-                now_terms = terms_of(with_full_body(root, current).body)
-                kept = versions.list_snapshots(root, entry_id)
+                old = versions.snapshot_entry(root, entry_id, number)
             except (NotFound, CorruptEntry, OSError):
-                continue  # deleted since (its versions wait in .versions/ for a restore) or unreadable
-            for number in sorted(kept):
-                if number >= (current.version or 0):
-                    continue  # a snapshot of the current version (or ahead of it after a revert) replaced nothing
-                try:
-                    old = versions.snapshot_entry(root, entry_id, number)
-                except (NotFound, CorruptEntry, OSError):
-                    continue
-                record = replaced(entry_id, number, terms_of(old.body), now_terms)
-                if record is not None:
-                    out.append(record)
+                continue
+            record = replaced(entry_id, number, terms_of(old.body), now_terms)
+            if record is not None:
+                out.append(record)
         return out
 
-    def repeated_in(self, text: str, own_id: str | None = None) -> Replaced | None:
-        """The replaced version `text` repeats (never one of its own entry's), or None."""
-        known = self.all()
-        return repeated(terms_of(text), known, own_id) if known else None
+    def judge(self):
+        """`repeated_in(text, own_id)` over the versions as they are now: the replaced version a text
+        repeats (never one of its own entry's), or None. Call once per answer, then judge each hit."""
+        self._refresh()
+        by_term = self._by_term
 
+        def repeated_in(text: str, own_id: str | None = None) -> Replaced | None:
+            if not by_term:
+                return None
+            terms = terms_of(text)
+            seen, candidates = set(), []
+            for term in terms:
+                for record in by_term.get(term, ()):
+                    if id(record) not in seen:
+                        seen.add(id(record))
+                        candidates.append(record)
+            return repeated(terms, candidates, own_id)
+
+        return repeated_in
