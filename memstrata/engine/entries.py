@@ -34,7 +34,10 @@ class Entries:
         self.state = state
         self.save = save
         self.root = state.root
-        self._use_days_cache: tuple | None = None  # (key, days): _tree_use_days
+        # _tree_use_days, in parts that change apart: the catalog's (per row: hash of its metadata
+        # text, its days), the journal's and the usage record's, each with the key it was read at
+        self._row_days: dict[str, tuple[int, frozenset]] = {}
+        self._days_parts: dict[str, tuple] = {}
 
     # -- init and config ----------------------------------------------------------------
     def init(self, adopt: bool = False, indexes_wanted: bool = False, progress=None) -> dict:
@@ -159,15 +162,41 @@ class Entries:
         return tuple(sorted(usage.read(self.root) | journal.days(self.root, now.date()) | entry_days(entries)))
 
     def _tree_use_days(self, now) -> tuple:
-        """use_days over the catalog's entries, kept until a row, the journal, the usage record or the
-        day changes: a recall's hits each ask, and reading every entry per hit made recall linear
-        in the tree (bench/scale.py: 0.6 s a query at 30,000 captured turns)."""
+        """use_days over the catalog's entries, each part kept until what it reads changes: the
+        catalog's rows (only a row whose metadata changed is parsed again), the journal, the usage
+        record, the day. A recall's hits each ask, and reading every entry per hit made recall linear
+        in the tree (bench/scale.py: 0.6 s a query at 30,000 captured turns); a key over all three
+        made each recall after a counted one (the journal grew) parse the whole catalog again (2.7 s
+        a vault question beside 300,000 captured turns)."""
         from memstrata.storage import usage
 
-        key = (self.state.catalog.version(), journal.signature(self.root), usage.signature(self.root), now.date())
-        if self._use_days_cache is None or self._use_days_cache[0] != key:
-            self._use_days_cache = (key, self.use_days(self.state.catalog.entries(), now))
-        return self._use_days_cache[1]
+        today = now.date()
+        rows = self._part("rows", self.state.catalog.version(), self._catalog_days)
+        logged = self._part("journal", (journal.signature(self.root), today), lambda: journal.days(self.root, today))
+        recorded = self._part("usage", usage.signature(self.root), lambda: usage.read(self.root))
+        return tuple(sorted(rows | logged | recorded))
+
+    def _part(self, name: str, key, read) -> frozenset:
+        kept = self._days_parts.get(name)
+        if kept is None or kept[0] != key:
+            kept = self._days_parts[name] = (key, frozenset(read()))
+        return kept[1]
+
+    def _catalog_days(self) -> set:
+        """The days the catalog's entries show (scoring.usage.entry_days), a row parsed again only when
+        its metadata text changed."""
+        from memstrata.scoring.usage import entry_days
+
+        catalog, before, now_rows = self.state.catalog, self._row_days, {}
+        for row in catalog.meta_rows():
+            path, _, meta = row
+            mark = hash(meta)
+            kept = before.get(path)
+            if kept is None or kept[0] != mark:
+                kept = (mark, frozenset(entry_days([catalog.parsed(row)])))
+            now_rows[path] = kept
+        self._row_days = now_rows
+        return set().union(*(days for _, days in now_rows.values())) if now_rows else set()
 
     def hot_entries(self, now) -> list[Entry]:
         """Entries in the hot tier at `now` (the catalog narrows the search to the important
