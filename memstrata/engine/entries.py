@@ -14,6 +14,7 @@ from memstrata.engine.inputs import (
 from memstrata.engine.save import SavePath
 from memstrata.engine.split_advice import split_advised, split_warning
 from memstrata.engine.state import TreeState
+from memstrata.engine.use_days import UseDays
 from memstrata.errors import ChangedOnDisk, CorruptEntry, InvalidInput, NotFound
 from memstrata.results import WriteResult
 from memstrata.scoring.access import folded
@@ -34,10 +35,7 @@ class Entries:
         self.state = state
         self.save = save
         self.root = state.root
-        # _tree_use_days, in parts that change apart: the catalog's (per row: hash of its metadata
-        # text, its days), the journal's and the usage record's, each with the key it was read at
-        self._row_days: dict[str, tuple[int, frozenset]] = {}
-        self._days_parts: dict[str, tuple] = {}
+        self.days = UseDays(state)  # the days the tree was in use: what the archive tier and the trash count
 
     # -- init and config ----------------------------------------------------------------
     def init(self, adopt: bool = False, indexes_wanted: bool = False, progress=None) -> dict:
@@ -114,7 +112,7 @@ class Entries:
         calendar = [tier_now(e, now, settings, None) for e in entries]
         days = None
         if any(t == "archive" and e.status == "active" for t, e in zip(calendar, entries)):
-            days = self.use_days(all_entries, now) if all_entries is not None else self._tree_use_days(now)
+            days = self.days.over(all_entries, now) if all_entries is not None else self.days.tree(now)
         for entry, tier in zip(entries, calendar):
             entry.tier = tier if days is None else tier_now(entry, now, settings, days)
         return entries
@@ -152,51 +150,6 @@ class Entries:
         scope = validate_category(category, top=self.state.vault) if category else None
         errors = self.state.catalog.errors()
         return {rel: why for rel, why in sorted(errors.items()) if not scope or rel.startswith(scope + "/")}
-
-    def use_days(self, entries: list[Entry], now) -> tuple:
-        """The days the tree was in use (recorded, journaled and the entries' own dates): what the
-        archive tier counts (scoring.usage), the same for `mem list` and `mem maintain`."""
-        from memstrata.scoring.usage import entry_days
-        from memstrata.storage import usage
-
-        return tuple(sorted(usage.read(self.root) | journal.days(self.root, now.date()) | entry_days(entries)))
-
-    def _tree_use_days(self, now) -> tuple:
-        """use_days over the catalog's entries, each part kept until what it reads changes: the
-        catalog's rows (only a row whose metadata changed is parsed again), the journal, the usage
-        record, the day. A recall's hits each ask, and reading every entry per hit made recall linear
-        in the tree (bench/scale.py: 0.6 s a query at 30,000 captured turns); a key over all three
-        made each recall after a counted one (the journal grew) parse the whole catalog again (2.7 s
-        a vault question beside 300,000 captured turns)."""
-        from memstrata.storage import usage
-
-        today = now.date()
-        rows = self._part("rows", self.state.catalog.version(), self._catalog_days)
-        logged = self._part("journal", (journal.signature(self.root), today), lambda: journal.days(self.root, today))
-        recorded = self._part("usage", usage.signature(self.root), lambda: usage.read(self.root))
-        return tuple(sorted(rows | logged | recorded))
-
-    def _part(self, name: str, key, read) -> frozenset:
-        kept = self._days_parts.get(name)
-        if kept is None or kept[0] != key:
-            kept = self._days_parts[name] = (key, frozenset(read()))
-        return kept[1]
-
-    def _catalog_days(self) -> set:
-        """The days the catalog's entries show (scoring.usage.entry_days), a row parsed again only when
-        its metadata text changed."""
-        from memstrata.scoring.usage import entry_days
-
-        catalog, before, now_rows = self.state.catalog, self._row_days, {}
-        for row in catalog.meta_rows():
-            path, _, meta = row
-            mark = hash(meta)
-            kept = before.get(path)
-            if kept is None or kept[0] != mark:
-                kept = (mark, frozenset(entry_days([catalog.parsed(row)])))
-            now_rows[path] = kept
-        self._row_days = now_rows
-        return set().union(*(days for _, days in now_rows.values())) if now_rows else set()
 
     def hot_entries(self, now) -> list[Entry]:
         """Entries in the hot tier at `now` (the catalog narrows the search to the important
@@ -384,8 +337,8 @@ class Entries:
                                live_ids=set(self.state.catalog.ids()), use_days=self.trash_use_days(now))
 
     def trash_use_days(self, now) -> tuple:
-        """The days in use a trash item's wait counts (use_days over the whole tree)."""
-        return self.use_days(self.state.catalog.entries(), now)
+        """The days in use a trash item's wait counts (those of the whole tree)."""
+        return self.days.tree(now)
 
     def trash_purge_report(self, everything: bool = False) -> dict:
         """trash_purge, and why what is left was not purged (scoring.lifecycle.trash_waiting)."""

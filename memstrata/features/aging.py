@@ -135,7 +135,7 @@ class Aging:
                 report.errors.append({"id": "", "path": entry.path, "error": "entry has no id; run mem doctor"})
             else:
                 usable.append(entry)
-        days = set(self.entries.use_days(entries, now)) | journal_days
+        days = set(self.entries.days.over(entries, now)) | journal_days
         if not dry_run:
             with self.state.lock():
                 usage.record(self.root, days, self.folds.machine())  # the name its journal file has
