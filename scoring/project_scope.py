@@ -102,6 +102,11 @@ def start_factor(entry: Entry, scope: Scope | None, boost: float, everything: bo
     return boost if kind == OWN else 1.0 if kind == GENERAL else 0.0
 
 
+def start_factor_max(scope: Scope | None, boost: float, everything: bool = False) -> float:
+    """The most start_factor can give an entry: `boost` only where an entry can be the project's own."""
+    return 1.0 if everything or scope is None else max(1.0, boost)
+
+
 def may_promote(entry: Entry, scope: Scope | None) -> bool:
     """Whether the session start may bring the entry back for its project's last session: its own
     project's or a general memory, never another project's or a captured session."""

@@ -289,12 +289,12 @@ class Catalog:
         return cached[1].copy() if copy else cached[1]
 
     def latest_first(self, status: str | None = None, batch: int = 256):
-        """Entries with a date (metadata, bodies not loaded), latest touched first, parsed as they are
-        read: a caller that stops early never parses the rest (undated ones: `undated`); with `status`,
-        only those of that status. The entries are the catalog's own, not copies: read them, never
-        change them."""
+        """Entries with a date (metadata, bodies not loaded), latest touched first and, touched at the
+        same time, by path, parsed as they are read: a caller that stops early never parses the rest
+        (undated ones: `undated`); with `status`, only those of that status. The entries are the
+        catalog's own, not copies: read them, never change them."""
         where = "meta IS NOT NULL AND touched IS NOT NULL" + (" AND json_extract(meta, '$.status') = ?" if status else "")
-        rows = self._conn.execute(f"SELECT path, category, meta FROM entries WHERE {where} ORDER BY touched DESC",
+        rows = self._conn.execute(f"SELECT path, category, meta FROM entries WHERE {where} ORDER BY touched DESC, path",
                                   (status,) if status else ())
         while True:
             chunk = rows.fetchmany(batch)

@@ -37,7 +37,7 @@ _OWN_ID_INDEX = f"CREATE INDEX IF NOT EXISTS entries_own_id ON entries({OWN_ID})
 USES = "json_extract(meta, '$.access_count')"
 IMPORTANCE = "json_extract(meta, '$.importance')"
 CORRELATION = "json_extract(meta, '$.context_correlation')"
-_START_INDEXES = {"entries_touched": "CREATE INDEX IF NOT EXISTS entries_touched ON entries(touched)",
+_START_INDEXES = {"entries_touched_path": "CREATE INDEX IF NOT EXISTS entries_touched_path ON entries(touched DESC, path)",
                   "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})",
                   "entries_important": "CREATE INDEX IF NOT EXISTS entries_important ON entries(important)",
                   "entries_importance": f"CREATE INDEX IF NOT EXISTS entries_importance ON entries({IMPORTANCE})",
@@ -123,6 +123,11 @@ def _add_own_id_index(conn: sqlite3.Connection) -> None:
             continue
         try:
             conn.execute(statement)
+        except sqlite3.OperationalError:
+            pass
+    if "entries_touched" in have:  # the touch order alone, before ties came in path order (entries_touched_path)
+        try:
+            conn.execute("DROP INDEX IF EXISTS entries_touched")
         except sqlite3.OperationalError:
             pass
 

@@ -80,7 +80,7 @@ def ordered(source: Source, now, status: str = "active", scope=None, everything:
     The session's project (`scope`) comes first, other projects' memories and captured sessions are
     left out (scoring.project_scope.start_factor), unless `everything`."""
     from memstrata.scoring import start_order
-    from memstrata.scoring.project_scope import start_factor
+    from memstrata.scoring.project_scope import start_factor, start_factor_max
     from memstrata.scoring.access import folded
     from memstrata.scoring.weight import CORRELATION_DEFAULT, HIGH_AT
 
@@ -105,7 +105,7 @@ def ordered(source: Source, now, status: str = "active", scope=None, everything:
         return start_factor(entry, scope, boost, everything)
 
     for entry, score in start_order.in_order(first, rest, now, settings, catalog.max_uses(), strength, factor,
-                                             1.0 if everything else boost):
+                                             start_factor_max(scope, boost, everything)):
         yield entry, score
 
 

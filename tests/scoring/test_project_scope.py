@@ -109,3 +109,14 @@ def test_a_captured_session_is_never_promoted():
     turn.status = "archived"
     picked = select([(turn, 0.99), (runbook, 0.55)], NOW, S, relevance={"ses-1": 0.9, "rb": 0.2})
     assert [p.entry_id for p in picked] == ["rb"]
+
+
+def test_the_most_a_start_factor_gives_is_the_boost_only_where_a_project_is_known():
+    """Without a project (a session started outside any repository) no entry is a project's own, so
+    the session start's bound is not raised by the boost (it was: twice as loose, every note read)."""
+    scope = ps.Scope(names=frozenset({"shop"}), known=frozenset({"shop", "blog"}))
+    assert ps.start_factor_max(None, 2.0) == 1.0
+    assert ps.start_factor_max(scope, 2.0, everything=True) == 1.0
+    assert ps.start_factor_max(scope, 2.0) == 2.0
+    general = Entry(id="g", title="Commit style", path="preferences/commit-style.md")
+    assert ps.start_factor(general, None, 2.0) <= ps.start_factor_max(None, 2.0)

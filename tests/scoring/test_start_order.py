@@ -113,3 +113,30 @@ def test_entries_given_first_are_ranked_with_the_rest_and_never_twice():
     assert len(got) == len(entries) + 1 and len({e.id for e in got}) == len(got)
     scores = [start_score(e, NOW, S) for e in got]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_vault_copied_in_one_go_is_read_only_as_far_as_the_ties_need():
+    """3,000 notes copied in three seconds (one date each, no use): the order is the full sort (ties by
+    the latest write, then the path) and the top 10 are given after reading a few more, not the 1,000
+    of the latest second (the catalog gives notes touched at the same time by path)."""
+    rng = random.Random(5)
+    base = NOW - timedelta(days=2)
+    entries = []
+    for i in range(3000):
+        stamp = base - timedelta(seconds=i // 1000)
+        name = f"{rng.randrange(10 ** 6):06d}-{i}"
+        entries.append(Entry(id=name, title=name, path=f"vault/{name}.md", created=stamp, updated=stamp))
+    stream = sorted(entries, key=lambda e: (-e.last_touched.timestamp(), e.path))
+    read = []
+
+    def counted():
+        for e in stream:
+            read.append(e)
+            yield e
+
+    want = sorted(entries, key=lambda e: (-start_score(e, NOW, S), -written(e).timestamp(), e.path))
+    got = in_order([], counted(), NOW, S, 0, STRENGTH_PLAIN)
+    top = [next(got) for _ in range(10)]
+    assert [e.id for e, _ in top] == [e.id for e in want[:10]]
+    assert len(read) <= 20  # before ties were broken by path as read: every note of the latest second
+    assert [e.id for e, _ in top] + [e.id for e, _ in got] == [e.id for e in want]
