@@ -163,6 +163,12 @@ def plan(index: VectorIndex, model_name: str | None = None, model_dim: int | Non
     return out
 
 
+def model_in_step(index: VectorIndex, model_name: str, model_dim: int) -> bool:
+    """Whether the table was built by this model and these read rules (its meta.json, no LanceDB)."""
+    meta = index.meta()
+    return meta.get("model") == model_name and meta.get("dim") == model_dim and meta.get(READ_META, 1) == READ_RULES
+
+
 def behind(index: VectorIndex) -> bool:
     """Whether the table misses something of the tree (an entry file added, changed or removed
     since it was indexed, or no table while the tree holds entries), found without the model:
