@@ -26,6 +26,12 @@ def record(index, flagged: dict, looked_at: set | None) -> None:
         index.set_meta(FLAGGED_META, now)
 
 
+def recorded(index) -> dict:
+    """The held-back notes as sync last recorded them (path -> why)."""
+    flagged = index.meta().get(FLAGGED_META)
+    return {str(k): str(v) for k, v in flagged.items()} if isinstance(flagged, dict) else {}
+
+
 def matching(index, query: str, category: str | None = None) -> list[str]:
     """The held-back notes (paths) whose title, text or tags hold at least half the query's words."""
     from memstrata.retrieval.fallback import grep_terms
@@ -33,8 +39,8 @@ def matching(index, query: str, category: str | None = None) -> list[str]:
     from memstrata.storage.catalog import read_entry_file
     from memstrata.storage.errors import CorruptEntry
 
-    flagged = index.meta().get(FLAGGED_META)
-    if not isinstance(flagged, dict) or not flagged:
+    flagged = recorded(index)
+    if not flagged:
         return []
     terms = grep_terms(query)
     if not terms:

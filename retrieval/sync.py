@@ -47,14 +47,15 @@ class SyncPlan:
         return out
 
 
-def flag(entry, root) -> str | None:
+def flag(entry, root, located=None) -> str | None:
     """Why a file the engine did not check (hand-made, adopted, pulled) must not enter the index: the
-    credentials the guard finds in its whole record (never the text) that the user did not allow
+    credentials the guard finds in its whole record (never the text; `located`: what
+    storage.secrets.located_in_entry found, when the caller ran it) that the user did not allow
     for this note (`mem secrets allow`, storage/secret_allow.py), or None."""
     from memstrata.storage.secret_allow import elsewhere, not_allowed, problem
     from memstrata.storage.secrets import located_in_entry
 
-    located = located_in_entry(entry)
+    located = located_in_entry(entry) if located is None else located
     found = not_allowed(root, entry.path, located) if located else []
     if not found:
         return None

@@ -82,11 +82,9 @@ class Scan:
     def flagged(self) -> dict:
         """rel -> why, for entries holding a credential (as the index would see them): never indexed."""
         if "_flagged" not in self.__dict__:
-            from memstrata.retrieval.sync import flag
-            from memstrata.retrieval.table import indexed_form
+            from memstrata.doctor.flagged import flagged
 
-            self.__dict__["_flagged"] = {e.path: why for e in self.entries
-                                         if (why := flag(indexed_form(self.root, e), self.root)) is not None}
+            self.__dict__["_flagged"] = flagged(self.root, self.entries)
         return self.__dict__["_flagged"]
 
 

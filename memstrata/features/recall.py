@@ -64,11 +64,9 @@ class Recall:
     # -- sync and reindex ---------------------------------------------------------------
     def sync(self, progress=None, announce=None) -> dict:
         """Bring the index in line with the tree: changed files re-embedded, removed ones dropped.
-
         A change of embedding model rebuilds the whole table (result["model_changed"]).
-        Raises ModelUnavailable when something must be embedded and the model cannot load.
-        """
-        from memstrata.retrieval import ann, in_step, sync
+        Raises ModelUnavailable when something must be embedded and the model cannot load."""
+        from memstrata.retrieval import ann, held_back, in_step, sync
         from memstrata.storage import secret_allow
 
         embedder = self.state.model()
@@ -80,10 +78,11 @@ class Recall:
             previous = index.meta().get("model")
             generation, changed = self._changes_since_in_step(embedder.name)
             tree = in_step.tree_part(self.root) if changed is None else None  # before the walk reads a file
-            # found in step since (the stamp of both, same model): no frame to load, no file to compare
+            # in step since (the stamp of both, same model): no frame to load, the held-back notes still said
             in_step_now = tree is not None and in_step.matches(index, tree) and \
                 sync.model_in_step(index, embedder.name, embedder.dim)
-            todo = sync.SyncPlan() if in_step_now else sync.plan(index, embedder.name, embedder.dim, changed)
+            todo = (sync.SyncPlan(flagged=held_back.recorded(index)) if in_step_now
+                    else sync.plan(index, embedder.name, embedder.dim, changed))
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
                          f"re-embedding {len(todo.embed)} entries")
