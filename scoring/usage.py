@@ -15,11 +15,14 @@ def day_of(stamp: datetime) -> date:
     return stamp.date()
 
 
+STAMPS = ("created", "updated", "last_access")  # the fields whose days show the tree was used
+
+
 def entry_days(entries: Iterable[Entry]) -> set[date]:
     """The days the entries show the tree was used on: each one's created, updated and last_access day."""
     out: set[date] = set()
     for entry in entries:
-        for stamp in (entry.created, entry.updated, entry.last_access):
+        for stamp in (getattr(entry, name) for name in STAMPS):
             if stamp is not None:
                 out.add(day_of(stamp))
     return out

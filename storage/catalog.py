@@ -269,13 +269,9 @@ class Catalog:
         return [self._entry(r) for r in rows]
 
     def meta_rows(self) -> list[tuple]:
-        """(path, category, meta text) of every parseable entry: for caches kept per row, which parse
-        (`parsed`) only the rows whose metadata changed."""
+        """(path, category, meta text) of every parseable entry: for caches kept per row, which read
+        only the rows whose metadata changed."""
         return self._conn.execute("SELECT path, category, meta FROM entries WHERE meta IS NOT NULL").fetchall()
-
-    def parsed(self, row) -> Entry:
-        """The entry of a `meta_rows` row, shared (not a copy): the caller must not change it."""
-        return self._entry(row, copy=False)
 
     def _entry(self, row, copy: bool = True) -> Entry:
         """The entry of a catalog row, parsed once per metadata text (callers get their own copy)."""

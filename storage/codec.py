@@ -117,6 +117,18 @@ def _as_list(value) -> list[str]:
     return [text] if text is not None and text.strip() else []
 
 
+def frontmatter_dates(data: dict, names: tuple[str, ...]) -> list[datetime | None]:
+    """The dates `names` (canonical keys) of a frontmatter mapping as entry_from_frontmatter reads
+    them (an alias counts unless the canonical spelling is there), without building the entry."""
+    picked: dict = {}
+    for key, value in data.items():
+        key_text = str(key)
+        canonical = ALIASES.get(key_text, key_text)
+        if canonical in names and (canonical not in picked or key_text == canonical):
+            picked[canonical] = value
+    return [_as_date(picked.get(name)) for name in names]
+
+
 def _as_date(value) -> datetime | None:
     if value is None or value == "" or (isinstance(value, str) and value.strip().lower() in ("null", "none")):
         return None

@@ -1,4 +1,5 @@
 """What recall keeps between calls at scale (the days in use, the rows that mention a name) follows the tree."""
+import json
 from datetime import date, timedelta
 
 from memstrata import Memory
@@ -40,17 +41,18 @@ def test_a_counted_read_parses_no_row_again_and_a_write_only_its_own(tmp_path, e
     other = mem.write("The printer is on the second floor.", title="Printer", category="knowledge",
                       created="2026-01-01T09:00:00Z")
     assert mem.read(old.id, count_access=False).tier == "cold"  # the days in use, counted with both rows
-    catalog = mem.state.catalog
-    parsed, real = [], catalog.parsed
-    monkeypatch.setattr(catalog, "parsed", lambda row: parsed.append(row[0]) or real(row))
+    from memstrata.engine import use_days
+
+    parsed, real = [], use_days._days_of
+    monkeypatch.setattr(use_days, "_days_of", lambda meta: parsed.append(json.loads(meta)["title"]) or real(meta))
     for _ in range(3):
         assert mem.read(other.id).tier == "hot"  # counted: the journal grows each time
         assert mem.read(old.id, count_access=False).tier == "cold"  # old by the calendar: the days are counted
     assert parsed == []
-    new = mem.write("The build server moved upstairs.", title="Build server move", category="knowledge",
+    mem.write("The build server moved upstairs.", title="Build server move", category="knowledge",
                     created="2026-05-30T10:00:00Z", force=True)
     assert mem.read(old.id, count_access=False).tier == "cold"
-    assert parsed == [new.path]
+    assert parsed == ["Build server move"]
 
 
 def test_a_name_is_matched_in_an_entry_written_after_it_was_asked_about(tmp_path, embedder):

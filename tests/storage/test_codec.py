@@ -94,3 +94,18 @@ def test_malformed_frontmatter_is_a_clear_error(text):
 def test_file_without_frontmatter_is_an_entry_with_fallback_title():
     entry = codec.parse("just text\n", fallback_title="notes")
     assert entry.title == "notes" and entry.body == "just text\n"
+
+
+def test_frontmatter_dates_read_aliases_as_the_entry_does():
+    from datetime import datetime, timezone
+
+    from memstrata.storage.codec import entry_from_frontmatter, frontmatter_dates
+
+    names = ("created", "updated", "last_access")
+    for data in ({"created_at": "2026-01-02T03:04:05Z", "last_accessed": "2026-02-01"},
+                 {"created": "2026-01-02T03:04:05Z", "created_at": "2025-01-01T00:00:00Z", "updated": "not a date"},
+                 {"updated_at": "2026-03-01T10:00:00+02:00", "updated": "2026-03-02T10:00:00Z"}):
+        entry = entry_from_frontmatter(data, "")
+        assert frontmatter_dates(data, names) == [entry.created, entry.updated, entry.last_access]
+    assert frontmatter_dates({"created_at": "2026-01-02T03:04:05Z"}, ("created",)) == \
+        [datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)]
