@@ -105,3 +105,22 @@ def test_the_days_in_use_follow_a_catalog_the_doctor_rebuilt_in_the_same_process
     assert done.returncode == 0, done.stderr[-2000:]
     # 89 days in use is not past cold_days (89); the hand edit makes 90 and the rebuilt catalog reads it
     assert done.stdout.split() == ["before", "cold", "after", "archive"], done.stdout
+
+
+def test_a_name_asked_about_is_looked_for_only_in_the_new_texts_after_a_write(tmp_path, embedder, monkeypatch):
+    """The rows that mention a name are carried to the index's next version: a write (a captured turn,
+    say) makes the next question read only the new text for that name, not every text again."""
+    from memstrata.retrieval import lexical
+
+    mem = Memory(tmp_path / "mem", embedder=embedder)
+    mem.init()
+    for n in range(30):
+        mem.write(f"Zephyrine reviewed pull request {n} of the billing service.", title=f"Review {n}",
+                  category="people", force=True)
+    mem.recall("What did Zephyrine review?", min_relevance=0, count_access=False)
+    read, real = [], lexical.mentions
+    monkeypatch.setattr(lexical, "mentions", lambda text, name: read.append(name) or real(text, name))
+    mem.write("Zephyrine moved to the Lisbon office in May.", title="Zephyrine's office", category="people")
+    hits = mem.recall("Where did Zephyrine move?", min_relevance=0, count_access=False).results
+    assert "Zephyrine's office" in [h.title for h in hits][:3]
+    assert 1 <= read.count("Zephyrine") <= 2, read  # the new note (and at most one changed row), not all 31
