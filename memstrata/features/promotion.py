@@ -318,7 +318,10 @@ class Promotion:
             hits = [h for h in answer.results if self._has_text(h, shared)]
             # a captured turn (or a note) that repeats what an entry said before its current version is
             # no current fact (the decision changed since): left out before it can set the floor
-            repeated_in = self._replaced.judge()
+            try:
+                repeated_in = self._replaced.judge()
+            except Exception:  # noqa: BLE001 - a broken .versions/ folder must not cost the prompt its memories
+                repeated_in = _judges_nothing
             hits = [h for h in hits if not self._repeats_replaced(h, repeated_in)]
             best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
@@ -414,6 +417,10 @@ class Promotion:
             return bool(entry.body.strip())
         except Exception:  # a file that vanished or broke since it was listed
             return False
+
+
+def _judges_nothing(text: str, own_id: str | None = None):
+    return None
 
 
 def _strength(hit) -> float:

@@ -8,6 +8,9 @@ from memstrata.storage import versions
 from memstrata.storage.errors import CorruptEntry, NotFound
 
 
+SNAPSHOT_MAX_BYTES = 1024 * 1024  # a kept version larger than this is not read for its terms
+
+
 def terms_of(text: str) -> frozenset:
     """A text's terms as the decision reads them: stemmed lower-case words that are not stop words,
     and the character bigrams of its CJK runs."""
@@ -53,10 +56,12 @@ class ReplacedVersions:
             kept = versions.list_snapshots(root, entry_id)
         except (NotFound, CorruptEntry, OSError):
             return []  # deleted since (its versions wait in .versions/ for a restore) or unreadable
-        for number in sorted(kept):
+        for number, path in sorted(kept.items()):
             if number >= (current.version or 0):
                 continue  # a snapshot of the current version (or ahead of it after a revert) replaced nothing
             try:
+                if path.stat().st_size > SNAPSHOT_MAX_BYTES:
+                    continue  # no memory's version is this long: not read at a prompt
                 old = versions.snapshot_entry(root, entry_id, number)
             except (NotFound, CorruptEntry, OSError):
                 continue
