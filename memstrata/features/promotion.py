@@ -11,7 +11,7 @@ from memstrata.errors import IndexUnavailable, InvalidInput
 from memstrata.features.aging import Aging
 from memstrata.features.autoload_block import FORMS, AutoloadResult, Costs
 from memstrata.features.autoload_fill import fill
-from memstrata.features.replaced_text import ReplacedVersions
+from memstrata.features.replaced_text import ReplacedVersions, spoken
 from memstrata.features.recall import Recall
 from memstrata.features.shared import SharedSpace
 from memstrata.features.start_work import brought_entry, brought_items
@@ -316,13 +316,17 @@ class Promotion:
             # an empty note (a vault's tag page: a title, no text) has nothing to hand an agent, and
             # its title alone matched "which database did we pick?" at 0.95, setting the floor above the answer
             hits = [h for h in answer.results if self._has_text(h, shared)]
-            # a captured turn (or a note) that repeats what an entry said before its current version is
-            # no current fact (the decision changed since): left out before it can set the floor
+            # a captured turn that repeats what an entry said before its current version is no current
+            # fact (the decision changed since): left out, and the query judged again without it
             try:
                 repeated_in = self._replaced.judge()
             except Exception:  # noqa: BLE001 - a broken .versions/ folder must not cost the prompt its memories
                 repeated_in = _judges_nothing
-            hits = [h for h in hits if not self._repeats_replaced(h, repeated_in)]
+            kept = [h for h in hits if not self._repeats_replaced(h, repeated_in)]
+            if len(kept) < len(hits) and all(h.relevance is not None for h in hits) and \
+                    max((h.relevance for h in kept), default=0.0) < settings.recall_min_relevance:
+                kept = []  # what is left is no answer (recall_min_relevance, as recall judges a query)
+            hits = kept
             best = max((_strength(h) for h in hits), default=0.0)
             floor = best * settings.autoload_min_relevance
             promoted = {p["id"] for p in result.promoted}
@@ -396,16 +400,16 @@ class Promotion:
             return None
 
     def _repeats_replaced(self, hit, repeated_in) -> bool:
-        """Whether the text a hit would inject (a turn: it and the turns beside it) repeats a replaced
-        version of another entry (features/replaced_text.py). A shared root's hits are not judged."""
-        if hit.shared_root is not None:
+        """Whether a captured turn's hit (the turn and the turns beside it, as injected) repeats a
+        replaced version of an entry (features/replaced_text.py). Notes are the user's own text and
+        are not judged (a note that mentions an old fact in passing holds others); nor is a shared root."""
+        if hit.shared_root is not None or hit.turn is None:
             return False
         try:
-            entry = self.entries.resolve(hit.id)
-            text = turns_around(self.root, entry, hit.turn) if hit.turn is not None else entry.body
+            text = spoken(turns_around(self.root, self.entries.resolve(hit.id), hit.turn))
         except Exception:  # noqa: BLE001 - a file that vanished or broke since it was listed: fill skips it
             return False
-        return repeated_in(text, entry.id) is not None
+        return repeated_in(text, hit.id) is not None
 
     def _has_text(self, hit, shared) -> bool:
         """A hit with text to hand an agent (in the shared root: a note this user wrote, unless asked)."""

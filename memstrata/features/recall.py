@@ -78,17 +78,18 @@ class Recall:
             previous = index.meta().get("model")
             generation, changed = self._changes_since_in_step(embedder.name)
             tree = in_step.tree_part(self.root) if changed is None else None  # before the walk reads a file
-            # in step since (the stamp of both, same model): no frame to load, the held-back notes still said
+            # in step since (the stamp of both, same model): no frame to load, no file to compare
             in_step_now = tree is not None and in_step.matches(index, tree) and \
                 sync.model_in_step(index, embedder.name, embedder.dim)
-            todo = (sync.SyncPlan(flagged=held_back.recorded(index)) if in_step_now
-                    else sync.plan(index, embedder.name, embedder.dim, changed))
+            todo = sync.SyncPlan() if in_step_now else sync.plan(index, embedder.name, embedder.dim, changed)
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
                          f"re-embedding {len(todo.embed)} entries")
             elif announce is not None and todo.embed:
                 announce(f"embedding {len(todo.embed)} new or changed entries")
             result = todo.summary() if in_step_now else sync.apply(index, todo, embedder, progress)
+            if held := held_back.recorded(index):  # every note held back, not only those read this time
+                result["flagged"] = held
             self.state.index_in_step = ((generation, embedder.name) if generation is not None and not result["errors"]
                                         else None)
             ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction

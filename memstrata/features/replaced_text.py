@@ -18,6 +18,21 @@ def terms_of(text: str) -> frozenset:
     return frozenset(words | lexical.cjk_bigrams(text))
 
 
+def grams_of(text: str) -> frozenset:
+    """A text's 3-grams, each (key, the terms it holds): of its stemmed words (stop words kept: "is on
+    call"), and of the characters of its CJK runs (holding their two bigrams)."""
+    toks = [stem(w.lower()) for w in lexical.words(text)]
+    out = {(" ".join(toks[i:i + 3]), tuple(toks[i:i + 3])) for i in range(len(toks) - 2)}
+    for run in lexical.cjk_query(text).split():
+        out.update((run[i:i + 3], (run[i:i + 2], run[i + 1:i + 3])) for i in range(len(run) - 2))
+    return frozenset(out)
+
+
+def spoken(text: str) -> str:
+    """A captured turn's text without its headings (`### <timestamp> · user`): what was said."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith("### "))
+
+
 class ReplacedVersions:
     """Every kept version of the tree's entries that said something their current text no longer
     says (scoring.superseded). An entry's versions are read again only when its `.versions/` folder
@@ -35,7 +50,8 @@ class ReplacedVersions:
         changed = set(self._by_id) - set(stamps)
         for entry_id in changed:
             del self._by_id[entry_id]
-        for entry_id, stamp in stamps.items():
+        for entry_id, folder in stamps.items():
+            stamp = (folder, self._current_stamp(entry_id))  # a hand edit of the note keeps no version
             if entry_id not in self._by_id or self._by_id[entry_id][0] != stamp:
                 self._by_id[entry_id] = (stamp, self._read(entry_id))
                 changed.add(entry_id)
@@ -46,13 +62,27 @@ class ReplacedVersions:
                     for term in record.dropped:
                         self._by_term.setdefault(term, []).append(record)
 
+    def _current_stamp(self, entry_id: str) -> tuple:
+        """Size and mtime of the entry's file(s) now, from the catalog's paths."""
+        out = []
+        for rel in self.state.catalog.paths_of(entry_id):
+            try:
+                st = (self.state.root / rel).stat()
+            except OSError:
+                continue
+            out.append((rel, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+
     def _read(self, entry_id: str) -> list[Replaced]:
         from memstrata.storage.sidecars import with_full_body
 
         root, out = self.state.root, []
+        from memstrata.scoring.conflicts import refines
+
         try:
             current = self.entries.resolve(entry_id)
-            now_terms = terms_of(with_full_body(root, current).body)
+            now_body = with_full_body(root, current).body
+            now_terms = terms_of(now_body)
             kept = versions.list_snapshots(root, entry_id)
         except (NotFound, CorruptEntry, OSError):
             return []  # deleted since (its versions wait in .versions/ for a restore) or unreadable
@@ -65,7 +95,8 @@ class ReplacedVersions:
                 old = versions.snapshot_entry(root, entry_id, number)
             except (NotFound, CorruptEntry, OSError):
                 continue
-            record = replaced(entry_id, number, terms_of(old.body), now_terms)
+            record = replaced(entry_id, number, terms_of(old.body), now_terms, grams_of(old.body),
+                              refinement=refines(old.body, now_body))
             if record is not None:
                 out.append(record)
         return out
@@ -86,6 +117,6 @@ class ReplacedVersions:
                     if id(record) not in seen:
                         seen.add(id(record))
                         candidates.append(record)
-            return repeated(terms, candidates, own_id)
+            return repeated(terms, candidates, own_id, grams_of(text)) if candidates else None
 
         return repeated_in

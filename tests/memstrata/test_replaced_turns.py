@@ -56,3 +56,15 @@ def test_reverting_makes_the_old_text_current_again(tree):
     m.revert(first.id, 1)
     block = m.autoload(PROMPT).markdown()
     assert "Dracula" in block and "According to the memory" in block, block
+
+
+def test_a_hand_edit_back_to_the_old_text_is_seen_by_the_same_process(tree):
+    """The kept versions are read again when the note's file changes, not only when a version is
+    kept: a hand edit back to the old fact (no version kept) makes the turn current again."""
+    m, _ = tree
+    written = m.write(NEW, title="Editor theme", category="preferences")
+    assert "Dracula" not in m.autoload(PROMPT).markdown()
+    path = m.root / written.path
+    path.write_text(path.read_text(encoding="utf-8").replace(NEW, OLD), encoding="utf-8")
+    m.sync()
+    assert "According to the memory" in m.autoload(PROMPT).markdown()
