@@ -13,11 +13,12 @@ from memstrata.storage.safe_io import read_regular_text
 
 # Where: the tree's cache (git-ignored, never pulled: a stamp says what this machine's table holds)
 STAMP_FILE = ".cache/index.sig"
+SIDECARS = (".full", ".versions")  # a change there changes what sync reads for a note (held back or not)
 
 
 def tree_part(root: Path) -> str:
-    """A digest of the entry files as the table compares them with its rows (path, size, mtime):
-    equal digests, no file the sync plan would read. Taken before a plan, so a file changed while
+    """A digest of the entry files as the table compares them with its rows (path, size, mtime), and
+    of their sidecars (full texts, kept versions): equal digests, no file the sync plan would read. Taken before a plan, so a file changed while
     the plan ran leaves a stamp that no longer matches."""
     from memstrata.storage.secret_allow import ALLOW_FILE
 
@@ -26,6 +27,17 @@ def tree_part(root: Path) -> str:
     digest = hashlib.sha1(f"read rules {READ_RULES}\n".encode())  # new rules: every file read again (sync.plan)
     for rel, st in sorted(iter_entry_files(root)):
         digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    for folder in SIDECARS:  # what the index reads beside a note: its full text, its kept versions
+        base = layout.path(root, folder)
+        for dirpath, dirs, files in os.walk(base):
+            dirs.sort()
+            for name in sorted(files):
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), root)
+                digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
     try:  # an allowance changed (`mem secrets allow|revoke`, a hand edit): notes to check again
         st = os.stat(layout.path(root, ALLOW_FILE))
         digest.update(f"allowed\0{st.st_size}\0{st.st_mtime_ns}\n".encode())

@@ -69,20 +69,10 @@ def bound(days_touched: float, max_uses: int, settings: Settings, strength: floa
     return strength * uses * decay * written_bonus(days_touched, settings)
 
 
-# Scores this close (relative) count as equal when the bound is reached: an entry at the bound that wins
-# the tie-break against every entry not read yet can be given without reading on (`wins_tie`). Without
-# this, a vault copied in one go (every note the same date and no use) read all its 30,000 notes at each
-# session start.
-TIE = 1e-9
-
-
-def wins_tie(item: tuple, touched: float, path: str) -> bool:
-    """Whether a heap item (its written time and path) comes before every entry not read yet, the next
-    being last touched at `touched` with `path`: entries come latest touched first and, touched at the
-    same time, by path, and none was written after it was last touched. So one written later than
-    `touched` wins, and one written at `touched` wins with a path before `path`."""
-    written, item_path = -item[1], item[2]
-    return written > touched or (written == touched and item_path < path)
+# The bound is computed apart from the scores it bounds: a relative margin covers their rounding (an
+# attacker's review found a bound one ulp under the score of an entry it bounds, which let the block
+# give a tied entry too early once the project boost no longer loosened the bound).
+MARGIN = 1e-9
 
 
 def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetime, settings: Settings,
@@ -93,8 +83,7 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
     score is multiplied by factor(entry) (at most `factor_max`), and an entry whose factor is 0 is left
     out (scoring.project_scope.start_factor: the session's project first, other projects out).
 
-    `latest_first` (by last touch, latest first, then by path) is read only until what is left cannot
-    come first (`bound` of the entry reached, or equalled with the tie won: `wins_tie`;
+    `latest_first` is read only until what is left cannot score higher (`bound` of the entry reached;
     `max_uses` and `strength` must be at least the use count and importance factor x correlation of
     every entry in it that is not in `first`): a session start over 20,000 entries parses the few
     hundred it needs. `first` holds the entries the order of `latest_first` does not cover: those used
@@ -121,10 +110,9 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
     for entry in latest_first:
         if entry.ref in seen:
             continue
-        ceiling = bound(_days(entry, now), max_uses, settings, strength) * max(1.0, factor_max)
-        touched = entry.last_touched.timestamp() if entry.last_touched is not None else math.inf
-        path = entry.path or ""
-        while heap and (-heap[0][0] > ceiling or (-heap[0][0] >= ceiling * (1.0 - TIE) and wins_tie(heap[0], touched, path))):
+        # the bound's own rounding can leave it an ulp under a score it bounds: a margin, never a gap
+        ceiling = bound(_days(entry, now), max_uses, settings, strength) * max(1.0, factor_max) * (1.0 + MARGIN)
+        while heap and -heap[0][0] > ceiling:
             item = heapq.heappop(heap)
             yield item[-1], -item[0]
         push(entry)

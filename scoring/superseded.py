@@ -29,14 +29,15 @@ class Replaced:
 
 def replaced(entry_id: str, version: int, old_terms: Iterable[str], current_terms: Iterable[str],
              old_grams: Iterable[tuple] = (), refinement: bool = False) -> Replaced | None:
-    """The Replaced record of an old version, or None when the current text still holds all it said or
-    is a `refinement` of it (scoring.conflicts.refines: it keeps the old words and adds to them)."""
+    """The Replaced record of an old version, or None when the current text still holds all it said,
+    says nothing it did not (a fact moved to another note, or cut), or is a `refinement` of it
+    (scoring.conflicts.refines: it keeps the old words and adds to them)."""
     old, current = frozenset(old_terms), frozenset(current_terms)
-    dropped = old - current
-    if not dropped or refinement:
-        return None
+    dropped, added = old - current, current - old
+    if not dropped or not added or refinement:
+        return None  # said more, or only less (its facts may live in another note now): no change of mind
     context = frozenset(g for g in old_grams if any(part in dropped for part in g[1]))
-    return Replaced(entry_id, int(version), old, dropped, current - old, context)
+    return Replaced(entry_id, int(version), old, dropped, added, context)
 
 
 def repeats(text_terms: Iterable[str], version: Replaced, text_grams: Iterable[tuple] = ()) -> bool:

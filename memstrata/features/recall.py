@@ -69,8 +69,7 @@ class Recall:
         from memstrata.retrieval import ann, held_back, in_step, sync
         from memstrata.storage import secret_allow
 
-        embedder = self.state.model()
-        left: list[str] = []
+        embedder, left = self.state.model(), []
         self.entries.give_ids(left)  # files added by hand get their id here (never on a read)
         with self.state.lock():
             index = self.state.vector_index()
@@ -78,10 +77,11 @@ class Recall:
             previous = index.meta().get("model")
             generation, changed = self._changes_since_in_step(embedder.name)
             tree = in_step.tree_part(self.root) if changed is None else None  # before the walk reads a file
-            # in step since (the stamp of both, same model): no frame to load, no file to compare
+            # in step since (the stamp of both, same model): no frame to load, unreadable notes still said
             in_step_now = tree is not None and in_step.matches(index, tree) and \
                 sync.model_in_step(index, embedder.name, embedder.dim)
-            todo = sync.SyncPlan() if in_step_now else sync.plan(index, embedder.name, embedder.dim, changed)
+            todo = sync.SyncPlan(errors=self.state.catalog.errors()) if in_step_now else \
+                sync.plan(index, embedder.name, embedder.dim, changed)
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
                          f"re-embedding {len(todo.embed)} entries")

@@ -8,7 +8,8 @@ from memstrata.storage import versions
 from memstrata.storage.errors import CorruptEntry, NotFound
 
 
-SNAPSHOT_MAX_BYTES = 1024 * 1024  # a kept version larger than this is not read for its terms
+SNAPSHOT_MAX_BYTES = 16 * 1024  # a kept version larger than this is not read for its terms (no memory's is)
+VERSIONS_READ = 5  # an entry's latest kept versions read (an entry rewritten 20,000 times costs 5)
 
 
 def terms_of(text: str) -> frozenset:
@@ -46,7 +47,8 @@ class ReplacedVersions:
         self._by_term: dict[str, list[Replaced]] = {}  # a dropped term -> the records that dropped it
 
     def _refresh(self) -> None:
-        stamps = versions.folder_stamps(self.state.root)
+        known = set(self.state.catalog.ids())  # a folder for an id no entry has replaced nothing to judge
+        stamps = {i: st for i, st in versions.folder_stamps(self.state.root).items() if i in known}
         changed = set(self._by_id) - set(stamps)
         for entry_id in changed:
             del self._by_id[entry_id]
@@ -86,14 +88,13 @@ class ReplacedVersions:
             kept = versions.list_snapshots(root, entry_id)
         except (NotFound, CorruptEntry, OSError):
             return []  # deleted since (its versions wait in .versions/ for a restore) or unreadable
-        for number, path in sorted(kept.items()):
-            if number >= (current.version or 0):
-                continue  # a snapshot of the current version (or ahead of it after a revert) replaced nothing
+        older = [(n, path) for n, path in sorted(kept.items()) if n < (current.version or 0)]
+        for number, path in older[-VERSIONS_READ:]:  # a snapshot of the current version, or ahead of it, replaced nothing
             try:
                 if path.stat().st_size > SNAPSHOT_MAX_BYTES:
                     continue  # no memory's version is this long: not read at a prompt
                 old = versions.snapshot_entry(root, entry_id, number)
-            except (NotFound, CorruptEntry, OSError):
+            except (NotFound, CorruptEntry, OSError, ValueError):  # ValueError: not UTF-8
                 continue
             record = replaced(entry_id, number, terms_of(old.body), now_terms, grams_of(old.body),
                               refinement=refines(old.body, now_body))

@@ -25,3 +25,30 @@ def test_an_in_step_sync_loads_no_frame_and_a_hand_edit_is_still_indexed(tmp_pat
     assert again["embedded"] == 1 and frames, again
     hits = Memory(m.root, embedder=embedder).recall("when does the Kiel ferry leave?", count_access=False).results
     assert "half past nine" in hits[0].snippet
+
+
+def test_an_in_step_sync_still_says_unreadable_notes_and_sees_a_sidecar_change(tmp_path, embedder, monkeypatch):
+    """An attacker's review: the in-step sync stopped saying an unreadable note, and a note held back
+    only for a key in its kept version stayed held back after the key was taken out of that version."""
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.write("The ferry to Kiel leaves at eight.", title="Ferry", category="travel")
+    (m.root / "travel" / "bad.md").write_text("---\ntitle: [unclosed\n---\nbroken\n", encoding="utf-8")
+    first = m.sync()
+    assert "travel/bad.md" in first["errors"]
+    again = Memory(m.root, embedder=embedder).sync()
+    assert "travel/bad.md" in again["errors"], again
+    key = "AK" + "IA" + "Q7ZK4M2XWPLR9TBV"
+    kept = m.root / ".versions" / "bakery000001" / "v1.md"  # a hand-made note at v2, its v1 holding a key
+    kept.parent.mkdir(parents=True)
+    kept.write_text(f"---\nid: bakery000001\ntitle: Bakery\nversion: 1\n---\nThe bakery opens at six. Key {key}.\n",
+                    encoding="utf-8")
+    (m.root / "travel" / "bakery.md").write_text("---\nid: bakery000001\ntitle: Bakery\nversion: 2\n---\n"
+                                                 "The bakery opens at seven now.\n", encoding="utf-8")
+    held = Memory(m.root, embedder=embedder).sync()
+    assert "travel/bakery.md" in held.get("flagged", {}), held
+    assert "travel/bakery.md" in Memory(m.root, embedder=embedder).sync().get("flagged", {})
+    kept.write_text(kept.read_text(encoding="utf-8").replace(f" Key {key}.", ""), encoding="utf-8")
+    after = Memory(m.root, embedder=embedder).sync()
+    assert "travel/bakery.md" not in after.get("flagged", {}) and after["embedded"] == 1, after

@@ -115,10 +115,11 @@ def test_entries_given_first_are_ranked_with_the_rest_and_never_twice():
     assert scores == sorted(scores, reverse=True)
 
 
-def test_a_vault_copied_in_one_go_is_read_only_as_far_as_the_ties_need():
+def test_a_vault_copied_in_one_go_is_the_full_sort_and_stops_at_a_second():
     """3,000 notes copied in three seconds (one date each, no use): the order is the full sort (ties by
-    the latest write, then the path) and the top 10 are given after reading a few more, not the 1,000
-    of the latest second (the catalog gives notes touched at the same time by path)."""
+    the latest write, then the path), and the top 10 are given once the next second's notes begin
+    (they score lower), not after all 3,000. An attacker's review found that giving a tie before the
+    next second was read broke the full sort where stamps have fractions of a second: not done."""
     rng = random.Random(5)
     base = NOW - timedelta(days=2)
     entries = []
@@ -138,5 +139,16 @@ def test_a_vault_copied_in_one_go_is_read_only_as_far_as_the_ties_need():
     got = in_order([], counted(), NOW, S, 0, STRENGTH_PLAIN)
     top = [next(got) for _ in range(10)]
     assert [e.id for e, _ in top] == [e.id for e in want[:10]]
-    assert len(read) <= 20  # before ties were broken by path as read: every note of the latest second
+    assert len(read) <= 1001
     assert [e.id for e, _ in top] + [e.id for e, _ in got] == [e.id for e in want]
+
+
+def test_the_bound_keeps_a_margin_over_its_own_rounding():
+    """An attacker's review: A and Z written the same second, Z also read an hour later (one use):
+    Z's score was one ulp above the bound computed at its touch, and the block gave Z first."""
+    a = Entry(id="a", title="a", path="n/a.md", created=NOW - timedelta(days=11))
+    z = Entry(id="z", title="z", path="n/z.md", created=NOW - timedelta(days=11),
+              last_access=NOW - timedelta(days=11) + timedelta(hours=1), access_count=1)
+    stream = sorted([a, z], key=lambda e: (-e.last_touched.timestamp(), e.path))
+    want = sorted([a, z], key=lambda e: (-start_score(e, NOW, S), -written(e).timestamp(), e.path))
+    assert [e.id for e, _ in in_order([], stream, NOW, S, 1, STRENGTH_PLAIN)] == [e.id for e in want]

@@ -90,3 +90,10 @@ def test_a_turns_headings_are_not_what_was_said():
     turn = "### 2026-05-10T10:00:20.000Z · assistant\nAccording to the memory, the deploy is on Friday."
     assert spoken(turn) == "According to the memory, the deploy is on Friday."
     assert "assistant" not in terms_of(spoken(turn))
+
+
+def test_a_fact_moved_to_another_note_was_not_replaced():
+    """An attacker's review: "Postgres runs on port 5432. Redis ... 6379." cut to the Redis part (the
+    Postgres fact has a note of its own now): a turn saying Postgres runs on 5432 is still current."""
+    old, new = "Postgres runs on port 5432. Redis cache runs on port 6379.", "Redis cache runs on port 6379."
+    assert replaced("ports", 1, terms_of(old), terms_of(new), grams_of(old), refines(old, new)) is None
