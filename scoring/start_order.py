@@ -70,20 +70,38 @@ def bound(days_touched: float, max_uses: int, settings: Settings, strength: floa
 
 
 # The bound is computed apart from the scores it bounds: a relative margin covers their rounding (an
-# attacker's review found a bound one ulp under the score of an entry it bounds, which let the block
-# give a tied entry too early once the project boost no longer loosened the bound).
+# attacker's review found a bound one ulp under the score of an entry it bounds). Scores are compared
+# to 9 significant digits (`score_key`), so equal scores computed two ways are equal, and ties go to
+# the latest write (to the second, as dates are kept), then the path: a tie at the bound is given
+# without reading on when no entry left can win it (`wins_tie`). Without that, a vault copied in one
+# go (every note the same second, no use) read all its 30,000 notes at each session start.
 MARGIN = 1e-9
+
+
+def score_key(score: float) -> float:
+    """A score to 9 significant digits: what the order compares."""
+    return float(f"{score:.9g}")
+
+
+def wins_tie(item: tuple, touched: float, path: str) -> bool:
+    """Whether a heap item (its written second and path) comes before every entry not read yet, the
+    next being last touched in second `touched` with `path`: entries come by the second last touched,
+    latest first, then by path, and none was written after it was last touched."""
+    written, item_path = -item[1], item[2]
+    return written > touched or (written == touched and item_path < path)
 
 
 def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetime, settings: Settings,
              max_uses: int, strength: float = STRENGTH_MAX, factor: Callable[[Entry], float] | None = None,
              factor_max: float = 1.0) -> Iterator[tuple[Entry, float]]:
-    """(entry, start_score) of the entries of `first` (any order) and `latest_first` (by last touch,
-    latest first), highest score first; ties by the latest write, then the path. With `factor`, each
+    """(entry, start_score) of the entries of `first` (any order) and `latest_first` (by the second last
+    touched, latest first, then by path), highest score first (`score_key`: to 9 significant digits);
+    ties by the latest write (to the second), then the path. With `factor`, each
     score is multiplied by factor(entry) (at most `factor_max`), and an entry whose factor is 0 is left
     out (scoring.project_scope.start_factor: the session's project first, other projects out).
 
-    `latest_first` is read only until what is left cannot score higher (`bound` of the entry reached;
+    `latest_first` is read only until what is left cannot come first (`bound` of the entry passed, or
+    reached with the tie won: `wins_tie`;
     `max_uses` and `strength` must be at least the use count and importance factor x correlation of
     every entry in it that is not in `first`): a session start over 20,000 entries parses the few
     hundred it needs. `first` holds the entries the order of `latest_first` does not cover: those used
@@ -103,19 +121,22 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
             return
         score = start_score(entry, now, settings) * scale
         stamp = written(entry)
-        heapq.heappush(heap, (-score, -(stamp.timestamp() if stamp else 0.0), entry.path or "", len(seen), entry))
+        heapq.heappush(heap, (-score_key(score), -(math.floor(stamp.timestamp()) if stamp else 0), entry.path or "",
+                              len(seen), entry, score))
 
     for entry in first:
         push(entry)
     for entry in latest_first:
         if entry.ref in seen:
             continue
-        # the bound's own rounding can leave it an ulp under a score it bounds: a margin, never a gap
-        ceiling = bound(_days(entry, now), max_uses, settings, strength) * max(1.0, factor_max) * (1.0 + MARGIN)
-        while heap and -heap[0][0] > ceiling:
+        ceiling = score_key(bound(_days(entry, now), max_uses, settings, strength) * max(1.0, factor_max)
+                            * (1.0 + MARGIN))
+        touched = math.floor(entry.last_touched.timestamp()) if entry.last_touched is not None else math.inf
+        path = entry.path or ""
+        while heap and (-heap[0][0] > ceiling or (-heap[0][0] == ceiling and wins_tie(heap[0], touched, path))):
             item = heapq.heappop(heap)
-            yield item[-1], -item[0]
+            yield item[4], item[5]
         push(entry)
     while heap:
         item = heapq.heappop(heap)
-        yield item[-1], -item[0]
+        yield item[4], item[5]

@@ -19,7 +19,7 @@ from memstrata.storage.entry_files import (  # noqa: F401  (where entry files ar
 from memstrata.storage.paths import category_of
 from memstrata.storage.safe_io import check_write_target
 from memstrata.storage.catalog_db import (  # noqa: F401  (the schema's names, imported from here too)
-    CORRELATION, IMPORTANCE, OWN_ID, SCHEMA_VERSION, USES, INSERT_ROW, damaged, entry_from_row, open_db, rebuilt_when_damaged, row_of,
+    CORRELATION, IMPORTANCE, OWN_ID, SCHEMA_VERSION, TOUCHED_ORDER, USES, INSERT_ROW, damaged, entry_from_row, open_db, rebuilt_when_damaged, row_of,
 )
 
 CACHE_DIR = ".cache"
@@ -285,12 +285,12 @@ class Catalog:
         return cached[1].copy() if copy else cached[1]
 
     def latest_first(self, status: str | None = None, batch: int = 256):
-        """Entries with a date (metadata, bodies not loaded), latest touched first and, touched at the
-        same time, by path, parsed as they are read: a caller that stops early never parses the rest
-        (undated ones: `undated`); with `status`, only those of that status. The entries are the
-        catalog's own, not copies: read them, never change them."""
+        """Entries with a date (metadata, bodies not loaded), latest touched first (to the second, as
+        their dates are kept) and, touched in the same second, by path, parsed as they are read: a
+        caller that stops early never parses the rest (undated ones: `undated`); with `status`, only
+        those of that status. The entries are the catalog's own, not copies: read them, never change them."""
         where = "meta IS NOT NULL AND touched IS NOT NULL" + (" AND json_extract(meta, '$.status') = ?" if status else "")
-        rows = self._conn.execute(f"SELECT path, category, meta FROM entries WHERE {where} ORDER BY touched DESC, path",
+        rows = self._conn.execute(f"SELECT path, category, meta FROM entries WHERE {where} ORDER BY {TOUCHED_ORDER}",
                                   (status,) if status else ())
         while True:
             chunk = rows.fetchmany(batch)

@@ -37,7 +37,10 @@ _OWN_ID_INDEX = f"CREATE INDEX IF NOT EXISTS entries_own_id ON entries({OWN_ID})
 USES = "json_extract(meta, '$.access_count')"
 IMPORTANCE = "json_extract(meta, '$.importance')"
 CORRELATION = "json_extract(meta, '$.context_correlation')"
-_START_INDEXES = {"entries_touched_path": "CREATE INDEX IF NOT EXISTS entries_touched_path ON entries(touched DESC, path)",
+# The session start reads entries by the second they were last touched (what their metadata holds: dates
+# are kept to the second), then by path: `TOUCHED_ORDER`, an index lookup (scoring/start_order.py).
+TOUCHED_ORDER = "CAST(touched AS INTEGER) DESC, path"
+_START_INDEXES = {"entries_touched_second": f"CREATE INDEX IF NOT EXISTS entries_touched_second ON entries({TOUCHED_ORDER})",
                   "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})",
                   "entries_important": "CREATE INDEX IF NOT EXISTS entries_important ON entries(important)",
                   "entries_importance": f"CREATE INDEX IF NOT EXISTS entries_importance ON entries({IMPORTANCE})",
@@ -125,9 +128,9 @@ def _add_own_id_index(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         except sqlite3.OperationalError:
             pass
-    if "entries_touched" in have:  # the touch order alone, before ties came in path order (entries_touched_path)
-        try:
-            conn.execute("DROP INDEX IF EXISTS entries_touched")
+    for old in ("entries_touched", "entries_touched_path") if "entries_touched_second" not in have else ():
+        try:  # the orders before ties came by the second, then by path
+            conn.execute(f"DROP INDEX IF EXISTS {old}")
         except sqlite3.OperationalError:
             pass
 
