@@ -76,6 +76,18 @@ def by_touch(entries):
     return sorted(entries, key=lambda e: (-math.floor(e.last_touched.timestamp()), e.path))
 
 
+def as_read(entries):
+    """The entries as the catalog gives them (`by_touch`), lazily, and the list of those read so far."""
+    read = []
+
+    def stream():
+        for e in by_touch(entries):
+            read.append(e)
+            yield e
+
+    return stream(), read
+
+
 def full_sort(entries, factor=1.0):
     """The order in_order promises: score to 9 digits, the latest write to the second, the path."""
     return sorted(entries, key=lambda e: (-score_key(start_score(e, NOW, S) * factor),
@@ -97,17 +109,10 @@ def _tree(n, seed):
 def test_the_lazy_order_is_the_full_sort_and_reads_only_what_it_needs(seed, strong_first):
     """The strong entries given first, the rest is bounded three times tighter: fewer read."""
     entries = _tree(2000, seed)
-    stream = by_touch(entries)
-    read = []
-
-    def counted():
-        for e in stream:
-            read.append(e)
-            yield e
-
+    counted, read = as_read(entries)
     want = full_sort(entries)
     first = [e for e in entries if strong(e)] if strong_first else []
-    got = in_order(first, counted(), NOW, S, max(e.access_count for e in entries),
+    got = in_order(first, counted, NOW, S, max(e.access_count for e in entries),
                    STRENGTH_PLAIN if strong_first else STRENGTH_MAX)
     top = [next(got) for _ in range(20)]
     assert [e.id for e, _ in top] == [e.id for e in want[:20]]
@@ -138,16 +143,9 @@ def test_a_vault_copied_in_one_go_is_the_full_sort_and_read_only_as_far_as_the_t
         stamp = base - timedelta(seconds=i // 1000)
         name = f"{rng.randrange(10 ** 6):06d}-{i}"
         entries.append(Entry(id=name, title=name, path=f"vault/{name}.md", created=stamp, updated=stamp))
-    stream = by_touch(entries)
-    read = []
-
-    def counted():
-        for e in stream:
-            read.append(e)
-            yield e
-
+    counted, read = as_read(entries)
     want = full_sort(entries)
-    got = in_order([], counted(), NOW, S, 0, STRENGTH_PLAIN)
+    got = in_order([], counted, NOW, S, 0, STRENGTH_PLAIN)
     top = [next(got) for _ in range(10)]
     assert [e.id for e, _ in top] == [e.id for e in want[:10]]
     assert len(read) <= 20
