@@ -26,6 +26,13 @@ def record(index, flagged: dict, looked_at: set | None) -> None:
         index.set_meta(FLAGGED_META, now)
 
 
+def release(index, rel: str) -> None:
+    """`rel` is indexed now (allowed): no longer held back. Caller holds the tree lock."""
+    before = recorded(index)
+    if rel in before and index.exists():
+        index.set_meta(FLAGGED_META, {k: v for k, v in before.items() if k != rel})
+
+
 def recorded(index) -> dict:
     """The held-back notes as sync last recorded them (path -> why)."""
     flagged = index.meta().get(FLAGGED_META)

@@ -86,3 +86,11 @@ def record(index, tree: str, table: str | None = None) -> None:
                           root=Path(index.root))
     except OSError:
         pass  # derived: the next check opens the table
+
+
+def forget(root) -> None:
+    """No stamp: the next sync compares every file (an allowance changed what a note's file did not)."""
+    try:
+        layout.path(root, STAMP_FILE).unlink(missing_ok=True)
+    except OSError:
+        pass

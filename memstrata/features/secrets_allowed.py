@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from memstrata.engine.state import TreeState
 from memstrata.errors import InvalidInput, MemstrataError
+from memstrata.retrieval import in_step
 from memstrata.storage import secret_allow
 from memstrata.storage.clock import format_datetime
 from memstrata.storage.secrets import located_in_entry
@@ -29,8 +30,12 @@ class SecretsAllowed:
         if indexed:
             from memstrata.retrieval.sync import allowance_applied
 
+            from memstrata.retrieval import held_back
+
             with self.state.lock():
                 allowance_applied(self.state.vector_index(), entry.path)
+                held_back.release(self.state.vector_index(), entry.path)
+        in_step.forget(self.state.root)  # the next sync compares every file again
         return {"path": entry.path, "allowed": [_shown(r) for r in records], "indexed": indexed}
 
     def revoke(self, ref: str) -> dict:
@@ -45,6 +50,7 @@ class SecretsAllowed:
                 from memstrata.retrieval.sync import allowance_applied
 
                 allowance_applied(self.state.vector_index(), rel)
+            in_step.forget(self.state.root)  # the next sync reads the note again: held back once more
         return {"path": rel, "revoked": n, "unindexed": unindexed}
 
     def _unindex_if_flagged(self, rel: str) -> bool:
