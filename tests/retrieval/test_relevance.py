@@ -10,10 +10,15 @@ from memstrata.scoring import relevance
 
 
 def _zebra(mem):
-    mem.write("The zebra crossing near the office is dangerous at night.", title="Crossing", category="notes")
+    # written in one second, as a script writes them: three notes, not a conversation's turns (written a
+    # second apart under load, they were linked as turns and "Lunch" took its neighbours' relevance: a
+    # CI run failed on that, on main too)
+    at = "2026-06-01T10:00:00Z"
+    mem.write("The zebra crossing near the office is dangerous at night.", title="Crossing", category="notes",
+              created=at)
     mem.write("A zebra and a zebra again: zebra stripes are unique to each animal.", title="Stripes",
-              category="notes")
-    mem.write("Unrelated note about lunch at noon.", title="Lunch", category="notes")
+              category="notes", created=at)
+    mem.write("Unrelated note about lunch at noon.", title="Lunch", category="notes", created=at)
 
 
 def _titles(result):
