@@ -151,8 +151,7 @@ def apply_priors(base: np.ndarray, w: FusionWeights, structure, entity_share: np
         boosts["entity"] = w.entity * entity_share
     relevance = base + boosts.get("entity", 0.0)
     if w.neighbour:
-        links = structure.links() if isinstance(structure, Structure) else \
-            tuple((link >= 0, np.maximum(link, 0)) for link in (prev, nxt, _step(prev), _step(nxt)))
+        links = (structure if isinstance(structure, Structure) else Structure(structure)).links()
         at = [np.where(valid, relevance[safe], 0.0) for valid, safe in links[:4 if w.neighbour_second else 2]]
         around = at[0] + at[1]
         if w.neighbour_second:

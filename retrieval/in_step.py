@@ -18,8 +18,8 @@ SIDECARS = (".full", ".versions")  # a change there changes what sync reads for 
 
 def tree_part(root: Path) -> str:
     """A digest of the entry files as the table compares them with its rows (path, size, mtime), and
-    of their sidecars (full texts, kept versions): equal digests, no file the sync plan would read. Taken before a plan, so a file changed while
-    the plan ran leaves a stamp that no longer matches."""
+    of their sidecars (full texts, kept versions): equal digests, no file the sync plan would read.
+    Taken before a plan, so a file changed while the plan ran leaves a stamp that no longer matches."""
     from memstrata.storage.secret_allow import ALLOW_FILE
 
     from memstrata.storage.codec import READ_RULES

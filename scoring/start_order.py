@@ -100,9 +100,8 @@ def in_order(first: Iterable[Entry], latest_first: Iterable[Entry], now: datetim
     score is multiplied by factor(entry) (at most `factor_max`), and an entry whose factor is 0 is left
     out (scoring.project_scope.start_factor: the session's project first, other projects out).
 
-    `latest_first` is read only until what is left cannot come first (`bound` of the entry passed, or
-    reached with the tie won: `wins_tie`;
-    `max_uses` and `strength` must be at least the use count and importance factor x correlation of
+    `latest_first` is read only until what is left cannot come first (the entry's `bound` passed, or
+    reached with the tie won: `wins_tie`; `max_uses` and `strength` must be at least the use count and importance factor x correlation of
     every entry in it that is not in `first`): a session start over 20,000 entries parses the few
     hundred it needs. `first` holds the entries the order of `latest_first` does not cover: those used
     since the catalog last saw them (the access journal), those with no date, and, with `strength`

@@ -269,9 +269,9 @@ class Catalog:
         return [self._entry(r) for r in rows]
 
     def meta_rows(self) -> list[tuple]:
-        """(path, category, meta text) of every parseable entry: for caches kept per row, which read
-        only the rows whose metadata changed."""
-        return self._conn.execute("SELECT path, category, meta FROM entries WHERE meta IS NOT NULL").fetchall()
+        """(path, meta text) of every parseable entry: for caches kept per row, which read only the
+        rows whose metadata changed."""
+        return self._conn.execute("SELECT path, meta FROM entries WHERE meta IS NOT NULL").fetchall()
 
     def _entry(self, row, copy: bool = True) -> Entry:
         """The entry of a catalog row, parsed once per metadata text (callers get their own copy)."""

@@ -128,11 +128,12 @@ def _add_own_id_index(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         except sqlite3.OperationalError:
             pass
-    for old in ("entries_touched", "entries_touched_path") if "entries_touched_second" not in have else ():
-        try:  # the orders before ties came by the second, then by path
-            conn.execute(f"DROP INDEX IF EXISTS {old}")
-        except sqlite3.OperationalError:
-            pass
+    if "entries_touched_second" not in have:  # the touch orders before ties came by the second, then by path
+        for old in ("entries_touched", "entries_touched_path"):
+            try:
+                conn.execute(f"DROP INDEX IF EXISTS {old}")
+            except sqlite3.OperationalError:
+                pass
 
 
 def row_of(rel: str, entry: Entry, st) -> tuple:

@@ -46,7 +46,7 @@ class UseDays:
         """The days of every row's created, updated and last access (scoring.usage.entry_days), read
         from its metadata without building the entry (2.3 s -> 0.6 s for 44,000 rows)."""
         before, now_rows = self._row_days, {}
-        for path, _, meta in self.state.catalog.meta_rows():
+        for path, meta in self.state.catalog.meta_rows():
             mark = hash(meta)
             kept = before.get(path)
             if kept is None or kept[0] != mark:

@@ -37,13 +37,13 @@ def spoken(text: str) -> str:
 class ReplacedVersions:
     """Every kept version of the tree's entries that said something their current text no longer
     says (scoring.superseded). An entry's versions are read again only when its `.versions/` folder
-    changed (a content change keeps a version there): a prompt costs one listing and a stat per
-    versioned entry, not a read of every kept version."""
+    (a content change keeps a version there) or its file (a hand edit keeps none) changed: a prompt
+    costs one listing and two stats per versioned entry, not a read of every kept version."""
 
     def __init__(self, state, entries):
         self.state = state
         self.entries = entries
-        self._by_id: dict[str, tuple[int, list[Replaced]]] = {}  # id -> (folder stamp, its records)
+        self._by_id: dict[str, tuple[tuple, list[Replaced]]] = {}  # id -> (folder and file stamps, its records)
         self._by_term: dict[str, list[Replaced]] = {}  # a dropped term -> the records that dropped it
 
     def _refresh(self) -> None:
@@ -76,11 +76,10 @@ class ReplacedVersions:
         return tuple(out)
 
     def _read(self, entry_id: str) -> list[Replaced]:
+        from memstrata.scoring.conflicts import refines
         from memstrata.storage.sidecars import with_full_body
 
         root, out = self.state.root, []
-        from memstrata.scoring.conflicts import refines
-
         try:
             current = self.entries.resolve(entry_id)
             now_body = with_full_body(root, current).body
@@ -112,12 +111,7 @@ class ReplacedVersions:
             if not by_term:
                 return None
             terms = terms_of(text)
-            seen, candidates = set(), []
-            for term in terms:
-                for record in by_term.get(term, ()):
-                    if id(record) not in seen:
-                        seen.add(id(record))
-                        candidates.append(record)
-            return repeated(terms, candidates, own_id, grams_of(text)) if candidates else None
+            candidates = {id(r): r for term in terms for r in by_term.get(term, ())}  # those that dropped one of its terms
+            return repeated(terms, candidates.values(), own_id, grams_of(text)) if candidates else None
 
         return repeated_in
