@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.storage.errors import CorruptEntry
-from memstrata.storage import holders, layout
+from memstrata.storage import folder_stamps, holders, layout
 from memstrata.storage.atomic import ensure_dir
 from memstrata.storage.entry import Entry
 from memstrata.storage.entry_files import (  # noqa: F401  (where entry files are; imported from here too)
@@ -147,7 +147,8 @@ class Catalog:
             seen = set()
             skipped: list[str] = []
             bad: list[str] = []
-            for rel, st in iter_entry_files(self.root, skipped, bad):
+            folders: list = []
+            for rel, st in iter_entry_files(self.root, skipped, bad, folders=folders):
                 seen.add(rel)
                 if known.get(rel) != (st.st_size, st.st_mtime_ns):
                     updates.append(self._read_row(rel, st, report))
@@ -173,6 +174,8 @@ class Catalog:
                 return self.refresh()
             for rel in report.removed:
                 self._parsed.pop(rel, None)
+        if changed is None:
+            self._keep_folders(folders, skipped)
         self._walked_at = generation
         return report
 
@@ -180,14 +183,29 @@ class Catalog:
         """A cheaper refresh for a process that has no watcher and must answer at once (a cold
         session start): the names of the tree's files are compared with the catalog's (no stat of each
         file), and only when a file was added or removed is the catalog refreshed. A file changed in
-        place keeps its row until the next refresh. Whether it refreshed."""
+        place keeps its row until the next refresh. When no folder changed since the last complete
+        walk, not even the names are read (storage/folder_stamps.py). Whether it refreshed."""
+        if folder_stamps.unchanged(self._conn, self.root):
+            return False  # no file added, removed or renamed since the last complete walk
         skipped: list[str] = []
-        names = {rel for rel, _ in iter_entry_files(self.root, skipped, stats=False)}
+        folders: list = []
+        names = {rel for rel, _ in iter_entry_files(self.root, skipped, stats=False, folders=folders)}
         known = {row[0] for row in self._conn.execute("SELECT path FROM entries")}
         if names - known or any(p not in names and not any(p.startswith(f + "/") for f in skipped) for p in known):
             self.refresh()
             return True
+        self._keep_folders(folders, skipped)
         return False
+
+    def _keep_folders(self, folders: list, skipped: list[str]) -> None:
+        """After a complete walk whose names the rows now match: its folders, for the next cold start
+        (storage/folder_stamps.py). A walk that could not open a folder keeps none."""
+        if self.note is not None:
+            return  # in memory for this process: nobody after it reads them
+        if skipped:
+            folder_stamps.forget(self._conn)
+        else:
+            folder_stamps.record(self._conn, folders)
 
     def _read_row(self, rel: str, st, report: RefreshReport) -> tuple:
         report.changed.append(rel)

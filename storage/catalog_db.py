@@ -7,7 +7,7 @@ import math
 import os
 import sqlite3
 
-from memstrata.storage import codec, holders
+from memstrata.storage import codec, folder_stamps, holders
 from memstrata.storage.entry import Entry
 
 SCHEMA_VERSION = 7  # another version is dropped and rebuilt (5: YAML tags as written, `true`; 6: ids too;
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_category ON entries(category);
-""" + holders.TABLE + ";"
+""" + holders.TABLE + ";\n" + folder_stamps.TABLE + ";"
 # A vault note's own `id:` (the user's key beside `mem-id:`) as text, what a reference is compared with.
 OWN_ID = "CAST(json_extract(meta, '$.id') AS TEXT)"
 # Made on open when missing (a catalog of this schema version made before it is kept: its holders stay).
@@ -44,7 +44,10 @@ _START_INDEXES = {"entries_touched_second": f"CREATE INDEX IF NOT EXISTS entries
                   "entries_uses": f"CREATE INDEX IF NOT EXISTS entries_uses ON entries({USES})",
                   "entries_important": "CREATE INDEX IF NOT EXISTS entries_important ON entries(important)",
                   "entries_importance": f"CREATE INDEX IF NOT EXISTS entries_importance ON entries({IMPORTANCE})",
-                  "entries_correlation": f"CREATE INDEX IF NOT EXISTS entries_correlation ON entries({CORRELATION})"}
+                  "entries_correlation": f"CREATE INDEX IF NOT EXISTS entries_correlation ON entries({CORRELATION})",
+                  # the categories' counts (a session start's project, scoring/project_scope.py) without reading `meta`
+                  "entries_category_parsed": "CREATE INDEX IF NOT EXISTS entries_category_parsed ON entries(category) "
+                                             "WHERE meta IS NOT NULL"}
 
 
 def damaged(exc: BaseException) -> bool:
@@ -85,7 +88,7 @@ def open_db(path) -> sqlite3.Connection:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             _migrate(conn)
         conn.execute("SELECT count(*) FROM entries").fetchone()
-        _add_own_id_index(conn)
+        _add_missing_parts(conn)
     except BaseException:
         conn.close()
         raise
@@ -105,6 +108,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             conn.execute("DROP TABLE IF EXISTS entries")
             conn.execute("DROP TABLE IF EXISTS holders")
+            conn.execute("DROP TABLE IF EXISTS folders")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
@@ -116,9 +120,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         raise
 
 
-def _add_own_id_index(conn: sqlite3.Connection) -> None:
-    """The index of the notes' own ids (and the session start's), when the catalog has none yet; a
-    disk that takes no writes leaves the lookup without it (a scan of the rows)."""
+def _add_missing_parts(conn: sqlite3.Connection) -> None:
+    """What a catalog of this schema version made by an older release lacks: the index of the notes'
+    own ids, the session start's indexes, the folders table. A disk that takes no writes leaves a
+    lookup without its index (a scan of the rows) and the cold start without folder stamps (a walk)."""
     wanted = {"entries_own_id": _OWN_ID_INDEX, **_START_INDEXES}
     have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     for name, statement in wanted.items():
@@ -128,6 +133,10 @@ def _add_own_id_index(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         except sqlite3.OperationalError:
             pass
+    try:  # a catalog made before the folders were kept (storage/folder_stamps.py)
+        conn.execute(folder_stamps.TABLE)
+    except sqlite3.OperationalError:
+        pass
     if "entries_touched_second" not in have:  # the touch orders before ties came by the second, then by path
         for old in ("entries_touched", "entries_touched_path"):
             try:

@@ -10,6 +10,7 @@ from memstrata.storage import codec, layout
 from memstrata.storage.atomic import is_temp_file
 from memstrata.storage.entry import Entry, valid_id
 from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
+from memstrata.storage.folder_stamps import stamp as folder_stamp
 from memstrata.storage.paths import RESERVED_FILE_NAMES, VAULT_RESERVED_FILE_NAMES, category_of, reserved_file_name
 from memstrata.storage.safe_io import FileTooLarge, read_regular_stamped
 
@@ -32,7 +33,8 @@ def printable_name(rel: str) -> str:
     return text.replace("\n", "\\n").replace("\r", "\\r")
 
 
-def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | None = None, stats: bool = True):
+def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | None = None, stats: bool = True,
+                     folders: list | None = None):
     """Yield (relative path, os.stat_result) of every entry file in the tree (with `stats` false,
     (relative path, None): the names alone, no system call per file).
 
@@ -42,6 +44,8 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
     adopted vault, files at the root, README.md and config.md are (is_entry_path).
     Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
     A folder that cannot be opened (no permission) is skipped, and its relative path added to `skipped`.
+    With `folders`, (relative path or ".", (mtime_ns, inode)) of each folder listed is added to it,
+    stamped before its listing (storage/folder_stamps.py).
     """
     base = str(root)
     cut = len(base) + 1
@@ -49,6 +53,10 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
     vault = layout.is_adopted(root)
     while stack:
         folder = stack.pop()
+        if folders is not None:
+            found = folder_stamp(folder, follow=folder == base)
+            if found is not None:
+                folders.append((folder[cut:].replace(os.sep, "/") or ".", found))
         try:
             with os.scandir(folder) as items:
                 for item in items:

@@ -161,3 +161,23 @@ def test_the_bound_keeps_a_margin_over_its_own_rounding():
     stream = by_touch([a, z])
     want = full_sort([a, z])
     assert [e.id for e, _ in in_order([], stream, NOW, S, 1, STRENGTH_PLAIN)] == [e.id for e in want]
+
+
+def test_a_second_of_unused_notes_is_read_only_as_far_as_the_ties_need_at_any_moment():
+    """The scale bench's tree (9,000 notes written in one second, no use) read all of them at a third
+    of the moments of a day: the ceiling's margin was as wide as the 9-digit rounding, so the ceiling
+    rounded above the notes' own scores, by the digits of the bound. At every moment now: a few read."""
+    base = NOW - timedelta(days=40)
+    entries = [Entry(id=f"n{i:04d}", title=f"n{i}", path=f"vault/n{i:04d}.md", created=base, updated=base)
+               for i in range(1500)]
+    slow = []
+    for minutes in range(0, 24 * 60, 7):
+        now = NOW + timedelta(minutes=minutes, seconds=minutes % 60)
+        stream, read = as_read(entries)
+        got = in_order([], stream, now, S, 0, STRENGTH_PLAIN)
+        top = [next(got)[0].id for _ in range(10)]
+        assert top == [e.id for e in entries[:10]]  # one score, one second: by path
+        if len(read) > 20:
+            slow.append((minutes, len(read)))
+    assert slow == []
+
