@@ -24,13 +24,14 @@ from __future__ import annotations
 # Threads: MEMSTRATA_THREADS if set, else min(4, cpu count), for torch and onnxruntime alike;
 # onnxruntime's threads sleep when idle rather than spin (backends.OnnxEmbedder: measured under load).
 
+import json
 import logging
 import threading
 
 from memstrata.models import backends
 # Re-exported: callers name the embedders, the export and ModelUnavailable from here.
 from memstrata.models.backends import Embedder, OnnxEmbedder, ProgressFn, TorchEmbedder  # noqa: F401
-from memstrata.models.locate import ModelUnavailable, cached_export, is_bundled
+from memstrata.models.locate import ModelUnavailable, cached_export, canonical_name, is_bundled
 from memstrata.models.onnx_export import ensure_onnx_export
 from memstrata.models.quantize import ensure_int8
 
@@ -73,6 +74,19 @@ def _build(model: str, backend: str) -> Embedder:
         if st is not None:
             return TorchEmbedder(model, st=st)
     return TorchEmbedder(model)
+
+
+def identity(model: str = "bundled") -> tuple[str, int] | None:
+    """(name, dimension) of a model as its embedder gives them, from its cached ONNX export's
+    meta.json, without loading it (a sync with nothing to embed need not: 0.3 s); None when no
+    export is cached (only loading the model tells)."""
+    try:
+        cached = cached_export((model or "bundled").strip())
+        if cached is None:
+            return None
+        return canonical_name(model), int(json.loads((cached / "meta.json").read_text(encoding="utf-8"))["dim"])
+    except (ModelUnavailable, OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def get_embedder(model: str = "bundled", backend: str = "auto") -> Embedder:

@@ -69,19 +69,25 @@ class Recall:
         from memstrata.retrieval import ann, held_back, in_step, sync
         from memstrata.storage import secret_allow
 
-        embedder, left = self.state.model(), []
+        from memstrata.models.embedder import identity
+
+        # the model is loaded only when something is to embed: its name and size are known without it
+        known = identity(self.state.settings.embedding_model) if self.state.loaded_embedder is None else None
+        embedder, left = (None if known else self.state.model()), []
+        name, dim = known or (embedder.name, embedder.dim)
         self.entries.give_ids(left)  # files added by hand get their id here (never on a read)
         with self.state.lock():
             index = self.state.vector_index()
             index.refresh()
             previous = index.meta().get("model")
-            generation, changed = self._changes_since_in_step(embedder.name)
+            generation, changed = self._changes_since_in_step(name)
             tree = in_step.tree_part(self.root) if changed is None else None  # before the walk reads a file
             # in step since (the stamp of both, same model): no frame to load, unreadable notes still said
-            in_step_now = tree is not None and in_step.matches(index, tree) and \
-                sync.model_in_step(index, embedder.name, embedder.dim)
+            in_step_now = tree is not None and in_step.matches(index, tree) and sync.model_in_step(index, name, dim)
             todo = sync.SyncPlan(errors=self.state.catalog.errors()) if in_step_now else \
-                sync.plan(index, embedder.name, embedder.dim, changed)
+                sync.plan(index, name, dim, changed)
+            if not in_step_now and embedder is None:
+                embedder = self.state.model()
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
                          f"re-embedding {len(todo.embed)} entries")
@@ -90,13 +96,14 @@ class Recall:
             result = todo.summary() if in_step_now else sync.apply(index, todo, embedder, progress)
             if held := held_back.recorded(index):  # every note held back, not only those read this time
                 result["flagged"] = held
-            self.state.index_in_step = ((generation, embedder.name) if generation is not None and not result["errors"]
+            self.state.index_in_step = ((generation, name) if generation is not None and not result["errors"]
                                         else None)
-            ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
-            if tree is not None:  # a walk of the whole tree: the next `mem sync --remote` need not open the table
-                in_step.record(index, tree)
+            if not (in_step_now and in_step.upkept(index, tree)):  # the table as its last upkeep left it
+                ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
+                if tree is not None:  # a walk of the whole tree: the next `mem sync --remote` need not open the table
+                    in_step.record(index, tree, upkept=True)
             self._write_indexes()  # hand edits (new, renamed, deleted notes) reach INDEX.md too
-        result["model"] = embedder.name
+        result["model"] = name
         if (said := secret_allow.warning(self.root)) is not None:  # its notes stay flagged: the file is what to fix
             result["allow_file"] = said
         if todo.model_changed:

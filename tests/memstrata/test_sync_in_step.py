@@ -52,3 +52,31 @@ def test_an_in_step_sync_still_says_unreadable_notes_and_sees_a_sidecar_change(t
     kept.write_text(kept.read_text(encoding="utf-8").replace(f" Key {key}.", ""), encoding="utf-8")
     after = Memory(m.root, embedder=embedder).sync()
     assert "travel/bakery.md" not in after.get("flagged", {}) and after["embedded"] == 1, after
+
+
+def test_an_in_step_sync_loads_no_model_and_leaves_the_table_as_its_last_upkeep_did(tmp_path, embedder, monkeypatch):
+    """bench/scale.py at 300,000 turns: a sync with nothing to do built the model (0.3 s) and opened LanceDB for
+    the table's upkeep (0.8 s) that the sync which stamped the table had just done. A new setting for the upkeep,
+    or a change to embed, still gets both."""
+    from memstrata.models.embedder import identity
+    from memstrata.retrieval import ann
+
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    assert identity("bundled") == (embedder.name, embedder.dim)  # read from the export, as the model says
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    note = m.write("The ferry to Kiel leaves at eight.", title="Ferry", category="travel")
+    m.sync()
+    upkeep = []
+    real = ann.maintain
+    monkeypatch.setattr(ann, "maintain", lambda index, *a, **k: upkeep.append(1) or real(index, *a, **k))
+    fresh = Memory(m.root)  # a new process's view: no model handed over
+    assert fresh.sync()["embedded"] == 0
+    assert fresh.state.loaded_embedder is None and upkeep == []
+    m.config_set("ann_min_rows", 100)
+    assert Memory(m.root).sync()["embedded"] == 0 and upkeep == [1]  # the upkeep decides by that setting
+    assert Memory(m.root).sync()["embedded"] == 0 and upkeep == [1]
+    path = m.root / note.path
+    path.write_text(path.read_text(encoding="utf-8").replace("at eight", "at nine"), encoding="utf-8")
+    changed = Memory(m.root)
+    assert changed.sync()["embedded"] == 1 and changed.state.loaded_embedder is not None and upkeep == [1, 1]
