@@ -32,13 +32,14 @@ def record(conn: sqlite3.Connection, folders: list[tuple[str, tuple[int, int]]],
     takes no writes keeps none (the next cold start walks)."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     racy = not folders or any(mtime >= now_ns - RACY_NS for _, (mtime, _ino) in folders)
+    wanted = set() if racy else {(rel, mtime, ino) for rel, (mtime, ino) in folders}
     try:
+        if set(conn.execute("SELECT path, mtime_ns, ino FROM folders")) == wanted:
+            return  # as recorded: the catalog's file is not written (a hook fired again changes nothing)
         with conn:
             conn.execute("BEGIN")
             conn.execute("DELETE FROM folders")
-            if not racy:
-                conn.executemany("INSERT OR REPLACE INTO folders VALUES (?,?,?)",
-                                 [(rel, mtime, ino) for rel, (mtime, ino) in folders])
+            conn.executemany("INSERT OR REPLACE INTO folders VALUES (?,?,?)", sorted(wanted))
     except sqlite3.OperationalError:
         pass
 
@@ -46,7 +47,8 @@ def record(conn: sqlite3.Connection, folders: list[tuple[str, tuple[int, int]]],
 def forget(conn: sqlite3.Connection) -> None:
     """No folder trusted: the next cold start walks."""
     try:
-        conn.execute("DELETE FROM folders")
+        if conn.execute("SELECT 1 FROM folders LIMIT 1").fetchone() is not None:
+            conn.execute("DELETE FROM folders")
     except sqlite3.OperationalError:
         pass
 

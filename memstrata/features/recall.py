@@ -69,12 +69,8 @@ class Recall:
         from memstrata.retrieval import ann, held_back, in_step, sync
         from memstrata.storage import secret_allow
 
-        from memstrata.models.embedder import identity
-
-        # the model is loaded only when something is to embed: its name and size are known without it
-        known = identity(self.state.settings.embedding_model) if self.state.loaded_embedder is None else None
-        embedder, left = (None if known else self.state.model()), []
-        name, dim = known or (embedder.name, embedder.dim)
+        name, dim = self.state.model_identity()  # the model is loaded only when something is to embed
+        embedder, left = self.state.loaded_embedder, []
         self.entries.give_ids(left)  # files added by hand get their id here (never on a read)
         with self.state.lock():
             index = self.state.vector_index()
@@ -86,8 +82,7 @@ class Recall:
             in_step_now = tree is not None and in_step.matches(index, tree) and sync.model_in_step(index, name, dim)
             todo = sync.SyncPlan(errors=self.state.catalog.errors()) if in_step_now else \
                 sync.plan(index, name, dim, changed)
-            if not in_step_now and embedder is None:
-                embedder = self.state.model()
+            embedder = self.state.model() if embedder is None and not in_step_now else embedder
             if announce is not None and todo.model_changed:
                 announce(f"embedding model changed from {previous} to {embedder.name}: "
                          f"re-embedding {len(todo.embed)} entries")
@@ -96,8 +91,7 @@ class Recall:
             result = todo.summary() if in_step_now else sync.apply(index, todo, embedder, progress)
             if held := held_back.recorded(index):  # every note held back, not only those read this time
                 result["flagged"] = held
-            self.state.index_in_step = ((generation, name) if generation is not None and not result["errors"]
-                                        else None)
+            self.state.index_in_step = (generation, name) if generation is not None and not result["errors"] else None
             if not (in_step_now and in_step.upkept(index, tree)):  # the table as its last upkeep left it
                 ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
                 if tree is not None:  # a walk of the whole tree: the next `mem sync --remote` need not open the table
@@ -118,10 +112,9 @@ class Recall:
         return result
 
     def _write_indexes(self) -> None:
-        """Every INDEX.md from the tree, unless nothing they are made of changed since sync last
-        wrote them: the watcher saw no file change (a warm service), or the listing signature is
-        the one saved then (a fresh process). Rendering 10k entries' listings for nothing cost
-        0.5 CPU s per sync."""
+        """Every INDEX.md from the tree, unless nothing they are made of changed since sync last wrote
+        them: the watcher saw no file change (a warm service), or the listing signature is the one
+        saved then (a fresh process). Rendering 10k entries' listings for nothing: 0.5 CPU s a sync."""
         from memstrata.storage import indexes
 
         watcher, settings = self.state.watcher(), self.state.settings
