@@ -161,3 +161,15 @@ def test_a_non_socket_at_the_sockets_path_is_said_and_never_deleted(tree, stop_s
         assert status(run)["requests"] == 1
     finally:
         stop_service(run)
+
+
+def test_the_doctor_runs_in_its_caller_and_says_the_same(tree):
+    """bench/scale.py: one `mem doctor` through the warm service of 300,000 captured turns left the service
+    2.1 GB larger for good; it needs no model, so it runs in the caller (whose memory goes back at exit)."""
+    off = mem(tree, "doctor", "--json", service="off")
+    warm(tree)
+    calls = status(RUN)["requests"]
+    on = mem(tree, "doctor", "--json")
+    assert (on.returncode, on.stdout) == (off.returncode, off.stdout), on.stderr
+    assert status(RUN)["requests"] == calls
+    assert mem(tree, "stats", "--json").returncode == 0 and status(RUN)["requests"] == calls + 1  # others still go
