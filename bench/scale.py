@@ -206,7 +206,7 @@ def measure(root: Path, n: int, runs: int, kinds: set, work: Path, add) -> None:
                 took, p = timed(["doctor", "--json"], root)
                 runs_found.append((took, len(json.loads(p.stdout).get("findings", [])) if p.stdout.strip().startswith("{")
                                    else "?"))
-            add("mem doctor (first run, then again: records found clean are not scanned again), service warm", n,
+            add("mem doctor (first run, then again: records found clean are not scanned again), in its own process", n,
                 " / ".join(f"{t:.1f} s" for t, _ in runs_found) + f" ({runs_found[-1][1]} findings)", "doctor",
                 runs_found[-1][0])
         st = service_status(root)
