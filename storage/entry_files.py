@@ -44,7 +44,7 @@ def iter_entry_files(root: Path, skipped: list | None = None, bad_names: list | 
     adopted vault, files at the root, README.md and config.md are (is_entry_path).
     Plain string paths and one scandir per folder: a walk happens whenever no watcher can name the changes.
     A folder that cannot be opened (no permission) is skipped, and its relative path added to `skipped`.
-    With `folders`, (relative path or ".", (mtime_ns, inode)) of each folder listed is added to it,
+    With `folders`, (relative path or ".", (mtime_ns, ctime_ns, inode)) of each folder listed is added to it,
     stamped before its listing (storage/folder_stamps.py).
     """
     base = str(root)

@@ -22,7 +22,7 @@ def note(root, rel, entry_id):
 
 
 def age_folders(root):
-    """Every folder of the tree last changed an hour ago (out of the racy window)."""
+    """Every folder of the tree last modified an hour ago (its ctime stays now: see `tree`)."""
     for dirpath, dirs, _ in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         os.utime(dirpath, (HOUR_AGO, HOUR_AGO))
@@ -30,7 +30,10 @@ def age_folders(root):
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
+    """Six notes in three folders, walked once. A folder's ctime cannot be set back, so the racy window
+    is closed here (a test of the window opens it again) rather than waiting it out."""
     monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    monkeypatch.setattr(folder_stamps, "RACY_NS", 0)
     root = tmp_path / "mem"
     Memory(root).init()
     for i in range(6):
@@ -91,6 +94,7 @@ def test_a_folder_changed_moments_ago_is_not_trusted(tree, monkeypatch):
     """A second change in the same clock tick would leave the folder's mtime as it was: a walk that
     finds a folder changed within folder_stamps.RACY_NS keeps no stamp, and the next start lists again."""
     root, catalog = tree
+    monkeypatch.setattr(folder_stamps, "RACY_NS", 3_000_000_000)
     note(root, "notes/sub1/fresh.md", "fresh")  # sub1 changed now
     cold = Catalog(root)
     assert cold.refresh_if_moved() is True
@@ -98,7 +102,7 @@ def test_a_folder_changed_moments_ago_is_not_trusted(tree, monkeypatch):
     calls = listings(monkeypatch)
     assert Catalog(root).refresh_if_moved() is False  # listed, nothing new, still nothing kept
     assert calls == [1]
-    age_folders(root)
+    monkeypatch.setattr(folder_stamps, "RACY_NS", 0)  # as when those 3 s have passed
     assert Catalog(root).refresh_if_moved() is False
     assert folder_stamps.unchanged(Catalog(root)._conn, root)
 
@@ -113,3 +117,16 @@ def test_a_file_written_in_place_waits_for_the_next_refresh_as_before(tree):
     assert cold.refresh_if_moved() is False
     assert cold.refresh().changed == ["notes/sub0/n0.md"]
     assert cold.get("notes/sub0/n0.md").title == "changed"
+
+
+def test_a_folder_mtime_put_back_after_a_file_was_added_is_still_seen(tree):
+    """`touch -d`, `rsync -a` or `tar x` can put a folder's mtime back where it was; its ctime moves all the same."""
+    root, catalog = tree
+    folder = root / "notes/sub1"
+    before = os.stat(folder)
+    note(root, "notes/sub1/slipped-in.md", "slipped")
+    os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(folder).st_mtime_ns == before.st_mtime_ns
+    cold = Catalog(root)
+    assert cold.refresh_if_moved() is True
+    assert "notes/sub1/slipped-in.md" in paths(cold)
