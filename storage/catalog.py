@@ -395,7 +395,7 @@ class Catalog:
 
 
 # Every use of the file: a damaged one is rebuilt from the tree and the call runs again.
-for _name in ("refresh", "record", "forget", "rebuild", "first_seen", "paths_of", "get", "entries", "paths_of_own_id",
+for _name in ("refresh", "refresh_if_moved", "record", "forget", "rebuild", "first_seen", "paths_of", "get", "entries", "paths_of_own_id",
               "ids", "ids_starting", "unidentified", "errors", "entries_exact", "file_stats", "category_summary",
               "category_counts", "count"):
     setattr(Catalog, _name, rebuilt_when_damaged(getattr(Catalog, _name)))

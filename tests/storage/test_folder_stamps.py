@@ -130,3 +130,26 @@ def test_a_folder_mtime_put_back_after_a_file_was_added_is_still_seen(tree):
     cold = Catalog(root)
     assert cold.refresh_if_moved() is True
     assert "notes/sub1/slipped-in.md" in paths(cold)
+
+
+def test_a_damaged_page_of_the_folders_is_rebuilt_like_any_other(tree, capsys):
+    """An attacker's review: with the folders table's page garbled, every cold start raised inside the
+    hook (an empty block); the catalog is derived, so it is rebuilt from the files and said once."""
+    import sqlite3
+
+    root, catalog = tree
+    db = catalog.db_path
+    catalog.close()
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the pages in the file, as after a process exits
+    page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'folders'").fetchone()[0]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\x0d\xff" + b"\xa5" * (size - 2))
+    cold = Catalog(root)
+    cold.refresh_if_moved()
+    assert paths(cold) == sorted(rel for rel, _ in entry_files.iter_entry_files(root))
+    assert "rebuilt from the files" in capsys.readouterr().err
+    assert folder_stamps.unchanged(Catalog(root)._conn, root)
