@@ -93,9 +93,9 @@ class Recall:
                 result["flagged"] = held
             self.state.index_in_step = (generation, name) if generation is not None and not result["errors"] else None
             if not (in_step_now and in_step.upkept(index, tree)):  # the table as its last upkeep left it
-                ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
-                if tree is not None:  # a walk of the whole tree: the next `mem sync --remote` need not open the table
-                    in_step.record(index, tree, upkept=True)
+                upkeep = ann.maintain(index)  # scalar indexes, the ANN index past ann_min_rows, compaction
+                if tree is not None:  # upkept once a round finds nothing to do (a build puts off its optimize)
+                    in_step.record(index, tree, upkept=not upkeep.get("actions") and not upkeep.get("errors"))
             self._write_indexes()  # hand edits (new, renamed, deleted notes) reach INDEX.md too
         result["model"] = name
         if (said := secret_allow.warning(self.root)) is not None:  # its notes stay flagged: the file is what to fix

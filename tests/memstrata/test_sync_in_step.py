@@ -66,7 +66,8 @@ def test_an_in_step_sync_loads_no_model_and_leaves_the_table_as_its_last_upkeep_
     m = Memory(tmp_path / "mem", embedder=embedder)
     m.init()
     note = m.write("The ferry to Kiel leaves at eight.", title="Ferry", category="travel")
-    m.sync()
+    m.sync()  # makes the scalar indexes: upkeep done this round, so the next round looks again
+    Memory(m.root, embedder=embedder).sync()  # finds nothing to do: the table is upkept
     upkeep = []
     real = ann.maintain
     monkeypatch.setattr(ann, "maintain", lambda index, *a, **k: upkeep.append(1) or real(index, *a, **k))
@@ -75,8 +76,25 @@ def test_an_in_step_sync_loads_no_model_and_leaves_the_table_as_its_last_upkeep_
     assert fresh.state.loaded_embedder is None and upkeep == []
     m.config_set("ann_min_rows", 100)
     assert Memory(m.root).sync()["embedded"] == 0 and upkeep == [1]  # the upkeep decides by that setting
-    assert Memory(m.root).sync()["embedded"] == 0 and upkeep == [1]
+    assert Memory(m.root).sync()["embedded"] == 0 and upkeep == [1]  # (and it found nothing to do)
     path = m.root / note.path
     path.write_text(path.read_text(encoding="utf-8").replace("at eight", "at nine"), encoding="utf-8")
     changed = Memory(m.root)
     assert changed.sync()["embedded"] == 1 and changed.state.loaded_embedder is not None and upkeep == [1, 1]
+
+
+def test_a_round_of_upkeep_that_did_something_is_looked_at_again(tmp_path, embedder, monkeypatch):
+    """An attacker's review: a round that builds an index puts off its optimize, and an error it swallows is
+    worth another try; neither may leave the table stamped as upkept."""
+    from memstrata.retrieval import ann
+
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.write("The ferry to Kiel leaves at eight.", title="Ferry", category="travel")
+    rounds = []
+    real = ann.maintain
+    monkeypatch.setattr(ann, "maintain", lambda index, *a, **k: rounds.append(real(index, *a, **k)) or rounds[-1])
+    for _ in range(3):
+        Memory(m.root, embedder=embedder).sync()
+    assert rounds[0]["actions"] and not rounds[1]["actions"] and len(rounds) == 2
