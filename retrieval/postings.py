@@ -87,6 +87,24 @@ class Postings:
         return {int(p): float(score[p]) for p in found}
 
 
+    def rows(self, terms) -> np.ndarray:
+        """The sorted positions of the entries holding any of `terms` (stems of the vocabulary)."""
+        found = []
+        for term in terms:
+            c = self.vocab.get(term)
+            if c is None:
+                continue
+            for matrix, positions in self.segments:
+                if c >= matrix.shape[1]:
+                    continue
+                rows = matrix.indices[matrix.indptr[c]:matrix.indptr[c + 1]]
+                if positions is not None:
+                    rows = positions[rows]
+                    rows = rows[rows >= 0]
+                found.append(rows)
+        return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
 def _matrix(tf: list, vocab: dict[str, int]):
     """CSC matrix (len(tf) x len(vocab)) of the counters `tf`, one row each; new stems are
     added to `vocab`."""

@@ -184,7 +184,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if named and texts is not None:
         entity_share = np.zeros(n)
         for e in named:
-            for i in query_names.mentioning(frame, texts, e):
+            for i in query_names.mentioning(frame, texts, e, stats or frame._stats):
                 if mask[i]:
                     entity_share[i] += 1.0
         entity_share /= len(named)
