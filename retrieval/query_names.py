@@ -11,7 +11,7 @@ from memstrata.retrieval.table import VectorIndex
 
 MENTIONS_KEPT = 256  # names whose rows a frame keeps (a session asks about the same people again and again)
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9]{1,48}(?: [A-Za-z0-9]{1,48})*")
-_APOSTROPHES = ("'", "’")
+_CUT_STEM = lexical.MAX_WORD_CHARS - 16  # a stem of a token cut at MAX_WORD_CHARS (a stem drops a few letters)
 _VOCABULARY: list = [None]  # (the postings' vocabulary, its size then, its terms sorted, those with an apostrophe)
 
 
@@ -38,42 +38,45 @@ def _candidates(stats, name: str):
     with it followed by an apostrophe (`Caroline’s`, `Atlas's`), or holds it after one (`O'Brien`).
     The postings keep each token's stem (lexical.stem, lower case): the name's word itself, its stem,
     the stem of its possessive (Snowball strips `'s` first) or, for any other ending after an
-    apostrophe, the lower-cased word followed by it (a stem only ever changes a word's end); a word
-    after an apostrophe can keep as little as its first letter (`O'Lying` -> `o'li`)."""
+    apostrophe, the lower-cased word followed by it (a stem only ever changes a word's end). A word
+    after an apostrophe can lose all of itself (`Bob'Ed` -> `bob'`), so every term with an apostrophe
+    is read, and every term long enough to be a token cut at lexical.MAX_WORD_CHARS. A word the
+    postings leave out (a stop word, or the end of one: `they're`) leaves the narrowing to the others.
+    (An attacker's review found each of the last three.)"""
     if stats is None or not _PLAIN_NAME.fullmatch(name):
         return None
     import numpy as np
 
     postings = stats.postings()
-    ordered, with_apostrophe = _vocabulary(postings.vocab)
+    ordered, odd = _vocabulary(postings.vocab)
     rows = None
     for word in name.split():
         low = word.lower()
-        if low in lexical.QUERY_STOPWORDS or any(s.startswith((low + "'", low + "’")) for s in lexical.QUERY_STOPWORDS):
-            continue  # left out of the postings ("it", "let's"): the other words narrow, or none does
+        if low in lexical.QUERY_STOPWORDS or any(s.startswith((low + "'", low + "’")) or "'" + low in s or "’" + low in s
+                                                 for s in lexical.QUERY_STOPWORDS):
+            continue  # left out of the postings ("it", "let's", "they're"): the other words narrow, or none does
         terms = set()
         for prefix in {low, lexical.stem(low), lexical.stem(low + "'s")}:
             at = bisect_left(ordered, prefix)
             while at < len(ordered) and ordered[at].startswith(prefix):
                 terms.add(ordered[at])
                 at += 1
-        first = {low[0], "i"} if low[0] == "y" else {low[0]}  # a final y becomes i (`d’Y` -> `d’i`)
-        terms.update(t for t in with_apostrophe if any(a + f in t for a in _APOSTROPHES for f in first))
-        found = postings.rows(terms)
+        found = postings.rows(terms | odd)
         rows = found if rows is None else np.intersect1d(rows, found)
     return rows
 
 
-def _vocabulary(vocab: dict) -> tuple[list, list]:
-    """The postings' terms sorted, and those holding an apostrophe; kept for the vocabulary (which
-    only grows: a new table version sorts its new terms in)."""
+def _vocabulary(vocab: dict) -> tuple[list, set]:
+    """The postings' terms sorted, and those any name may hide in (an apostrophe, or a cut token);
+    kept for the vocabulary, which only grows (a new table version sorts its new terms in). The new
+    terms are copied in one C call, which no other thread interleaves, and counted as copied."""
     kept = _VOCABULARY[0]
     if kept is None or kept[0] is not vocab or kept[1] != len(vocab):
         start = kept[1] if kept is not None and kept[0] is vocab and kept[1] < len(vocab) else 0
         new = list(islice(vocab, start, None))
         ordered = sorted((kept[2] if start else []) + new)
-        apostrophes = (kept[3] if start else []) + [t for t in new if "'" in t or "’" in t]
-        kept = _VOCABULARY[0] = (vocab, len(vocab), ordered, apostrophes)
+        odd = (kept[3] if start else set()) | {t for t in new if "'" in t or "’" in t or len(t) >= _CUT_STEM}
+        kept = _VOCABULARY[0] = (vocab, start + len(new), ordered, odd)
     return kept[2], kept[3]
 
 

@@ -10,9 +10,11 @@ from memstrata.retrieval import lexical, query_names
 
 NAMES = ["Caroline", "Melanie", "James", "Yvonne", "Kayla", "Atlas", "News", "Andes", "Cosmos", "Howe", "Sky",
          "Early", "Only", "Lying", "Brien", "Jon", "Al", "Ed", "NYC", "R2D2", "Alpha", "Mayday", "Ty", "Des",
-         "New York", "Fox News", "Let", "Will", "It", "Joy", "Agnes", "Iris", "Ross", "Gus", "Yusuf"]
+         "New York", "Fox News", "Let", "Will", "It", "Joy", "Agnes", "Iris", "Ross", "Gus", "Yusuf",
+         "Ness", "ER", "ENT", "RE", "LL", "VE", "Ing", "Able"]  # an attacker's review: endings a stem cuts away
 FORMS = ["{n}", "{n}'s", "{n}’s", "{n}'", "{n}’", "{n}s", "{n}'ll", "{n}’d", "{n}'s'", "O'{n}", "d’{n}", "{n}-based",
-         "@{n}", "({n})", "{n}.", "{n},", "{N}", "{l}", "{n}ing", "{n}ed", "{n}y", "x{n}", "{n}_x", "{n}9", "’{n}’s"]
+         "@{n}", "({n})", "{n}.", "{n},", "{N}", "{l}", "{n}ing", "{n}ed", "{n}y", "x{n}", "{n}_x", "{n}9", "’{n}’s",
+         "Bob'{n}", "Sara’{n}", "Loch’{n}", "THEY'{n}", "you're {n}", "x'" * 40 + "{n}", "a" * 70 + "'{n}"]
 FILLER = "the team met on Tuesday to review the release plan and the budget for next quarter".split()
 
 
@@ -41,7 +43,7 @@ def test_the_postings_find_every_text_a_scan_finds():
             if rows is not None:
                 narrowed += 1
                 assert set(scanned) <= set(rows.tolist())
-        assert narrowed >= len(NAMES) - 4  # all but the stop words ("It", "Will", "Let") and their phrases
+        assert narrowed >= len(NAMES) - 8  # all but the stop words ("It", "Will", "Let"), their ends ("RE", "LL", "VE")
 
 
 def test_a_new_version_of_the_vocabulary_sorts_its_new_terms_in():
