@@ -40,6 +40,12 @@ def _env(root):
     return env
 
 
+def _as_from_a_terminal():
+    """A Ctrl-C reaches the command as from a terminal: a suite started in the background by a
+    non-interactive shell (`pytest ... &`) has SIGINT ignored, and an ignored signal is inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _rows(path):
     with open(path, "w", encoding="utf-8") as f:
         for i in range(ROWS):
@@ -51,7 +57,7 @@ def _import_then(root, src, sig) -> tuple[int, list[str]]:
     """`mem import` through the service, sent `sig` once the second batch is being embedded; (exit code or
     None when killed, every stderr line, the service's included)."""
     proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", "import", str(src)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=_env(root))
+                            stderr=subprocess.PIPE, text=True, env=_env(root), preexec_fn=_as_from_a_terminal)
     lines: queue.Queue = queue.Queue()
     seen: list[str] = []
     reader = threading.Thread(target=lambda: [lines.put(l.rstrip("\n")) for l in proc.stderr], daemon=True)
@@ -122,7 +128,7 @@ def _indexed(root) -> int:
 def _stop_after_some_embedding(root, command, sig) -> tuple[int, list[str]]:
     """`mem COMMAND` through the service, sent `sig` once two model runs are done; (exit code, stderr lines)."""
     proc = subprocess.Popen([sys.executable, "-m", "memstrata.cli.app", command], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=_env(root))
+                            stderr=subprocess.PIPE, text=True, env=_env(root), preexec_fn=_as_from_a_terminal)
     seen: list[str] = []
     for line in proc.stderr:
         seen.append(line.rstrip("\n"))
