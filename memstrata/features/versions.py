@@ -160,7 +160,10 @@ class Versions:
 
             full = with_full_body(self.root, current)
             if full.body != current.body:
-                text = codec.render(full.copy(layer="L0", full_content_file=None, summary=None))
+                # what a person wrote into the stub after compression is in no sidecar: kept with the full text
+                added = _written_into_stub(current.body, full.body)
+                body = full.body.rstrip("\n") + "\n\n" + added + "\n" if added else full.body
+                text = codec.render(full.copy(body=body, layer="L0", full_content_file=None, summary=None))
         n = current.version
         kept = versions.list_snapshots(self.root, current.id)
         if n in kept and read_regular_text(kept[n]) != text:
@@ -403,3 +406,17 @@ def _cosine(a, b) -> float:
     if na == 0.0 or nb == 0.0:
         return 0.0
     return float(np.dot(a, b) / (na * nb))
+
+
+def _written_into_stub(stub: str, full: str) -> str:
+    """The lines of a compressed note's stub that neither its full text holds nor compression wrote
+    (its note on where the full text is): what was written into the stub by hand since. An editor's
+    saves appended to a stub were lost when the entry was then updated (tests/memstrata/test_editor_races.py)."""
+    added = []
+    for line in (stub or "").splitlines():
+        core = line.strip().lstrip("-*•").strip()
+        if not core or (core.startswith("_[L") and "Full text in" in core) or core in full:
+            continue
+        added.append(line)
+    return "\n".join(added)
+

@@ -287,6 +287,22 @@ def test_the_version_an_edit_keeps_of_a_compressed_entry_is_its_full_text(mem, m
     assert again.layer != "L0" and mem.decompress(r.id, show=True)["body"] == EN_BODY
 
 
+def test_what_was_written_into_a_compressed_stub_by_hand_is_kept_when_the_entry_is_updated(mem, monkeypatch):
+    """tests/memstrata/test_editor_races.py: an editor appended lines to a compressed note's stub, then `mem update`
+    replaced its body; the version kept was the full text alone, and the appended lines were in no file."""
+    r = _compressed_db(mem, monkeypatch)
+    path = mem.root / mem.resolve(r.id).path
+    path.write_text(path.read_text(encoding="utf-8") + "Added by hand: the failover drill is on Fridays.\n",
+                    encoding="utf-8")
+    mem.update(r.id, "We moved to MySQL after all.\n")
+    kept = mem.version(r.id, 1)
+    assert kept.body.startswith(EN_BODY.rstrip("\n")) and kept.layer == "L0"
+    assert "Added by hand: the failover drill is on Fridays." in kept.body
+    assert "Full text in" not in kept.body  # the stub's own note is not carried over
+    mem.update(r.id, "Back to Postgres.\n")
+    assert mem.version(r.id, 2).body == "We moved to MySQL after all.\n"  # nothing added to a plain note's version
+
+
 def test_missing_sidecar_is_reported_not_fatal(mem, monkeypatch):
     r = _compressed_db(mem, monkeypatch)
     (mem.root / f".full/{r.id}.md").unlink()
