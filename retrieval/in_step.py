@@ -85,8 +85,7 @@ def matches(index, tree: str, table: str | None = None) -> bool:
 def upkept(index, tree: str, table: str | None = None) -> bool:
     """`matches`, and the table had its upkeep (retrieval/ann.maintain) when it was stamped, under
     the same settings: a `mem sync` with nothing to do need not open LanceDB for it (0.8 s)."""
-    saved = _saved(index)
-    return saved[:2] == [tree, table_part(index) if table is None else table] and saved[2:] == [upkeep_part(index)]
+    return matches(index, tree, table) and _saved(index)[2:] == [upkeep_part(index)]
 
 
 def record(index, tree: str, table: str | None = None, upkept: bool = False) -> None:

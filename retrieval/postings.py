@@ -86,7 +86,6 @@ class Postings:
             found = found[np.argsort(-score[found], kind="stable")][:limit]
         return {int(p): float(score[p]) for p in found}
 
-
     def rows(self, terms) -> np.ndarray:
         """The sorted positions of the entries holding any of `terms` (stems of the vocabulary)."""
         found = []

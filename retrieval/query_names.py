@@ -5,6 +5,8 @@ import re
 from bisect import bisect_left
 from itertools import islice
 
+import numpy as np
+
 from memstrata.retrieval import lexical
 from memstrata.retrieval.table import VectorIndex
 
@@ -12,7 +14,7 @@ from memstrata.retrieval.table import VectorIndex
 MENTIONS_KEPT = 256  # names whose rows a frame keeps (a session asks about the same people again and again)
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9]{1,48}(?: [A-Za-z0-9]{1,48})*")
 _CUT_STEM = lexical.MAX_WORD_CHARS - 16  # a stem of a token cut at MAX_WORD_CHARS (a stem drops a few letters)
-_VOCABULARY: list = [None]  # (the postings' vocabulary, its size then, its terms sorted, those with an apostrophe)
+_VOCABULARY: list = [None]  # (the postings' vocabulary, its size then, its terms sorted, the terms a name may hide in)
 
 
 def mentioning(frame, texts: list[str], name: str, stats=None) -> list[int]:
@@ -45,8 +47,6 @@ def _candidates(stats, name: str):
     (An attacker's review found each of the last three.)"""
     if stats is None or not _PLAIN_NAME.fullmatch(name):
         return None
-    import numpy as np
-
     postings = stats.postings()
     ordered, odd = _vocabulary(postings.vocab)
     rows = None

@@ -5,8 +5,10 @@ import re
 
 from memstrata.storage.entry import Entry
 
-_NOTE = re.compile(r"\s*_\[L[1-4]: [^\]\n]*\] Full text in `[^`\n]*`: `mem decompress [^`\n]*` prints it, "
-                   r"`--restore` brings it back\._\s*$")
+_NOTE_TEXT = (r"_\[L[1-4]: [^\]\n]*\] Full text in `[^`\n]*`: `mem decompress [^`\n]*` prints it, "
+              r"`--restore` brings it back\._")
+_NOTE = re.compile(r"\s*" + _NOTE_TEXT + r"\s*$")
+_NOTE_LINE = re.compile(_NOTE_TEXT)
 
 LAYER_LABELS = {"L0": "full text", "L1": "key points", "L2": "one line and tags", "L3": "one line and tags",
                 "L4": "archive summary"}
@@ -100,3 +102,8 @@ def without_note(body: str) -> str:
     """A compressed body without its closing note on where the full text is (what an agent's
     context needs is the content; the note is for a person reading the file)."""
     return _NOTE.sub("", body or "")
+
+
+def is_note_line(line: str) -> bool:
+    """Whether a line is a compressed body's note on where the full text is (wherever it stands)."""
+    return _NOTE_LINE.fullmatch((line or "").strip()) is not None

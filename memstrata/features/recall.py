@@ -80,7 +80,7 @@ class Recall:
             tree = in_step.tree_part(self.root) if changed is None else None  # before the walk reads a file
             # in step since (the stamp of both, same model): no frame to load, unreadable notes still said
             in_step_now = tree is not None and in_step.matches(index, tree) and sync.model_in_step(index, name, dim)
-            embedder = self.state.model() if embedder is None and not in_step_now else embedder  # before the plan
+            embedder = self.state.model() if embedder is None and not in_step_now else embedder  # plan, then apply at once
             todo = sync.SyncPlan(errors=self.state.catalog.errors()) if in_step_now else \
                 sync.plan(index, name, dim, changed)
             if announce is not None and todo.model_changed:

@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
+from memstrata.features.compression import is_note_line
 from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
 from memstrata.results import WriteResult
 from memstrata.storage import layout, vault_note, versions
@@ -415,8 +416,6 @@ def _written_into_stub(stub: str, full: str) -> str:
     added = []
     for line in (stub or "").splitlines():
         core = line.strip().lstrip("-*•").strip()
-        if not core or (core.startswith("_[L") and "Full text in" in core) or core in full:
-            continue
-        added.append(line)
+        if core and not is_note_line(line) and core not in full:
+            added.append(line)
     return "\n".join(added)
-
