@@ -227,7 +227,7 @@ def sweep(pairs: list[dict], embedder, crowded: bool) -> str:
         out += [f"{name} ({what}){', in a populated category' if crowded else ''}", "",
                 f"| {name} | same subject made a version (of {same}) | other subject merged (of {len(cases) - same}) |",
                 "| ---: | ---: | ---: |"]
-        for t in [x / 100 for x in range(0, 80, 5)]:
+        for t in [x / 100 for x in range(30, 80, 5)]:
             settings = dataclasses.replace(Settings(), **{name: t})
             caught = merged = 0
             for p, cands in cases:

@@ -131,8 +131,7 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
 
     English: every word of the value is a word of the old body ("the old MySQL" matches "MySQL 8").
     Chinese: the value is part of the old body and of neither title."""
-    titles_text = f"{new_title} {old_title}"
-    titles = _words(titles_text)
+    titles = _words(f"{new_title} {old_title}")
     old_words = _words(old_body)
     old_cjk = _fold(old_body).replace(" ", "")
     titles_cjk = _fold(f"{new_title}\n{old_title}").replace(" ", "")
@@ -141,33 +140,9 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
             if value[0] in old_cjk and value[0] not in titles_cjk:
                 return value[0]  # Chinese is not case-folded: as written
             continue
-        if all(w in old_words for w in value) and any(not _in_titles(w, titles) for w in value) \
-                and not _only_attributive(old_body, value, _words(f"{titles_text} {new_body}")):
+        if all(w in old_words for w in value) and any(not _in_titles(w, titles) for w in value):
             return _as_written(new_body, value)
     return None
-
-
-def _only_attributive(text: str, value: tuple[str, ...], subject: set[str]) -> bool:
-    """Whether every time the text names the value, a common noun follows it that `subject` (the words
-    of the titles and of the write) lacks ("the Mac layout", "our AWS bill"): there the value says what
-    kind another thing is, not what the text states, so leaving it is no change of that ("moved from a
-    Mac to a ThinkPad" says nothing of "a Keychron K2 with the Mac layout"; "the start/stop/continue
-    format" of a "Retro format" note is its format). A number, a name, a word that ends a value (in, to,
-    now ...) or punctuation after it: the value is stated."""
-    text = unicodedata.normalize("NFKC", text or "")
-    tokens = list(_TOKEN.finditer(text))
-    folded = [_fold(t.group()) for t in tokens]
-    n, seen = len(value), False
-    for i in range(len(tokens) - n + 1):
-        if tuple(folded[i:i + n]) != value:
-            continue
-        seen = True
-        after = tokens[i + n] if i + n < len(tokens) else None
-        between = text[tokens[i + n - 1].end():after.start()] if after else ""
-        if after is None or between.strip() or not after.group()[0].islower() or folded[i + n] in _END \
-                or folded[i + n] in _LEAD or _in_titles(folded[i + n], subject):
-            return False  # stated here
-    return seen
 
 
 def _as_written(text: str, value: tuple[str, ...]) -> str:

@@ -45,7 +45,7 @@ class Settings:
     near_duplicate_threshold: float = 0.92  # embedding similarity that counts as a near-duplicate
     conflict_similarity: float = 0.45       # another title, the same tag set (no other entry has it) + this similarity = same subject (bench/conflicts.py --sweep)
     conflict_title_similarity: float = 0.6  # when several entries of a category share a title: the one this similar is the subject
-    conflict_departed_similarity: float = 0.30  # another title, no tag set: the write leaves a value the nearest entry states + this similarity (bench/conflicts.py --sweep)
+    conflict_departed_similarity: float = 0.55  # another title, no tag set: the write leaves a value the nearest entry states + this similarity (bench/conflicts.py --sweep)
     secrets: str = "refuse"          # refuse | warn
     service: str = "auto"            # auto | off: use/start the warm local service
     service_idle_minutes: int = 15
