@@ -24,13 +24,16 @@ SCAN_CHARS = 4000   # a change is said near the top of a note: only this much of
 _VERB = (r"(?:switch(?:ed|es|ing)?|mov(?:ed|es|ing)|migrat(?:ed|es|ing)|chang(?:ed|es|ing)"
          r"|convert(?:ed|s|ing)?|port(?:ed|s|ing)?|rewr(?:ote|itten|ites)|transferr?(?:ed|s|ing)?"
          r"|replac(?:ed|es|ing)|upgrad(?:ed|es|ing)|downgrad(?:ed|es|ing)|swapp?(?:ed|s|ing)?)")
+# The text after "from" / "left" ... up to the end of its clause; a dot inside a word ("Node.js",
+# "Python 3.10") is no end of it
+_VALUE_TEXT = r"(?:[^.;!?\n]|\.(?=[^\s.;!?])){1,120}"
 # "… moved from X (to|for …)", "away from X" (a bare "from 9 to 17" is a range, "from Kafka to S3" a flow)
-_FROM = re.compile(rf"\b(?:{_VERB}\b[^.;!?\n]{{0,80}}?\bfrom|away from)\s+(?P<x>[^.;!?\n]{{1,120}})", re.I)
+_FROM = re.compile(rf"\b(?:{_VERB}\b[^.;!?\n]{{0,80}}?\bfrom|away from)\s+(?P<x>{_VALUE_TEXT})", re.I)
 # "left X", "dropped X", "replaced X with", "instead of X", "no longer uses X", "moved off X"
 _AFTER = re.compile(r"(?<!\bthe )\b(?:left|leaving|dropp(?:ed|ing)|replac(?:ed|ing)|retir(?:ed|ing)|ditch(?:ed|ing)"
                     r"|abandon(?:ed|ing)|deprecat(?:ed|ing)|decommission(?:ed|ing)|uninstall(?:ed|ing)|quit"
                     r"|gave up(?: on)?|giv(?:e|es|ing) up(?: on)?|stopp(?:ed|ing) using|stop using|no longer us(?:e|es|ed|ing)"
-                    r"|(?:moved|migrated|switched) off|instead of|in place of)\s+(?P<x>[^.;!?\n]{1,120})", re.I)
+                    r"|(?:moved|migrated|switched) off|instead of|in place of)\s+(?P<x>" + _VALUE_TEXT + ")", re.I)
 # "X is retired", "X was replaced by Y", "X is being shut down" (X: the clause before; found by what follows it)
 _BEFORE = re.compile(r"\s(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+"
                      r"(?:now\s+|also\s+)?(?:retired|gone|dropped|replaced|deprecated|decommissioned|switched off"
@@ -39,12 +42,23 @@ _ARROW = re.compile(r"\s*(?:→|->|=>)\s*\S")
 _CLAUSE_END = re.compile(r"[.;!?,\n，。；！？]")
 # A change denied before it is said: "we never moved from MySQL", "没有从 MySQL 迁走"
 _NEGATED = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
+# ... or one only thought of: "we considered moving from AWS", "decided against replacing RabbitMQ",
+# "might switch from Slack", "refuses to give up Dracula", "if we move away from X"
+_UNDONE = re.compile(r"\b(?:consider(?:s|ed|ing)?|might|could|would|should|shall|plan(?:s|ned|ning)? to"
+                     r"|think(?:s|ing)? (?:about|of)|thought (?:about|of)|against|refus(?:e|es|ed|ing) to"
+                     r"|propos(?:e|es|ed|ing)|suggest(?:s|ed|ing)?|if|whether|unless|want(?:s|ed)? to"
+                     r"|going to|(?-i:will)|evaluat(?:e|es|ed|ing)|discuss(?:es|ed|ing)?)\b", re.I)
+# A value the text also says is kept ("analytics moved from PostgreSQL to BigQuery; billing stays on
+# PostgreSQL", "计费仍然用 PostgreSQL") was left by one thing, not by the subject it names
+_STAYS = re.compile(r"\b(?:stay(?:s|ed|ing)?|remain(?:s|ed|ing)?|still|keep(?:s|ing)?|kept|unchanged)\b"
+                    r"|仍|还是|继续|保持|不变", re.I)
 _ZH_NEGATED = re.compile(r"[没未不]有?$|并未$|从未$")
+_ZH_UNDONE = re.compile(r"考虑|打算|计划|准备|可能|也许|如果|是否|要不要|想要|建议|讨论|评估")
 
 # Chinese: 从 X 迁到/换成/改用 …, 把 X 换成 …, 不再用 X, 弃用 X, X 已下线
 _ZH_VERB = "迁换改搬转切移升降替"
 _ZH_FROM = re.compile(rf"(?:从(?!来)|由(?!于))(?P<x>[^，。；！？,.;!?\n]{{1,24}}?)(?:全部|都|已经|已|也|又|整体|统一)?[{_ZH_VERB}]")
-_ZH_AFTER = re.compile(r"(?:不再(?:用|使用|采用)?|弃用|放弃|停用|淘汰|替换掉|取代|告别|离开|改掉)(?P<x>[^，。；！？,.;!?\n]{1,24})")
+_ZH_AFTER = re.compile(r"(?:不再(?:用|使用|采用|依赖)|弃用|放弃|停用|淘汰|替换掉|取代|告别|离开|改掉)(?P<x>[^，。；！？,.;!?\n]{1,24})")
 _ZH_BEFORE = re.compile(r"(?:已经|已|被)?(?:下线|停用|弃用|淘汰|退役|只读|废弃|被替换|被取代)")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _ZH_TRIM = "的了把将用在里上中 \t"
@@ -84,14 +98,21 @@ def departed(text: str) -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     for pattern in (_FROM, _AFTER):
         for m in pattern.finditer(text):
-            if not _NEGATED.search(_clause_before(text, m.start(), 40)):
-                found.append(_lead_tokens(m.group("x")))
+            before = _clause_before(text, m.start(), 40)
+            if _NEGATED.search(before) or _UNDONE.search(before) or \
+                    (pattern is _AFTER and _renewed(m.group(0), m.group("x"))):
+                continue
+            found.append(_lead_tokens(m.group("x")))
     for pattern in (_BEFORE, _ARROW):
         for m in pattern.finditer(text):
+            if pattern is _BEFORE and _renewed(m.group(0), _CLAUSE_END.split(text[m.end():m.end() + 40], 1)[0]):
+                continue
             found.append(_lead_tokens(_clause_before(text, m.start(), 120), from_end=True))
     for pattern in (_ZH_FROM, _ZH_AFTER, _ZH_BEFORE):
         for m in pattern.finditer(text):
             if pattern is _ZH_FROM and _ZH_NEGATED.search(_clause_before(text, m.start(), 4)):
+                continue
+            if _ZH_UNDONE.search(_clause_before(text, m.start(), 8)):
                 continue
             x = _clause_before(text, m.start(), 24) if pattern is _ZH_BEFORE else m.group("x")
             x = x.strip(_ZH_TRIM)
@@ -105,6 +126,13 @@ def departed(text: str) -> list[tuple[str, ...]]:
         if value and value not in out:
             out.append(value)
     return out
+
+
+def _renewed(said: str, after: str) -> bool:
+    """Whether a "replaced" (`said`, the words that found the value) names no replacement in the
+    clause `after` it ("Replaced the toner.", "The battery was replaced."): a thing renewed, not a
+    value left ("replaced webpack with Vite", "was replaced by Tailscale")."""
+    return "replac" in said.lower() and not re.search(r"\b(?:with|by)\b", after, re.I)
 
 
 def _clause_before(text: str, end: int, most: int) -> str:
@@ -135,7 +163,10 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
     old_words = _words(old_body)
     old_cjk = _fold(old_body).replace(" ", "")
     titles_cjk = _fold(f"{new_title}\n{old_title}").replace(" ", "")
+    kept = _kept_values(new_body)
     for value in departed(new_body):
+        if value in kept:
+            continue
         if len(value) == 1 and _CJK.search(value[0]):
             if value[0] in old_cjk and value[0] not in titles_cjk:
                 return value[0]  # Chinese is not case-folded: as written
@@ -143,6 +174,25 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
         if all(w in old_words for w in value) and any(not _in_titles(w, titles) for w in value):
             return _as_written(new_body, value)
     return None
+
+
+def _kept_values(text: str) -> set[tuple[str, ...]]:
+    """The values `departed` finds that a clause of the same text says are kept ("billing stays on
+    PostgreSQL"): a clause with a word of staying, the value, and no change of its own."""
+    text = unicodedata.normalize("NFKC", (text or "")[:SCAN_CHARS])
+    clauses = [c for c in re.split(r"[;!?,\n，。；！？]|\.(?![^\s.;!?])", text) if _STAYS.search(c)]
+    if not clauses:
+        return set()
+    kept = set()
+    for value in departed(text):
+        for clause in clauses:
+            if departed(clause):
+                continue
+            words = [_fold(t) for t in _TOKEN.findall(clause)]
+            cjk = _fold(clause).replace(" ", "")
+            if (len(value) == 1 and _CJK.search(value[0]) and value[0] in cjk) or all(w in words for w in value):
+                kept.add(value)
+    return kept
 
 
 def _as_written(text: str, value: tuple[str, ...]) -> str:

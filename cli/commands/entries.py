@@ -99,8 +99,9 @@ def write(
 
     In its category, a title names one subject: a write with the title of an entry there (case,
     spacing and punctuation aside) becomes that entry's next version, the old text kept (`mem
-    history`); so does one with its tags and a similar text. The answer says so ("conflict
-    detected ..., both versions kept, current is v2"). `--force` writes a separate entry.
+    history`); so does one with its tags and a similar text, and one under another title that says
+    it left a value the nearest entry states ("moved from Dracula to ..."). The answer says so
+    ("conflict detected ..., both versions kept, current is v2"). `--force` writes a separate entry.
     """
     from memstrata.errors import InvalidInput
 
@@ -121,6 +122,9 @@ def _print_write(result) -> None:
         old = result.previous_version
         typer.echo(f"  v{old} is kept: mem history {result.id} --show {old}; "
                    f"if v{old} is still right: mem revert {result.id} --to {old}")
+        if getattr(result, "rule", None) not in (None, "title", "alias"):  # merged under another title
+            typer.echo("  another subject: revert, then write it again with --force (a separate entry under its "
+                       "own title)")
     shared = getattr(result, "shared", None)  # a SharedWriteResult: what happened in the shared root
     if shared:
         typer.echo(f"shared as {shared.get('path')} in {shared.get('root')} "

@@ -229,6 +229,19 @@ def test_near_duplicates_must_agree_on_numbers():
     ("The user works from 9 to 17.", []), ("Logs go from Filebeat to Elasticsearch.", []),
     ("Alerts come from Prometheus.", []), ("The left sidebar shows the files.", []), ("用户从来不用鼠标。", []),
     ("We never moved from MySQL.", []), ("The team did not switch away from Jira.", []), ("订单库没有从 MySQL 迁走。", []),
+    # a change only thought of, planned, refused or conditional (a new user's review found each merged)
+    ("We considered moving from AWS to GCP but decided to stay.", []),
+    ("We decided against replacing RabbitMQ with Kafka: too much ops work.", []),
+    ("We might switch from Slack to Microsoft Teams next year.", []), ("The user refuses to give up Dracula.", []),
+    ("If we move away from Heroku, the bill halves.", []), ("我们考虑从 AWS 迁到阿里云。", []),
+    ("应用不再直连 MySQL，中间加了一层 ProxySQL。", []),   # "no longer directly": MySQL is still used
+    ("In May we moved from Jenkins to GitHub Actions.", [("jenkins",)]),   # the month is no "may"
+    # a dot inside a name or a version is no end of the value
+    ("We moved from Node.js to Bun.", [("node.js",)]), ("Services moved from Python 3.10 to 3.12.", [("python", "3.10")]),
+    ("We moved from AWS. Costs fell.", [("aws",)]),
+    # "replaced" with no replacement renews a thing (an attacker's review: "Printer: Replaced the toner."
+    # became a version of "Office supplies: Order toner when low.")
+    ("Replaced the toner.", []), ("The battery was replaced.", []), ("We replaced Node.js with Bun.", [("node.js",)]),
 ])
 def test_departed_reads_what_a_text_says_was_left(text, values):
     assert departed(text) == values
@@ -246,6 +259,16 @@ def test_left_value_is_what_the_old_text_states_and_no_title_names():
     assert left_value("Data scripts", "The scripts moved from Python to Rust.", "Python version",
                       "Services target Python 3.12.") is None
     assert left_value("计费库选型", "计费系统从 PostgreSQL 迁到了 TiDB。", "计费数据库", "计费系统用 PostgreSQL 15。") == "PostgreSQL"
+
+
+def test_a_value_the_same_write_says_is_kept_was_not_left_by_the_subject_it_names():
+    old = "PostgreSQL 14 stores billing data; finance gets nightly CSV exports from it."
+    assert left_value("Data warehouse", "Analytics moved from PostgreSQL to BigQuery; billing stays on PostgreSQL.",
+                      "Billing database", old) is None
+    assert left_value("Billing DB choice", "Billing moved from PostgreSQL to TiDB; the exports stay on CSV.",
+                      "Billing database", old) == "PostgreSQL"   # what stays is another value
+    assert left_value("计费库选型", "分析从 PostgreSQL 迁到了 ClickHouse，计费仍然用 PostgreSQL。", "计费数据库",
+                      "计费系统用 PostgreSQL 15。") is None
 
 
 def test_a_thing_one_text_is_about_and_the_other_never_names_keeps_them_apart():
