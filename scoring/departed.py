@@ -25,8 +25,8 @@ _VERB = (r"(?:switch(?:ed|es|ing)?|mov(?:ed|es|ing)|migrat(?:ed|es|ing)|chang(?:
          r"|convert(?:ed|s|ing)?|port(?:ed|s|ing)?|rewr(?:ote|itten|ites)|transferr?(?:ed|s|ing)?"
          r"|replac(?:ed|es|ing)|upgrad(?:ed|es|ing)|downgrad(?:ed|es|ing)|swapp?(?:ed|s|ing)?)")
 # The text after "from" / "left" ... up to the end of its clause; a dot inside a word ("Node.js",
-# "Python 3.10") is no end of it
-_VALUE_TEXT = r"(?:[^.;!?\n]|\.(?=[^\s.;!?])){1,120}"
+# "Python 3.10": a lower-case letter or a digit after it) is no end of it ("AWS." "Jenkins.GitHub" are)
+_VALUE_TEXT = r"(?:[^.;!?\n]|\.(?=[a-z0-9])){1,120}"
 # "… moved from X (to|for …)", "away from X" (a bare "from 9 to 17" is a range, "from Kafka to S3" a flow)
 _FROM = re.compile(rf"\b(?:{_VERB}\b[^.;!?\n]{{0,80}}?\bfrom|away from)\s+(?P<x>{_VALUE_TEXT})", re.I)
 # "left X", "dropped X", "replaced X with", "instead of X", "no longer uses X", "moved off X"
@@ -42,18 +42,27 @@ _ARROW = re.compile(r"\s*(?:→|->|=>)\s*\S")
 _CLAUSE_END = re.compile(r"[.;!?,\n，。；！？]")
 # A change denied before it is said: "we never moved from MySQL", "没有从 MySQL 迁走"
 _NEGATED = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
-# ... or one only thought of: "we considered moving from AWS", "decided against replacing RabbitMQ",
-# "might switch from Slack", "refuses to give up Dracula", "if we move away from X"
-_UNDONE = re.compile(r"\b(?:consider(?:s|ed|ing)?|might|could|would|should|shall|plan(?:s|ned|ning)? to"
-                     r"|think(?:s|ing)? (?:about|of)|thought (?:about|of)|against|refus(?:e|es|ed|ing) to"
-                     r"|propos(?:e|es|ed|ing)|suggest(?:s|ed|ing)?|if|whether|unless|want(?:s|ed)? to"
-                     r"|going to|(?-i:will)|evaluat(?:e|es|ed|ing)|discuss(?:es|ed|ing)?)\b", re.I)
-# A value the text also says is kept ("analytics moved from PostgreSQL to BigQuery; billing stays on
-# PostgreSQL", "计费仍然用 PostgreSQL") was left by one thing, not by the subject it names
-_STAYS = re.compile(r"\b(?:stay(?:s|ed|ing)?|remain(?:s|ed|ing)?|still|keep(?:s|ing)?|kept|unchanged)\b"
-                    r"|仍|还是|继续|保持|不变", re.I)
+# ... or one only thought of, the hedge governing the change ("we might switch from Slack", "considered
+# moving from AWS", "decided against replacing RabbitMQ", "refuses to give up Dracula", "if we move
+# away from X"): at most two words between them. A decision ("we will use Vite instead of webpack",
+# "should use 1Password instead of LastPass") and a hedge further back ("since it would crash daily we
+# moved from ...") are changes.
+_UNDONE = re.compile(r"\b(?:might|could|would|maybe|perhaps|consider(?:s|ed|ing)?|(?:plan|plans|planned|planning|"
+                     r"hope|hopes|hoping|intend|intends|refuse|refuses|refused|refusing|propose|proposes|proposed)"
+                     r" to|(?:decided|voted|argued|decide|vote) against|(?:think|thinks|thinking|thought) (?:about|of)"
+                     r"|if|whether|unless|in case)(?:\s+[\w'’-]+){0,2}\s*$", re.I)
+# ... or after it, in the same clause ("Leaving AWS for Hetzner would save 40%", "moving from AWS is being
+# considered"); a question asks, it does not say ("Maybe switch from AWS to Hetzner?")
+_UNDONE_AFTER = re.compile(r"\b(?:would|could|might|is being considered|are being considered|is planned|is proposed)\b",
+                           re.I)
+# A value the write also says is kept by something ("billing stays on PostgreSQL", "PostgreSQL remains
+# for billing", "计费仍然用 PostgreSQL"): the value then, not its subject, was left by one thing only
+_STAY_BEFORE = r"(?:stay(?:s|ed|ing)?|remain(?:s|ed|ing)?|continu(?:e|es|ed|ing)|still (?:runs?|is|are|lives?|sits?))" \
+               r"\s+(?:on|in|with|at)\s+(?:the\s+)?|still (?:on|in|uses?|using)\s+(?:the\s+)?|keeps? using\s+(?:the\s+)?"
+_STAYS_ON = re.compile(rf"\b(?:{_STAY_BEFORE})|(?:仍然?|还是|继续|保持)(?:用|使用|在|跑在|留在)?\s*")
+_STAYS_AFTER = re.compile(r"\s+(?:stays|remains|is kept|stays in place|continues)\b")
 _ZH_NEGATED = re.compile(r"[没未不]有?$|并未$|从未$")
-_ZH_UNDONE = re.compile(r"考虑|打算|计划|准备|可能|也许|如果|是否|要不要|想要|建议|讨论|评估")
+_ZH_UNDONE = re.compile(r"(?:考虑|打算|(?<!按)计划|准备|可能|也许|如果|是否|要不要|想要)\S{0,2}$")
 
 # Chinese: 从 X 迁到/换成/改用 …, 把 X 换成 …, 不再用 X, 弃用 X, X 已下线
 _ZH_VERB = "迁换改搬转切移升降替"
@@ -99,15 +108,16 @@ def departed(text: str) -> list[tuple[str, ...]]:
     for pattern in (_FROM, _AFTER):
         for m in pattern.finditer(text):
             before = _clause_before(text, m.start(), 40)
-            if _NEGATED.search(before) or _UNDONE.search(before) or \
-                    (pattern is _AFTER and _renewed(m.group(0), m.group("x"))):
+            if _NEGATED.search(before) or _UNDONE.search(before) or _UNDONE_AFTER.search(m.group("x")) \
+                    or _asked(text, m.end()) or (pattern is _AFTER and _renewed(m.group(0), m.group("x"))):
                 continue
             found.append(_lead_tokens(m.group("x")))
     for pattern in (_BEFORE, _ARROW):
         for m in pattern.finditer(text):
-            if pattern is _BEFORE and _renewed(m.group(0), _CLAUSE_END.split(text[m.end():m.end() + 40], 1)[0]):
+            before = _clause_before(text, m.start(), 120)
+            if pattern is _BEFORE and _renewed(m.group(0), before + " " + text[m.end():m.end() + 60]):
                 continue
-            found.append(_lead_tokens(_clause_before(text, m.start(), 120), from_end=True))
+            found.append(_lead_tokens(before, from_end=True))
     for pattern in (_ZH_FROM, _ZH_AFTER, _ZH_BEFORE):
         for m in pattern.finditer(text):
             if pattern is _ZH_FROM and _ZH_NEGATED.search(_clause_before(text, m.start(), 4)):
@@ -128,11 +138,26 @@ def departed(text: str) -> list[tuple[str, ...]]:
     return out
 
 
-def _renewed(said: str, after: str) -> bool:
-    """Whether a "replaced" (`said`, the words that found the value) names no replacement in the
-    clause `after` it ("Replaced the toner.", "The battery was replaced."): a thing renewed, not a
-    value left ("replaced webpack with Vite", "was replaced by Tailscale")."""
-    return "replac" in said.lower() and not re.search(r"\b(?:with|by)\b", after, re.I)
+def _renewed(said: str, text: str) -> bool:
+    """Whether a "replaced" (the words that found the value, `said`) renews a thing rather than leaves
+    a value: the thing with an article ("Replaced the toner.", "The battery was replaced.") and no
+    other thing in its place, or replaced "with a new one". A name ("We replaced MySQL last month",
+    "MySQL was replaced") or a replacement ("the queue with Kafka", "by Tailscale", "webpack for
+    Vite", "in favour of") is a value left. `text`: the value's clause and what follows it."""
+    if not re.match(r"\s*(?:replac|(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+(?:now\s+|also\s+)?replaced)",
+                    said, re.I):
+        return False
+    if re.search(r"\bwith (?:a |an )?(?:new|fresh|another|spare|second)\b", text, re.I):
+        return True
+    if re.search(r"\b(?:with|by|for|in favou?r of)\s+(?!the end\b|now\b)\S", text, re.I):
+        return False
+    return bool(re.match(r"\s*(?:the|a|an|my|our|their|its|his|her|your|this|that)\b", text, re.I))
+
+
+def _asked(text: str, end: int) -> bool:
+    """Whether the sentence a change is said in ends with a question mark."""
+    stop = re.search(r"[.!?\n。！？]", text[end:])
+    return bool(stop) and stop.group() in "?？"
 
 
 def _clause_before(text: str, end: int, most: int) -> str:
@@ -163,8 +188,9 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
     old_words = _words(old_body)
     old_cjk = _fold(old_body).replace(" ", "")
     titles_cjk = _fold(f"{new_title}\n{old_title}").replace(" ", "")
-    kept = _kept_values(new_body)
-    for value in departed(new_body):
+    values = departed(new_body)
+    kept = _kept_values(new_body, values)
+    for value in values:
         if value in kept:
             continue
         if len(value) == 1 and _CJK.search(value[0]):
@@ -176,23 +202,22 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
     return None
 
 
-def _kept_values(text: str) -> set[tuple[str, ...]]:
-    """The values `departed` finds that a clause of the same text says are kept ("billing stays on
-    PostgreSQL"): a clause with a word of staying, the value, and no change of its own."""
-    text = unicodedata.normalize("NFKC", (text or "")[:SCAN_CHARS])
-    clauses = [c for c in re.split(r"[;!?,\n，。；！？]|\.(?![^\s.;!?])", text) if _STAYS.search(c)]
-    if not clauses:
-        return set()
-    kept = set()
-    for value in departed(text):
-        for clause in clauses:
-            if departed(clause):
-                continue
-            words = [_fold(t) for t in _TOKEN.findall(clause)]
-            cjk = _fold(clause).replace(" ", "")
-            if (len(value) == 1 and _CJK.search(value[0]) and value[0] in cjk) or all(w in words for w in value):
-                kept.add(value)
-    return kept
+def _kept_values(text: str, values: list[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """Those of `values` the text says something stays on ("billing stays on PostgreSQL", "still uses
+    Vim", "PostgreSQL remains", "计费仍然用 PostgreSQL"): the value is the object of the staying, not a
+    word near it ("keeping my Vim keybindings", "the MySQL dumps are kept" leave the value left).
+    One pass over the text: the words after each staying and before each "remains", as sets."""
+    folded = _fold((text or "")[:SCAN_CHARS])
+    stayed: set = set()
+    for m in _STAYS_ON.finditer(folded):
+        words = _TOKEN.findall(folded[m.end():m.end() + 120])[:_MAX_TOKENS]
+        stayed.update(tuple(words[:n]) for n in range(1, len(words) + 1))
+        after = folded[m.end():m.end() + 24].lstrip()
+        stayed.update((after[:n],) for n in range(2, len(after) + 1))  # a Chinese value, as written
+    for m in _STAYS_AFTER.finditer(folded):
+        words = _TOKEN.findall(folded[max(0, m.start() - 120):m.start()])[-_MAX_TOKENS:]
+        stayed.update(tuple(words[-n:]) for n in range(1, len(words) + 1))
+    return {value for value in values if value in stayed}
 
 
 def _as_written(text: str, value: tuple[str, ...]) -> str:

@@ -261,6 +261,46 @@ def test_left_value_is_what_the_old_text_states_and_no_title_names():
     assert left_value("计费库选型", "计费系统从 PostgreSQL 迁到了 TiDB。", "计费数据库", "计费系统用 PostgreSQL 15。") == "PostgreSQL"
 
 
+# Sentences two reviews wrote against the reading of hedged and renewed changes (2026-12-05): a change
+# said with a hedge elsewhere in the sentence, or decided for the future, is a change; a hedge that
+# governs the change, a renewal, or a question is not.
+@pytest.mark.parametrize("text", [
+    "From now on we will use Vite instead of webpack.", "New hires should use 1Password instead of LastPass.",
+    "As discussed in standup: we moved from Zoom to Google Meet.",
+    "We benchmarked PostgreSQL against MySQL and moved from MySQL to PostgreSQL.",
+    "Bob suggested it and we moved from AWS to Hetzner.", "We evaluated three options and switched from Jenkins to GitLab CI.",
+    "If you wonder about the screenshots: I switched from Dracula to Solarized Light.",
+    "Since it would crash daily we moved from MongoDB to PostgreSQL.", "讨论后从 MySQL 迁到了 PostgreSQL。", "按计划从 MySQL 迁到了 PostgreSQL。",
+    "We left AWS and Hetzner replaced it.", "We dropped Jenkins and GitHub Actions is the replacement.",
+    "Replaced webpack for Vite.", "Replaced webpack in favour of Vite.", "We replaced MySQL last month; PostgreSQL runs everything now.",
+    "MySQL was replaced last quarter. We are on PostgreSQL now.", "MySQL was replaced, by PostgreSQL.",
+])
+def test_a_change_said_beside_a_hedge_is_still_a_change(text):
+    assert departed(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Replaced the battery with a new one.", "Moving from AWS to Hetzner is being considered.",
+    "Leaving AWS for Hetzner would save 40%.", "Maybe switch from AWS to Hetzner?",
+])
+def test_a_change_only_weighed_or_a_thing_renewed_is_none(text):
+    assert departed(text) == []
+
+
+@pytest.mark.parametrize("new,old,left", [
+    ("Switched from Vim to Neovim, keeping my Vim keybindings.", "I use Vim for everything.", "Vim"),
+    ("Moved from MySQL to PostgreSQL, the MySQL dumps are kept in S3 for a year.", "Orders use MySQL 8.", "MySQL"),
+    ("Moved from bash to zsh. Still using bash for scripts.", "The shell is bash.", None),
+    ("Analytics moved from PostgreSQL to BigQuery but billing stays on PostgreSQL.", "Billing and analytics use PostgreSQL.", None),
+    ("Analytics moved from PostgreSQL to BigQuery while billing remains on PostgreSQL.", "Billing and analytics use PostgreSQL.",
+     None),
+    ("分析从 PostgreSQL 迁到 BigQuery 但计费仍用 PostgreSQL。", "计费和分析都用 PostgreSQL。", None),
+    ("我们从 MySQL 迁到了 PostgreSQL，MySQL 的备份还是保留一年", "订单库用 MySQL。", "MySQL"),
+])
+def test_only_a_value_something_stays_on_is_kept(new, old, left):
+    assert left_value("New title", new, "Old title", old) == left
+
+
 def test_a_value_the_same_write_says_is_kept_was_not_left_by_the_subject_it_names():
     old = "PostgreSQL 14 stores billing data; finance gets nightly CSV exports from it."
     assert left_value("Data warehouse", "Analytics moved from PostgreSQL to BigQuery; billing stays on PostgreSQL.",
