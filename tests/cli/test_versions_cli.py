@@ -54,6 +54,17 @@ def test_conflict_history_show_and_revert(root):
                                 'current is v4')
 
 
+
+def test_a_merge_under_another_title_says_how_to_keep_it_apart(root):
+    first = json.loads(run(root, "write", "The user prefers dark mode (Dracula) in VS Code.", "--title", "Editor theme",
+                           "--category", "preferences", "--tag", "editor", "--json").stdout)
+    second = run(root, "write", "The user moved from Dracula to Solarized Light because of the glare.", "--title",
+                 "Colour scheme", "--category", "preferences", "--tag", "editor")
+    assert second.returncode == 0, second.stderr
+    lines = second.stdout.splitlines()
+    assert lines[0].startswith('conflict detected with "Editor theme"') and first["id"] in lines[0]
+    assert lines[2] == "  another subject: revert, then write it again with --force (a separate entry under its own title)"
+
 def test_duplicate_write_reports_the_existing_id(root):
     first = json.loads(run(root, "write", "We deploy on Fridays", "--title", "Deploy day", "--category", "ops",
                            "--json").stdout)
