@@ -26,7 +26,7 @@ _VERB = (r"(?:switch(?:ed|es|ing)?|mov(?:ed|es|ing)|migrat(?:ed|es|ing)|chang(?:
          r"|replac(?:ed|es|ing)|upgrad(?:ed|es|ing)|downgrad(?:ed|es|ing)|swapp?(?:ed|s|ing)?)")
 # The text after "from" / "left" ... up to the end of its clause; a dot inside a word ("Node.js",
 # "Python 3.10": a lower-case letter or a digit after it) is no end of it ("AWS." "Jenkins.GitHub" are)
-_VALUE_TEXT = r"(?:[^.;!?\n]|\.(?=[a-z0-9])){1,120}"
+_VALUE_TEXT = r"(?:[^.;!?\n]|\.(?=(?-i:[a-z0-9]))){1,120}"
 # "… moved from X (to|for …)", "away from X" (a bare "from 9 to 17" is a range, "from Kafka to S3" a flow)
 _FROM = re.compile(rf"\b(?:{_VERB}\b[^.;!?\n]{{0,80}}?\bfrom|away from)\s+(?P<x>{_VALUE_TEXT})", re.I)
 # "left X", "dropped X", "replaced X with", "instead of X", "no longer uses X", "moved off X"
@@ -38,21 +38,24 @@ _AFTER = re.compile(r"(?<!\bthe )\b(?:left|leaving|dropp(?:ed|ing)|replac(?:ed|i
 _BEFORE = re.compile(r"\s(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+"
                      r"(?:now\s+|also\s+)?(?:retired|gone|dropped|replaced|deprecated|decommissioned|switched off"
                      r"|shut down|turned off|read-only|no longer used|removed|abandoned|phased out|sunset)\b", re.I)
-_ARROW = re.compile(r"\s*(?:→|->|=>)\s*\S")
+_ARROW = re.compile(r"(?:→|->|=>)\s*\S")
 _CLAUSE_END = re.compile(r"[.;!?,\n，。；！？]")
 # A change denied before it is said: "we never moved from MySQL", "没有从 MySQL 迁走"
 _NEGATED = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
 # ... or one only thought of, the hedge governing the change ("we might switch from Slack", "considered
 # moving from AWS", "decided against replacing RabbitMQ", "refuses to give up Dracula", "if we move
-# away from X"): at most two words between them. A decision ("we will use Vite instead of webpack",
+# away from X"): at most two words between them, and none that starts what was done ("we considered
+# alternatives and moved", "could finally move"). A decision ("we will use Vite instead of webpack",
 # "should use 1Password instead of LastPass") and a hedge further back ("since it would crash daily we
 # moved from ...") are changes.
 _UNDONE = re.compile(r"\b(?:might|could|would|maybe|perhaps|consider(?:s|ed|ing)?|(?:plan|plans|planned|planning|"
                      r"hope|hopes|hoping|intend|intends|refuse|refuses|refused|refusing|propose|proposes|proposed)"
                      r" to|(?:decided|voted|argued|decide|vote) against|(?:think|thinks|thinking|thought) (?:about|of)"
-                     r"|if|whether|unless|in case)(?:\s+[\w'’-]+){0,2}\s*$", re.I)
-# ... or after it, in the same clause ("Leaving AWS for Hetzner would save 40%", "moving from AWS is being
-# considered"); a question asks, it does not say ("Maybe switch from AWS to Hetzner?")
+                     r"|if|whether|unless|in case)(?:\s+(?!(?:and|then|so|finally|now|already|eventually|at)\b)[\w'’-]+){0,2}"
+                     r"\s*$", re.I)
+# ... or after it, in the change's own clause ("Leaving AWS for Hetzner would save 40%", "moving from AWS
+# is being considered"; not "..., which could save us 40%", "so I could write"); a question asks, it does
+# not say ("Maybe switch from AWS to Hetzner?", not "Left Slack for Discord; thoughts?")
 _UNDONE_AFTER = re.compile(r"\b(?:would|could|might|is being considered|are being considered|is planned|is proposed)\b",
                            re.I)
 # A value the write also says is kept by something ("billing stays on PostgreSQL", "PostgreSQL remains
@@ -60,14 +63,18 @@ _UNDONE_AFTER = re.compile(r"\b(?:would|could|might|is being considered|are bein
 _STAY_BEFORE = r"(?:stay(?:s|ed|ing)?|remain(?:s|ed|ing)?|continu(?:e|es|ed|ing)|still (?:runs?|is|are|lives?|sits?))" \
                r"\s+(?:on|in|with|at)\s+(?:the\s+)?|still (?:on|in|uses?|using)\s+(?:the\s+)?|keeps? using\s+(?:the\s+)?"
 _STAYS_ON = re.compile(rf"\b(?:{_STAY_BEFORE})|(?:仍然?|还是|继续|保持)(?:用|使用|在|跑在|留在)?\s*")
-_STAYS_AFTER = re.compile(r"\s+(?:stays|remains|is kept|stays in place|continues)\b")
+_STAYS_AFTER = re.compile(r"(?<!\s)\s+(?:stays|remains|is kept|stays in place|continues)\b")
+_LEFTOVER = re.compile(r"\b(?:archived?|read-only|readonly|backups?|until|for now|legacy|old|former)\b|只读|归档|备份|保留")
+_CAME_FROM = frozenset("from for of in to with on at by about".split())
+_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?")
+_OWN_CLAUSE = re.compile(r"[,(]|\s[-–—]\s|\b(?:which|so|because|since|but|as|and|while|though|although|until)\b", re.I)
 _ZH_NEGATED = re.compile(r"[没未不]有?$|并未$|从未$")
-_ZH_UNDONE = re.compile(r"(?:考虑|打算|(?<!按)计划|准备|可能|也许|如果|是否|要不要|想要)\S{0,2}$")
+_ZH_UNDONE = re.compile(r"(?:考虑(?!后|过)|打算|(?<!按照)(?<!按)(?<!原)计划|可能|也许|如果|是否|要不要|想要)\S{0,2}$")
 
 # Chinese: 从 X 迁到/换成/改用 …, 把 X 换成 …, 不再用 X, 弃用 X, X 已下线
 _ZH_VERB = "迁换改搬转切移升降替"
 _ZH_FROM = re.compile(rf"(?:从(?!来)|由(?!于))(?P<x>[^，。；！？,.;!?\n]{{1,24}}?)(?:全部|都|已经|已|也|又|整体|统一)?[{_ZH_VERB}]")
-_ZH_AFTER = re.compile(r"(?:不再(?:用|使用|采用|依赖)|弃用|放弃|停用|淘汰|替换掉|取代|告别|离开|改掉)(?P<x>[^，。；！？,.;!?\n]{1,24})")
+_ZH_AFTER = re.compile(r"(?:不再(?!直连|直接|仅|只)(?:用|使用|采用)?|弃用|放弃|停用|淘汰|替换掉|取代|告别|离开|改掉)(?P<x>[^，。；！？,.;!?\n]{1,24})")
 _ZH_BEFORE = re.compile(r"(?:已经|已|被)?(?:下线|停用|弃用|淘汰|退役|只读|废弃|被替换|被取代)")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _ZH_TRIM = "的了把将用在里上中 \t"
@@ -108,14 +115,16 @@ def departed(text: str) -> list[tuple[str, ...]]:
     for pattern in (_FROM, _AFTER):
         for m in pattern.finditer(text):
             before = _clause_before(text, m.start(), 40)
-            if _NEGATED.search(before) or _UNDONE.search(before) or _UNDONE_AFTER.search(m.group("x")) \
-                    or _asked(text, m.end()) or (pattern is _AFTER and _renewed(m.group(0), m.group("x"))):
+            own = _OWN_CLAUSE.split(m.group("x"), 1)[0]
+            if _NEGATED.search(before) or _UNDONE.search(before) or _UNDONE_AFTER.search(own) \
+                    or _asked(text, m.start("x")) or (pattern is _AFTER and _renewed(m.group(0), own)):
                 continue
             found.append(_lead_tokens(m.group("x")))
     for pattern in (_BEFORE, _ARROW):
         for m in pattern.finditer(text):
             before = _clause_before(text, m.start(), 120)
-            if pattern is _BEFORE and _renewed(m.group(0), before + " " + text[m.end():m.end() + 60]):
+            if pattern is _BEFORE and _renewed(m.group(0), before + " " + _OWN_CLAUSE.split(
+                    _CLAUSE_END.split(text[m.end():m.end() + 60], 1)[0], 1)[0]):
                 continue
             found.append(_lead_tokens(before, from_end=True))
     for pattern in (_ZH_FROM, _ZH_AFTER, _ZH_BEFORE):
@@ -133,6 +142,7 @@ def departed(text: str) -> list[tuple[str, ...]]:
                 found.append((x,))
     out: list[tuple[str, ...]] = []
     for value in found:
+        value = tuple(w for w in value if not _ABBREVIATION.fullmatch(w))  # "e.g", "i.e", "u.s": no value
         if value and value not in out:
             out.append(value)
     return out
@@ -140,23 +150,26 @@ def departed(text: str) -> list[tuple[str, ...]]:
 
 def _renewed(said: str, text: str) -> bool:
     """Whether a "replaced" (the words that found the value, `said`) renews a thing rather than leaves
-    a value: the thing with an article ("Replaced the toner.", "The battery was replaced.") and no
+    a value: a common noun with an article ("Replaced the toner.", "The battery was replaced.") and no
     other thing in its place, or replaced "with a new one". A name ("We replaced MySQL last month",
-    "MySQL was replaced") or a replacement ("the queue with Kafka", "by Tailscale", "webpack for
-    Vite", "in favour of") is a value left. `text`: the value's clause and what follows it."""
+    "The MySQL database was replaced") or a replacement ("the queue with Kafka", "by Tailscale",
+    "webpack for Vite", "in favour of", "my MacBook with a new ThinkPad") is a value left. `text`: the
+    value's own clause (for "was replaced": the clause before it, then its own)."""
     if not re.match(r"\s*(?:replac|(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+(?:now\s+|also\s+)?replaced)",
                     said, re.I):
         return False
-    if re.search(r"\bwith (?:a |an )?(?:new|fresh|another|spare|second)\b", text, re.I):
+    if re.search(r"\bwith (?:a |an )?(?:new|fresh|spare|another|second)(?: ones?)?\s*$", text, re.I):
         return True
     if re.search(r"\b(?:with|by|for|in favou?r of)\s+(?!the end\b|now\b)\S", text, re.I):
         return False
-    return bool(re.match(r"\s*(?:the|a|an|my|our|their|its|his|her|your|this|that)\b", text, re.I))
+    # "the toner", "my battery": a thing; "the MySQL database", "my MacBook Pro": a name, a value
+    return bool(re.match(r"\s*(?:the|a|an|my|our|their|its|his|her|your|this|that)\s+(?-i:[a-z])", text, re.I))
 
 
-def _asked(text: str, end: int) -> bool:
-    """Whether the sentence a change is said in ends with a question mark."""
-    stop = re.search(r"[.!?\n。！？]", text[end:])
+def _asked(text: str, start: int) -> bool:
+    """Whether the clause a change is said in (from its value at `start`) ends with a question mark
+    ("Maybe switch from AWS to Hetzner?"; not "Left Slack for Discord; thoughts?")."""
+    stop = re.search(r"[.!?;(\n。！？；]|\s[-–—]\s", text[start:])
     return bool(stop) and stop.group() in "?？"
 
 
@@ -204,25 +217,34 @@ def left_value(new_title: str, new_body: str, old_title: str, old_body: str) -> 
 
 def _kept_values(text: str, values: list[tuple[str, ...]]) -> set[tuple[str, ...]]:
     """Those of `values` the text says something stays on ("billing stays on PostgreSQL", "still uses
-    Vim", "PostgreSQL remains", "计费仍然用 PostgreSQL"): the value is the object of the staying, not a
-    word near it ("keeping my Vim keybindings", "the MySQL dumps are kept" leave the value left).
-    One pass over the text: the words after each staying and before each "remains", as sets."""
+    bash for scripts", "PostgreSQL remains", "计费仍然用 PostgreSQL"): the whole value is what stays, not a
+    word of a longer name ("still using Vim keybindings"), not what something came from ("exported from
+    Slack stays in Drive"), and not a leftover ("old tickets stay in Jira as a read-only archive").
+    One pass over the text: the values after each staying and before each "remains", as sets."""
     folded = _fold((text or "")[:SCAN_CHARS])
     stayed: set = set()
     for m in _STAYS_ON.finditer(folded):
-        words = _TOKEN.findall(folded[m.end():m.end() + 120])[:_MAX_TOKENS]
-        stayed.update(tuple(words[:n]) for n in range(1, len(words) + 1))
+        clause = _OWN_CLAUSE.split(_CLAUSE_END.split(folded[m.end():m.end() + 120], 1)[0], 1)[0]
+        if _LEFTOVER.search(_clause_before(folded, m.start(), 80) + " " + clause):
+            continue
+        words = _TOKEN.findall(clause)[:_MAX_TOKENS + 1]
+        stayed.update(tuple(words[:n]) for n in range(1, len(words) + 1) if n == len(words) or words[n] in _END)
         after = folded[m.end():m.end() + 24].lstrip()
-        stayed.update((after[:n],) for n in range(2, len(after) + 1))  # a Chinese value, as written
+        if _CJK.match(after):  # a Chinese value, as written
+            stayed.update((after[:n],) for n in range(2, len(after) + 1))
     for m in _STAYS_AFTER.finditer(folded):
-        words = _TOKEN.findall(folded[max(0, m.start() - 120):m.start()])[-_MAX_TOKENS:]
-        stayed.update(tuple(words[-n:]) for n in range(1, len(words) + 1))
+        clause = _clause_before(folded, m.start(), 120)
+        if _LEFTOVER.search(clause + " " + _CLAUSE_END.split(folded[m.end():m.end() + 80], 1)[0]):
+            continue
+        words = _TOKEN.findall(clause)[-(_MAX_TOKENS + 1):]
+        stayed.update(tuple(words[-n:]) for n in range(1, len(words) + 1)
+                      if n == len(words) or words[-n - 1] not in _CAME_FROM)
     return {value for value in values if value in stayed}
 
 
 def _as_written(text: str, value: tuple[str, ...]) -> str:
     """The words of a value as the text spells them ("Dracula", not "dracula")."""
-    tokens = _TOKEN.findall(unicodedata.normalize("NFKC", text or ""))
+    tokens = _TOKEN.findall(unicodedata.normalize("NFKC", (text or "")[:SCAN_CHARS]))
     folded = [_fold(t) for t in tokens]
     for i in range(len(tokens) - len(value) + 1):
         if tuple(folded[i:i + len(value)]) == value:
@@ -233,9 +255,12 @@ def _as_written(text: str, value: tuple[str, ...]) -> str:
 def _stem_match(a: str, b: str) -> bool:
     """The same word or stem: equal, one a beginning of the other of at least 5 letters ("retro" /
     "retrospectives", "postgres" / "postgresql"), or a shared beginning of at least 4 letters with
-    endings of up to 3 ("alerts" / "alerting", "app" / "apps", not "data" / "database")."""
+    endings of up to 3 ("alerts" / "alerting", "app" / "apps", not "data" / "database"). An ending
+    with a digit makes a name, not a form of the word: "auth0" is not "auth", "k8s" not "k"."""
     if a == b:
         return True
+    if any(ch.isdigit() for ch in a + b):
+        return False
     if min(len(a), len(b)) >= 5 and (a.startswith(b) or b.startswith(a)):
         return True
     n = 0

@@ -259,6 +259,9 @@ def test_left_value_is_what_the_old_text_states_and_no_title_names():
     assert left_value("Data scripts", "The scripts moved from Python to Rust.", "Python version",
                       "Services target Python 3.12.") is None
     assert left_value("计费库选型", "计费系统从 PostgreSQL 迁到了 TiDB。", "计费数据库", "计费系统用 PostgreSQL 15。") == "PostgreSQL"
+    # a name that begins with a title's word is no form of it (a review found "Auth0" under "Alpha auth")
+    assert left_value("Alpha login", "Alpha moved from Auth0 to Clerk.", "Alpha auth",
+                      "Alpha logs users in with Auth0 (universal login, Google and email).") == "Auth0"
 
 
 # Sentences two reviews wrote against the reading of hedged and renewed changes (2026-12-05): a change
@@ -299,6 +302,57 @@ def test_a_change_only_weighed_or_a_thing_renewed_is_none(text):
 ])
 def test_only_a_value_something_stays_on_is_kept(new, old, left):
     assert left_value("New title", new, "Old title", old) == left
+
+
+# A third review (2026-12-05) found each of these changes missed, or these values wrongly found, by a
+# first reading of hedges, renewals and kept values: the change's own clause decides, not its neighbours.
+THIRD_CHANGES = [  # (new body, old body)
+ ("We moved from AWS to Hetzner, which could save us 40% a year.", "All workloads run on AWS."),
+ ("Switched from Vim to Neovim so I could write my config in Lua.", "I write all code in Vim."),
+ ("We left Heroku for Fly.io because the bill would have doubled.", "The app runs on Heroku."),
+ ("Replaced Notion with Obsidian so notes would work offline.", "Notes live in Notion."),
+ ("Dropped Jenkins since nobody could maintain it anymore.", "CI runs on Jenkins."),
+ ("Switched from Vim to VS Code, still using Vim keybindings.", "I write all code in Vim."),
+ ("We moved from Slack to Teams; everything we exported from Slack stays in Drive.", "The team chats on Slack."),
+ ("Moved from Jenkins to GitHub Actions. Support for Jenkins continues until June.", "CI runs on Jenkins."),
+ ("Moved from Jira to Linear. Old tickets stay in Jira as a read-only archive.", "We track issues in Jira."),
+ ("Migrated from Confluence to Notion; old pages remain in Confluence until June.", "Docs live in Confluence."),
+ ("从 Jira 迁到了 Linear，旧工单仍在 Jira 里只读保留。", "团队用 Jira 管理工单。"),
+ ("项目不再支持 Python 2。", "项目支持 Python 2 和 3。"), ("不再订阅 Spotify，换成了 Apple Music。", "用户听 Spotify。"),
+ ("服务不再部署在 AWS 上，全部迁到了阿里云。", "服务部署在 AWS 上。"),
+ ("按照计划从 MySQL 迁到了 PostgreSQL。", "订单库用 MySQL。"), ("按原计划从 MySQL 迁到了 PostgreSQL。", "订单库用 MySQL。"),
+ ("综合考虑后放弃了 Redux，改用 Zustand。", "前端状态管理用 Redux。"),
+ ("We replaced the MySQL database last quarter; everything runs on PostgreSQL now.", "Everything is stored in a MySQL database."),
+ ("The MySQL database was replaced last quarter. We are on PostgreSQL now.", "Everything is stored in a MySQL database."),
+ ("Replaced my MacBook Pro with a new ThinkPad X1.", "The user works on a MacBook Pro."),
+ ("Replaced Trello with a new Notion workspace.", "Tasks live in Trello."),
+ ("Once the contract ended we could finally move away from Oracle.", "The ledger runs on Oracle."),
+ ("We considered alternatives and moved from AWS to Hetzner.", "All workloads run on AWS."),
+ ("We decided against waiting and moved from Jenkins to GitLab CI.", "CI runs on Jenkins."),
+ ("Left Slack for Discord; thoughts?", "The team chats on Slack."),
+ ("Finally left AWS for Hetzner - why did we wait so long?", "All workloads run on AWS."),
+ ("Migrated from MySQL to PostgreSQL (why? see the design doc).", "Orders use MySQL."),
+]
+THIRD_NO_CHANGE = [  # (new body, old body)
+ ("We considered moving from AWS to GCP but decided to stay.", "All workloads run on AWS."),
+ ("We might switch from Slack to Microsoft Teams next year.", "The team chats on Slack."),
+ ("Replaced the battery with a new one.", "The battery is weak."), ("Replaced the toner.", "Order toner when low."),
+ ("Leaving AWS for Hetzner would save 40%.", "All workloads run on AWS."), ("Maybe switch from AWS to Hetzner?", "All workloads run on AWS."),
+ ("Analytics moved from PostgreSQL to BigQuery but billing stays on PostgreSQL.", "Billing and analytics use PostgreSQL."),
+ ("应用不再直连 MySQL，中间加了一层 ProxySQL。", "订单服务用 MySQL。"), ("我们考虑从 AWS 迁到阿里云。", "服务部署在 AWS 上。"),
+ ("Use pnpm instead of e.g. npm or yarn.", "Prefer small modules, e.g. one component per file."),
+ ("Moved from the U.S. to Berlin in May.", "Works remotely for a U.S. startup."),
+]
+
+
+@pytest.mark.parametrize("new,old", THIRD_CHANGES)
+def test_a_change_beside_a_reason_a_question_or_a_leftover_is_still_a_change(new, old):
+    assert left_value("New title", new, "Old title", old) is not None, departed(new)
+
+
+@pytest.mark.parametrize("new,old", THIRD_NO_CHANGE)
+def test_a_hedged_change_a_renewal_a_kept_value_or_an_abbreviation_leaves_nothing(new, old):
+    assert left_value("New title", new, "Old title", old) is None, departed(new)
 
 
 def test_a_value_the_same_write_says_is_kept_was_not_left_by_the_subject_it_names():
