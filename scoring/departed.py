@@ -155,8 +155,8 @@ def _renewed(said: str, text: str) -> bool:
     "The MySQL database was replaced") or a replacement ("the queue with Kafka", "by Tailscale",
     "webpack for Vite", "in favour of", "my MacBook with a new ThinkPad") is a value left. `text`: the
     value's own clause (for "was replaced": the clause before it, then its own)."""
-    if not re.match(r"\s*(?:replac|(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+(?:now\s+|also\s+)?replaced)",
-                    said, re.I):
+    if not re.match(r"\s*(?:replac|(?:is|was|were|are|has been|have been|got|gets|is being|was being)\s+"
+                    r"(?:now\s+|also\s+)?replaced)", said, re.I):
         return False
     if re.search(r"\bwith (?:a |an )?(?:new|fresh|spare|another|second)(?: ones?)?\s*$", text, re.I):
         return True
