@@ -7,6 +7,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from memstrata.storage.replace_guard import replace_checked, settle
 from memstrata.storage.safe_io import check_write_target
 
 TEMP_SUFFIX = ".tmp"
@@ -157,24 +158,29 @@ def _commit(pending) -> None:
     except BaseException:
         _discard(pending)
         raise
-    changed, folders, refused = [], {}, {}
-    for n, (temp, target, unchanged) in enumerate(pending):
-        try:
-            if unchanged is not None and not unchanged():
-                temp.unlink()
+    changed, folders, refused, replaced = [], {}, {}, []
+    try:
+        for n, (temp, target, unchanged) in enumerate(pending):
+            try:
+                done = replace_checked(temp, target, unchanged)
+            except OSError as exc:  # this file stays as it was; the others are still written
+                _discard([(temp, target, unchanged)])
+                refused[str(target)] = exc.strerror or str(exc)
+                continue
+            except BaseException:
+                _discard(pending[n:])
+                raise
+            if done is False:
                 changed.append(str(target))
                 continue
-            os.replace(temp, target)
-        except OSError as exc:  # this file stays as it was; the others are still written
-            _discard([(temp, target, unchanged)])
-            refused[str(target)] = exc.strerror or str(exc)
-            continue
-        except BaseException:
-            _discard(pending[n:])
-            raise
-        folders[str(target.parent)] = target.parent
-    for folder in folders.values():
-        fsync_dir(folder)
+            replaced.append((target, done))
+            folders[str(target.parent)] = target.parent
+        for folder in folders.values():
+            fsync_dir(folder)
+    finally:
+        for target, done in replaced:  # an editor's save caught between check and rename goes back
+            if not settle(done):
+                changed.append(str(target))
     if refused:
         raise NotReplaced(refused, changed)
     if changed:
@@ -228,16 +234,20 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
                 pending.append((temp, path, unchanged))
                 return
             os.fsync(handle.fileno())
-        if unchanged is not None and not unchanged():
+        done = replace_checked(temp, path, unchanged)
+        if done is False:
             raise ChangedMeanwhile(str(path))
-        os.replace(temp, path)
     except BaseException:
         try:
             temp.unlink()
         except OSError:
             pass
         raise
-    fsync_dir(path.parent)
+    try:
+        fsync_dir(path.parent)
+    finally:
+        if not settle(done):  # an editor's save caught between check and rename went back
+            raise ChangedMeanwhile(str(path))
 
 
 def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None,
