@@ -43,6 +43,7 @@ you've your yours yourself yourselves
 also ever kind kinds sort type types thing things something anything likely might may must shall will
 get got gets go goes went much many way ways yes ok okay oh hey hi just really like s t
 """.split())
+QUERY_STOPWORDS |= frozenset(w.replace("'", "’") for w in QUERY_STOPWORDS)  # typed on a phone or a Mac: "what’s"
 
 
 # Words that place a question in time relative to now ("the last retro", "what did she do

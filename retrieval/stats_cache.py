@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
-FORMAT = 2  # 2: words split at hyphens (lexical.words)
+FORMAT = 3  # 2: words split at hyphens (lexical.words); 3: curly-apostrophe stop words left out
 _COLUMNS = ("hash", "created", "tags", "path", "category")
 
 
