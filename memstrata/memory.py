@@ -247,14 +247,16 @@ class Memory:
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
                explain: bool = False, include_shared: bool = False, min_relevance: float | None = None,
-               count_access: bool = True):
+               count_access: bool = True, sessions: bool = True):
         """Find the entries that answer `query`, best first (features.recall.Recall.recall);
         nothing when the best hit is below `min_relevance` (default: the recall_min_relevance
         setting), else the hits that reach recall_relative_relevance x the best;
         include_shared=True also searches the shared root. The hits returned count as accesses
-        (in the access journal) unless `count_access` is false."""
+        (in the access journal) unless `count_access` is false. `sessions=False` leaves captured
+        sessions out (the notes only)."""
         options = dict(category=category, tier=tier, status=status, tags=tags, since=since, until=until,
-                       strategy=strategy, explain=explain, min_relevance=min_relevance, count_access=count_access)
+                       strategy=strategy, explain=explain, min_relevance=min_relevance, count_access=count_access,
+                       sessions=sessions)
         if include_shared:
             return self._shared.recall(query, k=k, **options)
         self._entries.require_category(category)  # (the shared root may hold a category this tree lacks)

@@ -11,7 +11,8 @@ from memstrata.retrieval.hits import (RecallHit, RecallResult, best_sentence, no
                                       text_first)
 from memstrata.retrieval.rerank import top_k
 from memstrata.retrieval.table import VectorIndex, sql_str
-from memstrata.retrieval.units import entry_of, turn_of
+from memstrata.retrieval.units import SEP, entry_of, is_unit, turn_of
+from memstrata.storage.turns import is_session
 
 STRATEGIES = ("auto", "hybrid", "vector", "text", "grep", "index")
 
@@ -24,9 +25,10 @@ class Filters:
     tags: list | None = None
     since: datetime | None = None
     until: datetime | None = None
+    sessions: bool = True  # False: captured sessions' turns are left out (promotion judges the notes)
 
     def where(self) -> str | None:
-        parts = []
+        parts = [] if self.sessions else [f"id NOT LIKE '%{SEP}%'"]  # a turn's row key is `<id>#<n>`
         if self.category:
             like = self.category.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
             parts.append(f"(category = {sql_str(self.category)} OR category LIKE {sql_str(like)})")
@@ -42,7 +44,15 @@ class Filters:
             parts.append(f"created <= {self.until.timestamp()!r}")
         return " AND ".join(parts) or None
 
-    def admits(self, category, tier, status, tags, created) -> bool:
+    def admits_entry(self, entry) -> bool:
+        if not self.sessions and is_session(entry):
+            return False
+        return self.admits(entry.category, entry.tier, entry.status, entry.tags,
+                           entry.created.timestamp() if entry.created else None)
+
+    def admits(self, category, tier, status, tags, created, rid: str | None = None) -> bool:
+        if not self.sessions and rid is not None and is_unit(rid):
+            return False
         if self.category and not (category == self.category or (category or "").startswith(self.category + "/")):
             return False
         if self.tier and tier != self.tier or self.status and status != self.status:
@@ -163,7 +173,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         mask = None
     else:
         mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
-                                        frame.cols["tags"][i], frame.cols["created"][i]) for i in range(n)])
+                                        frame.cols["tags"][i], frame.cols["created"][i], frame.ids[i])
+                         for i in range(n)])
     text_scores = _text_side(stats, terms, mask, settings, limit)  # vector mode too: it is judged on the words
     if lexical.has_cjk(query):
         texts = index.texts(frame)

@@ -32,6 +32,7 @@ def recall(
     min_relevance: Annotated[Optional[float], typer.Option("--min-relevance",
                              help="Show only hits at least this likely to answer (relevance is a calibrated probability, 0-1; 0 shows all). Default: recall_min_relevance (0.01), which judges the query by its best hit: below it nothing is shown, above it the weaker hits stay.")] = None,
     no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count the hits as accesses.")] = False,
+    no_sessions: Annotated[bool, typer.Option("--no-sessions", help="Leave captured sessions out: the notes only.")] = False,
     include_shared: Annotated[bool, typer.Option("--include-shared",
                               help="Search the shared root too (shared_root in config.md or $MEMSTRATA_SHARED).")] = False,
     queries: Annotated[Optional[str], typer.Option("--queries", help="JSONL file of {\"qid\", \"query\"} lines: "
@@ -56,7 +57,7 @@ def recall(
 
     m = memory(root)
     options = dict(category=category, tier=tier, status=status, tags=tag, since=since, until=until,
-                   strategy=strategy, explain=explain, min_relevance=min_relevance)
+                   strategy=strategy, explain=explain, min_relevance=min_relevance, sessions=not no_sessions)
     if queries is not None:
         if query is not None:
             raise InvalidInput("give a query or --queries FILE, not both")

@@ -222,7 +222,7 @@ class Recall:
     def recall(self, query: str, k: int = 10, category: str | None = None, tier: str | None = None,
                status: str | None = None, tags=None, since=None, until=None, strategy: str = "auto",
                explain: bool = False, min_relevance: float | None = None, count_access: bool = False,
-               _sync: bool = True):
+               sessions: bool = True, _sync: bool = True):
         """Find the entries that answer `query`, best first (a RecallResult; `.strategy` says how).
 
         The cut-off is decided on the first scoring.relevance.CUT_DEPTH hits (k when larger) and
@@ -235,7 +235,8 @@ class Recall:
         else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
         `min_relevance` is given, `min_relevance` itself; the result keeps the best relevance seen.
         With `count_access`, the hits returned that clear the cut-off (the agent is given them) count as
-        accesses, in the access journal (a session once, however many of its turns).
+        accesses, in the access journal (a session once, however many of its turns). With `sessions`
+        False, captured sessions are left out (promotion asks which note a task needs).
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
@@ -246,7 +247,7 @@ class Recall:
             raise InvalidInput("k must be at least 1")
         check_tier_status(tier, status)  # here too: a vault's tier filter is applied below, not in _recall
         found = self._recall(query, max(int(k), CUT_DEPTH), category, None if self.state.vault else tier, status,
-                             tags, since, until, strategy, explain, _sync)  # a vault's tiers: computed (below)
+                             tags, since, until, strategy, explain, _sync, sessions)  # a vault's tiers: computed (below)
         found.results = self.entries.tiers_now(found.results, tier) if self.state.vault else found.results
         # a cut-off asked for by name also drops each hit below it (the default judges the query)
         result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k),
@@ -261,7 +262,7 @@ class Recall:
             journal.append(self.root, [(i, self.state.now(), None) for i in ids])
         return result
 
-    def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync):
+    def _recall(self, query, k, category, tier, status, tags, since, until, strategy, explain, _sync, sessions=True):
         """recall's answer before the cut-off: grep/index when asked or when the index cannot answer."""
         from memstrata.retrieval.query_limits import checked_query
         from memstrata.retrieval.search import STRATEGIES
@@ -277,6 +278,7 @@ class Recall:
             raise InvalidInput("k must be at least 1")
         check_tier_status(tier, status)
         filters = self._filters(category, tier, status, tags, since, until)
+        filters.sessions = sessions
         notes: list[str] = []
         if strategy in ("grep", "index"):
             return self._fallback(query, k, filters, strategy, notes)
@@ -361,8 +363,7 @@ class Recall:
 
     def _scope(self, filters) -> list[Entry]:
         entries = self.entries.list(filters.category, filters.tier, filters.status, filters.tags)
-        return [e for e in entries if filters.admits(e.category, e.tier, e.status, e.tags,
-                                                     e.created.timestamp() if e.created else None)]
+        return [e for e in entries if filters.admits_entry(e)]
 
     def _fallback(self, query, k, filters, strategy, notes):
         from memstrata.retrieval import fallback
@@ -390,8 +391,7 @@ class Recall:
         list keeps its own order); their stale rows, if any, give way to the text of the file."""
         from memstrata.retrieval import fallback
 
-        scope = [e for e in pending if filters.admits(e.category, e.tier, e.status, e.tags,
-                                                      e.created.timestamp() if e.created else None)]
+        scope = [e for e in pending if filters.admits_entry(e)]
         terms = fallback.grep_terms(query)
         found = [RecallHit.from_entry(e, score, snippet, {"grep": True, "matched_terms": matched} if explain else None,
                                       relevance=word_relevance(matched, terms))

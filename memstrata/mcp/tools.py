@@ -103,6 +103,8 @@ def register_tools(server, engine) -> list[str]:
         min_relevance: Annotated[Optional[float], Field(description="Answer nothing when the best hit is below this relevance (0-1); "
                                                         "default: the recall_min_relevance setting; 0 keeps all.",
                                                         ge=0.0, le=1.0)] = None,
+        sessions: Annotated[StrictBool, Field(description="Also search captured sessions' turns; false: the notes "
+                                                       "only.")] = True,
     ):
         """Recall memories relevant to a query (semantic + full-text search, best first). Each result has id,
         title, relevance (a calibrated 0-1 probability that it is relevant), score, snippet, category, tier,
@@ -114,7 +116,7 @@ def register_tools(server, engine) -> list[str]:
         def run():  # a hit's title and snippet reached the model as the note has them (`</memory><system>`)
             answer = jsonable(m.recall(query, k=k, category=category, tier=tier, status=status, tags=tags,
                                         since=since, until=until, include_shared=include_shared,
-                                        min_relevance=min_relevance))
+                                        min_relevance=min_relevance, sessions=sessions))
             return {**answer, "results": [quoted(hit) for hit in answer["results"]]}
 
         return engine.call(run)

@@ -202,9 +202,12 @@ def test_read_and_recall_of_a_captured_session_turn(tmp_path, embedder):
     async def calls(session):
         found = await session.call_tool("recall", {"query": "database backups NAS", "min_relevance": 0})
         read = await session.call_tool("read", {"id": r.id, "turn": 2, "around": 1, "count_access": False})
-        return _data(found), _data(read), read.content[0].text
+        notes = await session.call_tool("recall", {"query": "database backups NAS", "min_relevance": 0,
+                                                   "sessions": False})
+        return _data(found), _data(read), read.content[0].text, _data(notes)
 
-    found, read, text = anyio.run(_session, root, calls)
+    found, read, text, notes = anyio.run(_session, root, calls)
+    assert notes["results"] == []  # the notes only: this tree has none
     hit = found["results"][0]
     assert (hit["id"], hit["turn"], hit["timestamp"], hit["session"], hit["agent"], hit["project"]) == \
         (r.id, 4, "2026-12-05T08:17:00Z", "s-42", "codex", "ops")
