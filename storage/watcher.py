@@ -1,6 +1,7 @@
 """Which files of a tree changed since a moment, without walking it (Linux inotify)."""
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import threading
@@ -34,6 +35,7 @@ class TreeWatcher:
 
         self.root = Path(root)
         self.ok = False
+        self.out_of_instances = False
         self._gen = 0
         self._log: list[tuple[int, str]] = []  # (generation, relative path) of each file event
         self._walk_needed_at = 0  # latest generation whose change only a walk can describe
@@ -47,6 +49,7 @@ class TreeWatcher:
             self._libc = ctypes.CDLL(None, use_errno=True)
             self._fd = self._libc.inotify_init1(self._IN_NONBLOCK | self._IN_CLOEXEC)
             if self._fd < 0:
+                self.out_of_instances = ctypes.get_errno() == errno.EMFILE  # fs.inotify.max_user_instances
                 return
             self._add_tree(str(self.root))
             self.ok = True

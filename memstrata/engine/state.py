@@ -1,6 +1,7 @@
 """One tree's shared state: root, settings, catalog, watcher, lock, clock, model and vector index."""
 from __future__ import annotations
 
+import gc
 import weakref
 
 from memstrata import clock
@@ -71,6 +72,9 @@ class TreeState:
 
             self._watcher_opened = True
             watcher = TreeWatcher(self.root)
+            if watcher.out_of_instances:  # trees this process let go hold theirs until collected (their finalizers close them)
+                gc.collect()
+                watcher = TreeWatcher(self.root)
             if watcher.ok:
                 weakref.finalize(self, watcher.close)
                 self._watcher = watcher
