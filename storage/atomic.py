@@ -2,18 +2,16 @@
 from __future__ import annotations
 
 import os
-import secrets as _random
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from memstrata.storage.replace_guard import replace_checked, settle
+from memstrata.storage.replace_guard import replace_checked, settle, sibling_name
 from memstrata.storage.safe_io import check_write_target
 
 TEMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
-_NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
 
 
 class ChangedMeanwhile(Exception):
@@ -39,11 +37,7 @@ class NotReplaced(OSError):
 def temp_name(name: str) -> str:
     """`.{name}.{pid}.{random}.tmp`, with `name` cut short when the whole would pass the file
     system's 255-byte limit on a name (a note named with 253 bytes still gets written)."""
-    tail = f".{os.getpid()}.{_random.token_hex(4)}{TEMP_SUFFIX}"
-    encoded = name.encode("utf-8", "surrogateescape")
-    if len(encoded) + len(tail) + 1 > _NAME_MAX:
-        name = encoded[:_NAME_MAX - len(tail) - 1 - 64].decode("utf-8", "ignore")  # room to spare
-    return f".{name}{tail}"
+    return sibling_name(name, TEMP_SUFFIX)
 
 
 def is_temp_file(name: str) -> bool:
@@ -158,9 +152,24 @@ def _commit(pending) -> None:
     except BaseException:
         _discard(pending)
         raise
-    changed, folders, refused, replaced = [], {}, {}, []
+    changed, refused = [], {}
+    for start in range(0, len(pending), SETTLE_EVERY):  # each replace holds its old file open until settled
+        _replace_part(pending, start, changed, refused)
+    if refused:
+        raise NotReplaced(refused, changed)
+    if changed:
+        raise ChangedMeanwhile(*changed)
+
+
+SETTLE_EVERY = 64  # replaces between two settles: a batch of thousands would run out of file descriptors
+
+
+def _replace_part(pending, start: int, changed: list, refused: dict) -> None:
+    """Replace pending[start:start + SETTLE_EVERY], sync their folders, then settle each."""
+    folders, replaced = {}, []
     try:
-        for n, (temp, target, unchanged) in enumerate(pending):
+        for n in range(start, min(start + SETTLE_EVERY, len(pending))):
+            temp, target, unchanged = pending[n]
             try:
                 done = replace_checked(temp, target, unchanged)
             except OSError as exc:  # this file stays as it was; the others are still written
@@ -181,10 +190,6 @@ def _commit(pending) -> None:
         for target, done in replaced:  # an editor's save caught between check and rename goes back
             if not settle(done):
                 changed.append(str(target))
-    if refused:
-        raise NotReplaced(refused, changed)
-    if changed:
-        raise ChangedMeanwhile(*changed)
 
 
 def fsync_dir(path: Path) -> None:

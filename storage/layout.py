@@ -18,7 +18,7 @@ ID_KEY = "id"               # the engine's key in a tree made by `mem init`
 ADOPTED_ID_KEY = "mem-id"   # ... and in an adopted vault (a user's `id:` stays theirs)
 _MARK = f"{ENGINE_HOME}/config.md"
 # Kept out of git inside `.memstrata/` (the vault's own .gitignore is never touched).
-ADOPTED_GITIGNORE = "vectors/\ntrash/\ncache/\nquarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\nsecrets-allowed.json\n"
+ADOPTED_GITIGNORE = "vectors/\ntrash/\ncache/\nquarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n.*.kept\nsecrets-allowed.json\n"
 
 
 def is_adopted(root) -> bool:

@@ -2,22 +2,45 @@
 from __future__ import annotations
 
 import os
+import secrets as _random
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100
+F_SETLEASE, F_RDLCK, F_UNLCK = 1024, 0, 2  # linux/fcntl.h
+KEPT_SUFFIX = ".kept"
+_NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
 _COMPARED_BYTES = 1 << 20  # a larger file is compared by its size and time only
+QUIET_SECONDS = 0.05  # without an exchange: a file written in the window is copied back once this quiet
+QUIET_WAIT_MAX = 2.0
+
+
+def sibling_name(name: str, suffix: str) -> str:
+    """`.{name}.{pid}.{random}{suffix}`, with `name` cut short when the whole would pass the file
+    system's 255-byte limit on a name (a note named with 253 bytes still gets one)."""
+    tail = f".{os.getpid()}.{_random.token_hex(4)}{suffix}"
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) + len(tail) + 1 > _NAME_MAX:
+        name = encoded[:_NAME_MAX - len(tail) - 1 - 64].decode("utf-8", "ignore")  # room to spare
+    return f".{name}{tail}"
+
+
+def is_kept_file(name: str) -> bool:
+    """A file the engine took out of a note's place and kept: an editor's save caught while the engine
+    wrote the note, or the note's previous file when the engine was killed before it could check it."""
+    return name.startswith(".") and name.endswith(KEPT_SUFFIX)
 
 
 @dataclass
 class Replaced:
     """A replace still to be settled: the file it took the place of, held open (and, where the
-    rename was an exchange, still in the folder under the temp name)."""
+    rename was an exchange, still in the folder under a `.kept` name)."""
 
     target: Path
-    taken_out: Path | None  # the temp name the exchange left the old file under; None after a plain rename
+    taken_out: Path | None  # where the exchange left the old file; None after a plain rename
     fd: int
     checked: os.stat_result
     checked_bytes: bytes | None
@@ -30,10 +53,10 @@ def replace_checked(temp: Path, target: Path, unchanged) -> Replaced | bool:
     A check and then a rename leave a window: an editor's save landing between the two (a rename over
     the note, or a write into the file the rename then unlinks: a truncating editor) was lost (1 of
     349 saves under load). So the file checked is held open and, where Linux offers it, the rename
-    is an exchange that leaves the file it took out under the temp name; `settle` (called once the
-    folder is synced) puts that file back, and drops ours, when it is not the file checked or was
-    written since. What is left open: an editor that opened the file before the exchange and writes
-    only after `settle`.
+    is an exchange that leaves the file it took out beside the note under a `.kept` name; `settle`
+    (called once the folder is synced) drops that file when it is the one checked, unwritten and
+    open for writing by nobody, and else puts it back in place of ours. A kill before `settle` leaves
+    the `.kept` file, never removed by the engine: `mem doctor` names it.
     """
     if unchanged is None:
         os.replace(temp, target)
@@ -51,10 +74,16 @@ def replace_checked(temp: Path, target: Path, unchanged) -> Replaced | bool:
             os.replace(temp, target)
             return True
         ours = os.stat(temp)
-        exchanged = _exchange(temp, target)
+        held = temp.parent / sibling_name(target.name, KEPT_SUFFIX)
+        exchanged = False
+        if _renameat2() is not None:
+            os.rename(temp, held)  # the name the old file will have: a kill from here on leaves no `.tmp` of it
+            exchanged = _exchange(held, target)
+            if not exchanged:
+                os.rename(held, temp)
         if not exchanged:
             os.replace(temp, target)
-        replaced = Replaced(Path(target), Path(temp) if exchanged else None, fd, checked, checked_bytes, ours)
+        replaced = Replaced(Path(target), held if exchanged else None, fd, checked, checked_bytes, ours)
         fd = None
         return replaced
     finally:
@@ -63,48 +92,100 @@ def replace_checked(temp: Path, target: Path, unchanged) -> Replaced | bool:
 
 def settle(replaced: Replaced | bool) -> bool:
     """Whether our file stays: True, or False when an editor's save was caught in the window and put
-    back in place of ours (ours is then gone; a save made after ours is left as it is)."""
+    back in place of ours (or, when that could not be done safely, kept beside the note as `.kept`)."""
     if not isinstance(replaced, Replaced):
         return replaced
     r = replaced
     try:
-        now = os.fstat(r.fd)
-        written = (now.st_size, now.st_mtime_ns) != (r.checked.st_size, r.checked.st_mtime_ns) or \
-            _contents(r.fd, now) != r.checked_bytes
-        if r.taken_out is None:  # a plain rename: a write into the old file is copied back
-            if written:
-                _copy_back(r, now)
-            return not written
+        written = _written(r)
+        if r.taken_out is None:
+            return _settle_renamed(r, written)
         out = _lstat(r.taken_out)
         if out is None:  # removed by someone else meanwhile: nothing left to put back
             return True
         if _same(out, r.checked) and not written:
             os.unlink(r.taken_out)
             return True
-        if _same(_lstat(r.target), r.ours) and _exchange(r.taken_out, r.target):
-            os.unlink(r.taken_out)  # ours, exchanged back out
-        else:  # saved again after ours: that save stays; the one caught in between is kept beside it
-            os.replace(r.taken_out, r.target.parent / f".{r.target.name}.{os.getpid()}.{r.fd}.caught")
+        if _untouched(_lstat(r.target), r.ours) and _exchange(r.taken_out, r.target):
+            if _untouched(_lstat(r.taken_out), r.ours):
+                os.unlink(r.taken_out)  # ours, exchanged back out
+            # else an editor saved in the instant between: that file stays beside the note, `.kept`
+        # else saved again after ours: that save stays; the one caught before it is left `.kept`
         return False
-    except OSError:  # the folder cannot be changed now: ours stays, as a plain rename would have left it
-        return True
+    except OSError:  # the folder cannot be changed now: what was taken out is still there, `.kept`
+        return r.taken_out is None or _lstat(r.taken_out) is None
     finally:
         _close(r.fd)
 
 
-def _copy_back(r: Replaced, now: os.stat_result) -> None:
-    """Without an exchange: the old file's bytes (written into after the check) go back to the path,
-    if it still holds ours."""
-    if not _same(_lstat(r.target), r.ours):
-        return
-    data = _contents(r.fd, now, limit=None)
-    temp = r.target.parent / f".{r.target.name}.{os.getpid()}.back"
-    with open(temp, "wb") as handle:
+def _written(r: Replaced) -> bool:
+    """Whether the file checked was written since, or is open for writing by anyone now (an editor that
+    opened it before the rename and has not written yet would write into a file no name leads to)."""
+    now = os.fstat(r.fd)
+    if (now.st_size, now.st_mtime_ns) != (r.checked.st_size, r.checked.st_mtime_ns) or \
+            _contents(r.fd, now) != r.checked_bytes:
+        return True
+    return _open_for_writing(r.fd)
+
+
+def _settle_renamed(r: Replaced, written: bool) -> bool:
+    """Without an exchange: the old file, written into after the check, is copied back once it has been
+    quiet a moment (an editor that truncates, then writes, is not copied half-way), if the path still
+    holds ours untouched; else its bytes are kept beside the note."""
+    if not written:
+        return True
+    data = _quiet_contents(r.fd)
+    if _untouched(_lstat(r.target), r.ours):
+        _write_beside(r.target, data, stat.S_IMODE(r.checked.st_mode), replace=True)
+    else:
+        _write_beside(r.target, data, stat.S_IMODE(r.checked.st_mode), replace=False)
+    return False
+
+
+def _quiet_contents(fd: int) -> bytes:
+    deadline, last, since = time.monotonic() + QUIET_WAIT_MAX, None, time.monotonic()
+    while True:
+        st = os.fstat(fd)
+        stamp = (st.st_size, st.st_mtime_ns)
+        if stamp != last:
+            last, since = stamp, time.monotonic()
+        elif time.monotonic() - since >= QUIET_SECONDS and not _open_for_writing(fd):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    return _contents(fd, os.fstat(fd), limit=None)
+
+
+def _write_beside(target: Path, data: bytes, mode: int, replace: bool) -> None:
+    """`data` in place of `target` (replace) or beside it as a `.kept` file, written whole."""
+    temp = target.parent / sibling_name(target.name, ".tmp")  # a kill leaves a temp file the sweep removes
+    with open(temp, "xb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    os.chmod(temp, stat.S_IMODE(r.checked.st_mode))
-    os.replace(temp, r.target)
+    os.chmod(temp, mode)
+    os.replace(temp, target if replace else target.parent / sibling_name(target.name, KEPT_SUFFIX))
+
+
+def _open_for_writing(fd: int) -> bool:
+    """Whether any process has the file open for writing (Linux: a read lease is refused then); False
+    where leases are not offered."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, F_SETLEASE, F_RDLCK)
+    except BlockingIOError:
+        return True
+    except (OSError, ImportError):
+        return False
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, F_SETLEASE, F_UNLCK)
+    except OSError:
+        pass
+    return False
 
 
 def _open_regular(path: Path) -> int | None:
@@ -132,6 +213,11 @@ def _contents(fd: int, st: os.stat_result, limit: int | None = _COMPARED_BYTES) 
 
 def _same(a: os.stat_result | None, b: os.stat_result) -> bool:
     return a is not None and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _untouched(a: os.stat_result | None, ours: os.stat_result) -> bool:
+    """Whether `a` is our file as we wrote it (an editor may have saved into it in place since)."""
+    return _same(a, ours) and (a.st_size, a.st_mtime_ns) == (ours.st_size, ours.st_mtime_ns)
 
 
 def _lstat(path: Path) -> os.stat_result | None:

@@ -20,7 +20,7 @@ STARTER_CATEGORIES = {
 }
 # .full/ and .versions/ are memories: kept in git; .quarantine/ holds what the doctor set aside unread
 # .secrets-allowed.json: `mem secrets allow` is this machine's word (storage/secret_allow.py), never a team's
-GITIGNORE = ".vectors/\n.trash/\n.cache/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n.secrets-allowed.json\n"
+GITIGNORE = ".vectors/\n.trash/\n.cache/\n.quarantine/\n.lock\n*.lock\n*.sock\n.*.tmp\n.*.kept\n.secrets-allowed.json\n"
 
 
 def resolve_root(root: str | os.PathLike | None = None) -> Path:

@@ -35,6 +35,7 @@ from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's 
     check_missing_sidecars,
     check_orphans,
     check_symlinks,
+    check_kept_files,
     check_temp_files,
     check_secrets,
     check_unparseable,
@@ -144,6 +145,7 @@ class Doctor:
         findings += check_secrets(scan)
         findings += check_duplicates(scan, self._first_seen)
         findings += check_temp_files(scan)
+        findings += check_kept_files(scan)
         findings += check_orphans(scan)
         findings += check_missing_sidecars(scan)
         findings += check_originals(scan)

@@ -22,8 +22,9 @@ from memstrata.storage.catalog import is_entry_path_in
 from memstrata.storage.paths import category_of
 
 _UNABLE = re.compile(r"^error: unable to create file (.+?): ", re.MULTILINE)
-# storage.atomic's temp files (`.{name}.{pid}.{random}.tmp`): a vault's own .gitignore may not list them
-NOT_STAGED = (".", ":(exclude,glob)**/.*.[0-9]*.[0-9a-f]*.tmp")
+# storage.atomic's temp files (`.{name}.{pid}.{random}.tmp`) and replace_guard's `.kept` files (a local
+# recovery, never the team's): a vault's own .gitignore may not list them
+NOT_STAGED = (".", ":(exclude,glob)**/.*.[0-9]*.[0-9a-f]*.tmp", ":(exclude,glob)**/.*.[0-9]*.[0-9a-f]*.kept")
 MAX_ATTEMPTS = 8  # pull/push rounds when the remote keeps moving meanwhile
 
 

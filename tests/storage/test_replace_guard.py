@@ -1,10 +1,13 @@
 """A save an editor makes between the engine's last check and its rename is put back, never lost
 (storage/replace_guard.py): written into the file the rename takes out, or renamed over the note."""
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
-from memstrata.storage import replace_guard
+from memstrata.storage import atomic, replace_guard
 from memstrata.storage.atomic import ChangedMeanwhile, atomic_write_bytes, one_sync
 
 OLD, OURS, EDITOR = b"old text\n", b"the engine's text\n", b"old text\nSaved 1 by the editor.\n"
@@ -87,5 +90,124 @@ def test_a_save_after_ours_stays_and_the_caught_one_is_kept_beside_it(tmp_path):
     os.replace(tmp_path / ".later.swp", note)  # saved again before the engine settled
     assert replace_guard.settle(done) is False
     assert note.read_bytes() == later
-    caught = [p for p in tmp_path.iterdir() if p.name.endswith(".caught")]
-    assert [p.read_bytes() for p in caught] == [EDITOR]
+    kept = [p for p in tmp_path.iterdir() if replace_guard.is_kept_file(p.name)]
+    assert [p.read_bytes() for p in kept] == [EDITOR]
+
+
+def test_a_save_into_ours_before_it_is_settled_is_kept(tmp_path, monkeypatch):
+    """An editor saves in the window, then saves again in place into ours before the engine settles:
+    that later save stays the note (ours is not exchanged back out with it), the first is kept beside."""
+    note = tmp_path / "note.md"
+    note.write_bytes(OLD)
+    again = b"the engine's text\nSaved 2 by the editor.\n"
+    real_sync = atomic.fsync_dir
+
+    def editor_saves_into_ours(folder):
+        with open(note, "r+b") as f:
+            f.truncate(0)
+            f.write(again)
+        real_sync(folder)
+
+    monkeypatch.setattr(atomic, "fsync_dir", editor_saves_into_ours)
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(note, OURS, unchanged=_in_place_save(note))
+    assert note.read_bytes() == again
+    assert [p.read_bytes() for p in tmp_path.iterdir() if replace_guard.is_kept_file(p.name)] == [EDITOR]
+
+
+SLOW_EDITOR = """
+import os, sys, time
+path, text, first = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
+with open(path, "r+b") as f:
+    if first == "truncate":
+        f.truncate(0)
+        f.flush()
+    open(path + ".opened", "w").close()
+    time.sleep(0.4)
+    f.truncate(0)
+    f.write(text)
+"""
+
+
+@pytest.mark.parametrize("first", ["truncate", "nothing"])
+def test_an_editor_half_way_through_its_save_is_waited_for(tmp_path, system, first):
+    """The editor opened the note (and truncated it, or not yet) and writes only later: its file goes back
+    whole (exchanged back; or, without an exchange, copied once nobody writes it), never empty, never
+    written into a file no name leads to."""
+    note = tmp_path / "note.md"
+    note.write_bytes(OLD)
+    editor = []
+
+    def check():
+        editor.append(subprocess.Popen([sys.executable, "-c", SLOW_EDITOR, str(note), EDITOR.decode(), first]))
+        while not os.path.exists(str(note) + ".opened"):
+            time.sleep(0.002)
+        os.unlink(str(note) + ".opened")
+        return True
+
+    with pytest.raises(ChangedMeanwhile):
+        atomic_write_bytes(note, OURS, unchanged=check)
+    assert editor[0].wait(timeout=30) == 0
+    assert note.read_bytes() == EDITOR
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_batch_of_thousands_settles_within_a_small_descriptor_limit(tmp_path):
+    script = r"""
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))
+from memstrata.storage.atomic import atomic_write_bytes, one_sync
+folder = Path(sys.argv[1])
+notes = [folder / f"n{i}.md" for i in range(1500)]
+for n in notes:
+    n.write_bytes(b"old\n")
+with one_sync():
+    for n in notes:
+        atomic_write_bytes(n, b"new\n", unchanged=lambda n=n: n.read_bytes() == b"old\n")
+print(sum(n.read_bytes() == b"new\n" for n in notes))
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "1500"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".md")) == []
+
+
+KILLED_WRITER = r"""
+import os, signal, sys
+from memstrata import Memory
+from memstrata.storage import atomic
+m = Memory(sys.argv[1])
+real = atomic.fsync_dir
+def die_after_the_exchange(folder):  # killed between the exchange and its settle
+    if any(name.endswith(".kept") for name in os.listdir(folder)):
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(folder)
+atomic.fsync_dir = die_after_the_exchange
+m.update(sys.argv[2], "The pump was checked again.\n")
+"""
+
+
+def test_a_writer_killed_before_it_settled_leaves_a_kept_file_the_doctor_names_and_keeps(tmp_path, embedder,
+                                                                                     monkeypatch):
+    from memstrata import Memory
+
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    m = Memory(tmp_path / "t", embedder=embedder)
+    m.init()
+    entry = m.write("The water pump in the basement was replaced in March.\n", title="Water pump", category="house")
+    note = m.root / entry.path
+    with open(note, "a", encoding="utf-8") as f:  # an editor's save the engine has not read yet
+        f.write("Saved 1 by the editor.\n")
+    os.utime(note, (time.time() - 60, time.time() - 60))  # quiet for a minute: no wait for it
+    env = {**os.environ, "MEMSTRATA_SERVICE": "off"}
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(m.root), entry.id], env=env, timeout=300,
+                          capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr[-2000:]
+    kept = [p for p in note.parent.iterdir() if replace_guard.is_kept_file(p.name)]
+    assert len(kept) == 1 and "Saved 1 by the editor." in kept[0].read_text()
+    found = [f for f in m.doctor(fix=True).findings if f.kind == "kept_file"]
+    assert [f.path for f in found] == [f"house/{kept[0].name}"] and not found[0].fixed
+    assert kept[0].exists()  # nothing the doctor or a sync removes: only a person can tell which text to keep
+    m.sync()
+    assert kept[0].exists() and m.resolve(entry.id).body.strip() == "The pump was checked again."
