@@ -25,7 +25,10 @@ CJK_COLUMN = "text_cjk"
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # A hyphen splits a word ("postgres-15", "follow-up", "gpt-4o-mini"): each part is found by itself,
 # as LanceDB's own tokenizer splits them.
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’]*")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’‘ʼ]*")
+# Apostrophes as phones, Macs, Slack and docs type them read as the straight one: "QA’s" is the QA's
+# a note names, and "don’t" a stop word, as typed on a keyboard.
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
 
 # Words that carry no topic in a query (question words, auxiliaries, pronouns, fillers) and
 # the English stop words: removed from the lexical query and from feedback terms.
@@ -43,7 +46,6 @@ you've your yours yourself yourselves
 also ever kind kinds sort type types thing things something anything likely might may must shall will
 get got gets go goes went much many way ways yes ok okay oh hey hi just really like s t
 """.split())
-QUERY_STOPWORDS |= frozenset(w.replace("'", "’") for w in QUERY_STOPWORDS)  # typed on a phone or a Mac: "what’s"
 
 
 # Words that place a question in time relative to now ("the last retro", "what did she do
@@ -139,7 +141,8 @@ MAX_WORD_CHARS = 64
 
 
 def words(text: str) -> list[str]:
-    return [w.strip("'’")[:MAX_WORD_CHARS] for w in _WORD.findall(text or "") if w.strip("'’")]
+    return [w.translate(_APOSTROPHES).strip("'")[:MAX_WORD_CHARS] for w in _WORD.findall(text or "")
+            if w.strip("'’‘ʼ")]
 
 
 def query_terms(query: str) -> list[str]:

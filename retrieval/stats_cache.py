@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
-FORMAT = 3  # 2: words split at hyphens (lexical.words); 3: curly-apostrophe stop words left out
+FORMAT = 3  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones
 _COLUMNS = ("hash", "created", "tags", "path", "category")
 
 

@@ -328,3 +328,18 @@ def test_an_empty_note_is_listed_below_the_notes_that_answer(tmp_path, embedder)
     # an untitled one-line write is titled by its line: its body is that line, no empty note
     assert not no_text("Staging runs in Frankfurt since March.", "Staging runs in Frankfurt since March.")
     assert no_text("Databases", "Databases") and no_text("# Setting up the build server", "Setting up the build server")
+
+
+@pytest.mark.parametrize("apostrophe", ["'", "’", "ʼ"])
+def test_a_word_beside_a_curly_apostrophe_is_found_as_typed_on_a_keyboard(mem, apostrophe):
+    """Notes pasted from Slack, docs or macOS autocorrect carry ’: "QA’s" is found by "QA", and a
+    question typed either way reads the same words."""
+    qa = mem.write(f"The QA{apostrophe}s regression suite runs nightly on the staging cluster.",
+                   title="Nightly tests", category="team")
+    mem.write("The pager rotation changes every Monday at nine.", title="Pager", category="team")
+    for query in ("QA", "when does the QA's suite run?", "when does the QA’s suite run?"):
+        hits = mem.recall(query, strategy="text", min_relevance=0.0, count_access=False).results
+        assert hits and hits[0].id == qa.id, (query, [h.title for h in hits])
+    terms = [mem.recall(q, strategy="text", min_relevance=0.0, count_access=False, explain=True).results[0]
+             .signals.get("matched_terms") for q in ("what's the QA's suite?", "what’s the QA’s suite?")]
+    assert terms[0] == terms[1]
