@@ -43,11 +43,15 @@ class ChangedOnDisk(Locked):
 
     kind = "changed_on_disk"
 
-    def __init__(self, paths, what: str = "the change"):
+    def __init__(self, paths, what: str = "the change", reading: bool = False):
         paths = list(paths)
         shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
-        super().__init__(f"{shown} changed on disk while {what} was being written (an editor saving it?): "
-                         f"left as saved there, nothing written over it; try again", paths=paths)
+        if reading:  # the file was half-saved when read: it held no entry then
+            text = f"{shown} changed on disk as it was read (an editor saving it?) and held no entry then: nothing done; try again"
+        else:
+            text = (f"{shown} changed on disk while {what} was being written (an editor saving it?): "
+                    f"left as saved there, nothing written over it; try again")
+        super().__init__(text, paths=paths)
         self.paths = paths
 
 

@@ -218,14 +218,20 @@ class Entries:
         if new_body is not None:
             check_size(new_body, self.state.settings.max_entry_bytes)
         self.save.prepare()
+        changing = None
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             try:
                 return self._update_once(ref, new_body, title=title, tags=tags, importance=importance,
                                          important=important, related=related, expires=expires, category=category,
                                          add_tags=add_tags, remove_tags=remove_tags, agent=agent)
-            except ChangedOnDisk:
+            except ChangedOnDisk as exc:
                 if attempt == UPDATE_ATTEMPTS:
                     raise
+                changing = exc
+            except NotFound:
+                if changing is not None:  # it was being saved when first read: that is the answer, not "no entry"
+                    raise changing from None
+                raise
 
     def _update_once(self, ref: str, new_body, *, title, tags, importance, important, related, expires, category,
                      add_tags, remove_tags, agent) -> WriteResult:

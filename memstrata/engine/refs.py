@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import html
+import os
+import time
 
 from memstrata.engine.inputs import valid_id
 from memstrata.engine.state import TreeState
-from memstrata.errors import InvalidInput, NotFound
+from memstrata.errors import ChangedOnDisk, CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import layout, trash, tree
 from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.entry import Entry
@@ -43,6 +45,9 @@ def resolve(state: TreeState, ref: str) -> Entry:
         ref = ref[len("path:"):]
     if "/" in ref or ref.endswith(".md"):
         return _at_path_or_own_id(state, ref)
+    # where it was, before a refresh forgets it (a new process's catalog may have forgotten it already:
+    # its record of the first holder stays)
+    known = (state.catalog.paths_of(ref) or [p for p in [state.catalog.first_seen(ref)] if p]) if valid_id(ref) else []
     for attempt in range(2):
         holders = _holders(state, ref) if valid_id(ref) else []
         own = _own_id_holders(state, ref, {h.path for h in holders})
@@ -69,7 +74,40 @@ def resolve(state: TreeState, ref: str) -> Entry:
                        f"`mem restore {trashed.id}` brings it back")
     if len(ref) < MIN_ID_PREFIX:
         raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
+    saving = [rel for rel in known if _just_saved(root / rel)]
+    if saving:  # an editor that truncates, then writes, left it without its id for a moment
+        return _once_saved(state, ref, saving)
+    left = [rel for rel in known if is_regular_file(root / rel)]
+    if left:  # not deleted: the file is there without the id (emptied, or rewritten outside the engine)
+        raise NotFound(f"no entry with id {ref}: {left[0]}, which held it, holds no entry id now "
+                       "(emptied or rewritten outside the engine?)")
     raise NotFound(f"no entry with id {ref}")
+
+
+SAVE_SECONDS = 2.0  # a file of the entry's changed this recently may be half-way through an editor's save
+
+
+def _just_saved(path) -> bool:
+    try:
+        return is_regular_file(path) and time.time() - os.stat(path).st_mtime < SAVE_SECONDS
+    except OSError:
+        return False
+
+
+def _once_saved(state: TreeState, ref: str, saving: list[str]) -> Entry:
+    """The entry `ref` names once the file it was in is saved whole (read again after each quiet
+    moment, up to SAVE_SECONDS); ChangedOnDisk if it still holds no such entry then."""
+    deadline = time.monotonic() + SAVE_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(max(0.02, state.settings.edit_quiet_ms / 1000))
+        state.catalog.refresh()
+        try:
+            holders = _holders(state, ref)
+        except CorruptEntry:  # still half-way through the save
+            continue
+        if holders:
+            return _named_by(state, ref, holders, [])
+    raise ChangedOnDisk(saving, reading=True)
 
 
 def _at_path_or_own_id(state: TreeState, ref: str) -> Entry:

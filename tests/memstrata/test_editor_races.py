@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memstrata import Memory
-from memstrata.errors import Locked, NotFound
+from memstrata.errors import ChangedOnDisk, Locked, NotFound
 
 SENTENCES = ["The {0} pump in the basement was replaced in March.", "Its warranty runs for five years.",
              "The installer left the manual in the blue folder.", "A yearly check keeps the guarantee.",
@@ -127,10 +127,8 @@ def test_update_never_drops_an_editors_save(tmp_path, embedder, monkeypatch):
             try:
                 m.update(entries[n % len(entries)].id, f"Rewritten {n}: the pump was checked.\n")
                 done += 1
-            except Locked as exc:  # it kept changing while the update was written: nothing written
+            except Locked as exc:  # it kept changing (or held no entry, half-saved) while read: nothing written
                 assert "changed" in exc.message, exc.message
-                refused += 1
-            except NotFound:  # read in the instant the truncating editor left it empty: no id there
                 refused += 1
     finally:
         for p in editors:
@@ -194,3 +192,28 @@ def test_mem_maintain_and_mem_update_processes_against_editor_processes(tmp_path
     assert codes[0] == codes[2] == 0, codes
     assert _check(m.root, logs) > 20
     assert all("changed on disk" in s["reason"] for s in said), said
+
+
+def test_an_update_waits_for_a_file_an_editor_left_empty_for_a_moment(tmp_path, embedder, monkeypatch):
+    """An editor that truncates, then writes, leaves the entry's file without its id for a moment: an
+    update then waits for the save and makes its change on it; a file that stays empty is said to be
+    changing, never "no entry with id" as if it had been deleted."""
+    m, entries = _tree(tmp_path, embedder, monkeypatch, days_old=0)
+    path = m.root / entries[0].path
+    saved = path.read_text(encoding="utf-8") + "Saved 1 by truncate.\n"
+    path.write_text("", encoding="utf-8")
+    editor = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(0.2); "
+                               "open(sys.argv[1], 'w', encoding='utf-8').write(sys.argv[2])", str(path), saved])
+    done = m.update(entries[0].id, "Rewritten: the pump was checked.\n")
+    assert editor.wait(timeout=60) == 0 and done.id == entries[0].id
+    assert "Saved 1 by truncate." in _all_text(m.root)  # in the version the update kept
+    assert m.resolve(entries[0].id).body == "Rewritten: the pump was checked.\n"
+    other = m.root / entries[1].path
+    other.write_text("", encoding="utf-8")
+    with pytest.raises(ChangedOnDisk) as left_empty:
+        m.update(entries[1].id, "Rewritten too.\n")
+    assert entries[1].path in left_empty.value.message and "try again" in left_empty.value.message
+    time.sleep(2.1)  # long after: a file emptied by hand, not a save under way
+    with pytest.raises(NotFound) as emptied:
+        m.update(entries[1].id, "Rewritten too.\n")
+    assert "holds no entry id now" in emptied.value.message
