@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         code = client.run(args)
         if code is not None:
             return code
+        _stop_like_ctrl_c()
     import typer
 
     from memstrata.cli.output import tolerant_streams
@@ -163,6 +164,22 @@ def main(argv: list[str] | None = None) -> int:
             message += on_internal_error(exc, client.command_of(args))
         _report(message, {"error": "internal", "message": message}, wants_json)
         return 1
+
+
+def _stop_like_ctrl_c() -> None:
+    """SIGTERM and SIGHUP (`timeout`, an agent's harness, a closed terminal) stop a command here as Ctrl-C
+    does: its writes end as they do on KeyboardInterrupt (a batch settles, an import stops between
+    model runs) instead of the process vanishing mid-write (exit 130)."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    for name in ("SIGTERM", "SIGHUP"):
+        try:
+            signal.signal(getattr(signal, name), interrupt)
+        except (AttributeError, ValueError, OSError):  # not on this system, or not the main thread
+            pass
 
 
 def _stdout_closed() -> int:

@@ -6,7 +6,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from memstrata.storage.replace_guard import replace_checked, settle, sibling_name
+# is_kept_file is named here beside is_temp_file, for the sweeps and the doctor
+from memstrata.storage.replace_guard import is_kept_file, replace_checked, settle, sibling_name  # noqa: F401
 from memstrata.storage.safe_io import check_write_target
 
 TEMP_SUFFIX = ".tmp"
@@ -164,8 +165,38 @@ def _commit(pending) -> None:
 SETTLE_EVERY = 64  # replaces between two settles: a batch of thousands would run out of file descriptors
 
 
+@contextmanager
+def uninterrupted():
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (in the main thread; other threads get no
+    KeyboardInterrupt): a replace stopped between its exchange and its settle left a `.kept` file
+    beside the note, up to a whole batch of them. The signal is delivered when the block ends."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    saved = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not None:  # None: set outside Python, left alone
+            saved[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
+
 def _replace_part(pending, start: int, changed: list, refused: dict) -> None:
     """Replace pending[start:start + SETTLE_EVERY], sync their folders, then settle each."""
+    with uninterrupted():
+        _replace_settled(pending, start, changed, refused)
+
+
+def _replace_settled(pending, start: int, changed: list, refused: dict) -> None:
     folders, replaced = {}, []
     try:
         for n in range(start, min(start + SETTLE_EVERY, len(pending))):
@@ -239,20 +270,22 @@ def atomic_write_chunks(path: Path, chunks, *, root: Path | None = None, unchang
                 pending.append((temp, path, unchanged))
                 return
             os.fsync(handle.fileno())
-        done = replace_checked(temp, path, unchanged)
-        if done is False:
-            raise ChangedMeanwhile(str(path))
+        with uninterrupted():
+            done = replace_checked(temp, path, unchanged)
+            if done is False:
+                raise ChangedMeanwhile(str(path))
+            try:
+                fsync_dir(path.parent)
+            finally:
+                settled = settle(done)  # an editor's save caught between check and rename went back
     except BaseException:
         try:
             temp.unlink()
         except OSError:
             pass
         raise
-    try:
-        fsync_dir(path.parent)
-    finally:
-        if not settle(done):  # an editor's save caught between check and rename went back
-            raise ChangedMeanwhile(str(path))
+    if not settled:
+        raise ChangedMeanwhile(str(path))
 
 
 def atomic_write_text(path: Path, text: str, *, root: Path | None = None, unchanged=None,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100
-F_SETLEASE, F_RDLCK, F_UNLCK = 1024, 0, 2  # linux/fcntl.h
+F_SETLEASE, F_RDLCK, F_UNLCK, F_SETSIG = 1024, 0, 2, 10  # linux/fcntl.h
+HOLDER_WAIT = 0.1  # a file open for writing but unchanged: how long its writer is given to write
 KEPT_SUFFIX = ".kept"
 _NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
 _COMPARED_BYTES = 1 << 20  # a larger file is compared by its size and time only
@@ -107,9 +108,9 @@ def settle(replaced: Replaced | bool) -> bool:
             os.unlink(r.taken_out)
             return True
         if _untouched(_lstat(r.target), r.ours) and _exchange(r.taken_out, r.target):
-            if _untouched(_lstat(r.taken_out), r.ours):
+            if _untouched(_lstat(r.taken_out), r.ours) and not _held_for_writing(r.taken_out):
                 os.unlink(r.taken_out)  # ours, exchanged back out
-            # else an editor saved in the instant between: that file stays beside the note, `.kept`
+            # else an editor saved into it, or opened it to: that file stays beside the note, `.kept`
         # else saved again after ours: that save stays; the one caught before it is left `.kept`
         return False
     except OSError:  # the folder cannot be changed now: what was taken out is still there, `.kept`
@@ -119,13 +120,23 @@ def settle(replaced: Replaced | bool) -> bool:
 
 
 def _written(r: Replaced) -> bool:
-    """Whether the file checked was written since, or is open for writing by anyone now (an editor that
-    opened it before the rename and has not written yet would write into a file no name leads to)."""
-    now = os.fstat(r.fd)
-    if (now.st_size, now.st_mtime_ns) != (r.checked.st_size, r.checked.st_mtime_ns) or \
-            _contents(r.fd, now) != r.checked_bytes:
+    """Whether the file checked was written since. One open for writing by anyone (an editor that opened
+    it before the rename and writes in a moment, into a file no name would lead to) is given HOLDER_WAIT
+    to write; a writer that holds it open longer without writing (an idle appender) does not hold the
+    engine up: its later writes go where they would after any editor's rename."""
+    def changed() -> bool:
+        now = os.fstat(r.fd)
+        return (now.st_size, now.st_mtime_ns) != (r.checked.st_size, r.checked.st_mtime_ns) or \
+            _contents(r.fd, now) != r.checked_bytes
+
+    if changed():
         return True
-    return _open_for_writing(r.fd)
+    deadline = time.monotonic() + HOLDER_WAIT
+    while _open_for_writing(r.fd) and time.monotonic() < deadline:
+        time.sleep(0.005)
+        if changed():
+            return True
+    return changed()
 
 
 def _settle_renamed(r: Replaced, written: bool) -> bool:
@@ -143,16 +154,15 @@ def _settle_renamed(r: Replaced, written: bool) -> bool:
 
 
 def _quiet_contents(fd: int) -> bytes:
-    deadline, last, since = time.monotonic() + QUIET_WAIT_MAX, None, time.monotonic()
-    while True:
+    start = time.monotonic()
+    last, since = None, start
+    while time.monotonic() - start < QUIET_WAIT_MAX:
         st = os.fstat(fd)
         stamp = (st.st_size, st.st_mtime_ns)
         if stamp != last:
             last, since = stamp, time.monotonic()
         elif time.monotonic() - since >= QUIET_SECONDS and not _open_for_writing(fd):
-            break
-        if time.monotonic() > deadline:
-            break
+            break  # (a file written in the window whose writer still holds it is waited for, to QUIET_WAIT_MAX)
         time.sleep(0.005)
     return _contents(fd, os.fstat(fd), limit=None)
 
@@ -168,16 +178,32 @@ def _write_beside(target: Path, data: bytes, mode: int, replace: bool) -> None:
     os.replace(temp, target if replace else target.parent / sibling_name(target.name, KEPT_SUFFIX))
 
 
+def _held_for_writing(path: Path) -> bool:
+    fd = _open_regular(path)
+    if fd is None:
+        return False
+    try:
+        return _open_for_writing(fd)
+    finally:
+        _close(fd)
+
+
 def _open_for_writing(fd: int) -> bool:
     """Whether any process has the file open for writing (Linux: a read lease is refused then); False
-    where leases are not offered."""
+    where leases are not offered, or for a file this user does not own (a lease needs the owner).
+
+    While the lease is held (a moment) an open for writing breaks it, and the kernel tells the holder
+    by a signal, SIGIO by default, which ends a process: SIGURG is asked for instead, ignored unless
+    handled."""
     try:
         import fcntl
+        import signal
 
+        fcntl.fcntl(fd, F_SETSIG, signal.SIGURG)
         fcntl.fcntl(fd, F_SETLEASE, F_RDLCK)
     except BlockingIOError:
         return True
-    except (OSError, ImportError):
+    except (OSError, ImportError, AttributeError):
         return False
     try:
         import fcntl

@@ -9,8 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memstrata.errors import CorruptEntry
-from memstrata.storage.atomic import is_temp_file
-from memstrata.storage.replace_guard import is_kept_file
+from memstrata.storage.atomic import is_kept_file, is_temp_file
 from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, iter_entry_files, printable_name, read_entry_file
 from memstrata.storage.entry_files import unreadable_hint
@@ -31,8 +30,8 @@ _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
 # Finding kinds, in the order they are reported.
 KINDS = (
-    "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "kept_file", "orphan_sidecar",
-    "orphan_versions", "missing_sidecar", "full_damaged", "trash_damaged", "catalog", "index_md",
+    "lock_held", "lock_file", "symlink_outside", "unparseable", "duplicate_id", "temp_file", "kept_file",
+    "orphan_sidecar", "orphan_versions", "missing_sidecar", "full_damaged", "trash_damaged", "catalog", "index_md",
     "vectors_missing", "vectors_unreadable", "model_mismatch", "vectors_index", "vectors_rows", "permissions",
     "secrets_allow_file", "secret", "shared_title",
 )
@@ -71,7 +70,7 @@ class Scan:
     stats: dict = field(default_factory=dict)            # rel -> (size, mtime_ns)
     errors: dict = field(default_factory=dict)           # rel -> message
     temp_files: list = field(default_factory=list)       # (rel, age seconds)
-    kept_files: list = field(default_factory=list)       # rel of storage.replace_guard's `.kept` files
+    kept_files: list = field(default_factory=list)       # rel of each `.kept` file (doctor/kept_files.py)
     symlinks_out: list = field(default_factory=list)     # (rel, target)
     trash_ids: set = field(default_factory=set)
     bad_names: list = field(default_factory=list)      # names not UTF-8 or holding a newline (shown escaped)
@@ -108,16 +107,15 @@ def _skipped(root: Path) -> tuple[set, bool]:
 
 
 def _looked_at(root: Path, folder: str, dirs: list, files: list, derived: set, adopted: bool):
-    """(subfolders, files) of `folder` the doctor looks at: not version control, not the derived
-    stores (None: the folder is one), and in an adopted vault none of the user's own top-level
-    dot-files and dot-folders."""
+    """(subfolders, files) of `folder` the doctor looks at: not version control, not the derived stores
+    (None: the folder is one), and in an adopted vault none of the user's top-level dot-files and folders."""
     rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
     if rel_folder in derived:  # derived stores; what is already set aside
         return None
     dirs = [d for d in dirs if d not in VCS_DIRS]
     if adopted and rel_folder == ".":  # a vault's own dot-folders (.obsidian, .trash ...) are the user's
         dirs = [d for d in dirs if not d.startswith(".") or d == layout.ENGINE_HOME]
-        files = [f for f in files if not f.startswith(".")]
+        files = [f for f in files if not f.startswith(".") or is_kept_file(f)]  # ours, beside a note
     return dirs, files
 
 
@@ -221,7 +219,7 @@ def scan_tree(root: Path) -> Scan:
                     scan.temp_files.append((rel, now - os.lstat(path).st_mtime))
                 except FileNotFoundError:
                     pass
-            elif name in files and is_kept_file(name):
+            elif name in files and is_kept_file(name):  # storage.replace_guard's, beside a note
                 scan.kept_files.append(rel)
     trash = layout.path(root, TRASH_DIR)
     if trash.is_dir() and not trash.is_symlink():
@@ -418,15 +416,6 @@ def check_temp_files(scan: Scan) -> list[Finding]:
             out.append(Finding("temp_file", f"temporary file of an interrupted write ({age:.0f}s old); never "
                                "read as an entry", path=rel, action="remove"))
     return out
-
-
-def check_kept_files(scan: Scan) -> list[Finding]:
-    """`.kept` files: what the engine took out of a note's place and could not put back or drop (an
-    editor's save caught while it wrote the note, or a write killed half-way): only a person can tell
-    which text to keep, so --fix leaves them."""
-    return [Finding("kept_file", "kept beside a note by a write that caught an editor's save (or was killed "
-                    "half-way): compare it with the note, keep what you need, then delete it", path=rel,
-                    fixable=False) for rel in scan.kept_files]
 
 
 def check_orphans(scan: Scan) -> list[Finding]:

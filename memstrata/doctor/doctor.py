@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 
 from memstrata.doctor.permissions import check_permissions
+from memstrata.doctor.kept_files import check_kept_files
 from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's public names
     DERIVED_DIRS,
     FULL_DIR,
@@ -35,7 +36,6 @@ from memstrata.doctor.checks import (  # noqa: F401 - re-exported: the doctor's 
     check_missing_sidecars,
     check_orphans,
     check_symlinks,
-    check_kept_files,
     check_temp_files,
     check_secrets,
     check_unparseable,

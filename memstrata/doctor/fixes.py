@@ -85,6 +85,9 @@ class Repairs:
                         if f.kind == "symlink_outside" and f.path in {layout.at(self.root, d) for d in ENGINE_DIRS}:
                             ensure_dir(self.root / f.path)  # a real, empty engine folder (0700) instead
                             f.action += f"; {f.path}/ is a real folder again"
+                elif f.kind == "kept_file":  # fixable only when the tree holds the same text (doctor/kept.py)
+                    (self.root / f.path).unlink(missing_ok=True)
+                    f.action = "removed (the tree holds the same text)"
                 elif f.kind == "temp_file":
                     (self.root / f.path).unlink(missing_ok=True)
                     f.action = "removed"

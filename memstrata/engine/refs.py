@@ -74,7 +74,7 @@ def resolve(state: TreeState, ref: str) -> Entry:
                        f"`mem restore {trashed.id}` brings it back")
     if len(ref) < MIN_ID_PREFIX:
         raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
-    saving = [rel for rel in known if _just_saved(root / rel)]
+    saving = [rel for rel in known if _half_saved(root, rel)]
     if saving:  # an editor that truncates, then writes, left it without its id for a moment
         return _once_saved(state, ref, saving)
     left = [rel for rel in known if is_regular_file(root / rel)]
@@ -87,11 +87,18 @@ def resolve(state: TreeState, ref: str) -> Entry:
 SAVE_SECONDS = 2.0  # a file of the entry's changed this recently may be half-way through an editor's save
 
 
-def _just_saved(path) -> bool:
+def _half_saved(root, rel: str) -> bool:
+    """Whether the file at `rel` looks half-way through a save: changed in the last SAVE_SECONDS and
+    empty, unreadable as an entry, or without any id (not one that holds another entry now)."""
     try:
-        return is_regular_file(path) and time.time() - os.stat(path).st_mtime < SAVE_SECONDS
+        if not is_regular_file(root / rel) or not 0 <= time.time() - os.stat(root / rel).st_mtime < SAVE_SECONDS:
+            return False
     except OSError:
         return False
+    try:
+        return not read_entry_file(root, rel).id
+    except (CorruptEntry, NotFound, OSError):
+        return True
 
 
 def _once_saved(state: TreeState, ref: str, saving: list[str]) -> Entry:

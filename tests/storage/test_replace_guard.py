@@ -123,7 +123,7 @@ with open(path, "r+b") as f:
         f.truncate(0)
         f.flush()
     open(path + ".opened", "w").close()
-    time.sleep(0.4)
+    time.sleep(0.4 if first == "truncate" else 0.03)  # an editor writes within HOLDER_WAIT of opening
     f.truncate(0)
     f.write(text)
 """
@@ -188,8 +188,10 @@ m.update(sys.argv[2], "The pump was checked again.\n")
 """
 
 
-def test_a_writer_killed_before_it_settled_leaves_a_kept_file_the_doctor_names_and_keeps(tmp_path, embedder,
-                                                                                     monkeypatch):
+def test_a_writer_killed_before_it_settled_leaves_a_kept_file_the_doctor_sorts(tmp_path, embedder, monkeypatch):
+    """A kill between the exchange and its settle leaves the note's previous file as `.kept`: the doctor
+    removes it when the tree holds its text (here the version the update kept); one holding a text found
+    nowhere else (an editor's save) it names and leaves, and no sync removes it."""
     from memstrata import Memory
 
     monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
@@ -197,17 +199,81 @@ def test_a_writer_killed_before_it_settled_leaves_a_kept_file_the_doctor_names_a
     m.init()
     entry = m.write("The water pump in the basement was replaced in March.\n", title="Water pump", category="house")
     note = m.root / entry.path
-    with open(note, "a", encoding="utf-8") as f:  # an editor's save the engine has not read yet
-        f.write("Saved 1 by the editor.\n")
-    os.utime(note, (time.time() - 60, time.time() - 60))  # quiet for a minute: no wait for it
     env = {**os.environ, "MEMSTRATA_SERVICE": "off"}
     done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(m.root), entry.id], env=env, timeout=300,
                           capture_output=True, text=True)
     assert done.returncode == -9, done.stderr[-2000:]
     kept = [p for p in note.parent.iterdir() if replace_guard.is_kept_file(p.name)]
-    assert len(kept) == 1 and "Saved 1 by the editor." in kept[0].read_text()
+    assert len(kept) == 1 and "replaced in March" in kept[0].read_text()
+    assert m.resolve(entry.id).body.strip() == "The pump was checked again."
     found = [f for f in m.doctor(fix=True).findings if f.kind == "kept_file"]
-    assert [f.path for f in found] == [f"house/{kept[0].name}"] and not found[0].fixed
-    assert kept[0].exists()  # nothing the doctor or a sync removes: only a person can tell which text to keep
+    assert [f.path for f in found] == [f"house/{kept[0].name}"] and found[0].fixed and not kept[0].exists()
+
+    caught = note.parent / replace_guard.sibling_name(note.name, replace_guard.KEPT_SUFFIX)
+    caught.write_text(note.read_text() + "Saved 1 by the editor.\n")  # a save found nowhere else
+    found = [f for f in m.doctor(fix=True).findings if f.kind == "kept_file"]
+    assert [f.path for f in found] == [f"house/{caught.name}"] and not found[0].fixable and not found[0].fixed
     m.sync()
-    assert kept[0].exists() and m.resolve(entry.id).body.strip() == "The pump was checked again."
+    assert caught.exists()
+
+
+LEASE_LOOP = r"""
+import os, sys, time
+from memstrata.storage import replace_guard
+fd = os.open(sys.argv[1], os.O_RDONLY)
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    replace_guard._open_for_writing(fd)
+print("alive")
+"""
+OPENER = r"""
+import os, sys, time
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    os.close(os.open(sys.argv[1], os.O_WRONLY))
+"""
+
+
+def test_asking_for_writers_while_another_process_opens_the_file_never_ends_the_engine(tmp_path):
+    """The lease that asks is broken by an open for writing; the kernel's notice (SIGIO by default)
+    ended the process: it is asked for as SIGURG, which is ignored."""
+    note = tmp_path / "note.md"
+    note.write_bytes(OLD)
+    opener = subprocess.Popen([sys.executable, "-c", OPENER, str(note)])
+    asker = subprocess.run([sys.executable, "-c", LEASE_LOOP, str(note)], capture_output=True, text=True, timeout=120)
+    opener.wait(timeout=60)
+    assert asker.returncode == 0 and asker.stdout.strip() == "alive", (asker.returncode, asker.stderr[-500:])
+
+
+def test_an_idle_writer_holding_the_note_open_does_not_stop_writes(tmp_path):
+    """A process that keeps the note open for writing and writes nothing (a shell's `exec 3>>note`) is
+    given a moment, then the write goes on: it is no editor's save under way."""
+    note = tmp_path / "note.md"
+    note.write_bytes(OLD)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'ab'); "
+                               "print('open', flush=True); time.sleep(60)", str(note)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == b"open"
+        for n in range(3):
+            atomic_write_bytes(note, OURS + bytes([48 + n]), unchanged=lambda: True)
+        assert note.read_bytes() == OURS + b"2" and _leftovers(tmp_path) == []
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_doctor_sees_a_kept_file_at_the_top_of_an_adopted_vault(tmp_path, embedder, monkeypatch):
+    """A vault's own top-level dot-files are the user's and left unread, but a `.kept` file is ours."""
+    from memstrata import Memory
+
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "ideas.md").write_text("# Ideas\n\nA garden shed with a green roof.\n")
+    (vault / ".obsidian-note").write_text("the user's own dot-file\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    caught = vault / replace_guard.sibling_name("ideas.md", replace_guard.KEPT_SUFFIX)
+    caught.write_text("# Ideas\n\nA garden shed with a green roof.\nSaved 1 by the editor.\n")
+    found = [f for f in m.doctor().findings if f.kind == "kept_file"]
+    assert [f.path for f in found] == [caught.name] and "ideas.md" in found[0].detail
