@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         code = client.run(args)
         if code is not None:
             return code
-        _stop_like_ctrl_c()
+        if client.command_of(args) not in ("mcp", "serve"):  # servers stop as they always did
+            _stop_like_ctrl_c()
     import typer
 
     from memstrata.cli.output import tolerant_streams
@@ -177,7 +178,8 @@ def _stop_like_ctrl_c() -> None:
 
     for name in ("SIGTERM", "SIGHUP"):
         try:
-            signal.signal(getattr(signal, name), interrupt)
+            if signal.getsignal(getattr(signal, name)) is signal.SIG_DFL:  # an ignored one stays so (`nohup`)
+                signal.signal(getattr(signal, name), interrupt)
         except (AttributeError, ValueError, OSError):  # not on this system, or not the main thread
             pass
 

@@ -155,7 +155,11 @@ def _commit(pending) -> None:
         raise
     changed, refused = [], {}
     for start in range(0, len(pending), SETTLE_EVERY):  # each replace holds its old file open until settled
-        _replace_part(pending, start, changed, refused)
+        try:
+            _replace_part(pending, start, changed, refused)
+        except BaseException:  # (a Ctrl-C delivered as a part ended): the parts not begun are not written
+            _discard(pending[start + SETTLE_EVERY:])
+            raise
     if refused:
         raise NotReplaced(refused, changed)
     if changed:
@@ -169,25 +173,42 @@ SETTLE_EVERY = 64  # replaces between two settles: a batch of thousands would ru
 def uninterrupted():
     """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (in the main thread; other threads get no
     KeyboardInterrupt): a replace stopped between its exchange and its settle left a `.kept` file
-    beside the note, up to a whole batch of them. The signal is delivered when the block ends."""
+    beside the note, up to a whole batch of them. Each signal caught is delivered when the block ends.
+    Left alone: an ignored signal (`nohup`), one set outside Python, and every signal of a thread whose
+    event loop reads them from a wakeup fd (asyncio: the loop would see them twice)."""
     import signal
 
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or _loop_reads_signals(signal):
         yield
         return
     caught: list[int] = []
     saved = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
-        if sig is not None and signal.getsignal(sig) is not None:  # None: set outside Python, left alone
+        handler = signal.getsignal(sig) if sig is not None else None
+        if handler is not None and handler is not signal.SIG_IGN:
             saved[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
+        raised = None
         for sig, handler in saved.items():
-            signal.signal(sig, handler)
-        if caught:
-            signal.raise_signal(caught[0])
+            while True:  # signal.signal runs a pending handler first, which may raise: the restore is redone
+                try:
+                    signal.signal(sig, handler)
+                    break
+                except BaseException as exc:  # noqa: BLE001 - kept, raised once every handler is back
+                    raised = raised or exc
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
+        if raised is not None:
+            raise raised
+
+
+def _loop_reads_signals(signal) -> bool:
+    fd = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(fd)
+    return fd != -1
 
 
 def _replace_part(pending, start: int, changed: list, refused: dict) -> None:

@@ -89,14 +89,17 @@ SAVE_SECONDS = 2.0  # a file of the entry's changed this recently may be half-wa
 
 def _half_saved(root, rel: str) -> bool:
     """Whether the file at `rel` looks half-way through a save: changed in the last SAVE_SECONDS and
-    empty, unreadable as an entry, or without any id (not one that holds another entry now)."""
+    empty or unreadable as an entry (not a whole note without an id: a rewrite, or another entry now)."""
     try:
         if not is_regular_file(root / rel) or not 0 <= time.time() - os.stat(root / rel).st_mtime < SAVE_SECONDS:
             return False
     except OSError:
         return False
     try:
-        return not read_entry_file(root, rel).id
+        if os.stat(root / rel).st_size == 0:
+            return True
+        read_entry_file(root, rel)
+        return False
     except (CorruptEntry, NotFound, OSError):
         return True
 

@@ -217,3 +217,13 @@ def test_an_update_waits_for_a_file_an_editor_left_empty_for_a_moment(tmp_path, 
     with pytest.raises(NotFound) as emptied:
         m.update(entries[1].id, "Rewritten too.\n")
     assert "holds no entry id now" in emptied.value.message
+
+
+def test_a_note_rewritten_whole_without_its_id_is_no_save_under_way(tmp_path, embedder, monkeypatch):
+    """A whole note without the id (an agent rewrote the file with its own tool) is not waited for as a
+    half-saved one: the id is simply not there."""
+    m, entries = _tree(tmp_path, embedder, monkeypatch, days_old=0)
+    (m.root / entries[0].path).write_text("just text\n", encoding="utf-8")
+    with pytest.raises(NotFound) as gone:
+        m.read(entries[0].id, count_access=False)
+    assert "holds no entry id now" in gone.value.message

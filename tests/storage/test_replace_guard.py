@@ -277,3 +277,52 @@ def test_the_doctor_sees_a_kept_file_at_the_top_of_an_adopted_vault(tmp_path, em
     caught.write_text("# Ideas\n\nA garden shed with a green roof.\nSaved 1 by the editor.\n")
     found = [f for f in m.doctor().findings if f.kind == "kept_file"]
     assert [f.path for f in found] == [caught.name] and "ideas.md" in found[0].detail
+
+
+def test_every_signal_caught_in_a_write_is_delivered_after_it(tmp_path):
+    """Signals that arrive while a replace settles wait for it, then each is delivered once."""
+    import signal
+
+    got = []
+    saved = {sig: signal.signal(sig, lambda signum, frame: got.append(signum)) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        note = tmp_path / "note.md"
+        note.write_bytes(OLD)
+
+        def check():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            assert got == []  # not yet: the replace is under way
+            return True
+
+        atomic_write_bytes(note, OURS, unchanged=check)
+        assert sorted(got) == sorted([signal.SIGTERM, signal.SIGHUP]) and note.read_bytes() == OURS
+        assert all(signal.getsignal(s) is not None and getattr(signal.getsignal(s), "__name__", "") == "<lambda>"
+                   for s in saved)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+ASYNC_LOOP = r"""
+import asyncio, os, signal, sys
+from memstrata.storage.atomic import atomic_write_bytes
+calls = []
+async def main():
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: calls.append(1))
+    note = sys.argv[1]
+    open(note, "wb").write(b"old")
+    atomic_write_bytes(note, b"new", unchanged=lambda: os.kill(os.getpid(), signal.SIGTERM) or True)
+    await asyncio.sleep(0.3)
+asyncio.run(main())
+print(len(calls))
+"""
+
+
+def test_an_event_loops_signal_handler_is_called_once(tmp_path):
+    done = subprocess.run([sys.executable, "-c", ASYNC_LOOP, str(tmp_path / "note.md")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "1", (done.stdout, done.stderr[-500:])
