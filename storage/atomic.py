@@ -8,6 +8,7 @@ from pathlib import Path
 
 # is_kept_file is named here beside is_temp_file, for the sweeps and the doctor
 from memstrata.storage.replace_guard import is_kept_file, replace_checked, settle, sibling_name  # noqa: F401
+from memstrata.storage import libc
 from memstrata.storage.safe_io import check_write_target
 
 TEMP_SUFFIX = ".tmp"
@@ -131,18 +132,9 @@ def _flush(temps: list[Path]) -> None:
 
 
 def _syncfs():
-    fn = getattr(_syncfs, "fn", False)
-    if fn is False:
-        fn = None
-        try:
-            import ctypes
+    import ctypes
 
-            fn = ctypes.CDLL(None, use_errno=True).syncfs
-            fn.argtypes = [ctypes.c_int]
-        except (OSError, AttributeError):
-            fn = None
-        _syncfs.fn = fn
-    return fn
+    return libc.function("syncfs", [ctypes.c_int])
 
 
 def _commit(pending) -> None:

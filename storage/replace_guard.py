@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memstrata.storage import libc
+
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100
 F_SETLEASE, F_RDLCK, F_UNLCK, F_SETSIG = 1024, 0, 2, 10  # linux/fcntl.h
@@ -270,16 +272,6 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _renameat2():
-    fn = getattr(_renameat2, "fn", False)
-    if fn is False:
-        fn = None
-        try:
-            import ctypes
+    import ctypes
 
-            fn = ctypes.CDLL(None, use_errno=True).renameat2
-            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-            fn.restype = ctypes.c_int
-        except (OSError, AttributeError):
-            fn = None
-        _renameat2.fn = fn
-    return fn
+    return libc.function("renameat2", [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint])

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from memstrata.storage import atomic, replace_guard
+from memstrata.storage import atomic, libc, replace_guard
 from memstrata.storage.atomic import ChangedMeanwhile, atomic_write_bytes, one_sync
 
 OLD, OURS, EDITOR = b"old text\n", b"the engine's text\n", b"old text\nSaved 1 by the editor.\n"
@@ -40,7 +40,7 @@ def _leftovers(folder):
 @pytest.fixture(params=["exchange", "plain rename"])
 def system(request, monkeypatch):
     if request.param == "plain rename":  # a system without renameat2 (macOS, an old kernel)
-        monkeypatch.setattr(replace_guard._renameat2, "fn", None, raising=False)
+        monkeypatch.setitem(libc._found, "renameat2", None)
     return request.param
 
 
