@@ -57,9 +57,10 @@ def replace_checked(temp: Path, target: Path, unchanged) -> Replaced | bool:
     the note, or a write into the file the rename then unlinks: a truncating editor) was lost (1 of
     349 saves under load). So the file checked is held open and, where Linux offers it, the rename
     is an exchange that leaves the file it took out beside the note under a `.kept` name; `settle`
-    (called once the folder is synced) drops that file when it is the one checked, unwritten and
-    open for writing by nobody, and else puts it back in place of ours. A kill before `settle` leaves
-    the `.kept` file, never removed by the engine: `mem doctor` names it.
+    (called once the folder is synced) drops that file when it is the one checked and unwritten (a
+    process holding it open for writing is given HOLDER_WAIT to write), and else puts it back in place
+    of ours. A kill before `settle` leaves the `.kept` file: no write or sync removes one; `mem doctor
+    --fix` does only when the tree holds its text (doctor/kept_files.py).
     """
     if unchanged is None:
         os.replace(temp, target)
