@@ -3,9 +3,11 @@ last turn again (a reply may still be growing), from the first line when the fil
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass, field
 
 from memstrata.capture import codex, detect, model, plain
@@ -16,9 +18,14 @@ _UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA
 _SESSION_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{7,127}")
 
 
+FINISHED_SECONDS = 60.0  # a last line without a newline, in a file quiet this long, is whole: the file is done
+
+
 class Lines:
     """(byte offset, line) of every whole line of a file from `start`; `end` is where the last whole
-    line ends once iterated (a line still being written, with no newline yet, is left for later)."""
+    line ends once iterated. A last line with no newline yet is left for later while it may still be
+    being written; once the file has been quiet FINISHED_SECONDS and that line is a whole JSON object,
+    it is a line too (a transcript whose writer ended without a final newline never grows again)."""
 
     def __init__(self, path: str, start: int):
         self.path, self.start, self.end = path, start, start
@@ -38,6 +45,22 @@ class Lines:
                     yield offset, line
                     offset += len(line) + 1
                     self.end = offset
+            if rest.strip() and _finished(handle.fileno()) and _whole_json(rest):
+                yield offset, rest
+                self.end = offset + len(rest)
+
+
+def _finished(fd: int) -> bool:
+    return time.time() - os.fstat(fd).st_mtime >= FINISHED_SECONDS
+
+
+def _whole_json(line: bytes) -> bool:
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def open_regular(path: str):
@@ -74,6 +97,8 @@ def unchanged(path: str, cached: dict | None) -> bool:
         st = os.stat(path)
     except OSError:
         return False
+    if isinstance(cached.get("end"), int) and cached["end"] < st.st_size and time.time() - st.st_mtime >= FINISHED_SECONDS:
+        return False  # a last line was left unfinished: now the file is done, it is read
     return (cached.get("size"), cached.get("mtime_ns"), cached.get("ino")) == (st.st_size, st.st_mtime_ns, st.st_ino)
 
 

@@ -254,3 +254,23 @@ def test_a_hook_during_a_capture_is_taken_by_that_capture(mem, tmp_path):
     worker.join()
     assert spool.pending(mem.root) == []
     assert any(small.session == e.extra.get("session") for e in mem.list("sessions"))
+
+
+def test_a_finished_transcript_without_a_final_newline_keeps_its_last_turn(mem, tmp_path):
+    """A last line with no newline is left while the file may still be written; once the file has been
+    quiet a minute and the line is a whole JSON object, the turn is captured (a new user's review: the
+    last turn of such a file was never taken)."""
+    talk = Claude(session="5a1e0000-1111-4aaa-8bbb-00000000abcd", cwd=str(tmp_path))
+    talk.user("where do the nightly backups go?", "2026-05-10T10:00:00.000Z")
+    talk.reply("Nightly to the NAS, kept for thirty days.", "2026-05-10T10:00:20.000Z")
+    path = tmp_path / "session.jsonl"
+    path.write_text(talk.text().rstrip("\n"), encoding="utf-8")
+    first = mem.capture([str(path)])
+    assert first["turns"] == 1  # the reply may still be growing
+    minute_ago = path.stat().st_mtime - 120
+    os.utime(path, (minute_ago, minute_ago))
+    again = mem.capture([str(path)])
+    assert again["turns"] == 1 and again["unchanged"] == 0
+    body = mem.read(first["entries"][0]["id"], count_access=False).body
+    assert "Nightly to the NAS" in body and "where do the nightly backups go?" in body
+    assert mem.capture([str(path)])["unchanged"] == 1  # taken once: the file is done
