@@ -253,6 +253,8 @@ class Recall:
         result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k),
                            floor=cut if min_relevance is not None else 0.0)
         annotate(self.root, result.results)  # a hit on a captured turn: what its session file says of it
+        if not sessions and not result.results:
+            result.notes.append("captured sessions were left out (--no-sessions)")
         if count_access and result.results:
             # a hit under the cut-off is shown with its relevance (recall_relative_relevance 0 keeps every
             # hit) but is no use of that memory: noise would keep every note of a small tree warm

@@ -50,3 +50,9 @@ def test_the_cli_says_no_sessions(tree):
     assert out.returncode == 0, out.stderr
     assert [h["id"] for h in json.loads(out.stdout)["results"]] == [note.id]
 
+
+
+def test_nothing_found_among_the_notes_says_the_sessions_were_left_out(tree):
+    m, _ = tree
+    answer = m.recall(QUERY, k=10, count_access=False, sessions=False, category="sessions")
+    assert answer.results == [] and any("sessions were left out" in n for n in answer.notes)
