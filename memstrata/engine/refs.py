@@ -74,7 +74,7 @@ def resolve(state: TreeState, ref: str) -> Entry:
                        f"`mem restore {trashed.id}` brings it back")
     if len(ref) < MIN_ID_PREFIX:
         raise NotFound(f"no entry with id {ref} (an id prefix needs at least {MIN_ID_PREFIX} characters)")
-    saving = [rel for rel in known if _half_saved(root, rel)]
+    saving = [rel for rel in known if _half_saved(root, rel, ref)]
     if saving:  # an editor that truncates, then writes, left it without its id for a moment
         return _once_saved(state, ref, saving)
     left = [rel for rel in known if is_regular_file(root / rel)]
@@ -87,9 +87,10 @@ def resolve(state: TreeState, ref: str) -> Entry:
 SAVE_SECONDS = 2.0  # a file of the entry's changed this recently may be half-way through an editor's save
 
 
-def _half_saved(root, rel: str) -> bool:
+def _half_saved(root, rel: str, ref: str) -> bool:
     """Whether the file at `rel` looks half-way through a save: changed in the last SAVE_SECONDS and
-    empty or unreadable as an entry (not a whole note without an id: a rewrite, or another entry now)."""
+    empty, unreadable as an entry, or holding `ref` again (saved whole since it was read); not a whole
+    note without the id (a rewrite, or another entry now)."""
     try:
         if not is_regular_file(root / rel) or not 0 <= time.time() - os.stat(root / rel).st_mtime < SAVE_SECONDS:
             return False
@@ -98,8 +99,7 @@ def _half_saved(root, rel: str) -> bool:
     try:
         if os.stat(root / rel).st_size == 0:
             return True
-        read_entry_file(root, rel)
-        return False
+        return read_entry_file(root, rel).id == ref
     except (CorruptEntry, NotFound, OSError):
         return True
 

@@ -235,8 +235,7 @@ class Recall:
         else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
         `min_relevance` is given, `min_relevance` itself; the result keeps the best relevance seen.
         With `count_access`, the hits returned that clear the cut-off (the agent is given them) count as
-        accesses, in the access journal (a session once, however many of its turns). With `sessions`
-        False, captured sessions are left out (promotion asks which note a task needs).
+        accesses, in the access journal (a session once, however many of its turns). `sessions` False: the notes only.
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
@@ -247,7 +246,7 @@ class Recall:
             raise InvalidInput("k must be at least 1")
         check_tier_status(tier, status)  # here too: a vault's tier filter is applied below, not in _recall
         found = self._recall(query, max(int(k), CUT_DEPTH), category, None if self.state.vault else tier, status,
-                             tags, since, until, strategy, explain, _sync, sessions)  # a vault's tiers: computed (below)
+                             tags, since, until, strategy, explain, _sync, sessions)  # a vault's tiers: below
         found.results = self.entries.tiers_now(found.results, tier) if self.state.vault else found.results
         # a cut-off asked for by name also drops each hit below it (the default judges the query)
         result = apply_cut(found, cut, self.state.settings.recall_relative_relevance, int(k),
@@ -279,8 +278,7 @@ class Recall:
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
         check_tier_status(tier, status)
-        filters = self._filters(category, tier, status, tags, since, until)
-        filters.sessions = sessions
+        filters = self._filters(category, tier, status, tags, since, until, sessions)
         notes: list[str] = []
         if strategy in ("grep", "index"):
             return self._fallback(query, k, filters, strategy, notes)
@@ -354,14 +352,14 @@ class Recall:
             out.append({"qid": qid, "strategy": res.strategy, "results": [h.to_dict() for h in res.results]})
         return out
 
-    def _filters(self, category, tier, status, tags, since, until):
+    def _filters(self, category, tier, status, tags, since, until, sessions=True):
         from memstrata.retrieval.search import Filters
         from memstrata.storage.paths import validate_category
 
         scope = validate_category(category, top=self.state.vault) if category else None
         return Filters(category=scope or None, tier=tier or None, status=status or None, tags=clean_tags(tags) or None,
                        since=clock.parse_datetime(since) if since else None,
-                       until=clock.parse_until(until) if until else None)
+                       until=clock.parse_until(until) if until else None, sessions=sessions)
 
     def _scope(self, filters) -> list[Entry]:
         entries = self.entries.list(filters.category, filters.tier, filters.status, filters.tags)
