@@ -25,7 +25,7 @@ class Filters:
     tags: list | None = None
     since: datetime | None = None
     until: datetime | None = None
-    sessions: bool = True  # False: captured sessions' turns are left out (promotion judges the notes)
+    sessions: bool = True  # False: captured sessions' turns are left out (`mem recall --no-sessions`)
 
     def where(self) -> str | None:
         parts = [] if self.sessions else [f"id NOT LIKE '%{SEP}%'"]  # a turn's row key is `<id>#<n>`

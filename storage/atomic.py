@@ -7,11 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # is_kept_file is named here beside is_temp_file, for the sweeps and the doctor
-from memstrata.storage.replace_guard import is_kept_file, replace_checked, settle, sibling_name  # noqa: F401
+from memstrata.storage.replace_guard import (TEMP_SUFFIX, is_kept_file, replace_checked,  # noqa: F401
+                                             settle, sibling_name)
 from memstrata.storage import libc
 from memstrata.storage.safe_io import check_write_target
 
-TEMP_SUFFIX = ".tmp"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
@@ -148,7 +148,8 @@ def _commit(pending) -> None:
     changed, refused = [], {}
     for start in range(0, len(pending), SETTLE_EVERY):  # each replace holds its old file open until settled
         try:
-            _replace_part(pending, start, changed, refused)
+            with uninterrupted():
+                _replace_part(pending, start, changed, refused)
         except BaseException:  # (a Ctrl-C delivered as a part ended): the parts not begun are not written
             _discard(pending[start + SETTLE_EVERY:])
             raise
@@ -198,18 +199,16 @@ def uninterrupted():
 
 
 def _loop_reads_signals(signal) -> bool:
+    """Whether an event loop reads this thread's signals from a wakeup fd (asked by setting it: Python has
+    no getter; put back without the full-buffer warning, as asyncio sets it)."""
     fd = signal.set_wakeup_fd(-1)
-    signal.set_wakeup_fd(fd)
+    if fd != -1:
+        signal.set_wakeup_fd(fd, warn_on_full_buffer=False)
     return fd != -1
 
 
 def _replace_part(pending, start: int, changed: list, refused: dict) -> None:
     """Replace pending[start:start + SETTLE_EVERY], sync their folders, then settle each."""
-    with uninterrupted():
-        _replace_settled(pending, start, changed, refused)
-
-
-def _replace_settled(pending, start: int, changed: list, refused: dict) -> None:
     folders, replaced = {}, []
     try:
         for n in range(start, min(start + SETTLE_EVERY, len(pending))):

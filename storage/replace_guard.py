@@ -15,6 +15,7 @@ AT_FDCWD = -100
 F_SETLEASE, F_RDLCK, F_UNLCK, F_SETSIG = 1024, 0, 2, 10  # linux/fcntl.h
 HOLDER_WAIT = 0.1  # a file open for writing but unchanged: how long its writer is given to write
 KEPT_SUFFIX = ".kept"
+TEMP_SUFFIX = ".tmp"  # storage.atomic's temp files (the sweeps remove those of dead writers)
 _NAME_MAX = 255  # bytes in one file name (ext4, btrfs, xfs, APFS)
 _COMPARED_BYTES = 1 << 20  # a larger file is compared by its size and time only
 QUIET_SECONDS = 0.05  # without an exchange: a file written in the window is copied back once this quiet
@@ -149,10 +150,7 @@ def _settle_renamed(r: Replaced, written: bool) -> bool:
     if not written:
         return True
     data = _quiet_contents(r.fd)
-    if _untouched(_lstat(r.target), r.ours):
-        _write_beside(r.target, data, stat.S_IMODE(r.checked.st_mode), replace=True)
-    else:
-        _write_beside(r.target, data, stat.S_IMODE(r.checked.st_mode), replace=False)
+    _write_beside(r.target, data, stat.S_IMODE(r.checked.st_mode), replace=_untouched(_lstat(r.target), r.ours))
     return False
 
 
@@ -172,7 +170,7 @@ def _quiet_contents(fd: int) -> bytes:
 
 def _write_beside(target: Path, data: bytes, mode: int, replace: bool) -> None:
     """`data` in place of `target` (replace) or beside it as a `.kept` file, written whole."""
-    temp = target.parent / sibling_name(target.name, ".tmp")  # a kill leaves a temp file the sweep removes
+    temp = target.parent / sibling_name(target.name, TEMP_SUFFIX)  # a kill leaves a temp file the sweep removes
     with open(temp, "xb") as handle:
         handle.write(data)
         handle.flush()

@@ -45,9 +45,10 @@ class Lines:
                     yield offset, line
                     offset += len(line) + 1
                     self.end = offset
-            if rest.strip() and _finished(handle.fileno()) and _whole_json(rest):
-                yield offset, rest
-                self.end = offset + len(rest)
+            if rest.strip() and _finished(handle.fileno()):  # the file is done: its last line is whole, or never
+                if _whole_json(rest):
+                    yield offset, rest
+                self.end = offset + len(rest)  # (read once: a line that is no JSON is not read again)
 
 
 def _finished(fd: int) -> bool:
@@ -97,7 +98,8 @@ def unchanged(path: str, cached: dict | None) -> bool:
         st = os.stat(path)
     except OSError:
         return False
-    if isinstance(cached.get("end"), int) and cached["end"] < st.st_size and time.time() - st.st_mtime >= FINISHED_SECONDS:
+    if isinstance(cached.get("end"), int) and cached["end"] < st.st_size and \
+            time.time() - st.st_mtime >= FINISHED_SECONDS:
         return False  # a last line was left unfinished: now the file is done, it is read
     return (cached.get("size"), cached.get("mtime_ns"), cached.get("ino")) == (st.st_size, st.st_mtime_ns, st.st_ino)
 

@@ -19,7 +19,7 @@ def check_kept_files(scan: Scan) -> list[Finding]:
     """A `.kept` file is what the engine took out of a note's place and could not put back or drop: an
     editor's save caught while it wrote the note, or the note's previous file when a write was killed
     half-way. One whose text the tree still holds (the note itself, the note with its id line, the
-    note's compressed original) is a copy: --fix removes it. Any other only a person can judge."""
+    note's compressed original, a kept version) is a copy: --fix removes it. Any other only a person can judge."""
     out = []
     for rel in scan.kept_files:
         note = _note_of(rel)
