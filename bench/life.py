@@ -174,6 +174,9 @@ class Life:
                 talk.add("assistant", lc.reply(self.texts[key][-1], d.day + i), when(d.day, 10 + i, 0, 20))
                 lc.fire(self.hooks["Stop"], talk.payload("Stop", stop_hook_active=False), self.root,
                         when(d.day, 10 + i, 0, 21))
+                if prompt.recall_task and tasks.get(key) in ("cold", "archive"):
+                    ct.wait_drained(self.root)  # the turn captured: a reply that used the memory counts
+                    self.promotions[-1]["after_turn"] = self.tier(key, when(d.day, 10 + i, 0, 40))
         if self.capture:
             lc.fire(self.hooks["SessionEnd"], talk.payload("SessionEnd", reason="logout"), self.root,
                     when(d.day, 17, 0))
@@ -229,7 +232,9 @@ def table(life: Life, days: int) -> str:
         ("session start: recall of those", share(sum(x["relevant"] for x in s), sum(x["wanted"] for x in s))),
         ("prompts: precision of injected memories", share(sum(x["hits"] for x in p), sum(len(x["keys"]) for x in p))),
         ("prompts: recall (needed memory in the session's context)", share(sum(x["found"] for x in p), sum(x["needed"] for x in p))),
-        ("promotion fired when a cold/archived memory was needed", f"{sum(1 for x in pr if x['after'] == 'hot')} of {len(pr)}"),
+        ("promotion fired when a cold/archived memory was needed: at the prompt", f"{sum(1 for x in pr if x['after'] == 'hot')} of {len(pr)}"),
+        ("  ... by the end of the agent's turn (its reply used the memory)",
+         f"{sum(1 for x in pr if x.get('after_turn', x['after']) == 'hot')} of {len(pr)}" if life.capture else "off"),
         ("  ... of those, brought back by the session start", f"{sum(1 for x in pr if x.get('at_prompt') == 'hot')}"),
         ("  ... and the memory was injected (by that prompt)", f"{sum(1 for x in pr if x['injected'])} of {len(pr)}"),
         ("  ... and the memory was in the session's context (start block or a prompt)",

@@ -119,7 +119,10 @@ class Memory:
     def _capture(self):
         from memstrata.capture.feature import Capture
 
-        return Capture(self.state, self._entries, self.save_path, self._aging)
+        from memstrata.features.reply_use import ReplyUses
+
+        uses = ReplyUses(self.state, self._entries, lambda: self._promotion)
+        return Capture(self.state, self._entries, self.save_path, self._aging, uses=uses.apply)
 
     @cached_property
     def _snapshots(self):

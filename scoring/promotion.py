@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Iterable
 
 from memstrata.scoring.tiers import tier_for
-from memstrata.scoring.weight import compute_weight, is_high
+from memstrata.scoring.weight import clamp_correlation, compute_weight, is_high
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 from memstrata.storage.turns import is_session
@@ -118,6 +118,20 @@ def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: S
         picked.append(Promotion(entry.id, sim, tiers[entry_id], corr, weight))
     picked.sort(key=lambda p: (-p.similarity, p.entry_id))
     return picked[:max_count]
+
+
+def for_use(entry: Entry, now: datetime, settings: Settings) -> Promotion | None:
+    """The promotion a use brings to a cold or archived entry (an agent's reply used it:
+    scoring.reply_use), None for one that needs none (hot or warm, expired, a captured session).
+    Its context correlation stays what it was: the use says the entry was needed, not how closely."""
+    if entry.status == "expired" or is_session(entry):
+        return None
+    tier = current_tier(entry, now, settings)
+    if tier not in DEFAULT_LAYERS:
+        return None
+    corr = clamp_correlation(entry.context_correlation)
+    used = entry.copy(last_access=now, access_count=entry.access_count + 1)
+    return Promotion(entry.id, 1.0, tier, corr, compute_weight(used, now, corr))
 
 
 def promotion_changes(promotion: Promotion, entry: Entry, now: datetime) -> dict:

@@ -5,7 +5,7 @@ the index, recall's turn hits and `mem read --turn` share."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memstrata.storage import turns as reader  # the one reader of a session body
 from memstrata.storage.turns import ESCAPED_HEADING as _ESCAPED
@@ -55,6 +55,7 @@ class Merged:
     turns: list[BodyTurn]
     added: int = 0
     extended: int = 0
+    new: list[BodyTurn] = field(default_factory=list)  # the turns added or extended, in the order read
 
 
 def merge(held: list[BodyTurn], read: list[BodyTurn], unique: bool = True, before: list[BodyTurn] | None = None) -> Merged:
@@ -79,9 +80,11 @@ def merge(held: list[BodyTurn], read: list[BodyTurn], unique: bool = True, befor
                 turns.append(new)
                 where[new.key] = new
                 out.added += 1
+                out.new.append(new)
             elif _extends(turn.text, found.text):
                 found.text = turn.text
                 out.extended += 1
+                out.new.append(found)
         return out
     positions: dict[tuple, list[BodyTurn]] = {}
     for t in turns:
@@ -95,11 +98,13 @@ def merge(held: list[BodyTurn], read: list[BodyTurn], unique: bool = True, befor
             if _extends(turn.text, found.text):
                 found.text = turn.text
                 out.extended += 1
+                out.new.append(found)
         else:
             new = BodyTurn(turn.timestamp, turn.role, turn.text)
             turns.append(new)
             positions.setdefault(new.key, []).append(new)
             out.added += 1
+            out.new.append(new)
     return out
 
 

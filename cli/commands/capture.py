@@ -111,6 +111,9 @@ def _report(result: dict) -> None:
         typer.echo(f"  {entry['path']}  ({counted(int(entry['turns'] or 0), 'turn')})")
     if len(result["entries"]) > 20:
         typer.echo(f"  ... and {len(result['entries']) - 20} more (--json lists them)")
+    if result.get("used"):
+        typer.echo(f"the replies used {counted(len(result['used']), 'memory', 'memories')} the session was shown "
+                   "(each counted as a use; a cold or archived one is hot again)")
     if result["skipped"]:
         typer.echo("lines not kept: " + ", ".join(f"{n} {reason}" for reason, n in result["skipped"].items()))
     for item in result["skipped_files"][:10]:

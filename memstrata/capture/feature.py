@@ -25,11 +25,12 @@ DRAIN_ROUNDS = 20             # a drain takes the notices that came while it ran
 class Capture:
     """mem capture: paths, the agents' own folders, the notices hooks leave, forget, status."""
 
-    def __init__(self, state: TreeState, entries: Entries, save: SavePath, aging):
+    def __init__(self, state: TreeState, entries: Entries, save: SavePath, aging, uses=None):
         self.state = state
         self.entries = entries
         self.save = save
         self.aging = aging
+        self.uses = uses  # (session, new turns) list -> ids: the memories the replies used (features/reply_use.py)
         self.root = state.root
 
     # -- what a user asks for ------------------------------------------------------------------
@@ -206,6 +207,8 @@ class Capture:
                           category=category, now=self.state.now())
             report.planned(change)
             batch.add(change)
+            if change.new_turns and change.changes:
+                batch.replies.append((session, change.new_turns))
             if not change.changes and turns:
                 batch.check.extend(change.unchanged)  # read again and found in: their index rows are checked
         batch.file(path, record, notice)
@@ -244,6 +247,9 @@ class Capture:
             if notice:
                 spool.done(*notice)
         cache.save()
+        replies = [(s, turns) for s, turns in batch.replies if s not in failed]
+        if replies and self.uses is not None:
+            report.used += [i for i in self.uses(replies) if i not in report.used]
 
     def _checked(self, entry) -> list[str]:
         """The secret guard over the whole entry; its texts are redacted already, so a finding left is in
@@ -298,6 +304,7 @@ class _Batch:
         self.entries: dict[str, tuple] = {}
         self.files: list[tuple] = []
         self.check: list = []
+        self.replies: list[tuple] = []  # (session, its new turns): what the replies used is counted once saved
         self.bytes = 0
 
     def add(self, change) -> None:

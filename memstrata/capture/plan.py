@@ -24,6 +24,7 @@ class SessionChange:
     created: bool = False
     continued: str | None = None                  # the session this one continues (a resumed session)
     unchanged: list = field(default_factory=list)  # entries held as they were (their index rows are checked)
+    new_turns: list = field(default_factory=list)  # the turns this read added or extended (BodyTurn)
 
 
 class SessionIndex:
@@ -135,7 +136,7 @@ def plan(index: SessionIndex, *, agent: str, session: str, turns: list[Turn], pr
         held_parts.append(held)
     held = [t for part in held_parts for t in part]
     merged = body.merge(held, read, unique=unique, before=None if full else held)
-    change.added, change.extended = merged.added, merged.extended
+    change.added, change.extended, change.new_turns = merged.added, merged.extended, merged.new
     owner = str(parts[0].extra.get("session")) if parts else session
     known = sessions.sessions_of(parts[0]) if parts else [session]
     all_sessions = list(dict.fromkeys(known + [session]))

@@ -20,6 +20,7 @@ class CaptureReport:
     entries: list = field(default_factory=list)         # {"id", "path", "session", "turns"}
     embedded: int = 0
     reindexed: int = 0
+    used: list = field(default_factory=list)           # ids of memories the captured replies used (counted)
     warnings: list = field(default_factory=list)
     busy: bool = False             # a drain that found another capture running (that one takes the notices)
     seconds: float = 0.0
@@ -62,5 +63,5 @@ class CaptureReport:
                 "new_sessions": self.new_sessions, "turns": self.turns, "extended": self.extended,
                 "lines": self.lines, "skipped": dict(sorted(self.skipped.items())),
                 "skipped_files": self.skipped_files, "errors": self.errors, "entries": self.entries,
-                "embedded": self.embedded, "reindexed": self.reindexed, "warnings": self.warnings,
+                "embedded": self.embedded, "reindexed": self.reindexed, "used": self.used, "warnings": self.warnings,
                 "busy": self.busy, "seconds": round(self.seconds, 3)}

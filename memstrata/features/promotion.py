@@ -79,7 +79,7 @@ class Promotion:
                  "weight": round(p.new_weight, 4), "path": by_id[p.entry_id].path} for p in chosen]
         if not dry_run:
             for p, row in zip(chosen, rows):
-                row["path"] = self._apply_promotion(p)
+                row["path"] = self.apply_promotion(p)
         rule = (f"similarity >= {threshold_used:.2f}" if threshold is not None else
                 f"similarity >= {threshold_used:.2f}, the most similar from {settings.promote_best_cosine:.2f}, "
                 f"recall's likeliest answer from relevance {settings.promote_min_relevance:.2f}")
@@ -225,7 +225,7 @@ class Promotion:
                     out[owner] = max(out.get(owner, -1.0), float(sim))
         return out
 
-    def _apply_promotion(self, p) -> str:
+    def apply_promotion(self, p) -> str:
         """One promotion, atomically: full text back (if compressed), out of archived/, hot, counted."""
         from memstrata.scoring.promotion import promotion_changes
         from memstrata.storage import tree

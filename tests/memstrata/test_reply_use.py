@@ -1,0 +1,113 @@
+"""A captured reply that used a memory the session was shown counts as a use and brings it back hot, whole
+(features/reply_use.py): the real tree, model, hooks' session record and capture."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memstrata import Memory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
+from transcripts import Claude  # noqa: E402
+
+RUNBOOK = ("To fail over the orders database, promote the Patroni replica with `patronictl failover orders`, "
+           "check replication lag is zero first, then repoint PgBouncer and announce in #incidents. Once the old "
+           "primary is back, rebuild it as a replica with patronictl reinit before anyone writes to it, and "
+           "keep the incident channel posted until the application error rate is back to normal. The whole "
+           "procedure takes about ten minutes; the orders service retries its writes meanwhile.\n\n"
+           "Afterwards, write a short incident note: when the primary failed, who ran the failover, how long "
+           "the orders service saw errors, and what the monitoring showed before the failure. Check the "
+           "backups of the new primary the next morning, and schedule a review of the alerts that fired "
+           "with the data team in the following week.")
+ASKED = "the orders db primary is down, how do we fail over to the replica?"
+USED = "Run `patronictl failover orders` once replication lag is zero, then repoint PgBouncer and tell #incidents."
+SESSION = "0f3c2a9e-1111-4aaa-8bbb-123456789abc"
+
+
+@pytest.fixture(autouse=True)
+def _no_service(monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_SERVICE", "off")
+
+
+@pytest.fixture
+def archived(tmp_path, embedder, monkeypatch, use_daily):
+    """A tree whose runbook went to the archive: 120 days in use since it was written."""
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    runbook = m.write(RUNBOOK, title="Orders database failover", category="runbooks").id
+    other = m.write("Alpha deploys go out on Tuesdays after the canary has been green for an hour.",
+                    title="Alpha deploys", category="projects/alpha").id
+    diary = m.write("What happened today.", title="Diary", category="journal").id
+    use_daily(m, "2026-01-02", "2026-05-01", diary)
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")
+    m.maintain()
+    before = m.read(runbook, count_access=False)
+    assert before.status == "archived" and "/archived/" in before.path and before.is_compressed
+    return m, runbook, other
+
+
+def _session(m, tmp_path, reply: str, shown: bool = True) -> dict:
+    """A session whose prompt was shown the runbook (the prompt hook's autoload, no promotion), then
+    answered with `reply`, captured as a Stop hook does."""
+    if shown:
+        loaded = m.autoload(context=ASKED, session_id=SESSION, promote=False)
+        assert "Orders database failover" in [item.entry.title for item in loaded.items]
+    talk = Claude(session=SESSION).user(ASKED, "2026-05-01T09:00:01.000Z").reply(reply, "2026-05-01T09:00:09.000Z")
+    return m.capture([talk.write(tmp_path)])
+
+
+def test_a_reply_that_used_the_archived_runbook_brings_it_back_hot_and_whole(archived, tmp_path):
+    m, runbook, _ = archived
+    report = _session(m, tmp_path, USED)
+    assert report["used"] == [runbook]
+    after = m.read(runbook, count_access=False)
+    assert (after.status, after.tier, after.layer) == ("active", "hot", "L0") and "/archived/" not in after.path
+    assert " ".join(after.body.split()) == " ".join(RUNBOOK.split())
+    assert after.access_count == 1  # the use, counted once
+    # the same transcript read again adds no turn, and no second use
+    assert m.capture([str(tmp_path / f"{SESSION}.jsonl")])["used"] == []
+    assert m.read(runbook, count_access=False).access_count == 1
+
+
+def test_a_reply_that_did_not_draw_on_it_leaves_it_archived(archived, tmp_path):
+    m, runbook, _ = archived
+    before = m.read(runbook, count_access=False)
+    report = _session(m, tmp_path, "Let me look at the database logs and the monitoring first; I will report back.")
+    assert report["used"] == [] and report["turns"] == 2
+    after = m.read(runbook, count_access=False)
+    assert (after.status, after.path, after.access_count) == ("archived", before.path, 0)
+
+
+def test_a_memory_the_session_was_never_shown_is_not_counted(archived, tmp_path):
+    """The reply holds the runbook's words, but no hook showed it in this session: they came from elsewhere."""
+    m, runbook, _ = archived
+    report = _session(m, tmp_path, USED, shown=False)
+    assert report["used"] == []
+    assert m.read(runbook, count_access=False).status == "archived"
+
+
+def test_a_hot_memory_used_is_one_read_in_the_journal_its_file_untouched(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    runbook = m.write(RUNBOOK, title="Orders database failover", category="runbooks")
+    held = (m.root / runbook.path).read_bytes()
+    report = _session(m, tmp_path, USED)
+    assert report["used"] == [runbook.id]
+    assert (m.root / runbook.path).read_bytes() == held
+    assert m.read(runbook.id, count_access=False).access_count == 1
+
+
+def test_the_cli_says_what_the_replies_used(archived, tmp_path):
+    m, runbook, _ = archived
+    m.autoload(context=ASKED, session_id=SESSION, promote=False)
+    talk = Claude(session=SESSION).user(ASKED, "2026-05-01T09:00:01.000Z").reply(USED, "2026-05-01T09:00:09.000Z")
+    done = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "capture", talk.write(tmp_path), "--root",
+                           str(m.root)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == 0, done.stderr
+    assert "the replies used 1 memory the session was shown" in done.stdout
+    assert m.read(runbook, count_access=False).status == "active"

@@ -1,0 +1,75 @@
+"""Which shown memories a reply used (scoring.reply_use): pure, no IO."""
+from memstrata.retrieval.lexical import token_sequence
+from memstrata.scoring import reply_use
+from memstrata.scoring.reply_use import needed
+
+
+def used(reply: str, asked: str, shown: dict[str, str]) -> list[str]:
+    """reply_use.used over texts, tokenised as the capture does (retrieval.lexical.token_sequence)."""
+    return reply_use.used(token_sequence(reply), token_sequence(asked), {k: token_sequence(v) for k, v in shown.items()})
+
+FAILOVER = ("To fail over the orders database, promote the Patroni replica with `patronictl failover orders`, "
+            "check replication lag is zero first, then repoint PgBouncer and announce in #incidents.")
+KAFKA = ("When the events consumer lags, check the partition skew with kcat, scale the consumer deployment to "
+         "the partition count (12), and never reset offsets without a backfill plan.")
+RETENTION = "Raw events are kept 400 days in the warehouse; the daily aggregates are kept forever."
+SHOWN = {"failover": FAILOVER, "kafka": KAFKA, "retention": RETENTION}
+
+
+def test_a_reply_quoting_the_memory_used_it():
+    asked = "the orders db primary is down, how do we fail over to the replica?"
+    assert used("From our notes: " + FAILOVER, asked, SHOWN) == ["failover"]
+
+
+def test_a_reply_that_follows_the_runbook_in_its_own_words_used_it():
+    asked = "the events consumer is hours behind, what's our procedure?"
+    reply = ("Check the partition skew with kcat first; then scale the consumer deployment to 12 replicas, one per "
+             "partition. Do not reset offsets unless we have a backfill plan.")
+    assert used(reply, asked, SHOWN) == ["kafka"]
+
+
+def test_a_reply_on_the_same_topic_that_does_not_draw_on_the_memory_used_nothing():
+    asked = "the events consumer is hours behind, what's our procedure?"
+    reply = ("I will look at the consumer first. Let me read the logs of the events service and see whether the "
+             "database or the network is slow, then I will tell you what I find.")
+    assert used(reply, asked, SHOWN) == []
+
+
+def test_words_the_user_asked_with_are_no_sign_of_a_memory():
+    """The reply repeats the question's words, which the memory holds too: not a use."""
+    asked = "should we repoint PgBouncer and promote the Patroni replica for the orders database?"
+    reply = "Yes: repoint PgBouncer and promote the Patroni replica for the orders database, as you say."
+    assert used(reply, asked, SHOWN) == []
+
+
+def test_shared_words_without_a_shared_phrase_are_not_a_use():
+    """A long reply holding many of a note's words, scattered, never a run of them."""
+    reply = ("Plans: days of work on the warehouse, then raw notes. Aggregates later. Events forever? No: "
+             "kept for the daily standup, 400 lines at most.")
+    assert used(reply, "what should I do this week?", SHOWN) == []
+
+
+def test_a_stock_phrase_alone_is_not_a_use():
+    """A run of common words the memory holds too, and little else of it."""
+    reply = "The backlog is zero first thing in the morning; then we announce in the channel what changed."
+    assert used(reply, "anything new?", {"failover": FAILOVER}) == []
+
+
+
+def test_a_long_note_needs_a_part_of_it_not_a_quarter_of_every_word():
+    assert needed(4) == 3 and needed(20) == 5 and needed(400) == 8
+    note = FAILOVER + " " + " ".join(f"Appendix item {n}: unrelated detail number {n} about widgets." for n in range(60))
+    reply = "Promote the Patroni replica with `patronictl failover orders` and repoint PgBouncer afterwards."
+    assert used(reply, "db is down", {"long": note}) == ["long"]
+
+
+def test_chinese_replies_are_read_by_characters():
+    note = "alpha 的测试环境已迁移到北京区域，数据库每周日同步一次。"
+    reply = "根据记录，测试环境已迁移到北京区域，数据库每周日同步一次，所以今天的数据是上周日的。"
+    assert used(reply, "测试数据为什么这么旧？", {"zh": note}) == ["zh"]
+    assert used("我去看一下日志，稍后告诉你结果。", "测试数据为什么这么旧？", {"zh": note}) == []
+
+
+def test_empty_and_tiny_replies_use_nothing():
+    assert used("", "x", SHOWN) == [] and used("OK, done.", "x", SHOWN) == []
+    assert used(FAILOVER, "", {}) == []
