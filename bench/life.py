@@ -171,7 +171,7 @@ class Life:
                                         "in_context": prompt.needs[0] in seen})
             if self.capture:
                 key = prompt.needs[0]
-                talk.add("assistant", lc.reply(self.texts[key][-1], d.day + i), when(d.day, 10 + i, 0, 20))
+                talk.add("assistant", prompt.reply or lc.reply(self.texts[key][-1], d.day + i), when(d.day, 10 + i, 0, 20))
                 lc.fire(self.hooks["Stop"], talk.payload("Stop", stop_hook_active=False), self.root,
                         when(d.day, 10 + i, 0, 21))
                 if prompt.recall_task and tasks.get(key) in ("cold", "archive"):

@@ -44,6 +44,7 @@ class Prompt:
     text: str
     needs: tuple  # keys of the memories it needs
     recall_task: bool = False  # a task that should bring back a cold or archived memory
+    reply: str | None = None   # the agent's answer, when written for the task (else it quotes the memory)
 
 
 @dataclass
@@ -192,15 +193,32 @@ CHANGES = [
     Change("oncall", 95, "On-call now rotates every two weeks on Wednesday; Marco owns the schedule.", "Lena"),
 ]
 
-RECALL_TASKS = [  # (day, project, prompt, runbook key): the runbook has gone cold by then
-    (100, "alpha", "the orders db primary is down, how do we fail over to the replica?", "rb_failover"),
-    (102, "alpha", "the shop certificate expires tomorrow, what did we do last time to rotate it?", "rb_certs"),
-    (106, "beta", "someone dropped a table in staging, how do we get the data back from a backup?", "rb_restore"),
-    (109, "alpha", "customers still see the old banner image, we need to clear the CDN", "rb_cdn"),
-    (114, "beta", "the events consumer is hours behind, what's our procedure?", "rb_kafka"),
-    (119, "alpha", "yesterday's alpha release broke checkout, roll it back", "rb_rollback"),
-    (122, "alpha", "primary database failover for orders: what are the steps again?", "rb_failover"),
-    (126, "beta", "restore last night's backup of the orders db into a scratch instance", "rb_restore"),
+RECALL_TASKS = [  # (day, project, prompt, runbook key, the agent's reply): the runbook has gone cold by then
+    # the replies follow the runbook in the agent's own words, as an agent answering from it would
+    (100, "alpha", "the orders db primary is down, how do we fail over to the replica?", "rb_failover",
+     "The primary is down, so we fail over to the Patroni replica: I'll confirm the replication lag is at zero, "
+     "run `patronictl failover orders`, point PgBouncer at the new primary and post in #incidents."),
+    (102, "alpha", "the shop certificate expires tomorrow, what did we do last time to rotate it?", "rb_certs",
+     "Last time we let cert-manager issue a new one: I'll delete the shop-tls secret, wait for the Certificate "
+     "resource to report Ready, and then reload the ingress."),
+    (106, "beta", "someone dropped a table in staging, how do we get the data back from a backup?", "rb_restore",
+     "We can get it from the nightly pgBackRest backup: a point-in-time restore with `pgbackrest restore "
+     "--type=time` to just before the drop, into a scratch instance, then copy the table over from there."),
+    (109, "alpha", "customers still see the old banner image, we need to clear the CDN", "rb_cdn",
+     "I'll run the purge-cdn workflow in CI with the banner's path prefix only. A full purge would need the tech "
+     "lead's OK, since it triples the load on the origin."),
+    (114, "beta", "the events consumer is hours behind, what's our procedure?", "rb_kafka",
+     "First I'll look at the partition skew with kcat, then scale the consumer deployment up to 12 replicas, one "
+     "per partition. No offset resets unless we have a backfill plan."),
+    (119, "alpha", "yesterday's alpha release broke checkout, roll it back", "rb_rollback",
+     "Rolling back with `argocd app rollback alpha-prod` to the previous revision. The migrations are "
+     "forward-only, so I'm checking yesterday's migration list first."),
+    (122, "alpha", "primary database failover for orders: what are the steps again?", "rb_failover",
+     "Steps: make sure replication lag is zero, run `patronictl failover orders`, repoint PgBouncer, and "
+     "announce it in #incidents."),
+    (126, "beta", "restore last night's backup of the orders db into a scratch instance", "rb_restore",
+     "I'll restore last night's pgBackRest backup with `pgbackrest restore --type=time` into a scratch "
+     "instance, never straight into production."),
 ]
 
 
@@ -213,7 +231,7 @@ def plan(seed: int = 7) -> list[Day]:
     (the day's project's, or the developer's and team's), plus the recall tasks on their days."""
     rng = random.Random(seed)
     by_key = {m.key: m for m in MEMORIES}
-    tasks = {day: (project, text, key) for day, project, text, key in RECALL_TASKS}
+    tasks = {day: (project, text, key, reply) for day, project, text, key, reply in RECALL_TASKS}
     days = []
     for d in workdays():
         project = tasks[d][0] if d in tasks else rng.choice(sorted(PROJECTS))
@@ -221,7 +239,7 @@ def plan(seed: int = 7) -> list[Day]:
         chosen = rng.sample(pool, min(len(pool), rng.choice((2, 3))))
         prompts = [Prompt(rng.choice(m.prompts), (m.key,)) for m in chosen]
         if d in tasks:
-            prompts.insert(0, Prompt(tasks[d][1], (tasks[d][2],), recall_task=True))
+            prompts.insert(0, Prompt(tasks[d][1], (tasks[d][2],), recall_task=True, reply=tasks[d][3]))
         days.append(Day(d, project, prompts))
     assert all(k in by_key for c in CHANGES for k in [c.key])
     return days

@@ -409,20 +409,3 @@ def cjk_bigrams(text: str) -> set[str]:
         out.update([run] if len(run) == 1 else (run[i:i + 2] for i in range(len(run) - 1)))
     return out
 
-
-_SEQUENCE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_CJK_FILLERS = frozenset("的了是在和与及也都就而我你他她它们这那有个一不吗呢吧啊")
-
-
-def token_sequence(text: str) -> list[tuple[str, bool]]:
-    """The text as (token, carries content) in order, for phrases compared across texts (scoring.reply_use):
-    English words stemmed and lower-cased (content: no stop word, three letters or a digit), CJK
-    characters one by one (content: not a particle or pronoun)."""
-    out = []
-    for token in _SEQUENCE_TOKEN.findall(text or ""):
-        if _CJK_RUN.match(token):
-            out.append((token, token not in _CJK_FILLERS))
-        else:
-            token = stem(token)
-            out.append((token, token not in QUERY_STOPWORDS and (len(token) >= 3 or any(c.isdigit() for c in token))))
-    return out

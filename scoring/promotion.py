@@ -121,13 +121,14 @@ def select(candidates: Iterable[tuple[Entry, float]], now: datetime, settings: S
 
 
 def for_use(entry: Entry, now: datetime, settings: Settings) -> Promotion | None:
-    """The promotion a use brings to a cold or archived entry (an agent's reply used it:
-    scoring.reply_use), None for one that needs none (hot or warm, expired, a captured session).
-    Its context correlation stays what it was: the use says the entry was needed, not how closely."""
+    """The promotion a use brings to a cold, archived or compressed entry (an agent's reply used it:
+    scoring.reply_use): hot, whole. None for one that needs none (hot or warm and whole, expired, a
+    captured session). Its context correlation stays what it was: the use says the entry was needed,
+    not how closely."""
     if entry.status == "expired" or is_session(entry):
         return None
     tier = current_tier(entry, now, settings)
-    if tier not in DEFAULT_LAYERS:
+    if tier not in DEFAULT_LAYERS and not entry.is_compressed:
         return None
     corr = clamp_correlation(entry.context_correlation)
     used = entry.copy(last_access=now, access_count=entry.access_count + 1)

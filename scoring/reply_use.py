@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import math
 
-# A memory was used when the reply repeats a phrase of it (PHRASE_TOKENS tokens in a row, at least
-# two of them content words the user did not write) and enough of its own terms: at least MIN_SHARED,
-# and a SHARE of its terms (never more than MAX_NEEDED: a reply uses a part of a long note). Both, so
-# that neither a long reply that happens to hold a note's common words nor a stock phrase makes a use.
-# Texts come as (token, carries content) sequences: retrieval.lexical.token_sequence.
+# A memory was used when the reply repeats a phrase of it and enough of its own terms: at least
+# MIN_SHARED, and a SHARE of its terms (never more than MAX_NEEDED: a reply uses a part of a long note).
+# A phrase is PHRASE_TOKENS tokens in a row holding two content words the user did not write (numbers
+# apart: "on Monday at 10:00" is said of many things), or three content words in a row ("patronictl
+# failover orders"; "mean a lot", "let me know" are not). Both, so that neither a long reply that holds
+# a note's common words nor a stock phrase makes a use (bench/reply_use.py measures the false alarms).
+# Texts come as (token, carries content) sequences: retrieval.phrases.token_sequence.
 PHRASE_TOKENS = 4
+SHORT_PHRASE_TOKENS = 3
 MIN_SHARED = 3
 SHARE = 0.25
 MAX_NEEDED = 8
@@ -26,12 +29,17 @@ def terms(seq: list[tuple[str, bool]]) -> set[str]:
 
 
 def _phrases(seq: list[tuple[str, bool]], asked: set[str]) -> set[tuple]:
-    """The runs of PHRASE_TOKENS tokens holding at least two content tokens the user did not write."""
+    """The phrases of a sequence (see PHRASE_TOKENS): runs of PHRASE_TOKENS tokens with two content words
+    the user did not write, and runs of SHORT_PHRASE_TOKENS content tokens with two such words."""
+    def fresh(run):
+        return sum(1 for t, content in run if content and not t.isdigit() and t not in asked)
+
     out = set()
-    for i in range(len(seq) - PHRASE_TOKENS + 1):
-        run = seq[i:i + PHRASE_TOKENS]
-        if sum(1 for t, content in run if content and t not in asked) >= 2:
-            out.add(tuple(t for t, _ in run))
+    for size in (SHORT_PHRASE_TOKENS, PHRASE_TOKENS):
+        for i in range(len(seq) - size + 1):
+            run = seq[i:i + size]
+            if fresh(run) >= 2 and (size == PHRASE_TOKENS or all(content for _, content in run)):
+                out.add(tuple(t for t, _ in run))
     return out
 
 
@@ -44,7 +52,7 @@ def used(reply: list, asked: list, shown: dict[str, list]) -> list[str]:
     """The ids of the `shown` memories (id -> the sequence of the text the session was shown, or of the
     memory's own text) that the `reply` sequence used; `asked` is the sequence of what the user wrote
     in that turn (words the reply takes from the question are no sign of a memory)."""
-    if len(reply) < PHRASE_TOKENS:
+    if len(reply) < SHORT_PHRASE_TOKENS:
         return []
     asked_tokens = {t for t, _ in asked}
     asked_terms = terms(asked) | asked_tokens

@@ -111,9 +111,7 @@ def _report(result: dict) -> None:
         typer.echo(f"  {entry['path']}  ({counted(int(entry['turns'] or 0), 'turn')})")
     if len(result["entries"]) > 20:
         typer.echo(f"  ... and {len(result['entries']) - 20} more (--json lists them)")
-    if result.get("used"):
-        typer.echo(f"the replies used {counted(len(result['used']), 'memory', 'memories')} the session was shown "
-                   "(each counted as a use; a cold or archived one is hot again)")
+    _used(result.get("used") or [])
     if result["skipped"]:
         typer.echo("lines not kept: " + ", ".join(f"{n} {reason}" for reason, n in result["skipped"].items()))
     for item in result["skipped_files"][:10]:
@@ -122,6 +120,15 @@ def _report(result: dict) -> None:
         typer.echo(f"warning: {warning}", err=True)
     for error in result["errors"][:10]:
         typer.echo(f"error: {error['file']}: {error['error']}", err=True)
+
+
+def _used(used: list) -> None:
+    """The memories the session was shown that its replies used: counted as uses, some back hot."""
+    if used:
+        typer.echo(f"the replies used {counted(len(used), 'memory', 'memories')} the session was shown (a use each):")
+    for row in used[:20]:
+        back = f"  (back hot and whole from {row['promoted_from']})" if row.get("promoted_from") else ""
+        typer.echo(f"  {row['id']}  {row['title']}{back}")
 
 
 def _status(result: dict) -> None:
@@ -135,3 +142,10 @@ def _status(result: dict) -> None:
         typer.echo(f"last capture: {last.get('turns', 0)} new turns in {last.get('sessions', 0)} sessions, "
                    f"{len(last.get('errors') or [])} errors" + (f" (first: {last['errors'][0]['file']}: "
                                                                  f"{last['errors'][0]['error']})" if last.get("errors") else ""))
+    held = last.get("recent_uses")
+    recent = [r for r in held if isinstance(r, dict) and r.get("id")] if isinstance(held, list) else []
+    if recent:
+        typer.echo("memories the captured replies used lately (a use each):")
+        for row in reversed(recent[-10:]):
+            back = f", back hot from {row['promoted_from']}" if row.get("promoted_from") else ""
+            typer.echo(f"  {str(row.get('at') or '')[:16]}  {row['id']}  {row.get('title') or ''}{back}")

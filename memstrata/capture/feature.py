@@ -30,7 +30,7 @@ class Capture:
         self.entries = entries
         self.save = save
         self.aging = aging
-        self.uses = uses  # (session, new turns) list -> ids: the memories the replies used (features/reply_use.py)
+        self.uses = uses  # [(session, [(asked, reply)])] -> what the replies used (features/reply_use.py)
         self.root = state.root
 
     # -- what a user asks for ------------------------------------------------------------------
@@ -207,8 +207,8 @@ class Capture:
                           category=category, now=self.state.now())
             report.planned(change)
             batch.add(change)
-            if change.new_turns and change.changes:
-                batch.replies.append((session, change.new_turns))
+            if change.replies and change.changes:
+                batch.replies.append((session, change.replies))
             if not change.changes and turns:
                 batch.check.extend(change.unchanged)  # read again and found in: their index rows are checked
         batch.file(path, record, notice)
@@ -249,7 +249,7 @@ class Capture:
         cache.save()
         replies = [(s, turns) for s, turns in batch.replies if s not in failed]
         if replies and self.uses is not None:
-            report.used += [i for i in self.uses(replies) if i not in report.used]
+            report.used += self.uses(replies)
 
     def _checked(self, entry) -> list[str]:
         """The secret guard over the whole entry; its texts are redacted already, so a finding left is in
@@ -304,7 +304,7 @@ class _Batch:
         self.entries: dict[str, tuple] = {}
         self.files: list[tuple] = []
         self.check: list = []
-        self.replies: list[tuple] = []  # (session, its new turns): what the replies used is counted once saved
+        self.replies: list[tuple] = []  # (session, its new replies): what they used is counted once saved
         self.bytes = 0
 
     def add(self, change) -> None:

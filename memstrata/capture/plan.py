@@ -24,7 +24,7 @@ class SessionChange:
     created: bool = False
     continued: str | None = None                  # the session this one continues (a resumed session)
     unchanged: list = field(default_factory=list)  # entries held as they were (their index rows are checked)
-    new_turns: list = field(default_factory=list)  # the turns this read added or extended (BodyTurn)
+    replies: list = field(default_factory=list)    # (what the user asked, the reply) of each reply added or grown
 
 
 class SessionIndex:
@@ -119,6 +119,20 @@ def held_body(entry: Entry) -> str:
     return entry.extra.get("__full_body__", entry.body)
 
 
+def replies_of(turns: list, new: list) -> list[tuple[str, str]]:
+    """(what the user asked, the reply) for each assistant turn of `turns` that is in `new` (added or
+    grown by this read): what was asked is the user's last turns before it, held or new."""
+    fresh = {id(t) for t in new}
+    out, asked, last = [], [], None
+    for turn in turns:
+        if turn.role == "user":
+            asked = asked + [turn.text] if last == "user" else [turn.text]
+        elif turn.role == "assistant" and id(turn) in fresh and turn.text.strip():
+            out.append(("\n".join(asked), turn.text))
+        last = turn.role
+    return out
+
+
 def plan(index: SessionIndex, *, agent: str, session: str, turns: list[Turn], project: Project, full: bool,
          unique: bool, clean, limit: int, category: str, now) -> SessionChange:
     """The change that merges `turns` (read from a transcript of `session`) into its entries."""
@@ -136,7 +150,8 @@ def plan(index: SessionIndex, *, agent: str, session: str, turns: list[Turn], pr
         held_parts.append(held)
     held = [t for part in held_parts for t in part]
     merged = body.merge(held, read, unique=unique, before=None if full else held)
-    change.added, change.extended, change.new_turns = merged.added, merged.extended, merged.new
+    change.added, change.extended = merged.added, merged.extended
+    change.replies = replies_of(merged.turns, merged.new)
     owner = str(parts[0].extra.get("session")) if parts else session
     known = sessions.sessions_of(parts[0]) if parts else [session]
     all_sessions = list(dict.fromkeys(known + [session]))

@@ -18,6 +18,7 @@ from memstrata.storage.atomic import atomic_write_text
 FILES = "files.json"
 FORGOTTEN = "forgotten.json"
 LAST = "last.json"
+RECENT_USES = 20  # the memories the captured replies used lately, kept with the last report
 HEAD_BYTES = 4096  # the start of a transcript, hashed: another start means the file was rewritten
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -84,6 +85,14 @@ class CaptureState:
 
     # -- the last capture ----------------------------------------------------------------------
     def write_last(self, report: dict) -> None:
+        """The capture's report, with the memories the replies used lately (`recent_uses`: this capture's
+        and the earlier ones', RECENT_USES at most): a SessionEnd's capture after a Stop's finds none."""
+        from memstrata.storage.clock import format_datetime, now
+
+        held = self.last().get("recent_uses")
+        recent = [r for r in held if isinstance(r, dict)] if isinstance(held, list) else []
+        recent += [{**row, "at": format_datetime(now())} for row in report.get("used") or []]
+        report = {**report, "recent_uses": recent[-RECENT_USES:]}
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         atomic_write_text(Path(os.path.join(self.folder, LAST)), json.dumps(report, ensure_ascii=False, default=str))
 

@@ -3,7 +3,8 @@ vault's `.memstrata/cache/hook-sessions/`: the engine never writes among the use
 
 `ids`: the entries already injected in the session (a prompt never injects them again); `followup`:
 the session start's background promotion for the project's last session ("spawned", "done");
-`brought`: the entries it brought back, to be injected at the session's next prompt."""
+`brought`: the entries it brought back, to be injected at the session's next prompt; `used`: the entries
+the session's captured replies used, each counted once (features/reply_use.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -63,6 +64,18 @@ def record(root: Path, session_id: str | None, ids: list[str]) -> None:
     """Add `ids` to the session's injected ones (atomically); old records of ended sessions are pruned."""
     if ids:
         _update(root, session_id, lambda data: {**data, "ids": sorted(set(_ids(data, "ids")) | set(ids))[-MAX_IDS:]})
+
+
+def counted_uses(root: Path, session_id: str | None) -> set[str]:
+    """Ids the session's captured replies were found to use (features/reply_use.py): counted once a session."""
+    return set(_ids(read(root, session_id), "used"))
+
+
+def note_uses(root: Path, session_id: str | None, ids: list[str]) -> None:
+    """Add `ids` to the session's counted uses."""
+    if ids:
+        _update(root, session_id, lambda data: {**data, "used": (_ids(data, "used") + [
+            i for i in ids if i not in _ids(data, "used")])[-MAX_IDS:]})
 
 
 def note_followup(root: Path, session_id: str | None, state: str, brought_ids: list[str] | None = None) -> None:

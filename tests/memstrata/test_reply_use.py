@@ -62,7 +62,7 @@ def _session(m, tmp_path, reply: str, shown: bool = True) -> dict:
 def test_a_reply_that_used_the_archived_runbook_brings_it_back_hot_and_whole(archived, tmp_path):
     m, runbook, _ = archived
     report = _session(m, tmp_path, USED)
-    assert report["used"] == [runbook]
+    assert report["used"] == [{"id": runbook, "title": "Orders database failover", "promoted_from": "archive"}]
     after = m.read(runbook, count_access=False)
     assert (after.status, after.tier, after.layer) == ("active", "hot", "L0") and "/archived/" not in after.path
     assert " ".join(after.body.split()) == " ".join(RUNBOOK.split())
@@ -96,7 +96,7 @@ def test_a_hot_memory_used_is_one_read_in_the_journal_its_file_untouched(tmp_pat
     runbook = m.write(RUNBOOK, title="Orders database failover", category="runbooks")
     held = (m.root / runbook.path).read_bytes()
     report = _session(m, tmp_path, USED)
-    assert report["used"] == [runbook.id]
+    assert [row["id"] for row in report["used"]] == [runbook.id] and report["used"][0]["promoted_from"] is None
     assert (m.root / runbook.path).read_bytes() == held
     assert m.read(runbook.id, count_access=False).access_count == 1
 
@@ -110,4 +110,66 @@ def test_the_cli_says_what_the_replies_used(archived, tmp_path):
                           env={**os.environ, "MEMSTRATA_SERVICE": "off"})
     assert done.returncode == 0, done.stderr
     assert "the replies used 1 memory the session was shown" in done.stdout
+    assert f"{runbook}  Orders database failover  (back hot and whole from archive)" in done.stdout
     assert m.read(runbook, count_access=False).status == "active"
+    # a later capture with nothing used (a SessionEnd's) leaves it in the status's recent uses
+    talk.user("thanks", "2026-05-01T09:01:00.000Z").reply("You're welcome.", "2026-05-01T09:01:02.000Z")
+    talk.write(tmp_path)
+    assert m.capture([str(tmp_path / f"{SESSION}.jsonl")])["used"] == []
+    status = subprocess.run([sys.executable, "-m", "memstrata.cli.app", "capture", "--status", "--root", str(m.root)],
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert "memories the captured replies used lately" in status.stdout
+    assert f"{runbook}  Orders database failover, back hot from archive" in status.stdout
+
+
+def test_a_reply_captured_in_two_pieces_counts_once_and_the_question_never_counts(tmp_path, embedder, monkeypatch):
+    """A capture in the middle of a turn (PreCompact) and the Stop after it: the grown reply is judged
+    again, against the question held from the first capture, and the memory counted once a session."""
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    runbook = m.write(RUNBOOK, title="Orders database failover", category="runbooks")
+    tls = m.write("Rotate the shop certificate by deleting the secret shop-tls; cert-manager issues a new one, "
+                  "then run kubectl rollout restart deploy/ingress-nginx -n ingress.", title="TLS rotation",
+                  category="runbooks")
+    m.autoload(context=ASKED, session_id=SESSION, promote=False)
+    m.autoload(context="how do we rotate the shop certificate?", session_id=SESSION, promote=False)
+    asked = "does kubectl rollout restart deploy/ingress-nginx -n ingress drop live connections?"
+    talk = Claude(session=SESSION).user(asked, "2026-05-01T09:00:01.000Z").reply(
+        "Let me check that.", "2026-05-01T09:00:05.000Z")
+    path = talk.write(tmp_path)
+    assert m.capture([path])["used"] == []
+    talk.lines[-1]["message"]["content"][0]["text"] = (
+        "Let me check that. Yes: kubectl rollout restart deploy/ingress-nginx -n ingress replaces the pods one "
+        "by one. Separately, for the database: run `patronictl failover orders` once replication lag is zero.")
+    talk.write(tmp_path)
+    report = m.capture([path])
+    assert report["extended"] == 1 and [row["id"] for row in report["used"]] == [runbook.id]  # not the TLS note
+    talk.user("and then?", "2026-05-01T09:01:00.000Z").reply(
+        "Then repoint PgBouncer and announce in #incidents, as the failover runbook says.", "2026-05-01T09:01:05.000Z")
+    talk.write(tmp_path)
+    assert m.capture([path])["used"] == []  # the runbook was counted in this session already
+    assert m.read(runbook.id, count_access=False).access_count == 1
+    assert m.read(tls.id, count_access=False).access_count == 0
+
+
+def test_a_warm_compressed_memory_used_comes_back_whole(tmp_path, embedder, monkeypatch, use_daily):
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    longer = RUNBOOK + ("\n\nThe replica lives in the second zone. Its disks are the same size as the primary's. "
+                        "The failover was last rehearsed in March. The rehearsal took twelve minutes. Nobody lost "
+                        "an order during it.")  # more than five sentences: warm keeps five key points (L1)
+    runbook = m.write(longer, title="Orders database failover", category="runbooks").id
+    diary = m.write("What happened today.", title="Diary", category="journal").id
+    use_daily(m, "2026-01-02", "2026-01-20", diary)
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-20T09:00:00Z")
+    m.maintain()
+    before = m.read(runbook, count_access=False)
+    assert before.tier == "warm" and before.is_compressed
+    talk = Claude(session=SESSION).user(ASKED, "2026-01-20T09:00:01.000Z").reply(USED, "2026-01-20T09:00:09.000Z")
+    m.autoload(context=ASKED, session_id=SESSION, promote=False)
+    report = m.capture([talk.write(tmp_path)])
+    assert report["used"][0]["promoted_from"] == "warm"
+    after = m.read(runbook, count_access=False)
+    assert (after.tier, after.layer) == ("hot", "L0") and " ".join(after.body.split()) == " ".join(longer.split())

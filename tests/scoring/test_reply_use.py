@@ -1,11 +1,11 @@
 """Which shown memories a reply used (scoring.reply_use): pure, no IO."""
-from memstrata.retrieval.lexical import token_sequence
+from memstrata.retrieval.phrases import token_sequence
 from memstrata.scoring import reply_use
 from memstrata.scoring.reply_use import needed
 
 
 def used(reply: str, asked: str, shown: dict[str, str]) -> list[str]:
-    """reply_use.used over texts, tokenised as the capture does (retrieval.lexical.token_sequence)."""
+    """reply_use.used over texts, tokenised as the capture does (retrieval.phrases.token_sequence)."""
     return reply_use.used(token_sequence(reply), token_sequence(asked), {k: token_sequence(v) for k, v in shown.items()})
 
 FAILOVER = ("To fail over the orders database, promote the Patroni replica with `patronictl failover orders`, "
