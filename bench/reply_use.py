@@ -10,6 +10,9 @@
   turns of *another* conversation (other people, everyday topics: any use found is false) and against 30
   turns of its own conversation's earlier sessions (a speaker who repeats what was said before: a use
   in a sense, reported, not judged).
+- Long notes: the long descriptions of the installed packages (their METADATA, 300+ words): 1,500 words
+  of one as a reply, 30 others shown whole (another package's README: any use found is false), 60 trials
+  (an attacker's review found 29 of 30 such replies counted one before memories were judged by parts).
 """
 from __future__ import annotations
 
@@ -22,8 +25,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from memstrata.retrieval.phrases import token_sequence  # noqa: E402
-from memstrata.scoring.reply_use import used  # noqa: E402
+from memstrata.retrieval.phrases import token_sequence, unit_sequences  # noqa: E402
+from memstrata.scoring.reply_use import shown as ready, used  # noqa: E402
 
 LOCOMO = HERE.parent.parent / "shared" / "bench" / "locomo"
 SHOWN = 30
@@ -37,7 +40,8 @@ def life_rows() -> list[tuple[str, str]]:
     texts = {k: [f"{m.title}\n{m.body}"] for k, m in memories.items()}
     for change in ls.CHANGES:
         texts[change.key].append(f"{memories[change.key].title}\n{change.body}")
-    shown = {f"{k}#{i}": token_sequence(t) for k, versions in texts.items() for i, t in enumerate(versions)}
+    shown = {f"{k}#{i}": ready(unit_sequences(*t.split("\n", 1))) for k, versions in texts.items()
+             for i, t in enumerate(versions)}
     task_found = sum(1 for _, _, prompt, key, reply in ls.RECALL_TASKS
                      if f"{key}#0" in used(token_sequence(reply), token_sequence(prompt), shown))
     quoted = found = wrong = 0
@@ -75,11 +79,11 @@ def locomo_rows(seed: int = 7) -> list[tuple[str, str]]:
             earlier = [t for s in sessions[:k] for t in s]
             for asked, reply in zip(session, session[1:]):
                 replies += 1
-                shown = {str(i): token_sequence(t) for i, t in enumerate(rng.sample(others, SHOWN))}
+                shown = {str(i): ready(unit_sequences("", t)) for i, t in enumerate(rng.sample(others, SHOWN))}
                 other_hits += bool(used(token_sequence(reply), token_sequence(asked), shown))
                 if len(earlier) >= SHOWN:
                     own_judged += 1
-                    shown = {str(i): token_sequence(t) for i, t in enumerate(rng.sample(earlier, SHOWN))}
+                    shown = {str(i): ready(unit_sequences("", t)) for i, t in enumerate(rng.sample(earlier, SHOWN))}
                     own_hits += bool(used(token_sequence(reply), token_sequence(asked), shown))
     return [(f"LoCoMo: turns as replies, {SHOWN} turns of another conversation shown: any counted (false)",
              f"{other_hits} of {replies} ({other_hits / replies:.4f})"),
@@ -87,9 +91,38 @@ def locomo_rows(seed: int = 7) -> list[tuple[str, str]]:
              f"{own_hits} of {own_judged} ({own_hits / max(own_judged, 1):.4f})")]
 
 
+def long_note_rows(seed: int = 3, trials: int = 60) -> list[tuple[str, str]]:
+    import glob
+    import sysconfig
+
+    docs = {}
+    for path in glob.glob(str(Path(sysconfig.get_paths()["purelib"]) / "*.dist-info" / "METADATA")):
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        body = text.split("\n\n", 1)[1] if "\n\n" in text else ""
+        if len(body.split()) > 300:
+            docs[Path(path).parent.name] = body
+    long = [n for n in sorted(docs) if len(docs[n].split()) > 1700]
+    if len(docs) < SHOWN + 1 or not long:
+        return [("long notes", f"too few package descriptions here ({len(docs)})")]
+    rng = random.Random(seed)
+    memories = {n: ready(unit_sequences("", body)) for n, body in docs.items()}
+    pairs = counted = replies_with = 0
+    for _ in range(trials):
+        name = rng.choice(long)
+        words = docs[name].split()
+        start = rng.randrange(0, len(words) - 1500)
+        reply = token_sequence(" ".join(words[start:start + 1500]))
+        shown = {n: memories[n] for n in rng.sample([n for n in sorted(docs) if n != name], SHOWN)}
+        got = used(reply, [], shown)
+        pairs, counted, replies_with = pairs + SHOWN, counted + len(got), replies_with + bool(got)
+    return [(f"long notes: 1,500 words of a package README as a reply, {SHOWN} other READMEs shown ({len(docs)} "
+             f"READMEs): counted (false)", f"{counted} of {pairs} pairs ({counted / pairs:.4f}); "
+             f"{replies_with} of {trials} replies counted one")]
+
+
 def main(argv=None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    rows = life_rows() + locomo_rows()
+    rows = life_rows() + locomo_rows() + long_note_rows()
     print("| measure | value |\n| --- | --- |\n" + "\n".join(f"| {a} | {b} |" for a, b in rows))
     return 0
 

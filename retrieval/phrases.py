@@ -3,27 +3,74 @@ from __future__ import annotations
 
 import re
 
-from memstrata.retrieval.lexical import QUERY_STOPWORDS, stem
+from memstrata.retrieval.lexical import CJK_QUESTION_WORDS, QUERY_STOPWORDS, stem
 from memstrata.retrieval.prompts import PHATIC
 
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'’]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LINK = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+")  # an address is no wording a reply repeats
 CJK_FILLERS = frozenset("的了是在和与及也都就而我你他她它们这那有个一不吗呢吧啊")
+# Chinese words of function, not of subject: a reply and a note that share only these share no topic
+CJK_FUNCTION_WORDS = frozenset("""
+如果 因为 所以 但是 可是 不过 而且 并且 或者 还是 然后 之后 之前 以后 以前 已经 正在 需要 可以 可能 应该 必须 能够
+这个 那个 这些 那些 这样 那样 一下 一些 一个 没有 问题 时候 现在 我们 你们 他们 她们 自己 大家 就是 只是 还有 比如
+例如 其实 当然 通过 进行 使用 关于 对于 根据 为了 一起 一直 非常 比较 特别 知道 觉得 看看 一样 什么 怎么 请在 一次
+""".split()) | frozenset(w for w in CJK_QUESTION_WORDS if len(w) == 2)
 _PHATIC_STEMS = frozenset(stem(w) for w in PHATIC)
+UNIT_MIN_TOKENS = 40   # a paragraph shorter than this is read with the next one
+UNIT_MAX_TOKENS = 160  # ... and a longer one in parts of this many tokens (30 shared with the next)
 
 
 def token_sequence(text: str) -> list[tuple[str, bool]]:
     """The text as (token, carries content) in order (scoring.reply_use): English words stemmed and
-    lower-cased, content when no stop word nor a word of thanks, greeting or assent (retrieval.prompts
-    PHATIC: "thanks, that means a lot" holds no subject) and three letters long or holding a digit; CJK
-    characters one by one, content when not a particle or pronoun."""
-    out = []
-    for token in _TOKEN.findall(text or ""):
+    lower-cased, content when three letters long or more, no stop word, contraction, number nor word of
+    thanks, greeting or assent (retrieval.prompts PHATIC: "thanks, that means a lot" holds no subject);
+    CJK characters one by one, content when not a particle or pronoun nor part of a function word
+    (如果, 因为, 需要). Web and mail addresses are left out."""
+    out: list[tuple[str, bool]] = []
+    cjk_run: list[int] = []
+    for token in _TOKEN.findall(_LINK.sub(" ", text or "")):
         if _CJK.match(token):
+            cjk_run.append(len(out))
             out.append((token, token not in CJK_FILLERS))
             continue
-        lower = token.lower()
-        token = stem(lower)
-        content = lower not in QUERY_STOPWORDS and lower not in PHATIC and token not in _PHATIC_STEMS
-        out.append((token, content and (len(token) >= 3 or any(c.isdigit() for c in token))))
+        _function_words(out, cjk_run)
+        cjk_run = []
+        lower = token.lower().replace("’", "'")
+        word = lower[:-2] if lower.endswith("'s") else lower
+        token = stem(word)
+        named = len(word) >= 3 or any(c.isdigit() for c in word)  # "v2", "s3" name things
+        content = ("'" not in word and not word.isdigit() and named and word not in QUERY_STOPWORDS
+                   and word not in PHATIC and token not in _PHATIC_STEMS)
+        out.append((token, content))
+    _function_words(out, cjk_run)
+    return out
+
+
+def _function_words(out: list, run: list[int]) -> None:
+    """Mark the characters of the function words of a CJK run (positions `run` in `out`) as no content."""
+    for i, j in zip(run, run[1:]):
+        if out[i][0] + out[j][0] in CJK_FUNCTION_WORDS:
+            out[i], out[j] = (out[i][0], False), (out[j][0], False)
+
+
+def unit_sequences(title: str, text: str) -> list[list[tuple[str, bool]]]:
+    """A memory as the token sequences of its parts: paragraphs (blank-line separated) of at least
+    UNIT_MIN_TOKENS tokens, the title read with the first, long ones cut in parts of UNIT_MAX_TOKENS.
+    A reply that used a long note used a part of it: the part is what it is judged against."""
+    units: list[list] = []
+    held = token_sequence(title)
+    for paragraph in re.split(r"\n\s*\n", text or ""):
+        held += token_sequence(paragraph)
+        if len(held) >= UNIT_MIN_TOKENS:
+            units.append(held)
+            held = []
+    if held and units:
+        units[-1].extend(held)  # a short last paragraph is read with the one before
+    elif held:
+        units.append(held)
+    out = []
+    for unit in units:
+        step = UNIT_MAX_TOKENS - 30
+        out += [unit[i:i + UNIT_MAX_TOKENS] for i in range(0, max(1, len(unit) - 30), step)]
     return out

@@ -249,7 +249,10 @@ class Capture:
         cache.save()
         replies = [(s, turns) for s, turns in batch.replies if s not in failed]
         if replies and self.uses is not None:
-            report.used += self.uses(replies)
+            try:
+                report.used += self.uses(replies)
+            except Exception as exc:  # noqa: BLE001 - the sessions are saved: uses left uncounted never fail them
+                report.warnings.append(f"the replies' uses of memories were not counted: {type(exc).__name__}: {exc}"[:300])
 
     def _checked(self, entry) -> list[str]:
         """The secret guard over the whole entry; its texts are redacted already, so a finding left is in

@@ -120,16 +120,16 @@ def held_body(entry: Entry) -> str:
 
 
 def replies_of(turns: list, new: list) -> list[tuple[str, str]]:
-    """(what the user asked, the reply) for each assistant turn of `turns` that is in `new` (added or
-    grown by this read): what was asked is the user's last turns before it, held or new."""
+    """(what the user wrote before it, the reply) for each assistant turn of `turns` that is in `new`
+    (added or grown by this read): every user turn of the session before the reply, held or new (a
+    procedure the user pasted earlier is the user's words, not a memory's)."""
     fresh = {id(t) for t in new}
-    out, asked, last = [], [], None
+    out, asked = [], []
     for turn in turns:
         if turn.role == "user":
-            asked = asked + [turn.text] if last == "user" else [turn.text]
+            asked.append(turn.text)
         elif turn.role == "assistant" and id(turn) in fresh and turn.text.strip():
             out.append(("\n".join(asked), turn.text))
-        last = turn.role
     return out
 
 

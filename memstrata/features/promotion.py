@@ -234,7 +234,8 @@ class Promotion:
         with self.state.lock():
             current = self.entries.resolve(p.entry_id)
             changes = promotion_changes(p, current, self.state.now())
-            if self.state.vault and not current.is_compressed and not is_archived_path(current.path or ""):
+            archived = current.status == "archived" and is_archived_path(current.path or "")  # not a folder of the user's
+            if self.state.vault and not current.is_compressed and not archived:
                 # a vault's note holds none of the engine's keys: the promotion is an access in the
                 # journal (reads then show it hot, with its new correlation); the note is not written
                 journal.append(self.root, [(current.id, changes["last_access"], changes["context_correlation"])])
@@ -242,8 +243,9 @@ class Promotion:
             if current.is_compressed:
                 self.aging.decompress(current.id, restore=True, use=False)
                 current = self.entries.resolve(current.id)
+                archived = current.status == "archived" and is_archived_path(current.path or "")
             new = current.copy(**changes)
-            if is_archived_path(current.path or ""):
+            if archived:
                 new.path = tree.unique_entry_path(self.root, current.category, current.title)
             self.save.save(new, previous=current)
         return new.path

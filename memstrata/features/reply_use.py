@@ -31,29 +31,33 @@ class ReplyUses:
                          if not i.startswith("ses-") and i not in done][:hook_sessions.MAX_IDS]
             if not shown_ids or not replies:
                 continue
-            shown = self._texts(shown_ids)
-            found: list[str] = []
-            for asked, reply in replies:
-                found += [i for i in reply_use.used(token_sequence(reply), token_sequence(asked), shown)
-                          if i not in found]
+            try:
+                memories = self._memories(shown_ids)
+                found: list[str] = []
+                for asked, reply in replies:
+                    found += [i for i in reply_use.used(token_sequence(reply), token_sequence(asked), memories)
+                              if i not in found]
+            except Exception:  # noqa: BLE001 - a record or a note this step cannot read costs uses, never the capture
+                continue
             counted = [row for row in map(self._use, found) if row is not None]
             hook_sessions.note_uses(root, session, [row["id"] for row in counted])
             out += counted
         return out
 
-    def _texts(self, ids: list[str]) -> dict[str, list]:
-        """{id: the tokens of the memory's title and full text} of the ids that still name an entry."""
-        from memstrata.retrieval.phrases import token_sequence
+    def _memories(self, ids: list[str]) -> dict:
+        """{id: the memory's parts as a reply is compared with them} of the ids that still name an entry."""
+        from memstrata.retrieval.phrases import unit_sequences
+        from memstrata.scoring.reply_use import shown
         from memstrata.storage.sidecars import full_body
 
         out = {}
         for ref in ids:
             try:
                 entry = self.entries.resolve(ref)
-            except (MemstrataError, OSError):
-                continue  # trashed or renamed since it was shown: nothing to count
+            except (MemstrataError, OSError, ValueError):
+                continue  # trashed or renamed since it was shown, or no name of an entry: nothing to count
             if entry.id and not is_session(entry) and entry.status != "expired":
-                out[entry.id] = token_sequence(f"{entry.title}\n{full_body(self.state.root, entry)}")
+                out[entry.id] = shown(unit_sequences(entry.title, full_body(self.state.root, entry)))
         return out
 
     def _use(self, entry_id: str) -> dict | None:
@@ -64,12 +68,16 @@ class ReplyUses:
         now = self.state.now()
         try:
             entry = self.entries.seen(self.entries.resolve(entry_id))
-            promoted = for_use(entry, now, self.state.settings)
-            if promoted is not None:
-                self.promotion().apply_promotion(promoted)
             journal.append(self.state.root, [(entry_id, now, None)])
         except (MemstrataError, OSError):
             return None
+        # a vault's note is never moved nor rewritten by aging (docs/vault.md): the use alone makes it hot
+        promoted = None if self.state.vault else for_use(entry, now, self.state.settings)
+        try:
+            if promoted is not None:
+                self.promotion().apply_promotion(promoted)
+        except (MemstrataError, OSError):
+            promoted = None  # counted, not brought back: `mem promote` or a read can, later
         from memstrata.storage.secrets import redact
 
         return {"id": entry_id, "title": redact(entry.title), "promoted_from": promoted.from_tier if promoted else None}

@@ -173,3 +173,40 @@ def test_a_warm_compressed_memory_used_comes_back_whole(tmp_path, embedder, monk
     assert report["used"][0]["promoted_from"] == "warm"
     after = m.read(runbook, count_access=False)
     assert (after.tier, after.layer) == ("hot", "L0") and " ".join(after.body.split()) == " ".join(longer.split())
+
+
+def test_a_vault_note_used_is_one_read_never_moved_nor_written(tmp_path, embedder, monkeypatch):
+    """An attacker's review: a cold note in a folder of the user's named archived/ was moved out of it
+    (and counted twice) by the capture's promotion. A vault's note is only read."""
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
+    vault = tmp_path / "vault"
+    (vault / "projects" / "archived").mkdir(parents=True)
+    note = vault / "projects" / "archived" / "orders-failover.md"
+    note.write_text("# Orders database failover\n\n" + RUNBOOK + "\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    m.config_set("capture_in_vault", "true")
+    os.utime(note, (1767258000, 1767258000))  # last edited 2026-01-01, as the clock
+    held = note.read_bytes()
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-20T09:00:00Z")  # cold by then
+    entry_id = m.list()[0].id
+    assert m.read(entry_id, count_access=False).tier == "cold"
+    report = _session(m, tmp_path, USED)
+    assert [(row["id"], row["promoted_from"]) for row in report["used"]] == [(entry_id, None)]
+    assert note.read_bytes() == held
+    after = m.read(entry_id, count_access=False)
+    assert (after.tier, after.access_count, after.path) == ("hot", 1, "projects/archived/orders-failover.md")
+
+
+def test_a_record_this_step_cannot_read_costs_the_uses_never_the_capture(tmp_path, embedder, monkeypatch):
+    from memstrata.features import hook_sessions
+
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T09:00:00Z")
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    m.write(RUNBOOK, title="Orders database failover", category="runbooks")
+    record = hook_sessions._path(m.root, SESSION)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text('{"ids": ["\\\\ud800/y.md", "../../etc/passwd", 7, null]}')
+    report = _session(m, tmp_path, USED, shown=False)
+    assert report["used"] == [] and report["turns"] == 2 and not report["errors"]

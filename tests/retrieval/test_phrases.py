@@ -1,5 +1,5 @@
 """retrieval.phrases.token_sequence: which tokens carry content (the phrases scoring.reply_use compares)."""
-from memstrata.retrieval.phrases import token_sequence
+from memstrata.retrieval.phrases import token_sequence, unit_sequences
 
 
 def test_words_are_stemmed_and_stop_words_thanks_and_assent_carry_no_content():
@@ -10,11 +10,25 @@ def test_words_are_stemmed_and_stop_words_thanks_and_assent_carry_no_content():
     assert [t for t, _ in seq][:3] == ["thank", "your", "support"]
 
 
-def test_numbers_count_short_words_do_not_and_cjk_goes_character_by_character():
-    seq = dict(token_sequence("on v2 at 10:00 ox"))
-    assert seq["v2"] and seq["10"] and seq["00"] and not seq["ox"] and not seq["on"]
+def test_names_with_digits_count_bare_numbers_contractions_and_addresses_do_not():
+    seq = dict(token_sequence("on v2 at 10:00 ox, don't see https://github.com/acme/patronictl-docs"))
+    assert seq["v2"] and not seq["10"] and not seq["00"] and not seq["ox"] and not seq["on"]
+    assert not seq["don't"] and "github" not in seq and "acm" not in seq
+
+
+def test_cjk_goes_character_by_character_function_words_carry_no_content():
     zh = token_sequence("数据库的密码")
     assert [t for t, _ in zh] == list("数据库的密码") and [c for _, c in zh] == [True, True, True, False, True, True]
+    assert [c for _, c in token_sequence("如果需要重启")] == [False, False, False, False, True, True]
+
+
+def test_a_memory_is_read_in_parts_the_title_with_the_first():
+    long = "\n\n".join(" ".join(f"w{p}x{i}" for i in range(50)) for p in range(3))
+    parts = unit_sequences("Failover runbook", long)
+    assert len(parts) == 3 and parts[0][0] == ("failov", True) and len(parts[0]) == 52
+    short = unit_sequences("Title", "One short line.\n\nAnother short line.")
+    assert len(short) == 1 and [t for t, _ in short[0]][-2:] == ["short", "line"]
+    assert len(unit_sequences("", " ".join(["word"] * 400))) == 3  # cut in parts of 160, 30 shared
 
 
 def test_nothing_in_nothing_out():

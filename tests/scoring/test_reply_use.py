@@ -1,12 +1,13 @@
 """Which shown memories a reply used (scoring.reply_use): pure, no IO."""
-from memstrata.retrieval.phrases import token_sequence
+from memstrata.retrieval.phrases import token_sequence, unit_sequences
 from memstrata.scoring import reply_use
 from memstrata.scoring.reply_use import needed
 
 
 def used(reply: str, asked: str, shown: dict[str, str]) -> list[str]:
-    """reply_use.used over texts, tokenised as the capture does (retrieval.phrases.token_sequence)."""
-    return reply_use.used(token_sequence(reply), token_sequence(asked), {k: token_sequence(v) for k, v in shown.items()})
+    """reply_use.used over texts, read as the capture reads them (retrieval.phrases)."""
+    memories = {k: reply_use.shown(unit_sequences("", v)) for k, v in shown.items()}
+    return reply_use.used(token_sequence(reply), token_sequence(asked), memories)
 
 FAILOVER = ("To fail over the orders database, promote the Patroni replica with `patronictl failover orders`, "
             "check replication lag is zero first, then repoint PgBouncer and announce in #incidents.")
@@ -73,3 +74,15 @@ def test_chinese_replies_are_read_by_characters():
 def test_empty_and_tiny_replies_use_nothing():
     assert used("", "x", SHOWN) == [] and used("OK, done.", "x", SHOWN) == []
     assert used(FAILOVER, "", {}) == []
+
+
+def test_a_long_reply_that_follows_the_runbook_in_one_paragraph_used_it():
+    """A long answer (a review of the repository's safety notes, then the failover): it shares some
+    phrases with any note by chance, so it must repeat more of them; this one does."""
+    from pathlib import Path
+
+    bulk = " ".join((Path(__file__).resolve().parents[2] / "docs" / "safety.md").read_text().split()[:1200])
+    reply = (bulk + "\n\nFor the database: check replication lag is zero first, then run `patronictl failover "
+             "orders`, repoint PgBouncer and announce in #incidents.")
+    assert used(reply, "review the safety notes, then tell me how to fail over the db", SHOWN) == ["failover"]
+    assert used(bulk, "review the safety notes", SHOWN) == []
