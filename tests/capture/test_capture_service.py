@@ -1,8 +1,10 @@
 """The hook's background capture runs in the warm service when one runs (the model loaded there)."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "memstrata"))
 from service_helpers import status, wait_for  # noqa: E402
 
 RUN = tempfile.mkdtemp(prefix="memstrata-capture-run-")  # this module's own service
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 
 
 @pytest.fixture(scope="module", autouse=True)

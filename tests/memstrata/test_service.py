@@ -2,8 +2,10 @@
 recovery, several clients at once; the torch-free query path; ANN index and compaction."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +26,7 @@ from service_helpers import status, wait_for  # noqa: E402
 PY = sys.executable
 # This module's own runtime folder: its service is never the user's, nor another module's.
 RUN = tempfile.mkdtemp(prefix="memstrata-svc-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 SOCK = Path(RUN) / rundir.SOCKET_NAME
 
 

@@ -4,8 +4,10 @@ stdin is abandoned, so its call ends; the caller's TZ sets a daily note's day an
 mem.sock is said, never quietly kept. Real service processes, real pipes, real signals."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from service_helpers import status, wait_for  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-view-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 MEM = f"{PY} -m memstrata.cli.app"
 
 

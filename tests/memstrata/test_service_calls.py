@@ -2,6 +2,7 @@
 call in flight, hooks that never wait for a warm-up, the status of an open tree. Real processes."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from service_helpers import status, wait_for  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-calls-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 LOG = Path(RUN) / rundir.LOG_NAME
 
 

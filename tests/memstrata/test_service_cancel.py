@@ -3,10 +3,12 @@ notices the closed socket and stops between two model runs (an import's batch is
 part is not written, a reindex restores the index from before); a rerun resumes. Real processes."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from service_helpers import status, wait_for  # noqa: E402
 
 RUN = tempfile.mkdtemp(prefix="memstrata-cancel-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 ROWS = 1100  # five import batches
 LINE = re.compile(r"^importing: (\d+)/(\d+) ")
 

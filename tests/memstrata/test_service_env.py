@@ -3,8 +3,10 @@ goes to the caller's object store and a team sync commits as the caller's git id
 call sees the caller's whole environment and nothing of the service's. Real processes, real git, moto."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,7 @@ moto_server = pytest.importorskip("moto.server")
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-env-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -1,7 +1,9 @@
 """`mem serve` in the foreground: the process becomes the service (same pid), and `mem serve --stop` ends it with 0."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from service_helpers import status, wait_for  # noqa: E402
 
 RUN = tempfile.mkdtemp(prefix="memstrata-fg-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -3,8 +3,10 @@ closed and reopened, plain folders refused, the private runtime folder, team syn
 Real processes, a real socket, real git."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ from service_helpers import status, wait_for  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-roots-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 SOCK = Path(RUN) / rundir.SOCKET_NAME
 
 

@@ -3,8 +3,10 @@ service right after `mem init`, and a `mem serve --stop` in the middle. Every ca
 says exactly why; nothing acknowledged is lost; nothing reported failed is in the tree."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,7 @@ from service_helpers import status  # noqa: E402
 
 PY = sys.executable
 RUN = tempfile.mkdtemp(prefix="memstrata-stress-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 WRITERS, WRITES, READERS, READS = 4, 6, 2, 4
 
 

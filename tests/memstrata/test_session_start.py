@@ -2,9 +2,11 @@
 service, is never empty while memories exist, and what a hook shows is never counted as a use."""
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ from service_helpers import status, wait_for  # noqa: E402
 PY = sys.executable
 START = {"hook_event_name": "SessionStart", "source": "startup", "cwd": "/home/dev/alpha"}
 RUN = tempfile.mkdtemp(prefix="memstrata-start-run-")  # this module's own service folder
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 
 
 @pytest.fixture(scope="module", autouse=True)

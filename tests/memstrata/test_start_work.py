@@ -4,8 +4,10 @@ captured sessions out, with no model; the project's last captured session brings
 background, the cold memories its prompts need, injected at the next prompt."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from transcripts import Claude  # noqa: E402
 PY = sys.executable
 NOW = "2026-06-01T09:00:00Z"
 RUN = tempfile.mkdtemp(prefix="memstrata-startwork-run-")  # this module's own service folder (none is started)
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 NOTES = [("Shop database", "The shop keeps its orders in PostgreSQL 16 with logical replication.", "projects/shop"),
          ("Blog theme", "The blog uses the Hugo PaperMod theme with a dark palette.", "projects/blog"),
          ("Commit style", "Commit messages use the imperative mood and say why.", "preferences")]

@@ -2,8 +2,10 @@
 time, also when nothing changed (a new-user review: only the first sync after the service started said it)."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from service_helpers import status, wait_for  # noqa: E402
 
 RUN = tempfile.mkdtemp(prefix="memstrata-heldback-run-")
+atexit.register(shutil.rmtree, RUN, True)  # the xdist controller imports this module too and runs no teardown
 KEY = "AK" + "IA" + "Q7ZK4M2XWPLR9TBV"
 
 

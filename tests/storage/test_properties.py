@@ -1,7 +1,9 @@
 """Property-based tests (hypothesis): frontmatter round trips, slugs and category paths."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +29,7 @@ stamp = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1,
 ident = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,30}", fullmatch=True)
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="memstrata-props-"))
+atexit.register(shutil.rmtree, _SCRATCH, True)  # the xdist controller imports this module too and runs no teardown
 (_SCRATCH / "c").mkdir()
 
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
