@@ -118,7 +118,6 @@ class Memory:
     @cached_property
     def _capture(self):
         from memstrata.capture.feature import Capture
-
         from memstrata.features.reply_use import ReplyUses
 
         uses = ReplyUses(self.state, self._entries, lambda: self._promotion)

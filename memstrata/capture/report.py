@@ -20,7 +20,7 @@ class CaptureReport:
     entries: list = field(default_factory=list)         # {"id", "path", "session", "turns"}
     embedded: int = 0
     reindexed: int = 0
-    used: list = field(default_factory=list)           # ids of memories the captured replies used (counted)
+    used: list = field(default_factory=list)           # {id, title, promoted_from}: memories the replies used
     warnings: list = field(default_factory=list)
     busy: bool = False             # a drain that found another capture running (that one takes the notices)
     seconds: float = 0.0
