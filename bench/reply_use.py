@@ -10,8 +10,9 @@
   turns of *another* conversation (other people, everyday topics: any use found is false) and against 30
   turns of its own conversation's earlier sessions (a speaker who repeats what was said before: a use
   in a sense, reported, not judged).
-- Long notes: the long descriptions of the installed packages (their METADATA, 300+ words): 1,500 words
-  of one as a reply, 30 others shown whole (another package's README: any use found is false), 60 trials
+- Long notes: the long descriptions of the installed packages (their METADATA, 300+ words): 200, 400 and
+  1,500 words of one as a reply, 30 others shown whole (another package's README: any use found is
+  false), 60 trials each
   (an attacker's review found 29 of 30 such replies counted one before memories were judged by parts).
 """
 from __future__ import annotations
@@ -26,9 +27,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from memstrata.retrieval.phrases import token_sequence, unit_sequences  # noqa: E402
-from memstrata.scoring.reply_use import shown as ready, used  # noqa: E402
+from memstrata.scoring.reply_use import Asked, shown as ready, used as used_after  # noqa: E402
 
 LOCOMO = HERE.parent.parent / "shared" / "bench" / "locomo"
+
+
+def used(reply: list, asked: list, memories: dict) -> list[str]:
+    """What `reply` used, the user having written `asked` (token sequences) before it."""
+    said = Asked()
+    said.add(asked)
+    return used_after(reply, said, memories)
 SHOWN = 30
 
 
@@ -104,20 +112,23 @@ def long_note_rows(seed: int = 3, trials: int = 60) -> list[tuple[str, str]]:
     long = [n for n in sorted(docs) if len(docs[n].split()) > 1700]
     if len(docs) < SHOWN + 1 or not long:
         return [("long notes", f"too few package descriptions here ({len(docs)})")]
-    rng = random.Random(seed)
     memories = {n: ready(unit_sequences("", body)) for n, body in docs.items()}
-    pairs = counted = replies_with = 0
-    for _ in range(trials):
-        name = rng.choice(long)
-        words = docs[name].split()
-        start = rng.randrange(0, len(words) - 1500)
-        reply = token_sequence(" ".join(words[start:start + 1500]))
-        shown = {n: memories[n] for n in rng.sample([n for n in sorted(docs) if n != name], SHOWN)}
-        got = used(reply, [], shown)
-        pairs, counted, replies_with = pairs + SHOWN, counted + len(got), replies_with + bool(got)
-    return [(f"long notes: 1,500 words of a package README as a reply, {SHOWN} other READMEs shown ({len(docs)} "
-             f"READMEs): counted (false)", f"{counted} of {pairs} pairs ({counted / pairs:.4f}); "
-             f"{replies_with} of {trials} replies counted one")]
+    rows = []
+    for length in (200, 400, 1500):
+        rng = random.Random(seed)
+        pairs = counted = replies_with = 0
+        for _ in range(trials):
+            name = rng.choice(long)
+            words = docs[name].split()
+            start = rng.randrange(0, len(words) - length)
+            reply = token_sequence(" ".join(words[start:start + length]))
+            shown = {n: memories[n] for n in rng.sample([n for n in sorted(docs) if n != name], SHOWN)}
+            got = used(reply, [], shown)
+            pairs, counted, replies_with = pairs + SHOWN, counted + len(got), replies_with + bool(got)
+        rows.append((f"long notes: {length:,} words of a package README as a reply, {SHOWN} other READMEs shown "
+                     f"({len(docs)} READMEs): counted (false)", f"{counted} of {pairs:,} pairs ({counted / pairs:.4f}); "
+                     f"{replies_with} of {trials} replies counted one"))
+    return rows
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,7 @@
 """A text as the sequence of its tokens, each marked as carrying content or not, for phrases compared across texts."""
 from __future__ import annotations
 
+import functools
 import re
 
 from memstrata.retrieval.lexical import CJK_QUESTION_WORDS, QUERY_STOPWORDS, stem
@@ -17,22 +18,38 @@ CJK_FUNCTION_WORDS = frozenset("""
 例如 其实 当然 通过 进行 使用 关于 对于 根据 为了 一起 一直 非常 比较 特别 知道 觉得 看看 一样 什么 怎么 请在 一次
 """.split()) | frozenset(w for w in CJK_QUESTION_WORDS if len(w) == 2)
 _PHATIC_STEMS = frozenset(stem(w) for w in PHATIC)
+NONE, COMMON, UNCOMMON = 0, 1, 2  # what a token carries: no content, a common word of content, a rarer one
 UNIT_MIN_TOKENS = 40   # a paragraph shorter than this is read with the next one
 UNIT_MAX_TOKENS = 160  # ... and a longer one in parts of this many tokens (30 shared with the next)
 
 
-def token_sequence(text: str) -> list[tuple[str, bool]]:
-    """The text as (token, carries content) in order (scoring.reply_use): English words stemmed and
-    lower-cased, content when three letters long or more, no stop word, contraction, number nor word of
-    thanks, greeting or assent (retrieval.prompts PHATIC: "thanks, that means a lot" holds no subject);
-    CJK characters one by one, content when not a particle or pronoun nor part of a function word
-    (如果, 因为, 需要). Web and mail addresses are left out."""
-    out: list[tuple[str, bool]] = []
+@functools.lru_cache(maxsize=1)
+def common_words() -> frozenset:
+    """The words of the bundled model's vocabulary: the common English words (a name, a command or a
+    rare term is cut in pieces there: "patronictl", "pgbouncer", "kcat"). Empty when it cannot be read."""
+    try:
+        from memstrata.models.locate import bundled_dir
+
+        lines = (bundled_dir() / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    except Exception:  # noqa: BLE001 - no vocabulary: every word counts as common (fewer uses found)
+        return frozenset()
+    return frozenset(w for w in lines if w.isalpha() and w.islower())
+
+
+def token_sequence(text: str) -> list[tuple[str, int]]:
+    """The text as (token, content) in order (scoring.reply_use): English words stemmed and lower-cased,
+    CJK characters one by one. `content` is NONE for a stop word, a contraction, a number, a word of
+    thanks, greeting or assent (retrieval.prompts PHATIC: "thanks, that means a lot" holds no subject),
+    a word shorter than three letters without a digit, a CJK particle or pronoun or part of a function
+    word (如果, 因为, 需要); UNCOMMON for a word of content outside the common words (a name, a command);
+    COMMON for the others. Web and mail addresses are left out."""
+    out: list[tuple[str, int]] = []
     cjk_run: list[int] = []
+    common = common_words()
     for token in _TOKEN.findall(_LINK.sub(" ", text or "")):
         if _CJK.match(token):
             cjk_run.append(len(out))
-            out.append((token, token not in CJK_FILLERS))
+            out.append((token, NONE if token in CJK_FILLERS else COMMON))
             continue
         _function_words(out, cjk_run)
         cjk_run = []
@@ -42,7 +59,7 @@ def token_sequence(text: str) -> list[tuple[str, bool]]:
         named = len(word) >= 3 or any(c.isdigit() for c in word)  # "v2", "s3" name things
         content = ("'" not in word and not word.isdigit() and named and word not in QUERY_STOPWORDS
                    and word not in PHATIC and token not in _PHATIC_STEMS)
-        out.append((token, content))
+        out.append((token, NONE if not content else COMMON if word in common else UNCOMMON))
     _function_words(out, cjk_run)
     return out
 
@@ -51,10 +68,10 @@ def _function_words(out: list, run: list[int]) -> None:
     """Mark the characters of the function words of a CJK run (positions `run` in `out`) as no content."""
     for i, j in zip(run, run[1:]):
         if out[i][0] + out[j][0] in CJK_FUNCTION_WORDS:
-            out[i], out[j] = (out[i][0], False), (out[j][0], False)
+            out[i], out[j] = (out[i][0], NONE), (out[j][0], NONE)
 
 
-def unit_sequences(title: str, text: str) -> list[list[tuple[str, bool]]]:
+def unit_sequences(title: str, text: str) -> list[list[tuple[str, int]]]:
     """A memory as the token sequences of its parts: paragraphs (blank-line separated) of at least
     UNIT_MIN_TOKENS tokens, the title read with the first, long ones cut in parts of UNIT_MAX_TOKENS.
     A reply that used a long note used a part of it: the part is what it is judged against."""

@@ -5,7 +5,7 @@ import sys
 from typing import Annotated, List, Optional
 
 import typer
-from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, progress
+from memstrata.cli.output import JsonOpt, RootOpt, counted, emit, memory, progress, visible
 
 
 def register(app: typer.Typer) -> None:
@@ -127,8 +127,8 @@ def _used(used: list) -> None:
     if used:
         typer.echo(f"the replies used {counted(len(used), 'memory', 'memories')} the session was shown (a use each):")
     for row in used[:20]:
-        back = f"  (back hot and whole from {row['promoted_from']})" if row.get("promoted_from") else ""
-        typer.echo(f"  {row['id']}  {row['title']}{back}")
+        back = f"  (back hot and whole from {visible(row['promoted_from'])})" if row.get("promoted_from") else ""
+        typer.echo(f"  {visible(row['id'])}  {visible(' '.join(str(row['title']).split()))}{back}")
 
 
 def _status(result: dict) -> None:
@@ -146,6 +146,6 @@ def _status(result: dict) -> None:
     recent = [r for r in held if isinstance(r, dict) and r.get("id")] if isinstance(held, list) else []
     if recent:
         typer.echo("memories the captured replies used lately (a use each):")
-        for row in reversed(recent[-10:]):
-            back = f", back hot from {row['promoted_from']}" if row.get("promoted_from") else ""
-            typer.echo(f"  {str(row.get('at') or '')[:16]}  {row['id']}  {row.get('title') or ''}{back}")
+        for row in reversed(recent):
+            back = f", back hot from {visible(row['promoted_from'])}" if row.get("promoted_from") else ""
+            typer.echo(f"  {visible(str(row.get('at') or '')[:16])}  {visible(row['id'])}  {visible(' '.join(str(row.get('title') or '').split()))}{back}")

@@ -157,7 +157,8 @@ class Capture:
         finally:
             cache.save()
             report.seconds += time.monotonic() - started
-            cache.write_last(report.finish())
+            cache.write_last(report.finish(), report.used[report.uses_written:])  # a drain's rounds share a report
+            report.uses_written = len(report.used)
 
     def _one(self, item: dict, cache: CaptureState, index: SessionIndex, batch: "_Batch", report: CaptureReport,
              clean) -> None:

@@ -24,7 +24,7 @@ class SessionChange:
     created: bool = False
     continued: str | None = None                  # the session this one continues (a resumed session)
     unchanged: list = field(default_factory=list)  # entries held as they were (their index rows are checked)
-    replies: list = field(default_factory=list)    # (what the user asked, the reply) of each reply added or grown
+    replies: list = field(default_factory=list)    # the user's turns and each reply added or grown (replies_of)
 
 
 class SessionIndex:
@@ -120,17 +120,18 @@ def held_body(entry: Entry) -> str:
 
 
 def replies_of(turns: list, new: list) -> list[tuple[str, str]]:
-    """(what the user wrote before it, the reply) for each assistant turn of `turns` that is in `new`
-    (added or grown by this read): every user turn of the session before the reply, held or new (a
-    procedure the user pasted earlier is the user's words, not a memory's)."""
+    """The session's turns as ("user", text) and ("reply", text) in order, up to its last assistant turn
+    in `new` (added or grown by this read): every user turn before a reply, held or new, is what the
+    user wrote (a procedure pasted earlier is the user's words, not a memory's). Empty without one."""
     fresh = {id(t) for t in new}
-    out, asked = [], []
+    out, last_reply = [], 0
     for turn in turns:
         if turn.role == "user":
-            asked.append(turn.text)
+            out.append(("user", turn.text))
         elif turn.role == "assistant" and id(turn) in fresh and turn.text.strip():
-            out.append(("\n".join(asked), turn.text))
-    return out
+            out.append(("reply", turn.text))
+            last_reply = len(out)
+    return out[:last_reply]
 
 
 def plan(index: SessionIndex, *, agent: str, session: str, turns: list[Turn], project: Project, full: bool,

@@ -21,6 +21,7 @@ class CaptureReport:
     embedded: int = 0
     reindexed: int = 0
     used: list = field(default_factory=list)           # {id, title, promoted_from}: memories the replies used
+    uses_written: int = 0          # of `used`, those the status's recent uses hold already
     warnings: list = field(default_factory=list)
     busy: bool = False             # a drain that found another capture running (that one takes the notices)
     seconds: float = 0.0

@@ -84,14 +84,14 @@ class CaptureState:
         self.save()
 
     # -- the last capture ----------------------------------------------------------------------
-    def write_last(self, report: dict) -> None:
-        """The capture's report, with the memories the replies used lately (`recent_uses`: this capture's
-        and the earlier ones', RECENT_USES at most): a SessionEnd's capture after a Stop's finds none."""
+    def write_last(self, report: dict, new_uses: list = ()) -> None:
+        """The capture's report, with the memories the replies used lately (`recent_uses`: the earlier
+        ones' and `new_uses`, RECENT_USES at most): a SessionEnd's capture after a Stop's finds none."""
         from memstrata.storage.clock import format_datetime, now
 
         held = self.last().get("recent_uses")
         recent = [r for r in held if isinstance(r, dict)] if isinstance(held, list) else []
-        recent += [{**row, "at": format_datetime(now())} for row in report.get("used") or []]
+        recent += [{**row, "at": format_datetime(now())} for row in new_uses]
         report = {**report, "recent_uses": recent[-RECENT_USES:]}
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         atomic_write_text(Path(os.path.join(self.folder, LAST)), json.dumps(report, ensure_ascii=False, default=str))

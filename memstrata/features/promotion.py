@@ -229,12 +229,11 @@ class Promotion:
         """One promotion, atomically: full text back (if compressed), out of archived/, hot, counted."""
         from memstrata.scoring.promotion import promotion_changes
         from memstrata.storage import tree
-        from memstrata.storage.paths import is_archived_path
 
         with self.state.lock():
             current = self.entries.resolve(p.entry_id)
             changes = promotion_changes(p, current, self.state.now())
-            archived = current.status == "archived" and is_archived_path(current.path or "")  # not a folder of the user's
+            archived = self._archived_by_engine(current)
             if self.state.vault and not current.is_compressed and not archived:
                 # a vault's note holds none of the engine's keys: the promotion is an access in the
                 # journal (reads then show it hot, with its new correlation); the note is not written
@@ -243,12 +242,22 @@ class Promotion:
             if current.is_compressed:
                 self.aging.decompress(current.id, restore=True, use=False)
                 current = self.entries.resolve(current.id)
-                archived = current.status == "archived" and is_archived_path(current.path or "")
+                archived = self._archived_by_engine(current)
             new = current.copy(**changes)
             if archived:
                 new.path = tree.unique_entry_path(self.root, current.category, current.title)
             self.save.save(new, previous=current)
         return new.path
+
+    def _archived_by_engine(self, entry) -> bool:
+        """Whether the entry is in an archived/ folder because maintain put it there: archived, and not
+        a vault's note unless the vault lets aging move files (a vault's own archived/ folder, or a
+        `status: archived` property of the user's, is the user's: docs/vault.md)."""
+        from memstrata.storage.paths import is_archived_path
+
+        if entry.status != "archived" or not is_archived_path(entry.path or ""):
+            return False
+        return not self.state.vault or bool(self.state.settings.archive_moves_files)
 
     # -- autoload -----------------------------------------------------------------------
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,

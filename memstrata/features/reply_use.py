@@ -17,26 +17,29 @@ class ReplyUses:
         self.promotion = promotion  # () -> features.promotion.Promotion, built only when a promotion is due
 
     def apply(self, sessions: list[tuple[str, list[tuple[str, str]]]]) -> list[dict]:
-        """For each (session id, its new (asked, reply) pairs): the memories the replies used, each
-        {"id", "title", "promoted_from"} (the tier it came back from, or None), counted and promoted."""
+        """For each (session id, its turns as ("user" | "reply", text): capture.plan.replies_of): the
+        memories the replies used, each {"id", "title", "promoted_from"} (the tier it came back from,
+        or None), counted and promoted."""
         from memstrata.features import hook_sessions
         from memstrata.retrieval.phrases import token_sequence
         from memstrata.scoring import reply_use
 
         root = self.state.root
         out: list[dict] = []
-        for session, replies in sessions:
+        for session, turns in sessions:
             done = hook_sessions.counted_uses(root, session)
             shown_ids = [i for i in sorted(hook_sessions.injected(root, session))
                          if not i.startswith("ses-") and i not in done][:hook_sessions.MAX_IDS]
-            if not shown_ids or not replies:
+            if not shown_ids or not turns:
                 continue
             try:
                 memories = self._memories(shown_ids)
-                found: list[str] = []
-                for asked, reply in replies:
-                    found += [i for i in reply_use.used(token_sequence(reply), token_sequence(asked), memories)
-                              if i not in found]
+                asked, found = reply_use.Asked(), []
+                for role, text in turns:
+                    if role == "user":
+                        asked.add(token_sequence(text))  # each user turn read once, however many replies follow
+                        continue
+                    found += [i for i in reply_use.used(token_sequence(text), asked, memories) if i not in found]
             except Exception:  # noqa: BLE001 - a record or a note this step cannot read costs uses, never the capture
                 continue
             counted = [row for row in map(self._use, found) if row is not None]

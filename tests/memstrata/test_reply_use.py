@@ -210,3 +210,19 @@ def test_a_record_this_step_cannot_read_costs_the_uses_never_the_capture(tmp_pat
     record.write_text('{"ids": ["\\\\ud800/y.md", "../../etc/passwd", 7, null]}')
     report = _session(m, tmp_path, USED, shown=False)
     assert report["used"] == [] and report["turns"] == 2 and not report["errors"]
+
+
+def test_promotion_never_moves_a_vault_note_whatever_its_status_property_says(tmp_path, embedder, monkeypatch):
+    """A second review: a vault note under the user's own archived/ folder with `status: archived` (an
+    Obsidian property of the user's) was moved and renamed by a promotion."""
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-20T09:00:00Z")
+    vault = tmp_path / "vault"
+    (vault / "projects" / "archived").mkdir(parents=True)
+    note = vault / "projects" / "archived" / "orders-failover.md"
+    note.write_text("---\nstatus: archived\n---\n# Orders database failover\n\n" + RUNBOOK + "\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    held = note.read_bytes()
+    report = m.promote(ASKED, threshold=0.0)
+    assert [row["path"] for row in report["promoted"]] == ["projects/archived/orders-failover.md"]
+    assert note.read_bytes() == held and [p.name for p in (vault / "projects").rglob("*.md")] == ["orders-failover.md"]

@@ -1,5 +1,5 @@
 """retrieval.phrases.token_sequence: which tokens carry content (the phrases scoring.reply_use compares)."""
-from memstrata.retrieval.phrases import token_sequence, unit_sequences
+from memstrata.retrieval.phrases import COMMON, NONE, UNCOMMON, token_sequence, unit_sequences
 
 
 def test_words_are_stemmed_and_stop_words_thanks_and_assent_carry_no_content():
@@ -7,6 +7,8 @@ def test_words_are_stemmed_and_stop_words_thanks_and_assent_carry_no_content():
     content = {t for t, c in seq if c}
     assert {"support", "patronictl", "failov"} <= content
     assert not {"thank", "your", "a"} & content
+    # a word of the bundled model's vocabulary is common; a name or a command is not
+    assert dict(seq)["support"] == COMMON and dict(seq)["patronictl"] == UNCOMMON
     assert [t for t, _ in seq][:3] == ["thank", "your", "support"]
 
 
@@ -19,13 +21,13 @@ def test_names_with_digits_count_bare_numbers_contractions_and_addresses_do_not(
 def test_cjk_goes_character_by_character_function_words_carry_no_content():
     zh = token_sequence("数据库的密码")
     assert [t for t, _ in zh] == list("数据库的密码") and [c for _, c in zh] == [True, True, True, False, True, True]
-    assert [c for _, c in token_sequence("如果需要重启")] == [False, False, False, False, True, True]
+    assert [c for _, c in token_sequence("如果需要重启")] == [NONE] * 4 + [COMMON] * 2
 
 
 def test_a_memory_is_read_in_parts_the_title_with_the_first():
     long = "\n\n".join(" ".join(f"w{p}x{i}" for i in range(50)) for p in range(3))
     parts = unit_sequences("Failover runbook", long)
-    assert len(parts) == 3 and parts[0][0] == ("failov", True) and len(parts[0]) == 52
+    assert len(parts) == 3 and parts[0][0] == ("failov", UNCOMMON) and len(parts[0]) == 52
     short = unit_sequences("Title", "One short line.\n\nAnother short line.")
     assert len(short) == 1 and [t for t, _ in short[0]][-2:] == ["short", "line"]
     assert len(unit_sequences("", " ".join(["word"] * 400))) == 3  # cut in parts of 160, 30 shared

@@ -7,7 +7,9 @@ from memstrata.scoring.reply_use import needed
 def used(reply: str, asked: str, shown: dict[str, str]) -> list[str]:
     """reply_use.used over texts, read as the capture reads them (retrieval.phrases)."""
     memories = {k: reply_use.shown(unit_sequences("", v)) for k, v in shown.items()}
-    return reply_use.used(token_sequence(reply), token_sequence(asked), memories)
+    said = reply_use.Asked()
+    said.add(token_sequence(asked))
+    return reply_use.used(token_sequence(reply), said, memories)
 
 FAILOVER = ("To fail over the orders database, promote the Patroni replica with `patronictl failover orders`, "
             "check replication lag is zero first, then repoint PgBouncer and announce in #incidents.")
@@ -86,3 +88,22 @@ def test_a_long_reply_that_follows_the_runbook_in_one_paragraph_used_it():
              "orders`, repoint PgBouncer and announce in #incidents.")
     assert used(reply, "review the safety notes, then tell me how to fail over the db", SHOWN) == ["failover"]
     assert used(bulk, "review the safety notes", SHOWN) == []
+
+
+def test_two_runbooks_from_one_template_the_one_followed_counts():
+    """A second review: a phrase both shown runbooks hold used to be ignored, so following one of them
+    counted nothing."""
+    prod = ("Deploy to production: run `make release ENV=prod`, wait for the canary in eu-west-1 to stay green "
+            "for 30 minutes, then promote it with `argocd app sync shop-prod`.")
+    staging = ("Deploy to staging: run `make release ENV=staging`, wait for the canary in eu-west-1 to stay green "
+               "for 5 minutes, then promote it with `argocd app sync shop-staging`.")
+    reply = ("I ran make release ENV=prod; the canary in eu-west-1 stayed green for 30 minutes, so I promoted it "
+             "with argocd app sync shop-prod.")
+    assert "prod" in used(reply, "ship it to prod", {"prod": prod, "staging": staging})
+
+
+def test_a_chinese_reply_on_another_subject_shares_words_not_a_note():
+    note = "发布流程：先在测试环境验证，配置文件改动要双人复核，日志文件保留三十天，周四下午不发布。"
+    reply = ("这个改动我看了一下，如果有问题，日志里应该有请求ID，因为排查时需要它。配置文件的格式没变，"
+             "合并前请在本地验证一下，测试环境的数据库也要同步。")
+    assert used(reply, "帮我看看这个PR", {"release": note}) == []
