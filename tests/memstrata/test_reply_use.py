@@ -175,16 +175,22 @@ def test_a_warm_compressed_memory_used_comes_back_whole(tmp_path, embedder, monk
     assert (after.tier, after.layer) == ("hot", "L0") and " ".join(after.body.split()) == " ".join(longer.split())
 
 
+def _vault_with_archived_folder(tmp_path, embedder, properties: str = ""):
+    """An adopted vault holding the runbook in a folder of the user's named archived/: (memory, note)."""
+    vault = tmp_path / "vault"
+    (vault / "projects" / "archived").mkdir(parents=True)
+    note = vault / "projects" / "archived" / "orders-failover.md"
+    note.write_text(properties + "# Orders database failover\n\n" + RUNBOOK + "\n")
+    m = Memory(vault, embedder=embedder)
+    m.init(adopt=True)
+    return m, note
+
+
 def test_a_vault_note_used_is_one_read_never_moved_nor_written(tmp_path, embedder, monkeypatch):
     """An attacker's review: a cold note in a folder of the user's named archived/ was moved out of it
     (and counted twice) by the capture's promotion. A vault's note is only read."""
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-01-01T09:00:00Z")
-    vault = tmp_path / "vault"
-    (vault / "projects" / "archived").mkdir(parents=True)
-    note = vault / "projects" / "archived" / "orders-failover.md"
-    note.write_text("# Orders database failover\n\n" + RUNBOOK + "\n")
-    m = Memory(vault, embedder=embedder)
-    m.init(adopt=True)
+    m, note = _vault_with_archived_folder(tmp_path, embedder)
     m.config_set("capture_in_vault", "true")
     os.utime(note, (1767258000, 1767258000))  # last edited 2026-01-01, as the clock
     held = note.read_bytes()
@@ -216,12 +222,8 @@ def test_promotion_never_moves_a_vault_note_whatever_its_status_property_says(tm
     """A second review: a vault note under the user's own archived/ folder with `status: archived` (an
     Obsidian property of the user's) was moved and renamed by a promotion."""
     monkeypatch.setenv("MEMSTRATA_NOW", "2026-02-20T09:00:00Z")
-    vault = tmp_path / "vault"
-    (vault / "projects" / "archived").mkdir(parents=True)
-    note = vault / "projects" / "archived" / "orders-failover.md"
-    note.write_text("---\nstatus: archived\n---\n# Orders database failover\n\n" + RUNBOOK + "\n")
-    m = Memory(vault, embedder=embedder)
-    m.init(adopt=True)
+    m, note = _vault_with_archived_folder(tmp_path, embedder, properties="---\nstatus: archived\n---\n")
+    vault = m.root
     held = note.read_bytes()
     report = m.promote(ASKED, threshold=0.0)
     assert [row["path"] for row in report["promoted"]] == ["projects/archived/orders-failover.md"]
