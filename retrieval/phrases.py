@@ -59,7 +59,7 @@ def token_sequence(text: str) -> list[tuple[str, int]]:
         named = len(word) >= 3 or any(c.isdigit() for c in word)  # "v2", "s3" name things
         content = ("'" not in word and not word.isdigit() and named and word not in QUERY_STOPWORDS
                    and word not in PHATIC and token not in _PHATIC_STEMS)
-        out.append((token, NONE if not content else COMMON if word in common else UNCOMMON))
+        out.append((token, NONE if not content else UNCOMMON if common and word not in common else COMMON))
     _function_words(out, cjk_run)
     return out
 

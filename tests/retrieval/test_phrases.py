@@ -35,3 +35,11 @@ def test_a_memory_is_read_in_parts_the_title_with_the_first():
 
 def test_nothing_in_nothing_out():
     assert token_sequence("") == [] and token_sequence(None) == [] and token_sequence("— … !") == []
+
+
+def test_without_the_vocabulary_every_word_of_content_is_common(monkeypatch):
+    """No vocabulary to tell a name from a word: no phrase is taken for a memory's own (fewer uses found)."""
+    from memstrata.retrieval import phrases
+
+    monkeypatch.setattr(phrases, "common_words", lambda: frozenset())
+    assert dict(token_sequence("run patronictl failover"))["patronictl"] == COMMON
