@@ -7,7 +7,11 @@ import re
 from memstrata.retrieval.lexical import CJK_QUESTION_WORDS, QUERY_STOPWORDS, stem
 from memstrata.retrieval.prompts import PHATIC
 
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'’]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_TOKEN = re.compile(r"[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9_'’\u00c0-\u024f]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# A text is English unless fewer than ENGLISH_SHARE of its long words are in the vocabulary and fewer than
+# ENGLISH_GLUE of its words are English stop words (a reply full of names still says "the", "with").
+ENGLISH_SHARE = 0.6
+ENGLISH_GLUE = 0.12
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LINK = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+")  # an address is no wording a reply repeats
 CJK_FILLERS = frozenset("的了是在和与及也都就而我你他她它们这那有个一不吗呢吧啊")
@@ -59,9 +63,35 @@ def token_sequence(text: str) -> list[tuple[str, int]]:
         named = len(word) >= 3 or any(c.isdigit() for c in word)  # "v2", "s3" name things
         content = ("'" not in word and not word.isdigit() and named and word not in QUERY_STOPWORDS
                    and word not in PHATIC and token not in _PHATIC_STEMS)
-        out.append((token, NONE if not content else UNCOMMON if common and word not in common else COMMON))
+        out.append((token, NONE if not content else UNCOMMON if common and not _known(word, common) else COMMON))
     _function_words(out, cjk_run)
-    return out
+    return _all_common_unless_english(out, text, common)
+
+
+def _known(word: str, common: frozenset) -> bool:
+    """A common word, or a plural or third person of one ("backups", "replicas", "retries")."""
+    if word in common:
+        return True
+    for suffix, back in (("ies", "y"), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2 and word[: -len(suffix)] + back in common:
+            return True
+    return False
+
+
+def _all_common_unless_english(seq: list[tuple[str, int]], text: str, common: frozenset) -> list[tuple[str, int]]:
+    """`seq`, with no word of content when the text is Latin-script prose but not English (ENGLISH_SHARE,
+    ENGLISH_GLUE), or no prose at all (code, a stack trace). Its function words
+    ("il faut que le", "danach müssen wir") are no English stop words, so its stock phrases would pass
+    for a memory's own: such a reply is not judged (a use missed, never one made up). CJK stays as it is."""
+    words = [w.lower() for w in re.findall(r"[^\W\d_]+", _LINK.sub(" ", text or "")) if not _CJK.search(w)]
+    if not words or not common:
+        return seq
+    long_words = [w for w in words if len(w) >= 4]
+    known = sum(1 for w in long_words if _known(w, common)) >= ENGLISH_SHARE * len(long_words)
+    glue = sum(1 for w in words if w in QUERY_STOPWORDS) >= ENGLISH_GLUE * len(words)  # "the", "with", "and"
+    if known or glue:
+        return seq
+    return [(t, c if _CJK.match(t) else NONE) for t, c in seq]
 
 
 def _function_words(out: list, run: list[int]) -> None:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 # tokens in a row holding two content words the user did not write, or three content words in a row,
 # one of them an uncommon word (a name, a command: "patronictl failover orders"; "from the command
 # line", "mean a lot" are anyone's wording); or LONG_PHRASE_TOKENS in a row with three content words
-# (a quote); in Chinese, CJK_PHRASE_TOKENS characters of content in a row (three characters are one
-# word: 配置文件). A phrase another memory shown holds too is the subject's wording (MAX_HOLDERS),
+# (a quote); in Chinese, CJK_PHRASE_TOKENS characters of content in a row (three or four characters
+# are one word: 配置文件, 测试环境验证 is a stock phrase). A phrase another memory shown holds too is the subject's wording (MAX_HOLDERS),
 # and a long reply must repeat one more phrase per LONG_REPLY_TERMS terms it holds. By
 # parts, so that a long note is not used by a long reply that shares a few words with each of its
 # paragraphs. bench/reply_use.py measures what is found and the false alarms.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 PHRASE_TOKENS = 4
 SHORT_PHRASE_TOKENS = 3
 LONG_PHRASE_TOKENS = 6
-CJK_PHRASE_TOKENS = 6
+CJK_PHRASE_TOKENS = 8
 UNCOMMON = 2
 MIN_SHARED = 3
 SHARE = 0.25

@@ -251,13 +251,11 @@ class Promotion:
 
     def _archived_by_engine(self, entry) -> bool:
         """Whether the entry is in an archived/ folder because maintain put it there: archived, and not
-        a vault's note unless the vault lets aging move files (a vault's own archived/ folder, or a
-        `status: archived` property of the user's, is the user's: docs/vault.md)."""
+        a vault's note (maintain never archives one, whatever `archive_moves_files` says: a vault's own
+        archived/ folder, or a `status: archived` property, is the user's: docs/vault.md)."""
         from memstrata.storage.paths import is_archived_path
 
-        if entry.status != "archived" or not is_archived_path(entry.path or ""):
-            return False
-        return not self.state.vault or bool(self.state.settings.archive_moves_files)
+        return entry.status == "archived" and is_archived_path(entry.path or "") and not self.state.vault
 
     # -- autoload -----------------------------------------------------------------------
     def autoload(self, context: str | None = None, promote: bool = False, budget: int | None = None,

@@ -29,8 +29,8 @@ class ReplyUses:
         for session, turns in sessions:
             done = hook_sessions.counted_uses(root, session)
             shown_ids = [i for i in sorted(hook_sessions.injected(root, session))
-                         if not i.startswith("ses-") and i not in done][:hook_sessions.MAX_IDS]
-            if not shown_ids or not turns:
+                         if not i.startswith("ses-")][:hook_sessions.MAX_IDS]
+            if not set(shown_ids) - done or not turns:
                 continue
             try:
                 memories = self._memories(shown_ids)
@@ -39,7 +39,10 @@ class ReplyUses:
                     if role == "user":
                         asked.add(token_sequence(text))  # each user turn read once, however many replies follow
                         continue
-                    found += [i for i in reply_use.used(token_sequence(text), asked, memories) if i not in found]
+                    # every memory shown is compared (one counted already still holds its phrases, which
+                    # then count for no other), and only those not counted yet are counted
+                    found += [i for i in reply_use.used(token_sequence(text), asked, memories)
+                              if i not in found and i not in done]
             except Exception:  # noqa: BLE001 - a record or a note this step cannot read costs uses, never the capture
                 continue
             counted = [row for row in map(self._use, found) if row is not None]
