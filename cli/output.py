@@ -60,9 +60,9 @@ def emit(as_json: bool, data, human: Callable[[], None] | str | None = None) -> 
 # Characters that change how the text around them reads or that show as nothing: bidi embeddings,
 # overrides and isolates (an RLO makes "Invoice \u202egnp.exe" read "Invoice exe.png"), zero-width
 # spaces and joiners of no script, the BOM, the soft hyphen; and control characters but tab (an
-# escape sequence in a hand-edited title would drive the terminal, a newline forge a line of output). In what is shown to
-# people (titles, snippets, table cells) each is written as its escape, `\u202e`; --json and the
-# files keep them.
+# escape sequence in a hand-edited title would drive the terminal, a newline forge a line of output).
+# In what is shown to people (titles, snippets, table cells) each is written as its escape, `\u202e`;
+# --json and the files keep them.
 _HIDDEN = re.compile("[\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
                      "\x00-\x08\x0a-\x1f\x7f-\x9f]")
 

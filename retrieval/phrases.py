@@ -8,10 +8,6 @@ from memstrata.retrieval.lexical import CJK_QUESTION_WORDS, QUERY_STOPWORDS, ste
 from memstrata.retrieval.prompts import PHATIC
 
 _TOKEN = re.compile(r"[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9_'’\u00c0-\u024f]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# A text is English unless fewer than ENGLISH_SHARE of its long words are in the vocabulary and fewer than
-# ENGLISH_GLUE of its words are English stop words (a reply full of names still says "the", "with").
-ENGLISH_SHARE = 0.6
-ENGLISH_GLUE = 0.12
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LINK = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+")  # an address is no wording a reply repeats
 CJK_FILLERS = frozenset("的了是在和与及也都就而我你他她它们这那有个一不吗呢吧啊")
@@ -22,6 +18,10 @@ CJK_FUNCTION_WORDS = frozenset("""
 例如 其实 当然 通过 进行 使用 关于 对于 根据 为了 一起 一直 非常 比较 特别 知道 觉得 看看 一样 什么 怎么 请在 一次
 """.split()) | frozenset(w for w in CJK_QUESTION_WORDS if len(w) == 2)
 _PHATIC_STEMS = frozenset(stem(w) for w in PHATIC)
+# A text is English unless fewer than ENGLISH_SHARE of its long words are in the vocabulary and fewer than
+# ENGLISH_GLUE of its words are English stop words (a reply full of names still says "the", "with").
+ENGLISH_SHARE = 0.6
+ENGLISH_GLUE = 0.12
 NONE, COMMON, UNCOMMON = 0, 1, 2  # what a token carries: no content, a common word of content, a rarer one
 UNIT_MIN_TOKENS = 40   # a paragraph shorter than this is read with the next one
 UNIT_MAX_TOKENS = 160  # ... and a longer one in parts of this many tokens (30 shared with the next)
@@ -46,11 +46,13 @@ def token_sequence(text: str) -> list[tuple[str, int]]:
     thanks, greeting or assent (retrieval.prompts PHATIC: "thanks, that means a lot" holds no subject),
     a word shorter than three letters without a digit, a CJK particle or pronoun or part of a function
     word (如果, 因为, 需要); UNCOMMON for a word of content outside the common words (a name, a command);
-    COMMON for the others. Web and mail addresses are left out."""
+    COMMON for the others. Web and mail addresses are left out, and a text that is not English prose
+    carries no content but in its CJK characters (_unjudged_unless_english)."""
     out: list[tuple[str, int]] = []
     cjk_run: list[int] = []
     common = common_words()
-    for token in _TOKEN.findall(_LINK.sub(" ", text or "")):
+    text = _LINK.sub(" ", text or "")
+    for token in _TOKEN.findall(text):
         if _CJK.match(token):
             cjk_run.append(len(out))
             out.append((token, NONE if token in CJK_FILLERS else COMMON))
@@ -65,7 +67,7 @@ def token_sequence(text: str) -> list[tuple[str, int]]:
                    and word not in PHATIC and token not in _PHATIC_STEMS)
         out.append((token, NONE if not content else UNCOMMON if common and not _known(word, common) else COMMON))
     _function_words(out, cjk_run)
-    return _all_common_unless_english(out, text, common)
+    return _unjudged_unless_english(out, text, common)
 
 
 def _known(word: str, common: frozenset) -> bool:
@@ -78,12 +80,12 @@ def _known(word: str, common: frozenset) -> bool:
     return False
 
 
-def _all_common_unless_english(seq: list[tuple[str, int]], text: str, common: frozenset) -> list[tuple[str, int]]:
-    """`seq`, with no word of content when the text is Latin-script prose but not English (ENGLISH_SHARE,
-    ENGLISH_GLUE), or no prose at all (code, a stack trace). Its function words
-    ("il faut que le", "danach müssen wir") are no English stop words, so its stock phrases would pass
-    for a memory's own: such a reply is not judged (a use missed, never one made up). CJK stays as it is."""
-    words = [w.lower() for w in re.findall(r"[^\W\d_]+", _LINK.sub(" ", text or "")) if not _CJK.search(w)]
+def _unjudged_unless_english(seq: list[tuple[str, int]], text: str, common: frozenset) -> list[tuple[str, int]]:
+    """`seq`, with no word of content when the text (addresses removed) is Latin-script prose but not
+    English (ENGLISH_SHARE, ENGLISH_GLUE). Its function words ("il faut que le", "danach müssen wir")
+    are no English stop words, so its stock phrases would pass for a memory's own: such a text is not
+    judged (a use missed, never one made up). Its CJK characters stay as they are."""
+    words = [w.lower() for w in re.findall(r"[^\W\d_]+", text) if not _CJK.search(w)]
     if not words or not common:
         return seq
     long_words = [w for w in words if len(w) >= 4]

@@ -10,17 +10,18 @@ from dataclasses import dataclass
 # one of them an uncommon word (a name, a command: "patronictl failover orders"; "from the command
 # line", "mean a lot" are anyone's wording); or LONG_PHRASE_TOKENS in a row with three content words
 # (a quote); in Chinese, CJK_PHRASE_TOKENS characters of content in a row (three or four characters
-# are one word: 配置文件, 测试环境验证 is a stock phrase). A phrase another memory shown holds too is the subject's wording (MAX_HOLDERS),
-# and a long reply must repeat one more phrase per LONG_REPLY_TERMS terms it holds. By
-# parts, so that a long note is not used by a long reply that shares a few words with each of its
-# paragraphs. bench/reply_use.py measures what is found and the false alarms.
+# are one word: 配置文件; 测试环境验证 is a stock phrase). A phrase another memory shown holds too is
+# the subject's wording (MAX_HOLDERS), and a long reply must repeat one more phrase per
+# LONG_REPLY_TERMS terms it holds. By parts, so that a long note is not used by a long reply that
+# shares a few words with each of its paragraphs. bench/reply_use.py measures what is found and the
+# false alarms.
 # Texts come as (token, content: 0 none, 1 common, 2 uncommon) sequences, a memory as the sequences of
 # its parts: retrieval.phrases.token_sequence and unit_sequences.
 PHRASE_TOKENS = 4
 SHORT_PHRASE_TOKENS = 3
 LONG_PHRASE_TOKENS = 6
 CJK_PHRASE_TOKENS = 8
-UNCOMMON = 2
+UNCOMMON = 2  # retrieval.phrases.UNCOMMON (scoring imports no retrieval)
 MIN_SHARED = 3
 SHARE = 0.25
 MAX_NEEDED = 8

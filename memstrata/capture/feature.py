@@ -30,7 +30,7 @@ class Capture:
         self.entries = entries
         self.save = save
         self.aging = aging
-        self.uses = uses  # [(session, [(asked, reply)])] -> what the replies used (features/reply_use.py)
+        self.uses = uses  # [(session, replies_of(...))] -> the memories the replies used (features/reply_use.py)
         self.root = state.root
 
     # -- what a user asks for ------------------------------------------------------------------

@@ -70,6 +70,7 @@ class ReplyUses:
         """One use of the entry (the journal); a compressed, cold or archived one comes back hot, whole.
         None when it cannot be counted now (gone meanwhile, a disk error): the capture goes on."""
         from memstrata.scoring.promotion import for_use
+        from memstrata.storage.secrets import redact
 
         now = self.state.now()
         try:
@@ -83,7 +84,5 @@ class ReplyUses:
             if promoted is not None:
                 self.promotion().apply_promotion(promoted)
         except (MemstrataError, OSError):
-            promoted = None  # counted, not brought back: `mem promote` or a read can, later
-        from memstrata.storage.secrets import redact
-
+            promoted = None  # counted, not brought back: a use in a later session, or `mem promote`, tries again
         return {"id": entry_id, "title": redact(entry.title), "promoted_from": promoted.from_tier if promoted else None}
