@@ -63,7 +63,13 @@ def followup(root: Path, session_id: str | None) -> str | None:
 def record(root: Path, session_id: str | None, ids: list[str]) -> None:
     """Add `ids` to the session's injected ones (atomically); old records of ended sessions are pruned."""
     if ids:
-        _update(root, session_id, lambda data: {**data, "ids": sorted(set(_ids(data, "ids")) | set(ids))[-MAX_IDS:]})
+        _update(root, session_id, lambda data: {**data, "ids": _appended(_ids(data, "ids"), ids)})
+
+
+def _appended(kept: list[str], more: list[str]) -> list[str]:
+    """`kept` then those of `more` it lacks, in the order shown: past MAX_IDS the oldest go."""
+    have = set(kept)
+    return (kept + [i for i in dict.fromkeys(more) if i not in have])[-MAX_IDS:]
 
 
 def counted_uses(root: Path, session_id: str | None) -> set[str]:
@@ -74,15 +80,13 @@ def counted_uses(root: Path, session_id: str | None) -> set[str]:
 def note_uses(root: Path, session_id: str | None, ids: list[str]) -> None:
     """Add `ids` to the session's counted uses."""
     if ids:
-        _update(root, session_id, lambda data: {**data, "used": (_ids(data, "used") + [
-            i for i in ids if i not in _ids(data, "used")])[-MAX_IDS:]})
+        _update(root, session_id, lambda data: {**data, "used": _appended(_ids(data, "used"), ids)})
 
 
 def note_followup(root: Path, session_id: str | None, state: str, brought_ids: list[str] | None = None) -> None:
     """Set the background promotion's state, adding what it brought back (`brought_ids`)."""
     def change(data: dict) -> dict:
-        more = [i for i in (brought_ids or []) if i not in _ids(data, "brought")]
-        return {**data, "followup": state, "brought": (_ids(data, "brought") + more)[-MAX_IDS:]}
+        return {**data, "followup": state, "brought": _appended(_ids(data, "brought"), brought_ids or [])}
 
     _update(root, session_id, change)
 
