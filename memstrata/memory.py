@@ -37,9 +37,11 @@ class Memory:
         # recall` in a fresh process loaded the doctor, import/export, team sync and the secret
         # rules (~0.1 CPU s) before it could start.
         # The save path's steps, in order: a new entry is checked for duplicates and conflicts;
-        # a changed entry's body is full text again if it was compressed, then its old version is kept.
+        # a changed entry's body is full text again if it was compressed, its tier and weight are those of
+        # its new dates, then its old version is kept.
         save.write_checks.append(self._versions.check_new)
         save.update_steps.append(self._aging.full_text_again)
+        save.update_steps.append(self._aging.tier_after_change)
         save.update_steps.append(self._versions.keep_version)
 
     # -- the parts built on first use -----------------------------------------------------

@@ -367,6 +367,14 @@ class Aging:
         """The update step of a compressed entry given a new body: Compressor.full_text_again."""
         self.compression.full_text_again(current, changed, note, undo)
 
+    def tier_after_change(self, current: Entry, changed: Entry, note: str | None, undo: list) -> None:
+        """The update step: a changed entry's stored tier and weight are those of its new dates (a new
+        version of an archived entry is hot at once, not `archive` until the next maintain; recall and
+        the hooks read the stored tier)."""
+        now = self.state.now()
+        changed.tier = lifecycle.tier_now(changed, now, self.state.settings)
+        changed.weight = round(weight_rules.compute_weight(changed, now), 4)
+
 
 def _skipped(entry: Entry) -> dict:
     """The report row of an entry left as an editor saved it while maintain wrote it."""

@@ -397,11 +397,18 @@ def test_conflict_with_an_archived_entry_brings_it_back(mem):
     old = mem.root / r.path
     archived = mem.root / "preferences" / "archived" / old.name
     archived.parent.mkdir()
-    archived.write_text(old.read_text(encoding="utf-8").replace("status: active", "status: archived"),
-                        encoding="utf-8")
+    text = old.read_text(encoding="utf-8")
+    assert "tier: hot" in text
+    archived.write_text(text.replace("status: active", "status: archived").replace("tier: hot", "tier: archive")
+                        .replace("weight: ", "weight: 0.01 #"), encoding="utf-8")
     old.unlink()
     result = mem.write("User prefers light mode", title="UI preference", category="preferences")
     assert result.action == "conflict" and result.version == 2
     entry = mem.read(r.id, count_access=False)
     assert entry.status == "active" and "/archived/" not in entry.path and not archived.exists()
+    # the new version is hot in its file and in what recall returns, not `archive` until a maintain
+    assert "tier: hot" in (mem.root / entry.path).read_text(encoding="utf-8")
+    assert entry.weight > 0.5
+    hits = mem.recall("light mode UI preference", count_access=False).results
+    assert hits[0].id == r.id and hits[0].tier == "hot"
     assert "status: archived" in versions.read_snapshot(mem.root, r.id, 1)
