@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
-from memstrata.scoring.departed import same_slot
+from memstrata.scoring.departed import keeps_subject, same_slot
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
@@ -217,7 +217,8 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
     cjk = cjk_heavy(f"{title}\n{body}")
     if n_tags:  # 3. matching tags and content
         tagged = [c for c in pool if not c.record and normalise_tags(c.entry.tags) == n_tags]
-        if len(tagged) == 1 and not two_of_a_kind((c := tagged[0]).entry.title, c.entry.body, title, body):
+        if len(tagged) == 1 and not two_of_a_kind((c := tagged[0]).entry.title, c.entry.body, title, body) \
+                and not keeps_subject(c.entry.title, title, body):
             if (c.similarity is not None and c.similarity >= settings.conflict_similarity and not cjk
                     and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}")):
                 return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
@@ -269,7 +270,7 @@ def _departed_target(title: str, body: str, n_tags: frozenset, pool: list[Candid
     tags = normalise_tags(c.entry.tags)
     if n_tags and tags and tags != n_tags:
         return None
-    if two_of_a_kind(c.entry.title, c.entry.body, title, body):
+    if two_of_a_kind(c.entry.title, c.entry.body, title, body) or keeps_subject(c.entry.title, title, body):
         return None
     value = same_slot(title, body, c.entry.title, c.entry.body)
     return (c, value) if value else None

@@ -63,7 +63,8 @@ _UNDONE_AFTER = re.compile(r"\b(?:would|could|might|is being considered|are bein
 _STAY_BEFORE = r"(?:stay(?:s|ed|ing)?|remain(?:s|ed|ing)?|continu(?:e|es|ed|ing)|still (?:runs?|is|are|lives?|sits?))" \
                r"\s+(?:on|in|with|at)\s+(?:the\s+)?|still (?:on|in|uses?|using)\s+(?:the\s+)?|keeps? using\s+(?:the\s+)?"
 _STAYS_ON = re.compile(rf"\b(?:{_STAY_BEFORE})|(?:仍然?|还是|继续|保持)(?:用|使用|在|跑在|留在)?\s*")
-_STAYS_AFTER = re.compile(r"(?<!\s)\s+(?:stays|remains|is kept|stays in place|continues)\b")
+_STAYS_AFTER = re.compile(r"(?<!\s)\s+(?:stays|remains|is kept|stays in place|continues|is unchanged|is untouched"
+                          r"|(?:does not|doesn't|won't|will not) change)\b")
 _LEFTOVER = re.compile(r"\b(?:archived?|read-only|readonly|backups?|until|for now|legacy|old|former)\b|只读|归档|备份|保留")
 _CAME_FROM = frozenset("from for of in to with on at by about".split())
 _ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]?")
@@ -240,6 +241,17 @@ def _kept_values(text: str, values: list[tuple[str, ...]]) -> set[tuple[str, ...
         stayed.update(tuple(words[-n:]) for n in range(1, len(words) + 1)
                       if n == len(words) or words[-n - 1] not in _CAME_FROM)
     return {value for value in values if value in stayed}
+
+
+def keeps_subject(old_title: str, new_title: str, new_body: str) -> bool:
+    """Whether a write says the entry's subject stays as it was: every word of the entry's title that
+    the write names (its own title aside) is said to stay ("Terminal colors: moved from Dracula to
+    Gruvbox in the terminal only, the editor stays as it is" is not about "Editor theme"; "the editor
+    stays VS Code, the theme is now Solarized" still is: it names "theme" and says nothing stays of it)."""
+    own = _words(new_title)
+    subject = [w for w in _TOKEN.findall(_fold(old_title)) if w not in _LEAD and w not in _END and not _in_titles(w, own)]
+    named = [w for w in dict.fromkeys(subject) if w in _words((new_body or "")[:SCAN_CHARS])]
+    return bool(named) and len(_kept_values(new_body, [(w,) for w in named])) == len(named)
 
 
 def _as_written(text: str, value: tuple[str, ...]) -> str:

@@ -20,8 +20,9 @@ def fill(result: AutoloadResult, ranked: Iterable[tuple], costs: Costs,
     only as far as the budget needs), into `result` while the whole block fits its budget: the
     preamble, each section's heading and the promoted line are counted with the fenced memories.
     `resolve(item, section, from_shared)` gives the entry to show (its file read now), or None to skip it.
-    A relevant item whose id is in `whole` (promoted for this task) brings its whole text when it fits
-    the budget left, not HIT_TOKENS of it. A relevant hit on a captured session's turn brings that turn
+    A relevant item whose id is in `whole` (promoted for this task), and a "brought" one (promoted by
+    the session start for the project's last session), brings its whole text when it fits the budget
+    left, not HIT_TOKENS of it. A relevant hit on a captured session's turn brings that turn
     and the turns beside it (`turn_text(entry, turn)`), not the session from its start."""
     frame = costs.head() + (costs.of(promoted_line(result.promoted)) if result.promoted else 0)
     frame += costs.frame(result)  # a JSON answer's own fields (MCP): 0 for the Markdown block
@@ -51,7 +52,8 @@ def fill(result: AutoloadResult, ranked: Iterable[tuple], costs: Costs,
         relevance = getattr(item, "relevance", None) if section == "relevant" else None
         extra = costs.row(entry, section, relevance, from_shared, result.budget)  # its entry in a JSON answer
         header = costs.header(entry, from_shared) + extra
-        entire = section == "relevant" and item.id in whole and not from_shared
+        # promoted for this task, or brought back by the session start for the project's last session
+        entire = (section == "brought" or (section == "relevant" and item.id in whole)) and not from_shared
         room = min(result.budget - used - opening, header + (result.budget if entire else HIT_TOKENS))
         if room - header < MIN_BODY_TOKENS:
             missed += 1

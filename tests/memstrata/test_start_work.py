@@ -31,7 +31,11 @@ NOTES = [("Shop database", "The shop keeps its orders in PostgreSQL 16 with logi
          ("Commit style", "Commit messages use the imperative mood and say why.", "preferences")]
 RUNBOOK = ("Orders database failover", "runbooks/archived/orders-database-failover.md",
            "To fail over the orders database, promote the Patroni replica with patronictl failover orders, check "
-           "that replication lag is zero first, then repoint PgBouncer and announce it in #incidents.")
+           "that replication lag is zero first, then repoint PgBouncer and announce it in #incidents."
+           + "".join(f"\n\nStep {n}: on the orders replica number {n}, run patronictl list, confirm the member is "
+                     f"streaming with zero lag, pause the orders consumers for shard {n}, and note the timeline "
+                     f"in the incident channel before touching PgBouncer." for n in range(1, 13))
+           + "\n\nLast of all, write the post-mortem in the wiki under Orders incidents.")
 BLOG_RUNBOOK = ("Blog database failover", "projects/blog/archived/blog-database-failover.md",
                 "To fail over the blog database, promote the MySQL replica with orchestrator and repoint the blog's "
                 "primary endpoint; the blog's replica lags a few seconds.")
@@ -135,6 +139,7 @@ def test_the_last_session_brings_back_what_it_needed_at_the_next_prompt(shop):
     assert [e.title for e in m.list() if e.status == "archived"] == ["Blog database failover"]
     first = m.autoload("ok", session_id="new-1").markdown()
     assert "## Brought back for this project's last session" in first and "patronictl failover orders" in first
+    assert "write the post-mortem in the wiki" in first  # whole, past the 300 tokens of a hit
     assert m.autoload("ok", session_id="new-1").markdown() == ""  # given once
     asked = m.autoload("which theme does the blog use?", session_id="new-2").markdown()
     assert "Brought back" not in asked  # another session: nothing was brought back for it

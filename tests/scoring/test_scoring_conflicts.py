@@ -9,7 +9,7 @@ import dataclasses
 
 from memstrata.scoring.conflicts import (Candidate, classify_write, normalise_tags, normalise_text, pair_dice,
                                          refines, title_key, two_of_a_kind)
-from memstrata.scoring.departed import SCAN_CHARS, departed, left_value, same_slot, unshared_topic
+from memstrata.scoring.departed import SCAN_CHARS, departed, keeps_subject, left_value, same_slot, unshared_topic
 from memstrata.storage.config import Settings
 from memstrata.storage.entry import Entry
 
@@ -424,3 +424,28 @@ def test_chinese_leaving_a_value_is_judged_by_character_pairs_not_the_model():
     # no character pair of the titles in common: another subject may have left the same tool
     editor = Entry(id="e", title="编辑器", body="用户用 VS Code 写代码。")
     assert classify_write("笔记本工具", "用户跑 notebook 改用 JupyterLab，不再用 VS Code。", [], [(editor, 0.9)], S).kind == "new"
+
+
+def test_a_write_that_says_the_entrys_subject_stays_is_not_its_new_version():
+    """A new review's case: "Terminal colors", tagged like "Editor theme", says the editor stays as it is;
+    it was made the theme's next version (same tags, similarity over 0.45) and the editor's fact was gone."""
+    theme = Entry(id="theme", title="Editor theme", body="The user switched to Solarized Light because of the glare.",
+                  tags=["editor"])
+    body = "Moved from Dracula to Gruvbox in the terminal only, the editor stays as it is."
+    assert classify_write("Terminal colors", body, ["editor"], [(theme, 0.6)], S).kind == "new"
+    assert classify_write("Terminal colors", body, [], [(theme.copy(tags=[], body="Dracula everywhere."), 0.7)], S).kind == "new"
+    # a write that names the subject and changes another word of its title is still about it
+    changed = "The editor stays VS Code, but the theme moved from Solarized Light to Gruvbox."
+    assert classify_write("Colours", changed, ["editor"], [(theme, 0.6)], S).kind == "conflict"
+
+
+@pytest.mark.parametrize("old_title,new_title,body,kept", [
+    ("Editor theme", "Terminal colors", "The terminal went to Gruvbox; the editor is unchanged.", True),
+    ("Editor theme", "Terminal colors", "The editor doesn't change, the terminal is Gruvbox now.", True),
+    ("Editor theme", "Colour scheme", "The user moved from Dracula to Solarized Light.", False),  # names neither word
+    ("Billing database", "Billing export", "Billing stays on PostgreSQL; exports moved from CSV to Parquet.", False),
+    ("Python version", "Python runtime", "We stay on Python but moved from 3.10 to 3.12.", False),  # its own title's word
+    ("Editor theme", "Terminal colors", "The editor theme moved to Gruvbox; the editor stays VS Code.", False),
+])
+def test_keeps_subject(old_title, new_title, body, kept):
+    assert keeps_subject(old_title, new_title, body) is kept
