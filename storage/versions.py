@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memstrata.storage.clock import format_datetime
-from memstrata.storage.errors import CorruptEntry, NotFound
+from memstrata.storage.errors import CorruptEntry, InvalidInput, NotFound
 from memstrata.storage import codec, layout
 from memstrata.storage.atomic import atomic_write_text
 from memstrata.storage.entry import Entry, require_id, valid_id
@@ -175,6 +175,8 @@ def with_kept_versions(root: Path, entry: Entry) -> Entry:
 
 
 def read_snapshot(root: Path, entry_id: str, version: int) -> str:
+    if version < 1:  # no entry has a version 0 or below: a wrong number, not a missing one
+        raise InvalidInput(f"version {version} is not a version number (versions count from 1)")
     path = snapshot_path(root, entry_id, version)
     if not is_regular_file(path):
         raise NotFound(f"version {version} of {entry_id} is not kept")

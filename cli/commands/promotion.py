@@ -48,6 +48,8 @@ def promote(
                                "--threshold, --layer or --max with it")
         _promote_last_session(memory(root), cwd, session, dry_run, as_json)
         return
+    if cwd is not None or session is not None:
+        raise InvalidInput("--cwd and --session go with --last-session (the task of a project's last session)")
     if context is None:
         raise InvalidInput("give --context (the task or prompt) or --last-session")
     result = memory(root).promote(context, threshold=threshold, layers=layer, max_count=max_count, dry_run=dry_run)
@@ -94,7 +96,8 @@ def autoload(
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ):
-    """What an agent should start with: relevant and hot memories as one Markdown block.
+    """What an agent should start with, as one Markdown block: for a task (--context), the memories
+    relevant to it; with no context (a session start), the recent and weighty ones of every tier.
 
     Examples:
 
@@ -113,7 +116,7 @@ def autoload(
         raise InvalidInput("give --context or --context-file, not both")
     text = read_body(context, context_file, allow_empty=True) if (context == "-" or context_file) else context
     result = memory(root).autoload(text, promote=promote_first, budget=budget)
-    emit(as_json, result.to_dict(), lambda: typer.echo(result.markdown() or "(no memories to load)", nl=False))
+    emit(as_json, result.to_dict(), lambda: typer.echo(result.markdown() or "(no memories to load)\n", nl=False))
 
 
 def _autoload_hook(promote_first: bool, budget: int | None, root: str | None, as_json: bool) -> None:

@@ -66,7 +66,9 @@ def _human(result: dict) -> None:
     for command in result["commands"]:
         typer.echo(f"{shlex.join(command['argv'])}: {command['status']}")
     if not result["changed"] and not result["dry_run"]:
+        pending = any(c["status"].startswith("not run") for c in result["commands"])
         typer.echo("memstrata is " + ("not set up there: nothing to take out" if result["uninstall"]
-                                     else f"set up for {result['agent']} already: nothing changed"))
+                                     else f"set up for {result['agent']} already: nothing changed"
+                                     + ("; the command above is still yours to run" if pending else "")))
     for note in result["notes"]:
         typer.echo(f"note: {note}")

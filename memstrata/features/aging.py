@@ -23,7 +23,7 @@ from memstrata.clock import format_datetime
 from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
-from memstrata.errors import ChangedOnDisk, MemstrataError, NotFound
+from memstrata.errors import ChangedOnDisk, InvalidInput, MemstrataError, NotFound
 from memstrata.features.access_fold import AccessFold
 from memstrata.features.compression import may_shrink
 from memstrata.features.compressor import Compressor
@@ -59,6 +59,10 @@ class Aging:
         Asking for the weight is not an access. With `context_correlation` (0.5-1.5) that
         value is used (and stored with `update`) instead of the entry's own.
         """
+        if context_correlation is not None and not (
+                weight_rules.CORRELATION_MIN <= context_correlation <= weight_rules.CORRELATION_MAX):
+            raise InvalidInput(f"context correlation {context_correlation} is outside "
+                               f"{weight_rules.CORRELATION_MIN}-{weight_rules.CORRELATION_MAX}")
         now = self.state.now()
         entry = self.entries.resolve(ref)
         if update:

@@ -39,6 +39,9 @@ def tree(tmp_path_factory):
 
 def test_weight_json(tree):
     root, entry_id = tree
+    for outside in ("5", "0.2", "nan"):  # the help says 0.5-1.5: refused, not clamped
+        refused = run(root, "weight", entry_id, "--context-correlation", outside, "--update", now="2026-01-08T09:00:00Z")
+        assert refused.returncode == 2 and "outside 0.5-1.5" in refused.stderr, refused.stderr
     data = js(run(root, "weight", entry_id, "--context-correlation", "1.2", "--json", now="2026-01-08T09:00:00Z"))
     assert {"weight", "importance_factor", "importance_label", "days", "decay", "access_count", "access_term",
             "context_correlation", "updated"} <= data.keys()

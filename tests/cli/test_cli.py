@@ -150,3 +150,10 @@ def test_read_ends_with_a_newline_and_counts_speak_english(root, tmp_path):
     nowhere = run(root, "export", "--jsonl", str(tmp_path / "no" / "such" / "out.jsonl"))
     assert nowhere.returncode == 2 and "is not a folder" in nowhere.stderr and not (tmp_path / "no").exists()
 
+
+
+def test_autoload_with_nothing_to_load_says_so_on_a_line_of_its_own(root):
+    """A context that names no topic loads nothing: the answer is one line, ended (the prompt came back
+    on the same line)."""
+    out = run(root, "autoload", "--context", "hello")
+    assert out.returncode == 0 and out.stdout == "(no memories to load)\n", out

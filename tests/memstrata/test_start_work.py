@@ -180,6 +180,9 @@ def test_promote_last_session_on_the_command_line_refuses_a_context_and_says_whe
     bad = subprocess.run(mem + ["promote", "--last-session", "--context", "fail over"], capture_output=True, text=True,
                          env=env, timeout=120)
     assert bad.returncode != 0 and bad.stderr.startswith("mem: error: --last-session") and "Traceback" not in bad.stderr
+    alone = subprocess.run(mem + ["promote", "--session", "abc", "--context", "fail over"], capture_output=True,
+                           text=True, env=env, timeout=120)  # --session means nothing without --last-session
+    assert alone.returncode == 2 and "go with --last-session" in alone.stderr, alone.stderr
     repo = _repo(tmp_path / "src" / "shop")
     done = subprocess.run(mem + ["promote", "--last-session", "--cwd", str(repo), "--dry-run"], capture_output=True,
                           text=True, env=env, timeout=300)
