@@ -234,8 +234,8 @@ class Recall:
         (default: the recall_min_relevance setting; 0 keeps everything) nothing is returned,
         else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
         `min_relevance` is given, `min_relevance` itself; the result keeps the best relevance seen.
-        With `count_access`, the hits returned that clear the cut-off (the agent is given them) count as
-        accesses, in the access journal (a session once, however many of its turns). `sessions` False: the notes only.
+        With `count_access`, the hits returned that clear the cut-off and reach autoload_min_relevance x
+        the best hit's relevance (those the prompt hook would inject) count as accesses, in the access journal (a session once, however many of its turns). `sessions` False: the notes only.
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
@@ -256,8 +256,12 @@ class Recall:
             result.notes.append("captured sessions were left out (--no-sessions)")
         if count_access and result.results:
             # a hit under the cut-off is shown with its relevance (recall_relative_relevance 0 keeps every
-            # hit) but is no use of that memory: noise would keep every note of a small tree warm
-            floor = max(cut, self.state.settings.recall_min_relevance)
+            # hit) but is no use of that memory: noise would keep every note of a small tree warm. Nor is
+            # one far under the best (a 0.02 "JS package manager" beside a 0.9 "Editor theme"): a hit
+            # counts when the prompt hook would inject it too (autoload_min_relevance x the best)
+            settings = self.state.settings
+            best = max((h.relevance for h in result.results if h.relevance is not None), default=0.0)
+            floor = max(cut, settings.recall_min_relevance, settings.autoload_min_relevance * best)
             ids = dict.fromkeys(h.id for h in result.results if h.shared_root is None
                                 and (h.relevance is None or h.relevance >= floor))
             journal.append(self.root, [(i, self.state.now(), None) for i in ids])

@@ -179,3 +179,25 @@ def test_a_planted_journal_counts_at_most_so_many_reads_per_day_and_machine(tmp_
     assert m.resolve(entry.id).access_count == 3
     after = m.weight(entry.id)
     assert after["access_count"] == 3 + 2 * MAX_READS_PER_DAY and after["weight"] < 8 * before  # uncapped: ln(151,204) / ln(2) = 17 times
+
+
+def test_a_recall_counts_the_hits_the_prompt_hook_would_inject_not_the_weak_ones_under_them(tmp_path, embedder):
+    """A new user's review: a 0.01-0.03 hit listed under a 0.9 answer counted as a use and kept an
+    unrelated note alive. A hit counts when its relevance reaches the cut-off and autoload_min_relevance
+    (0.3) x the best hit's."""
+    m = Memory(tmp_path / "mem", embedder=embedder)
+    m.init()
+    for body, title, category in [
+            ("We chose Postgres 16 for the alpha project because of JSONB support.", "DB choice", "projects/alpha"),
+            ("Standup is at 9:30 every day in the small room.", "Standup time", "meetings"),
+            ("The user prefers dark mode (Dracula) in VS Code.", "Editor theme", "preferences"),
+            ("To fail over the orders database, run patronictl failover orders and repoint PgBouncer.",
+             "Orders failover", "runbooks"),
+            ("Deploys go out on Tuesdays and Thursdays after the QA sign-off.", "Deploy days", "process")]:
+        m.write(body, title=title, category=category)
+    hits = m.recall("alpha database replica", count_access=True).results
+    best = hits[0].relevance
+    weak = [h.title for h in hits if m.state.settings.recall_min_relevance <= h.relevance < 0.3 * best]
+    assert weak, [(h.title, h.relevance) for h in hits]  # the case the rule is about is there
+    counted = {m.read(i, count_access=False).title for i in journal.read(m.root)}
+    assert counted == {h.title for h in hits if h.relevance >= max(0.01, 0.3 * best)} and not counted & set(weak)
