@@ -73,31 +73,53 @@ class WriteDecision:
 def normalise_text(text: str | None) -> str:
     """Text for equality checks: NFKC, case-folded, Markdown emphasis stripped,
     whitespace collapsed, trailing punctuation removed."""
-    if not text:
-        return ""
-    out = unicodedata.normalize("NFKC", text).casefold()
-    out = _EMPHASIS_RUNS.sub("", out)
-    out = _EMPHASIS_EDGE.sub("", out)
-    out = _SPACE.sub(" ", out).strip()
+    out = _folded(text)
     end = len(out)
     while end > 0 and (unicodedata.category(out[end - 1]).startswith("P") or out[end - 1].isspace()):
         end -= 1
     return out[:end]
 
 
+def _folded(text: str | None) -> str:
+    """NFKC, case-folded, Markdown emphasis stripped, whitespace collapsed."""
+    if not text:
+        return ""
+    out = unicodedata.normalize("NFKC", text).casefold()
+    out = _EMPHASIS_RUNS.sub("", out)
+    out = _EMPHASIS_EDGE.sub("", out)
+    return _SPACE.sub(" ", out).strip()
+
+
 def title_key(title: str | None) -> str:
-    """A title as a subject: "Editor theme", "editor  theme:", "Editor-Theme" and "**Editor theme**"
-    are one subject. NFKC, case-folded, emphasis dropped, then only letters, digits, marks and symbols
-    kept (no spaces, no punctuation); '#' and a '.' or ',' between digits stay, so "C#" is not "C" and
-    "Node 1.2" is not "Node 12". A title of punctuation alone has no key ("")."""
-    text = normalise_text(title)
-    out = []
-    for i, ch in enumerate(text):
-        if unicodedata.category(ch)[0] in "LNMS" or ch == "#":
+    """A title as a subject: "Editor theme", "editor  theme:", "Editor-Theme", "**Editor theme**" and
+    "Editor theme 🎨" are one subject. NFKC, case-folded, emphasis dropped, then only letters, digits,
+    marks and symbols kept (no spaces, no punctuation, no emoji or other pictographs, no variation
+    selectors); '#' stays, and so does whatever parts two digits (a dash as '-', a space as ' '), so
+    "C#" is not "C", "Node 1.2" not "Node 12", "Meeting 1/12" not "Meeting 11/2", "Sprint 1-2" not
+    "Sprint 12". A title of punctuation or pictographs alone has no key ("")."""
+    text = _folded(title)
+    out, i = [], 0
+    while i < len(text):
+        ch, kind = text[i], unicodedata.category(text[i])
+        if ch == "#" or (kind[0] in "LNMS" and kind != "So" and not _VARIATION.match(ch)):
             out.append(ch)
-        elif ch in ".," and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
-            out.append(ch)
+        elif kind[0] in "PZ" and i and text[i - 1].isdigit():
+            end = i
+            while end < len(text) and unicodedata.category(text[end])[0] in "PZ" and text[end] != "#":
+                end += 1
+            if end < len(text) and text[end].isdigit():  # what parts two digits, as one mark
+                run = text[i:end]
+                marks = [c for c in run if not c.isspace()]
+                dash = any(unicodedata.category(c) == "Pd" for c in run)
+                out.append("-" if dash else marks[0] if marks else " ")
+            i = end
+            continue
+        i += 1
     return "".join(out)
+
+
+# Variation selectors (emoji or text presentation, ideographic variants): no part of a name.
+_VARIATION = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 
 def normalise_tags(tags: Iterable[str] | None) -> frozenset[str]:

@@ -99,6 +99,8 @@ def test_expired_candidates_are_ignored():
     ("Editor theme", "editor theme:"), ("Editor theme", "  Editor   Theme "), ("Editor theme", "**Editor theme**"),
     ("Editor theme", "Editor-theme"), ("Standup time", "Stand-up time"), ("Alice's role", "Alice\u2019s role"),
     ("编辑器主题", "编辑器 主题"), ("编辑器主题", "编辑器主题。"), ("ＡＰＩ style", "API style"),
+    # an attacker's review: a pictograph or a variation selector is no part of a name
+    ("Editor theme", "Editor theme 🎨"), ("Deploy ⚠️", "Deploy ⚠"), ("Sprint 1 – 2", "Sprint 1-2"),
 ])
 def test_title_key_ignores_case_spacing_and_punctuation(a, b):
     assert title_key(a) == title_key(b) != ""
@@ -107,13 +109,16 @@ def test_title_key_ignores_case_spacing_and_punctuation(a, b):
 @pytest.mark.parametrize("a,b", [
     ("C# style", "C style"), ("C++ notes", "C notes"), ("Node 1.2 upgrade", "Node 12 upgrade"),
     ("Staging database", "Production database"), ("Editor theme", "Editor themes v2"),
+    # ... and what parts two digits is part of it: "Meeting 11/2" became v2 of "Meeting 1/12"
+    ("Meeting 1/12", "Meeting 11/2"), ("Sprint 1-2 goals", "Sprint 12 goals"), ("Room 101", "Room 10-1"),
+    ("10:30 standup", "1030 standup"), ("Q1 2024", "Q12024"), ("C#", "C"), ("F#", "F"),
 ])
 def test_title_key_keeps_what_names_another_subject(a, b):
     assert title_key(a) != title_key(b)
 
 
 def test_punctuation_only_title_has_no_key():
-    assert title_key("???") == "" and title_key("") == "" and title_key(None) == ""
+    assert title_key("???") == "" and title_key("") == "" and title_key(None) == "" and title_key("🎉 ✨") == ""
 
 
 @pytest.mark.parametrize("sim", [0.05, 0.35, 0.57, 0.9, None])
