@@ -208,7 +208,7 @@ class Capture:
                           category=category, now=self.state.now())
             report.planned(change)
             batch.add(change)
-            if change.replies and change.changes:
+            if change.replies:
                 batch.replies.append((session, change.replies))
             if not change.changes and turns:
                 batch.check.extend(change.unchanged)  # read again and found in: their index rows are checked

@@ -24,7 +24,7 @@ class SessionChange:
     created: bool = False
     continued: str | None = None                  # the session this one continues (a resumed session)
     unchanged: list = field(default_factory=list)  # entries held as they were (their index rows are checked)
-    replies: list = field(default_factory=list)    # the user's turns and each reply added or grown (replies_of)
+    replies: list = field(default_factory=list)    # the user's turns and each reply added, grown or read again (replies_of)
 
 
 class SessionIndex:
@@ -158,6 +158,10 @@ def plan(index: SessionIndex, *, agent: str, session: str, turns: list[Turn], pr
     all_sessions = list(dict.fromkeys(known + [session]))
     if not merged.added and not merged.extended and all_sessions == known:
         change.unchanged = [e for e in parts]
+        # read again and found in (a capture killed before it noted the read): its replies are judged
+        # again, since what they used may not have been counted (a use counts once a session anyway)
+        again = {(t.key, t.text.strip()) for t in read}
+        change.replies = replies_of(merged.turns, [t for t in merged.turns if (t.key, t.text.strip()) in again])
         return change
     change.created = not parts
     layout = sessions.split_parts(held_parts, merged.turns, limit)

@@ -228,3 +228,25 @@ def test_promotion_never_moves_a_vault_note_whatever_its_status_property_says(tm
     report = m.promote(ASKED, threshold=0.0)
     assert [row["path"] for row in report["promoted"]] == ["projects/archived/orders-failover.md"]
     assert note.read_bytes() == held and [p.name for p in (vault / "projects").rglob("*.md")] == ["orders-failover.md"]
+
+
+def test_a_capture_killed_before_it_noted_the_read_counts_the_use_when_read_again(archived, tmp_path):
+    """An attacker's review: a capture killed after its session file was saved (before it noted the read
+    and counted the uses) left the runbook archived for good: the rerun found nothing new. A rerun now
+    judges the replies it reads again; the use still counts once."""
+    m, runbook, _ = archived
+    m.autoload(context=ASKED, session_id=SESSION, promote=False)
+    talk = Claude(session=SESSION).user(ASKED, "2026-05-01T09:00:01.000Z").reply(USED, "2026-05-01T09:00:09.000Z")
+    path = talk.write(tmp_path)
+    killed = ("import os, signal, sys\nfrom memstrata import Memory\nfrom memstrata.capture import state\n"
+              "state.CaptureState.save = lambda self: os.kill(os.getpid(), signal.SIGKILL)\n"
+              "Memory(sys.argv[1]).capture([sys.argv[2]])\n")
+    done = subprocess.run([sys.executable, "-c", killed, str(m.root), path], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "MEMSTRATA_SERVICE": "off"})
+    assert done.returncode == -9, done.stderr
+    assert m.read(runbook, count_access=False).status == "archived"  # killed before the uses were counted
+    again = m.capture([path])
+    assert again["turns"] == 0 and [u["id"] for u in again["used"]] == [runbook]
+    after = m.read(runbook, count_access=False)
+    assert (after.status, after.tier, after.access_count) == ("active", "hot", 1)
+    assert m.capture([path])["used"] == [] and m.read(runbook, count_access=False).access_count == 1
