@@ -15,6 +15,7 @@ from pathlib import Path
 FOLDER = ".cache/hook-sessions"  # placed by storage.layout (git-ignored in both layouts)
 KEEP_SECONDS = 7 * 86400  # records untouched this long are removed (sessions end; the record is derived)
 MAX_IDS = 2000
+LOCK_WAIT = 2.0  # seconds a hook waits for another process's change of the same record
 
 
 def _path(root: Path, session_id: str) -> Path:
@@ -92,19 +93,37 @@ def note_followup(root: Path, session_id: str | None, state: str, brought_ids: l
 
 
 def _update(root: Path, session_id: str | None, change) -> None:
-    from memstrata.storage.atomic import atomic_write_text
-
+    """Change the session's record; when it cannot be written (a file where its folder should be, a
+    full disk, its lock held past LOCK_WAIT seconds) it is left as it was: the record is derived, and a
+    hook must print its block within the agent's timeout whatever happens here."""
     if not session_id:
         return
+    try:
+        _write(root, session_id, change)
+    except OSError:
+        return
+
+
+def _write(root: Path, session_id: str, change) -> None:
     import fcntl
     import os
+
+    from memstrata.storage.atomic import atomic_write_text
 
     path = _path(root, session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     # the prompt hook and the session start's background promotion may change one record at once
     fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return  # someone holds it far longer than a record takes to write: not waited for
+                time.sleep(0.02)
         atomic_write_text(path, json.dumps(change(read(root, session_id))), root=root)
     finally:
         os.close(fd)

@@ -18,3 +18,30 @@ def test_uses_and_brought_ids_are_kept_once_in_the_order_given(tmp_path):
     assert data["used"] == ["b", "a", "c"]
     assert data["brought"] == ["x", "y", "z"]
     assert hook_sessions.brought(tmp_path, "s2") == ["x", "y", "z"]
+
+
+def test_a_record_that_cannot_be_written_is_left_and_a_held_lock_is_not_waited_for(tmp_path, monkeypatch):
+    """An attacker's review: with a file where the records' folder goes, the SessionStart hook printed
+    nothing; with the record's lock held, it waited past the agent's 10 s timeout."""
+    import fcntl
+    import os
+    import time
+
+    folder = tmp_path / ".cache" / "hook-sessions"
+    folder.parent.mkdir()
+    folder.write_text("not a folder")
+    hook_sessions.record(tmp_path, "s3", ["a"])  # no error: the record is derived
+    assert hook_sessions.injected(tmp_path, "s3") == set()
+    folder.unlink()
+    hook_sessions.record(tmp_path, "s3", ["a"])
+    lock = next(folder.glob("*.lock"))
+    fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    monkeypatch.setattr(hook_sessions, "LOCK_WAIT", 0.3)
+    try:
+        began = time.monotonic()
+        hook_sessions.record(tmp_path, "s3", ["b"])
+        assert time.monotonic() - began < 5
+    finally:
+        os.close(fd)
+    assert hook_sessions.injected(tmp_path, "s3") == {"a"}
