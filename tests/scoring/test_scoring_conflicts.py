@@ -150,6 +150,13 @@ def test_refinement_is_a_new_version_that_says_so():
     assert refines("部署用 make deploy。", "部署用 make deploy，之后看十分钟错误率。")
     assert not refines("Standup is at 9:30.", "Standup moved to 10:15.")
     assert not refines("Deploy with make deploy and watch it.", "Deploy with make deploy.")  # says less
+    # an attacker's review: changes of mind that keep the old words were called refinements, and the
+    # agent is asked to tell the user only of a conflict that is no refinement
+    assert not refines("The user prefers dark mode.", "The user no longer prefers dark mode.")
+    assert not refines("Max upload is 2 GB.", "Max upload is 2.5 GB for every plan.")
+    assert not refines("Staging runs in Frankfurt.", "Staging runs in Frankfurt no more: Dublin now, Frankfurt is gone.")
+    assert not refines("部署用 make deploy。", "部署不再用 make deploy，改用 CI。")
+    assert refines("Standup is at 9:30.", "Standup is at 9:30 in the small room, on Zoom for remote people.")
 
 
 def test_an_alias_names_the_subject_too():
