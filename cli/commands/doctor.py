@@ -1,6 +1,7 @@
 """`mem doctor [--fix] [--json]`: check the tree for damage and repair what can be repaired."""
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -47,6 +48,7 @@ def doctor(
             if any(p.kind == "secret" for p in report.problems):  # only the user can say a value is no secret
                 hints.append("a flagged value that is no secret: `mem secrets allow PATH`")
             hint = f" ({'; '.join(hints)})" if hints else ""
+            sys.stdout.flush()  # the findings first: stdout and stderr often share one file (2>&1)
             typer.echo(f"{counted(len(report.problems), 'problem')} remain{'s' if len(report.problems) == 1 else ''} in "
                        f"{counted(checked, 'entry', 'entries')}{hint}", err=True)
 
