@@ -13,13 +13,17 @@ from memstrata.storage.safe_io import read_regular_bytes
 
 _KEPT = re.compile(r"^\.(.+)\.\d+\.[0-9a-f]+\.kept$")
 _ID_LINE = re.compile(rb"^(?:id|mem-id): *[0-9a-f]{12}\r?\n", re.M)
+# Keys only the engine writes, with no text of the user's: a file that differs from its note in these
+# alone is the note before a maintain or a fold changed them (one killed half-way leaves one per note)
+_ENGINE_LINE = re.compile(rb"^(?:tier|weight|access_count|last_access): *[^\r\n]*\r?\n", re.M)
 
 
 def check_kept_files(scan: Scan) -> list[Finding]:
     """A `.kept` file is what the engine took out of a note's place and could not put back or drop: an
     editor's save caught while it wrote the note, or the note's previous file when a write was killed
     half-way. One whose text the tree still holds (the note itself, the note with its id line, the
-    note's compressed original, a kept version) is a copy: --fix removes it. Any other only a person can judge."""
+    note's compressed original, a kept version, the note but for the engine's own keys: tier, weight,
+    reads) is a copy: --fix removes it. Any other only a person can judge."""
     out = []
     for rel in scan.kept_files:
         note = _note_of(rel)
@@ -56,6 +60,8 @@ def _repeats(root: Path, rel: str, note: str | None) -> bool:
         return False
     if kept == text or _ID_LINE.sub(b"", kept, count=1) == _ID_LINE.sub(b"", text, count=1):
         return True
+    if _engine_keys_aside(kept) == _engine_keys_aside(text):
+        return True
     ids = _ID_LINE.findall(text)
     if not ids:
         return False
@@ -68,3 +74,15 @@ def _repeats(root: Path, rel: str, note: str | None) -> bool:
         except OSError:
             continue
     return False
+
+
+def _engine_keys_aside(text: bytes) -> bytes:
+    """A note's bytes without its id line and the engine's own keys in its frontmatter (only there: a
+    body line "weight: 3 kg" is the user's)."""
+    if not text.startswith(b"---"):
+        return text
+    end = text.find(b"\n---", 3)
+    if end < 0:
+        return text
+    head = _ENGINE_LINE.sub(b"", _ID_LINE.sub(b"", text[:end + 1], count=1))
+    return head + text[end + 1:]

@@ -1,6 +1,7 @@
 """A save an editor makes between the engine's last check and its rename is put back, never lost
 (storage/replace_guard.py): written into the file the rename takes out, or renamed over the note."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -215,6 +216,21 @@ def test_a_writer_killed_before_it_settled_leaves_a_kept_file_the_doctor_sorts(t
     assert [f.path for f in found] == [f"house/{caught.name}"] and not found[0].fixable and not found[0].fixed
     m.sync()
     assert caught.exists()
+    caught.unlink()
+
+    # a maintain killed half-way leaves the note as it was before its tier and weight changed: a copy
+    # (an attacker's review: twelve such files, each one "needs you")
+    text = note.read_text()
+    assert "\ntier: " in text and "\nweight: " in text
+    before = re.sub(r"(?m)^weight: .*$", "weight: 0.01", re.sub(r"(?m)^tier: .*$", "tier: cold", text))
+    assert before != text and "tier: cold" in before
+    engine = note.parent / replace_guard.sibling_name(note.name, replace_guard.KEPT_SUFFIX)
+    engine.write_text(before)
+    edited = note.parent / replace_guard.sibling_name(note.name, replace_guard.KEPT_SUFFIX)
+    edited.write_text(before.replace("checked again", "checked again by Ana"))  # and a word of the user's
+    found = {f.path: f for f in m.doctor(fix=True).findings if f.kind == "kept_file"}
+    assert found[f"house/{engine.name}"].fixed and not engine.exists()
+    assert not found[f"house/{edited.name}"].fixable and edited.exists()
 
 
 LEASE_LOOP = r"""
