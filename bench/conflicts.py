@@ -31,8 +31,8 @@ of those (another pair on its subject) is not counted, and listed.
 Files: pairs.jsonl (95 pairs, the reported set; nothing is chosen on it), fit_pairs.jsonl (116
 pairs, 48 same subject and 68 other subjects: the settings are chosen on it), negatives.jsonl (64
 held-out other-subject pairs that share words or a value, written before the settings were
-chosen: how often a write on another subject is merged where that risk is), review_pairs.jsonl (36
-pairs four reviews wrote to break the rule, after the settings were chosen). The two settings the
+chosen: how often a write on another subject is merged where that risk is), review_pairs.jsonl (41
+pairs six reviews wrote to break the rule, after the settings were chosen). The two settings the
 decision depends on, `conflict_similarity` (another title, the same tag set) and
 `conflict_departed_similarity` (another title, no tag set, a value the write says was left), were
 chosen on fit_pairs.jsonl: `--sweep` prints, per threshold, the same-subject pairs made versions
