@@ -60,8 +60,8 @@ def _repeats(root: Path, rel: str, note: str | None) -> bool:
         return False
     if kept == text or _ID_LINE.sub(b"", kept, count=1) == _ID_LINE.sub(b"", text, count=1):
         return True
-    if _engine_keys_aside(kept) == _engine_keys_aside(text):
-        return True
+    if not layout.is_adopted(root) and _engine_keys_aside(kept) == _engine_keys_aside(text):
+        return True  # (a vault's note holds no key of the engine's: a `weight:` there is the user's)
     ids = _ID_LINE.findall(text)
     if not ids:
         return False

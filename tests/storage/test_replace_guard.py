@@ -293,6 +293,13 @@ def test_the_doctor_sees_a_kept_file_at_the_top_of_an_adopted_vault(tmp_path, em
     caught.write_text("# Ideas\n\nA garden shed with a green roof.\nSaved 1 by the editor.\n")
     found = [f for f in m.doctor().findings if f.kind == "kept_file"]
     assert [f.path for f in found] == [caught.name] and "ideas.md" in found[0].detail
+    caught.unlink()
+    # a property named like an engine key is the user's in a vault: an edit of it is no copy to remove
+    (vault / "scale.md").write_text("---\nweight: 72\n---\n\nMorning weigh-in.\n")
+    edited = vault / replace_guard.sibling_name("scale.md", replace_guard.KEPT_SUFFIX)
+    edited.write_text("---\nweight: 73\n---\n\nMorning weigh-in.\n")
+    found = [f for f in m.doctor(fix=True).findings if f.kind == "kept_file"]
+    assert [f.path for f in found] == [edited.name] and not found[0].fixable and edited.exists()
 
 
 def test_every_signal_caught_in_a_write_is_delivered_after_it(tmp_path):
