@@ -184,10 +184,20 @@ _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|anymo
 def two_of_a_kind(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
     """Whether two titles name two things of one kind: they differ in one word each ("Staging
     database" / "Production database", "Alice's role" / "Jonas's role"), and each text names its own
-    word and not the other's. Such entries share tags and words and are still two subjects."""
+    word and not the other's; or they are the same words numbered otherwise ("Sprint 3-4 goals" /
+    "Sprint 5-6 goals", "Meeting 1/12" / "Meeting 2/12", "Q1 OKRs" / "Q2 OKRs"). Such entries share
+    tags and words and are still two subjects."""
     def words(text: str) -> list[str]:
         return _WORDS.findall(normalise_text(text))
 
+    def numbered(title: str) -> tuple[list[str], list[str]]:
+        text = normalise_text(title)
+        return [w for w in _WORDS.findall(_NUMBER.sub(" ", text))], _NUMBER.findall(text)
+
+    (na, nums_a), (nb, nums_b) = numbered(title_a), numbered(title_b)
+    if nums_a and nums_b and nums_a != nums_b and [w.rstrip("0123456789") for w in na] == [
+            w.rstrip("0123456789") for w in nb]:
+        return True
     ta, tb = set(words(title_a)), set(words(title_b))
     only_a, only_b = ta - tb, tb - ta
     if len(only_a) != 1 or len(only_b) != 1 or not ta & tb:

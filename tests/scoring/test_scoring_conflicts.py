@@ -461,3 +461,15 @@ def test_a_write_that_says_the_entrys_subject_stays_is_not_its_new_version():
 ])
 def test_keeps_subject(old_title, new_title, body, kept):
     assert keeps_subject(old_title, new_title, body) is kept
+
+
+@pytest.mark.parametrize("a,b", [("Sprint 3-4 goals", "Sprint 5-6 goals"), ("Meeting 1/12", "Meeting 2/12"),
+                                 ("Q1 OKRs", "Q2 OKRs"), ("Weekly report 32", "Weekly report 33")])
+def test_titles_numbered_otherwise_are_two_of_a_kind_whatever_the_tags(a, b):
+    """A new user's review: "Sprint 5-6 goals", tagged like "Sprint 3-4 goals", became its v2 by the tag
+    rule (similarity 0.51), and "what were the goals of sprint 3-4?" was answered with sprint 5-6's."""
+    old = Entry(id="s34", title=a, body="Ship usage-based pricing and the invoice PDF.", tags=["sprint"])
+    assert two_of_a_kind(a, old.body, b, "Pricing GA, dunning emails and invoice PDF v2.")
+    assert classify_write(b, "Pricing GA, dunning emails and invoice PDF v2.", ["sprint"], [(old, 0.9)], S).kind == "new"
+    assert classify_write(a, "Ship pricing only.", ["sprint"], [(old, 0.9)], S).kind == "conflict"  # its own title
+
