@@ -91,35 +91,34 @@ def _folded(text: str | None) -> str:
 
 
 def title_key(title: str | None) -> str:
-    """A title as a subject: "Editor theme", "editor  theme:", "Editor-Theme", "**Editor theme**" and
-    "Editor theme 🎨" are one subject. NFKC, case-folded, emphasis dropped, then only letters, digits,
-    marks and symbols kept (no spaces, no punctuation, no emoji or other pictographs, no variation
-    selectors); '#' stays, and so does whatever parts two digits (a dash as '-', a space as ' '), so
-    "C#" is not "C", "Node 1.2" not "Node 12", "Meeting 1/12" not "Meeting 11/2", "Sprint 1-2" not
-    "Sprint 12". A title of punctuation or pictographs alone has no key ("")."""
+    """A title as a subject: "Editor theme", "editor  theme:", "Editor-Theme" and "**Editor theme**"
+    are one subject. NFKC, case-folded, emphasis dropped, then only letters, digits, marks and symbols
+    kept (no spaces, no punctuation, no variation selector or skin-tone modifier: "Deploy ⚠️" is
+    "Deploy ⚠"; an emoji is a symbol: "Holidays 🇫🇷" is not "Holidays 🇩🇪"); '#' stays, and whatever
+    parts two digits stays as one mark, so "C#" is not "C", "Node 1.2" not "Node 12", "Meeting 1/12"
+    not "Meeting 11/2", while "Budget 2024/25" is "Budget 2024-25". A title of punctuation alone has
+    no key ("")."""
     text = _folded(title)
     out, i = [], 0
     while i < len(text):
         ch, kind = text[i], unicodedata.category(text[i])
-        if ch == "#" or (kind[0] in "LNMS" and kind != "So" and not _VARIATION.match(ch)):
+        if ch == "#" or (kind[0] in "LNMS" and not _PRESENTATION.match(ch)):
             out.append(ch)
         elif kind[0] in "PZ" and i and text[i - 1].isdigit():
             end = i
             while end < len(text) and unicodedata.category(text[end])[0] in "PZ" and text[end] != "#":
                 end += 1
-            if end < len(text) and text[end].isdigit():  # what parts two digits, as one mark
-                run = text[i:end]
-                marks = [c for c in run if not c.isspace()]
-                dash = any(unicodedata.category(c) == "Pd" for c in run)
-                out.append("-" if dash else marks[0] if marks else " ")
+            if end < len(text) and text[end].isdigit():
+                out.append("\u00b7")  # what parts two digits, as one mark
             i = end
             continue
         i += 1
     return "".join(out)
 
 
-# Variation selectors (emoji or text presentation, ideographic variants): no part of a name.
-_VARIATION = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# How a symbol is drawn, not what it is: variation selectors (emoji or text presentation, ideographic
+# variants) and the skin-tone modifiers of emoji.
+_PRESENTATION = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\U0001f3fb-\U0001f3ff]")
 
 
 def normalise_tags(tags: Iterable[str] | None) -> frozenset[str]:
@@ -264,13 +263,13 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
     cjk = cjk_heavy(f"{title}\n{body}")
     if n_tags:  # 3. matching tags and content
         tagged = [c for c in pool if not c.record and normalise_tags(c.entry.tags) == n_tags]
-        if len(tagged) == 1 and not two_of_a_kind((c := tagged[0]).entry.title, c.entry.body, title, body) \
-                and not keeps_subject(c.entry.title, title, body):
-            if (c.similarity is not None and c.similarity >= settings.conflict_similarity and not cjk
-                    and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}")):
-                return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
+        if len(tagged) == 1 and not two_of_a_kind((c := tagged[0]).entry.title, c.entry.body, title, body):
+            # a value the entry states and the write leaves says more than a word said to stay
             if value := same_slot(title, body, c.entry.title, c.entry.body):
                 return _conflict(c, "tags", body, f"the same tags, and it leaves {value!r}, which it says", value)
+            if (c.similarity is not None and c.similarity >= settings.conflict_similarity and not cjk
+                    and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}") and not keeps_subject(c.entry.title, title, body)):
+                return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
 
     if (near := _departed_target(title, body, n_tags, pool, cjk, settings)) is not None:  # 4. the value it leaves
         c, value = near
@@ -317,7 +316,7 @@ def _departed_target(title: str, body: str, n_tags: frozenset, pool: list[Candid
     tags = normalise_tags(c.entry.tags)
     if n_tags and tags and tags != n_tags:
         return None
-    if two_of_a_kind(c.entry.title, c.entry.body, title, body) or keeps_subject(c.entry.title, title, body):
+    if two_of_a_kind(c.entry.title, c.entry.body, title, body):
         return None
     value = same_slot(title, body, c.entry.title, c.entry.body)
     return (c, value) if value else None

@@ -247,9 +247,13 @@ def keeps_subject(old_title: str, new_title: str, new_body: str) -> bool:
     """Whether a write says the entry's subject stays as it was: every word of the entry's title that
     the write names (its own title aside) is said to stay ("Terminal colors: moved from Dracula to
     Gruvbox in the terminal only, the editor stays as it is" is not about "Editor theme"; "the editor
-    stays VS Code, the theme is now Solarized" still is: it names "theme" and says nothing stays of it)."""
+    stays VS Code, the theme is now Solarized" still is: it names "theme" and says nothing stays of it);
+    or the whole title is said to stay ("the editor theme stays Solarized Light")."""
     own = _words(new_title)
-    subject = [w for w in _TOKEN.findall(_fold(old_title)) if w not in _LEAD and w not in _END and not _in_titles(w, own)]
+    whole = tuple(w for w in _TOKEN.findall(_fold(old_title)) if w not in _LEAD)
+    if len(whole) > 1 and _kept_values(new_body, [whole]):
+        return True  # "the editor theme stays Solarized Light"
+    subject = [w for w in whole if w not in _END and not _in_titles(w, own)]
     named = [w for w in dict.fromkeys(subject) if w in _words((new_body or "")[:SCAN_CHARS])]
     return bool(named) and len(_kept_values(new_body, [(w,) for w in named])) == len(named)
 

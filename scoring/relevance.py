@@ -125,3 +125,15 @@ def keep(relevances: list[float], min_relevance: float, relative: float = 0.0, k
         least = max(relative * best, floor)
         kept = [i for i, r in enumerate(relevances) if r >= least] if best >= min_relevance else []
     return kept if k is None else kept[:k]
+
+
+def used(relevances: list[float | None], cut: float, share: float) -> list[bool]:
+    """Which of a recall's hits count as a use of their memory: those at `cut` at least and at `share`
+    (autoload_min_relevance) x the best hit's relevance, the hits the prompt hook would inject. A hit
+    listed below (recall_relative_relevance 0 shows every hit with its relevance) is no use: a 0.02
+    "JS package manager" under a 0.9 "Editor theme" kept an unrelated note warm. A hit without a
+    relevance (none was computed) counts."""
+    best = max((r for r in relevances if r is not None), default=0.0)
+    floor = max(cut, share * best)
+    return [r is None or r >= floor for r in relevances]
+

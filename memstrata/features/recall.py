@@ -240,7 +240,7 @@ class Recall:
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:
             raise InvalidInput("min_relevance must be between 0 and 1")
-        from memstrata.scoring.relevance import CUT_DEPTH
+        from memstrata.scoring.relevance import CUT_DEPTH, used
 
         if int(k) < 1:
             raise InvalidInput("k must be at least 1")
@@ -255,15 +255,10 @@ class Recall:
         if not sessions and not result.results:
             result.notes.append("captured sessions were left out (--no-sessions)")
         if count_access and result.results:
-            # a hit under the cut-off is shown with its relevance (recall_relative_relevance 0 keeps every
-            # hit) but is no use of that memory: noise would keep every note of a small tree warm. Nor is
-            # one far under the best (a 0.02 "JS package manager" beside a 0.9 "Editor theme"): a hit
-            # counts when the prompt hook would inject it too (autoload_min_relevance x the best)
             settings = self.state.settings
-            best = max((h.relevance for h in result.results if h.relevance is not None), default=0.0)
-            floor = max(cut, settings.recall_min_relevance, settings.autoload_min_relevance * best)
-            ids = dict.fromkeys(h.id for h in result.results if h.shared_root is None
-                                and (h.relevance is None or h.relevance >= floor))
+            counted = used([h.relevance for h in result.results], max(cut, settings.recall_min_relevance),
+                           settings.autoload_min_relevance)
+            ids = dict.fromkeys(h.id for h, use in zip(result.results, counted) if use and h.shared_root is None)
             journal.append(self.root, [(i, self.state.now(), None) for i in ids])
         return result
 

@@ -242,7 +242,8 @@ def test_weight_api(mem, monkeypatch):
     assert info["importance_label"] == "high" and info["importance_factor"] == 3.0 and info["days"] == 7
     assert info["weight"] == pytest.approx(3.0 / 8 ** 0.3 * 0.693147, abs=1e-3)
     assert info["updated"] is False and mem.resolve(r.id).weight is None
-    assert mem.weight(r.id, context_correlation=9)["context_correlation"] == 1.5
+    with pytest.raises(InvalidInput):  # outside 0.5-1.5: refused, not clamped
+        mem.weight(r.id, context_correlation=9)
     stored = mem.weight(r.id, update=True, context_correlation=1.2)
     entry = mem.resolve(r.id)
     assert stored["updated"] and entry.weight == stored["weight"] and entry.context_correlation == 1.2
