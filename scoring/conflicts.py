@@ -155,8 +155,9 @@ def pair_dice(a: str, b: str) -> float:
 def refines(old_body: str, new_body: str) -> bool:
     """Whether the new text keeps (nearly) every word of the old one and says more: a refinement,
     not a change of mind. CJK text counts its characters. Not one that drops a number the old text
-    states ("2 GB" -> "2.5 GB"), adds a negation ("no longer prefers", "不再"), or says a value the old
-    text states was left ("..., Frankfurt is gone"): those change what the old text said."""
+    states ("2 GB" -> "2.5 GB"), adds a negation ("no longer prefers", "不再") or a word of change
+    ("raised to 4 GB", "moved to 10:30", "now", "以前 ... 现在"), or says a value the old text states
+    was left ("..., Frankfurt is gone"): those change what the old text said."""
     def words(text: str) -> set[str]:
         found = set()
         for w in _WORDS.findall(normalise_text(text)):
@@ -168,8 +169,9 @@ def refines(old_body: str, new_body: str) -> bool:
         return False
     if set(_NUMBER.findall(old_body or "")) - set(_NUMBER.findall(new_body or "")):
         return False
-    if _NEGATION.search(normalise_text(new_body)) and not _NEGATION.search(normalise_text(old_body)):
-        return False
+    for turned in (_NEGATION, _CHANGED):
+        if turned.search(normalise_text(new_body)) and not turned.search(normalise_text(old_body)):
+            return False
     old_words = set(_WORDS.findall(normalise_text(old_body)))
     return not any(all(w in old_words for w in value) or any(_CJK.search(w) and w in normalise_text(old_body)
                                                              for w in value) for value in departed(new_body))
@@ -178,6 +180,10 @@ def refines(old_body: str, new_body: str) -> bool:
 # Words that turn a statement around ("no longer prefers", "not on Fridays", "不再用")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|anymore|longer|without)\b|n't\b"
                        r"|不再|不用|没有|不是|别再|取消")
+# ... or say it changed ("raised to 4 GB", "moved to 10:30", "used to prefer", "postponed", "以前 ... 现在")
+_CHANGED = re.compile(r"\b(?:raised|lowered|increased|decreased|reduced|bumped|moved|changed|switched|swapped"
+                      r"|postponed|rescheduled|delayed|cancell?ed|replaced|used to|nope|instead|now)\b"
+                      r"|以前|现在|改为|改成|换成|换到|推迟|延期|提高到|降低到|调整为")
 
 
 def two_of_a_kind(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:

@@ -160,6 +160,13 @@ def test_refinement_is_a_new_version_that_says_so():
     assert not refines("Staging runs in Frankfurt.", "Staging runs in Frankfurt no more: Dublin now, Frankfurt is gone.")
     assert not refines("部署用 make deploy。", "部署不再用 make deploy，改用 CI。")
     assert refines("Standup is at 9:30.", "Standup is at 9:30 in the small room, on Zoom for remote people.")
+    # a second attack: the old words kept, and a word of change beside them
+    for old, new in [("Budget is 2 GB.", "Budget is 2 GB, raised to 4 GB."),
+                     ("I prefer dark mode.", "I used to prefer dark mode, now I prefer light mode."),
+                     ("Meeting on 1/12.", "Meeting on 1/12 postponed to 3/12."),
+                     ("我喜欢深色模式", "我以前喜欢深色模式，现在喜欢浅色模式"),
+                     ("Prefers dark mode", "Prefers dark mode? Nope, light mode.")]:
+        assert not refines(old, new), new
 
 
 def test_an_alias_names_the_subject_too():
