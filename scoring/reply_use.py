@@ -1,6 +1,8 @@
 """Which memories an agent's reply used: those shown to its session whose own words and phrases it repeats."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import math
 from dataclasses import dataclass
 
@@ -120,3 +122,18 @@ def used(reply: list, asked: "Asked", memories: dict[str, Shown]) -> list[str]:
                 out.append(entry_id)
                 break
     return out
+
+
+# A reply this long before the moment a hook recorded a memory as shown still counts it: the hook records
+# the show as the prompt goes out, and the transcript's clock may run a little apart.
+SHOWN_SLACK = timedelta(seconds=60)
+
+
+def shown_by(memories: dict, since: dict, at) -> dict:
+    """Those of `memories` ({id: ...}) the session had been shown by the reply's moment `at`: a reply
+    written before a memory was shown did not use it (an attacker's review: a reply read again after the
+    memory was shown counted it). Without a moment on either side, the memory counts as shown."""
+    if at is None:
+        return memories
+    return {i: m for i, m in memories.items() if i not in since or since[i] <= at + SHOWN_SLACK}
+

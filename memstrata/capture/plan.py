@@ -119,17 +119,18 @@ def held_body(entry: Entry) -> str:
     return entry.extra.get("__full_body__", entry.body)
 
 
-def replies_of(turns: list, new: list) -> list[tuple[str, str]]:
-    """The session's turns as ("user", text) and ("reply", text) in order, up to its last assistant turn
-    in `new` (added or grown by this read): every user turn before a reply, held or new, is what the
-    user wrote (a procedure pasted earlier is the user's words, not a memory's). Empty without one."""
+def replies_of(turns: list, new: list) -> list[tuple[str, str, str]]:
+    """The session's turns as ("user", text, time) and ("reply", text, time) in order, up to its last
+    assistant turn in `new` (added or grown by this read): every user turn before a reply, held or new,
+    is what the user wrote (a procedure pasted earlier is the user's words, not a memory's). Empty
+    without one."""
     fresh = {id(t) for t in new}
     out, last_reply = [], 0
     for turn in turns:
         if turn.role == "user":
-            out.append(("user", turn.text))
+            out.append(("user", turn.text, turn.timestamp))
         elif turn.role == "assistant" and id(turn) in fresh and turn.text.strip():
-            out.append(("reply", turn.text))
+            out.append(("reply", turn.text, turn.timestamp))
             last_reply = len(out)
     return out[:last_reply]
 

@@ -62,9 +62,27 @@ def followup(root: Path, session_id: str | None) -> str | None:
 
 
 def record(root: Path, session_id: str | None, ids: list[str]) -> None:
-    """Add `ids` to the session's injected ones (atomically); old records of ended sessions are pruned."""
-    if ids:
-        _update(root, session_id, lambda data: {**data, "ids": _appended(_ids(data, "ids"), ids)})
+    """Add `ids` to the session's injected ones (atomically), each with the moment it was first shown
+    (`shown`: a reply written before it cannot have used it); old records of ended sessions are pruned."""
+    if not ids:
+        return
+    from memstrata import clock
+
+    at = clock.format_datetime(clock.now())
+
+    def change(data: dict) -> dict:
+        kept = _ids(data, "ids")
+        times = data.get("shown") if isinstance(data.get("shown"), dict) else {}
+        listed = _appended(kept, ids)
+        return {**data, "ids": listed, "shown": {i: times.get(i) or at for i in listed}}
+
+    _update(root, session_id, change)
+
+
+def shown_at(root: Path, session_id: str | None) -> dict[str, str]:
+    """{id: when the session was first shown it} (ISO; ids recorded before the moment was kept have none)."""
+    times = read(root, session_id).get("shown")
+    return {str(k): str(v) for k, v in times.items() if isinstance(v, str)} if isinstance(times, dict) else {}
 
 
 def _appended(kept: list[str], more: list[str]) -> list[str]:

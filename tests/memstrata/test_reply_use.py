@@ -250,3 +250,22 @@ def test_a_capture_killed_before_it_noted_the_read_counts_the_use_when_read_agai
     after = m.read(runbook, count_access=False)
     assert (after.status, after.tier, after.access_count) == ("active", "hot", 1)
     assert m.capture([path])["used"] == [] and m.read(runbook, count_access=False).access_count == 1
+
+
+def test_a_reply_written_before_the_memory_was_shown_never_counts(archived, tmp_path):
+    """An attacker's review: a reply captured before any memory was shown, read again (a copy of the
+    transcript) after the hook showed the runbook, counted it. The hook now keeps when it first showed
+    each memory, and a reply before that moment did not use it."""
+    m, runbook, _ = archived
+    talk = Claude(session=SESSION).user(ASKED, "2026-05-01T08:00:01.000Z").reply(USED, "2026-05-01T08:00:09.000Z")
+    path = talk.write(tmp_path)
+    assert m.capture([path])["used"] == []  # nothing shown yet
+    m.autoload(context=ASKED, session_id=SESSION, promote=False)  # shown at 09:00 (MEMSTRATA_NOW)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(Path(path).read_text())
+    assert m.capture([str(copy)])["used"] == []
+    assert m.read(runbook, count_access=False).status == "archived"
+    # a reply after the show counts
+    talk.user("and after that?", "2026-05-01T09:00:20.000Z").reply(USED + " Then watch the error rate.",
+                                                                     "2026-05-01T09:00:30.000Z")
+    assert [u["id"] for u in m.capture([talk.write(tmp_path)])["used"]] == [runbook]
