@@ -26,6 +26,7 @@ def best_sentence(text: str, terms: list[str], title: str | None = None, grams=(
 
     text = without_inline_data(text)  # a pasted image's base64 is no sentence to show
     cut = text.find("\n" + EARLIER_VERSION)
+    earlier = text[cut:] if cut >= 0 else ""
     if cut >= 0:
         text = text[:cut]
     first, newline, rest = text.partition("\n")
@@ -43,6 +44,8 @@ def best_sentence(text: str, terms: list[str], title: str | None = None, grams=(
         asked[0] += 1
         return not shared(sentence)
 
+    # found by what it said before (more of the query's terms than its current text holds): say so
+    before = _earlier_match(earlier, terms, grams, max(held, default=0)) if earlier and (terms or grams) else None
     order = sorted(range(len(units)), key=lambda i: (-held[i], i))  # most terms first, then the earliest
     at = next((i for i in order if units[i] in headings or own(units[i])), order[0] if order else 0)
     best = units[at] if units else ""
@@ -52,7 +55,26 @@ def best_sentence(text: str, terms: list[str], title: str | None = None, grams=(
     # never show a credential: a file the guard never saw (hand-made, pulled) or saw in warn mode
     from memstrata.storage.secrets import redact
 
-    return redact(best[:4 * SNIPPET_CHARS])
+    return redact(best[:4 * SNIPPET_CHARS]) + (f" [matched {before}: mem history]" if before else "")
+
+
+def _earlier_match(text: str, terms: list[str], grams, beat: int) -> str | None:
+    """Which kept version the index carries ("earlier version v1 (2026-01-12)") holds a sentence with
+    more of the query's terms than `beat` (the current text's best sentence); None when none does. A
+    hit found by a replaced text says so, without showing that text (recall shows the current version:
+    docs/versions.md): "who owns the PDF renderer?" found a meeting note by its v1 and showed v2's
+    follow-up, which says nothing of it, as if it answered (a new user's review)."""
+    from memstrata.retrieval.chunking import sentences
+    from memstrata.storage.versions import EARLIER_VERSION
+
+    found, most = None, beat
+    for block in re.split(rf"\n(?={re.escape(EARLIER_VERSION)}\d)", text.strip()):
+        head, _, said = block.partition(":")
+        for sentence in sentences(said):
+            held = sum(1 for t in terms if t in sentence.lower()) + sum(1 for g in grams if g in sentence)
+            if held > most:
+                found, most = head.strip().lower(), held
+    return found
 
 
 SHARED_CHECKS = 3  # the best sentences asked whether the note shares them with its siblings

@@ -324,3 +324,20 @@ def test_chunk_0_of_a_note_that_fits_the_window_shares_its_first_sections_vector
     assert chunks[0].embedded == chunks[1].embedded  # one text: embedded once (embed_distinct)
     long_note = _chunks(embedder, "Basic formatting syntax", _SYNTAX)
     assert long_note[0].embedded not in {c.embedded for c in long_note[1:] if c.kind == "section"}
+
+
+def test_a_hit_found_by_what_it_said_before_shows_that_text_as_replaced():
+    """A new user's review: "who owns the invoice PDF renderer?" found the meeting note by its v1 and
+    showed v2's follow-up, which says nothing of it, as if it answered. The snippet is still the current
+    text (a replaced text is shown only by `mem history`), and it says which version matched."""
+    from memstrata.retrieval.hits import best_sentence
+    from memstrata.storage.versions import EARLIER_VERSION
+
+    text = ("Meeting 1/12\nMeeting 1/12 follow-up: Lena also owns the dunning emails.\n\n"
+            f"{EARLIER_VERSION}1 (2026-01-12):\n\nMarek owns the invoice PDF renderer. The billing API is frozen.\n")
+    shown = best_sentence(text, ["owns", "invoice", "pdf", "renderer"], "Meeting 1/12")
+    assert shown == ("Meeting 1/12 follow-up: Lena also owns the dunning emails. "
+                     "[matched earlier version v1 (2026-01-12): mem history]") and "Marek" not in shown
+    # the current text holds as many of the terms: it is the snippet, as before
+    assert best_sentence(text, ["owns", "dunning"], "Meeting 1/12") == (
+        "Meeting 1/12 follow-up: Lena also owns the dunning emails.")
