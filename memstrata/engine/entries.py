@@ -22,7 +22,7 @@ from memstrata.storage import indexes, journal, layout, trash, tree
 from memstrata.storage.config import require_known, set_setting, unset_setting
 from memstrata.storage.entry import Entry, new_id
 from memstrata.storage.line_ends import file_line_end, with_line_ends
-from memstrata.storage.paths import category_of, validate_category
+from memstrata.storage.paths import category_of, is_archived_path, validate_category
 
 
 UPDATE_ATTEMPTS = 3  # an update reads an entry an editor keeps saving this often before it says so
@@ -314,7 +314,10 @@ class Entries:
                                tier="hot" if entry.status != "active" else entry.tier)
             if entry.expires is not None and entry.expires <= now:
                 entry.expires = None  # bringing back what expired is keeping it: the next maintain would trash it again
-            keep = origin if not (self.root / origin).exists() else None
+            # it comes back active: out of the archive folder the engine moved it to (a vault's own
+            # `archived/` folder is the user's: its note goes back there)
+            archived_by_us = not vault and is_archived_path(origin)
+            keep = origin if not (self.root / origin).exists() and not archived_by_us else None
             entry.path = keep or tree.unique_entry_path(self.root, category, entry.title)
             # the trash file moves back and keeps its own lines (a hand-made note stays as written),
             # and a vault's note its own mode (one trashed by an older release: the umask's)

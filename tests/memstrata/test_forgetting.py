@@ -173,3 +173,20 @@ def test_a_purge_that_purges_nothing_says_why(mem, monkeypatch, cli, use_daily):
     code, out = cli("trash", "purge")
     assert out.startswith("purged 1 entry; 1 left: 1 not reported yet")
     assert mem.trash_purge(everything=True) and cli("trash", "purge")[1] == "purged 0 entries\n"
+
+
+def test_an_archived_entry_brought_back_from_the_trash_leaves_the_archive_folder(mem):
+    """A new user's review: entries forgotten from `archived/` came back active and hot, still in
+    `preferences/archived/`."""
+    entry = mem.write("Answers are short, with the command first.", title="Answer style", category="preferences")
+    note = mem.root / entry.path
+    archived = mem.root / "preferences" / "archived" / note.name
+    archived.parent.mkdir()
+    archived.write_text(note.read_text(encoding="utf-8").replace("status: active", "status: archived"), encoding="utf-8")
+    note.unlink()
+    mem.delete(entry.id)
+    assert mem.trash_list(report=False)[0].trashed_from == "preferences/archived/answer-style.md"
+    back = mem.restore(entry.id)
+    assert (back.status, back.tier, back.path) == ("active", "hot", "preferences/answer-style.md")
+    assert mem.read(entry.id, count_access=False).path == "preferences/answer-style.md"
+
