@@ -315,6 +315,10 @@ def one_sentence(text: str, embedder) -> str:
         if candidates:
             return _clean(units[candidates[0]])
         pts = key_points(text, embedder, max_points=1)
+        if pts and _LABEL.match(pts[0].strip()):  # "Rotating the webhook secret:" says nothing alone:
+            at = next((i for i, u in enumerate(units) if _clean(u) == pts[0]), None)  # with what it labels
+            if at is not None and at + 1 < len(units) and kinds[at + 1] != "c":
+                return " ".join(f"{pts[0]} {_clean(units[at + 1])}".split())
         return pts[0] if pts else ""
     cleaned = [_clean(u) for u in units]
     emb = np.asarray(embedder.embed(cleaned), dtype=np.float32)

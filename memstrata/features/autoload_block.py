@@ -41,7 +41,9 @@ def block(entry: Entry, text: str, truncated: bool, shared: bool) -> str:
     date = (clock.format_datetime(entry.updated or entry.created) or "")[:10]
     origin = f" · shared by {entry.agent or 'another agent'}" if shared else ""
     where = entry.path or entry.category  # the note's file: where `mem read` or an editor finds the rest
-    inner = "\n".join([f"### {entry.title}", f"{where} · {entry.tier} · {date}{origin}", "",
+    # a compressed body is key points or a line: the agent is told the whole text is there to read
+    short = f" · compressed, whole text: mem decompress {entry.ref} --show" if entry.is_compressed else ""
+    inner = "\n".join([f"### {entry.title}", f"{where} · {entry.tier} · {date}{origin}{short}", "",
                        text.strip() + (CUT_MARK if truncated else "")])
     return fence(inner, entry.ref)
 

@@ -472,3 +472,13 @@ def test_compression_never_makes_an_entry_larger(mem, monkeypatch):
     mem.maintain()
     assert mem.resolve(short.id).layer == "L0" and mem.resolve(long.id).layer == "L2"
     assert mem.maintain().changes == []  # a second run changes nothing
+
+
+def test_the_session_start_says_where_a_compressed_memorys_whole_text_is(mem, monkeypatch):
+    """A new user's review: a compressed runbook reached the agent as its key points alone, with no sign
+    that steps were left out (the note's pointer to its full text is not shown)."""
+    r = _compressed_db(mem, monkeypatch)
+    block = mem.autoload().markdown()
+    assert f"compressed, whole text: mem decompress {r.id} --show" in block
+    mem.decompress(r.id, restore=True)
+    assert "mem decompress" not in mem.autoload().markdown()

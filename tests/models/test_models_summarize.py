@@ -192,3 +192,12 @@ def test_one_sentence_is_the_defining_sentence_not_a_label(embedder):
     assert "Postgres" in one_sentence(aside, embedder) or "billing" in one_sentence(aside, embedder)
     # only labels and list items: the most central unit, as before
     assert one_sentence("**Steps**:\n\n- open the app\n- pick a vault", embedder) in ("open the app", "pick a vault")
+
+
+def test_a_label_alone_is_no_one_line_summary(embedder):
+    """A new user's review: a compressed runbook's one line was "Rotating the Stripe webhook secret:",
+    which says nothing of the steps. A label the ranking picks goes with what it labels (not a code block)."""
+    steps = "Rotating the Stripe webhook secret:\n- stripe dashboard\n- vault billing/stripe\n- restart webhooks"
+    assert one_sentence(steps, embedder) == "Rotating the Stripe webhook secret: stripe dashboard"
+    code = "Rotating the Stripe webhook secret:\n\n```\nkubectl rollout restart deploy/billing-webhooks\n```"
+    assert "\n" not in one_sentence(code, embedder)
