@@ -13,7 +13,7 @@ from memstrata.storage.catalog import is_entry_path_in, read_entry_file
 from memstrata.storage.entry import Entry
 from memstrata.storage.holders import keeper_first
 from memstrata.storage.paths import inside_root
-from memstrata.storage.safe_io import is_regular_file
+from memstrata.storage.safe_io import is_regular_file, read_regular_bytes
 
 MIN_ID_PREFIX = 4  # shortest id prefix accepted for an id
 
@@ -81,7 +81,29 @@ def resolve(state: TreeState, ref: str) -> Entry:
     if left:  # not deleted: the file is there without the id (emptied, or rewritten outside the engine)
         raise NotFound(f"no entry with id {ref}: {left[0]}, which held it, holds no entry id now "
                        "(emptied or rewritten outside the engine?)")
+    aside = _quarantined(root, ref)
+    if aside:  # `mem doctor --fix` set its file aside (it could not be read): say where, and how back
+        raise NotFound(f"no entry with id {ref} in the tree: `mem doctor --fix` set its file aside as {aside} "
+                       "(it could not be read); mend it and move it back into a category folder")
     raise NotFound(f"no entry with id {ref}")
+
+
+def _quarantined(root, ref: str) -> str | None:
+    """The file in `.quarantine/` (the doctor's, never deleted) whose text names the id, or None."""
+    from memstrata.doctor.checks import QUARANTINE_DIR
+
+    folder = layout.path(root, QUARANTINE_DIR)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            if name.endswith(".md") and f"id: {ref}".encode() in read_regular_bytes(folder / name, 1 << 20):
+                return f"{layout.at(root, QUARANTINE_DIR)}/{name}"
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 SAVE_SECONDS = 2.0  # a file of the entry's changed this recently may be half-way through an editor's save

@@ -16,6 +16,7 @@ import pytest
 from memstrata import Memory
 from memstrata.doctor.checks import duplicate_plan, temp_is_stale
 from memstrata.doctor.derived import compare_rows
+from memstrata.errors import NotFound
 from memstrata.storage import codec
 from memstrata.storage.catalog import read_entry_file
 from memstrata.storage.entry import Entry
@@ -72,6 +73,12 @@ def test_unparseable_file_goes_to_quarantine_and_nothing_else_breaks(tree, embed
     assert kept[0].stat().st_mode & 0o777 == 0o600  # private, like every file of the tree
     index = (root / ".quarantine" / "INDEX.md").read_text()
     assert "projects/alpha/broken.md" in index and "malformed YAML" in index and "ops/image.md" in index
+    # an entry whose hand edit broke its file: asking for it by id says where its file went
+    note = root / "meetings" / "standup-time.md"
+    note.write_text(note.read_text().replace("title: Standup time", 'title: "Standup time'))
+    assert fresh(root, embedder).doctor(fix=True).healthy and not note.exists()
+    with pytest.raises(NotFound, match=r"set its file aside as \.quarantine/.*standup-time\.md"):
+        fresh(root, embedder).read(ids[1])
 
 
 def _copy_with(root, src_rel, dst_rel, **changes):
