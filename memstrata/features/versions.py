@@ -24,7 +24,7 @@ from memstrata.engine.entries import Entries
 from memstrata.engine.save import SavePath
 from memstrata.engine.state import TreeState
 from memstrata.features.compression import is_note_line
-from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError
+from memstrata.errors import CorruptEntry, InvalidInput, MemstrataError, NotFound
 from memstrata.results import WriteResult
 from memstrata.storage import layout, vault_note, versions
 from memstrata.storage.catalog import read_entry_file
@@ -322,6 +322,8 @@ class Versions:
         n = int(n)
         if n == entry.version:
             return entry
+        if n > entry.version:
+            raise NotFound(f"{entry.id} has no version {n}: it is at v{entry.version}")
         return versions.snapshot_entry(self.root, entry.id, n, entry.path)
 
     def _kept_note(self, current: Entry, n: int) -> str | None:

@@ -44,6 +44,7 @@ def test_conflict_history_show_and_revert(root):
     assert run(root, "history", first["id"], "--show", "3").stdout == "User prefers dark mode\n"
     missing = run(root, "history", first["id"], "--show", "7", "--json")
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"] == "not_found"
+    assert f"{first['id']} has no version 7: it is at v3" in json.loads(missing.stdout)["message"]
     for args in (("history", first["id"], "--show", "-1"), ("revert", first["id"], "--to", "0")):
         wrong = run(root, *args)  # no version is numbered below 1: a wrong number (exit 2), not a missing one
         assert wrong.returncode == 2 and "versions count from 1" in wrong.stderr and "Traceback" not in wrong.stderr
