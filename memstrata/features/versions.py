@@ -162,7 +162,7 @@ class Versions:
             full = with_full_body(self.root, current)
             if full.body != current.body:
                 # what a person wrote into the stub after compression is in no sidecar: kept with the full text
-                added = _written_into_stub(current.body, full.body)
+                added = _written_into_stub(current.body, full.body, current.tags)
                 body = full.body.rstrip("\n") + "\n\n" + added + "\n" if added else full.body
                 text = codec.render(full.copy(body=body, layer="L0", full_content_file=None, summary=None))
         n = current.version
@@ -411,13 +411,22 @@ def _cosine(a, b) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def _written_into_stub(stub: str, full: str) -> str:
-    """The lines of a compressed note's stub that neither its full text holds nor compression wrote
-    (its note on where the full text is): what was written into the stub by hand since. An editor's
-    saves appended to a stub were lost when the entry was then updated (tests/memstrata/test_editor_races.py)."""
+def _written_into_stub(stub: str, full: str, tags: list[str]) -> str:
+    """The lines of a compressed note's stub that neither its full text holds (words and list marks
+    aside: a summary may join a label and the step it labels) nor compression wrote (its note on where
+    the full text is, its "Tags: ..." line): what was written into the stub by hand since. An editor's
+    saves appended to a stub were lost when the entry was then updated (tests/memstrata/test_editor_races.py);
+    the compressor's tag line was kept as if written by hand (a new user's review)."""
+    def flat(text: str) -> str:
+        return " ".join(_LIST_MARK.sub("", text).split())
+
+    whole, tag_line = flat(full), f"Tags: {', '.join(tags)}"
     added = []
     for line in (stub or "").splitlines():
         core = line.strip().lstrip("-*•").strip()
-        if core and not is_note_line(line) and core not in full:
+        if core and not is_note_line(line) and core != tag_line and flat(core) not in whole:
             added.append(line)
     return "\n".join(added)
+
+
+_LIST_MARK = re.compile(r"(?m)^\s*(?:[-*•+]|\d+[.)])\s+")

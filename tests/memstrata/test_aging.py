@@ -482,3 +482,22 @@ def test_the_session_start_says_where_a_compressed_memorys_whole_text_is(mem, mo
     assert f"compressed, whole text: mem decompress {r.id} --show" in block
     mem.decompress(r.id, restore=True)
     assert "mem decompress" not in mem.autoload().markdown()
+
+
+def test_a_new_version_of_a_one_line_entry_keeps_its_original_as_v1(mem, monkeypatch):
+    """A new user's review: v1 of a runbook compressed to one line held the compressor's "Tags: ..."
+    line, as if written by hand into the stub."""
+    from memstrata.storage import versions
+
+    steps = "Rotating the Stripe webhook secret:\n\n" + "".join(
+        f"- step {n}: in the Stripe dashboard roll the signing secret of endpoint {n}, paste the new one into "
+        f"vault under billing/stripe/{n}, restart the billing webhooks deployment and send a test event\n"
+        for n in range(1, 7))
+    r = mem.write(steps, title="Stripe webhook secret", category="runbooks", tags=["stripe"])
+    _at(monkeypatch, "2026-02-20")
+    mem.maintain()
+    assert mem.resolve(r.id).layer == "L2" and "Tags: stripe" in mem.resolve(r.id).body
+    assert mem.write("Stripe secrets are rotated by the platform team now.", title="Stripe webhook secret",
+                     category="runbooks").version == 2
+    kept = versions.read_snapshot(mem.root, r.id, 1)
+    assert "Tags: stripe" not in kept and kept.endswith(steps)
