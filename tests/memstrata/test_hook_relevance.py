@@ -90,7 +90,10 @@ def test_a_compressed_entry_reaches_the_agent_without_its_note_for_people(work, 
                                                                  session_id="c1")
     item = next(i for i in loaded.items if i.entry.id == written.id)
     assert "mem decompress" not in item.text and "Full text in" not in item.text and item.text.strip()
-    assert "mem decompress" not in loaded.markdown()
+    # the note for people is left out; the block's own line says where the whole text is, once
+    block = loaded.markdown()
+    assert "Full text in" not in block and block.count("mem decompress") == 1
+    assert f"compressed, whole text: mem decompress {written.id} --show" in block
 
 
 def test_the_hook_leaves_out_hits_far_weaker_than_the_best(work):
