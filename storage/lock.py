@@ -25,7 +25,7 @@ def default_timeout() -> float:
         return DEFAULT_TIMEOUT_SECONDS
 
 
-def _acquire(fd: int, timeout: float) -> bool:
+def acquire_within(fd: int, timeout: float) -> bool:
     """Take the flock on `fd` within `timeout` seconds; False (fd then owned by a helper) if not.
 
     A waiter blocks in the kernel (flock without LOCK_NB, in a helper thread so the wait can
@@ -106,7 +106,7 @@ class TreeLock:
                 self._held[self._key] = (held[0], held[1] + 1)
                 return self
         fd = _open_lock_file(self.path)
-        if not _acquire(fd, self.timeout):
+        if not acquire_within(fd, self.timeout):
             raise Locked(f"the memory tree is locked by another writer (waited {self.timeout:.0f}s)")
         with self._guard:
             self._held[self._key] = (fd, 1)

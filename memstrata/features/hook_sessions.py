@@ -123,25 +123,18 @@ def _update(root: Path, session_id: str | None, change) -> None:
 
 
 def _write(root: Path, session_id: str, change) -> None:
-    import fcntl
     import os
 
     from memstrata.storage.atomic import atomic_write_text
+    from memstrata.storage.lock import acquire_within
 
     path = _path(root, session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     # the prompt hook and the session start's background promotion may change one record at once
     fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    if not acquire_within(fd, LOCK_WAIT):
+        return  # held far longer than a record takes to write: not waited for (the fd is the waiter's now)
     try:
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    return  # someone holds it far longer than a record takes to write: not waited for
-                time.sleep(0.02)
         atomic_write_text(path, json.dumps(change(read(root, session_id))), root=root)
     finally:
         os.close(fd)
