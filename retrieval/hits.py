@@ -22,13 +22,11 @@ def best_sentence(text: str, terms: list[str], title: str | None = None, grams=(
     says), nor, when another holds as many terms, one `shared(sentence)` says the note shares with
     its siblings (a newsletter's opening boilerplate)."""
     from memstrata.retrieval.chunking import sentences, without_inline_data
-    from memstrata.storage.versions import EARLIER_VERSION
+    from memstrata.storage.versions import own_text_end
 
     text = without_inline_data(text)  # a pasted image's base64 is no sentence to show
-    cut = text.find("\n" + EARLIER_VERSION)
-    earlier = text[cut:] if cut >= 0 else ""
-    if cut >= 0:
-        text = text[:cut]
+    cut = own_text_end(text)
+    text, earlier = text[:cut], text[cut:]
     first, newline, rest = text.partition("\n")
     if title and newline and first.strip() == title.strip() and rest.strip():
         text = rest  # the title line chunking.entry_text put in front (a body that starts with its title stays whole)
@@ -55,7 +53,7 @@ def best_sentence(text: str, terms: list[str], title: str | None = None, grams=(
     # never show a credential: a file the guard never saw (hand-made, pulled) or saw in warn mode
     from memstrata.storage.secrets import redact
 
-    return redact(best[:4 * SNIPPET_CHARS]) + (f" [matched {before}: mem history]" if before else "")
+    return redact(best[:4 * SNIPPET_CHARS] + (f" [matched {before}: mem history]" if before else ""))
 
 
 def _earlier_match(text: str, terms: list[str], grams, beat: int) -> str | None:
@@ -65,15 +63,15 @@ def _earlier_match(text: str, terms: list[str], grams, beat: int) -> str | None:
     docs/versions.md): "who owns the PDF renderer?" found a meeting note by its v1 and showed v2's
     follow-up, which says nothing of it, as if it answered (a new user's review)."""
     from memstrata.retrieval.chunking import sentences
-    from memstrata.storage.versions import EARLIER_VERSION
+    from memstrata.storage.versions import EARLIER_HEADING
 
     found, most = None, beat
-    for block in re.split(rf"\n(?={re.escape(EARLIER_VERSION)}\d)", text.strip()):
-        head, _, said = block.partition(":")
+    parts = EARLIER_HEADING.split(text)  # ["", heading, what it said, heading, what it said, ...]
+    for head, said in zip(parts[1::2], parts[2::2]):
         for sentence in sentences(said):
             held = sum(1 for t in terms if t in sentence.lower()) + sum(1 for g in grams if g in sentence)
             if held > most:
-                found, most = head.strip().lower(), held
+                found, most = head.lower(), held
     return found
 
 
@@ -118,11 +116,10 @@ def no_text(text: str, title: str | None) -> bool:
     """Whether an entry's own text (its indexed text without tags, dates and alias lines) holds
     nothing past its title and headings: a note of frontmatter only, a vault's tag page, a lone
     heading. Such a note answers nothing, though its title may match a question word for word (0.95)."""
-    from memstrata.storage.versions import EARLIER_VERSION
+    from memstrata.storage.versions import own_text_end
 
-    cut = text.find("\n" + EARLIER_VERSION)  # the earlier versions the index carries are not its text
-    own = _plain(title or "")
-    lines = [line for line in (text[:cut] if cut >= 0 else text).splitlines() if _plain(line)]
+    own = _plain(title or "")  # the earlier versions the index carries (below) are not its text
+    lines = [line for line in text[:own_text_end(text)].splitlines() if _plain(line)]
     for line in lines:
         if _plain(line) != own and not _HEADING_LINE.match(line):
             return False

@@ -133,7 +133,11 @@ def shown_by(memories: dict, since: dict, at) -> dict:
     """Those of `memories` ({id: ...}) the session had been shown by the reply's moment `at`: a reply
     written before a memory was shown did not use it (an attacker's review: a reply read again after the
     memory was shown counted it). Without a moment on either side, the memory counts as shown."""
-    if at is None:
+    try:
+        latest = at + SHOWN_SLACK if at is not None else None
+    except OverflowError:  # a reply dated at the end of time: judged as if it had no moment
+        latest = None
+    if latest is None:
         return memories
-    return {i: m for i, m in memories.items() if i not in since or since[i] <= at + SHOWN_SLACK}
+    return {i: m for i, m in memories.items() if i not in since or since[i] <= latest}
 

@@ -29,6 +29,15 @@ SPLIT_RECORD = ".split.json"
 SUMMARY_CHARS = 80
 MAX_INDEXED_VERSIONS = 20  # kept versions whose text the index carries with the entry (newest first)
 EARLIER_VERSION = "Earlier version v"  # heads each kept version in the indexed text
+# ... as with_kept_versions writes it ("Earlier version v2 (2026-01-12):"); a note's own prose line
+# "Earlier version v1.2 of the SDK crashed" is no such heading
+EARLIER_HEADING = re.compile(r"\n(Earlier version v\d+ \((?:\d{4}-\d{2}-\d{2}|undated)\)):")
+
+
+def own_text_end(text: str) -> int:
+    """Where an indexed text's kept versions begin (with_kept_versions), or its length."""
+    found = EARLIER_HEADING.search(text)
+    return found.start() if found else len(text)
 SPLIT_RECORD_MAX_BYTES = 16 * 1024 * 1024  # a larger .split.json is not one the engine wrote
 _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
 _LINE = re.compile(r"^v(\d+)\.json$")  # a version's history line, where the note holds no `history:`

@@ -89,18 +89,23 @@ def resolve(state: TreeState, ref: str) -> Entry:
 
 
 def _quarantined(root, ref: str) -> str | None:
-    """The file in `.quarantine/` (the doctor's, never deleted) whose text names the id, or None."""
+    """The file in `.quarantine/` (the doctor's, never deleted) whose `id:` (or `mem-id:`) line is the
+    whole id `ref`, its name with control characters escaped (a file name is no terminal command), or None."""
+    import re
+
     from memstrata.doctor.checks import QUARANTINE_DIR
 
     folder = layout.path(root, QUARANTINE_DIR)
+    line = re.compile(rf"(?m)^(?:mem-)?id: *['\"]?{re.escape(ref)}['\"]? *\r?$")  # the whole id, never a prefix
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return None
     for name in names:
         try:
-            if name.endswith(".md") and f"id: {ref}".encode() in read_regular_bytes(folder / name, 1 << 20):
-                return f"{layout.at(root, QUARANTINE_DIR)}/{name}"
+            if name.endswith(".md") and line.search(read_regular_bytes(folder / name, 1 << 20).decode("utf-8", "replace")):
+                shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in name)
+                return f"{layout.at(root, QUARANTINE_DIR)}/{shown}"
         except (OSError, ValueError):
             continue
     return None

@@ -71,7 +71,8 @@ def largest_body(original: str, layer: str, entry: Entry, rel: str, settings) ->
     from memstrata.models.summarize import units
 
     sizes = sorted((len(u.encode("utf-8")) for u in units(original)), reverse=True)
-    keeps = {"L1": settings.compress_key_points, "L2": 1, "L3": 1}.get(layer, settings.summary_sentences)
+    # L2/L3's one line is one unit, or a label joined with the unit it labels (summarize.one_sentence)
+    keeps = {"L1": settings.compress_key_points, "L2": 2, "L3": 2}.get(layer, settings.summary_sentences)
     k = min(len(sizes), max(1, keeps))
     parts = [sum(sizes[:k]) + 4 * k]
     if layer != "L1" and _tags(entry):

@@ -74,7 +74,10 @@ def record(root: Path, session_id: str | None, ids: list[str]) -> None:
         kept = _ids(data, "ids")
         times = data.get("shown") if isinstance(data.get("shown"), dict) else {}
         listed = _appended(kept, ids)
-        return {**data, "ids": listed, "shown": {i: times.get(i) or at for i in listed}}
+        # only the ids shown now get this moment: one listed before it (by an older release) keeps none
+        fresh = set(listed) - set(kept)
+        return {**data, "ids": listed, "shown": {i: times[i] if i in times else at for i in listed
+                                                 if i in times or i in fresh}}
 
     _update(root, session_id, change)
 

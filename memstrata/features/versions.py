@@ -162,7 +162,7 @@ class Versions:
             full = with_full_body(self.root, current)
             if full.body != current.body:
                 # what a person wrote into the stub after compression is in no sidecar: kept with the full text
-                added = _written_into_stub(current.body, full.body, current.tags)
+                added = _written_into_stub(current.body, full.body, current.tags, current.layer)
                 body = full.body.rstrip("\n") + "\n\n" + added + "\n" if added else full.body
                 text = codec.render(full.copy(body=body, layer="L0", full_content_file=None, summary=None))
         n = current.version
@@ -411,7 +411,7 @@ def _cosine(a, b) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def _written_into_stub(stub: str, full: str, tags: list[str]) -> str:
+def _written_into_stub(stub: str, full: str, tags: list[str], layer: str) -> str:
     """The lines of a compressed note's stub that neither its full text holds (words and list marks
     aside: a summary may join a label and the step it labels) nor compression wrote (its note on where
     the full text is, its "Tags: ..." line): what was written into the stub by hand since. An editor's
@@ -420,7 +420,8 @@ def _written_into_stub(stub: str, full: str, tags: list[str]) -> str:
     def flat(text: str) -> str:
         return " ".join(_LIST_MARK.sub("", text).split())
 
-    whole, tag_line = flat(full), f"Tags: {', '.join(tags)}"
+    # the "Tags: ..." line only the one-line layers write (features/compression.py)
+    whole, tag_line = flat(full), f"Tags: {', '.join(tags)}" if layer in ("L2", "L3", "L4") else None
     added = []
     for line in (stub or "").splitlines():
         core = line.strip().lstrip("-*•").strip()

@@ -501,3 +501,15 @@ def test_a_new_version_of_a_one_line_entry_keeps_its_original_as_v1(mem, monkeyp
                      category="runbooks").version == 2
     kept = versions.read_snapshot(mem.root, r.id, 1)
     assert "Tags: stripe" not in kept and kept.endswith(steps)
+
+
+def test_a_tags_line_written_by_hand_into_key_points_is_kept_with_the_original(mem, monkeypatch):
+    """A third attack: the compressor's own "Tags:" line is left out of a kept version, but key points
+    (L1) write none, so one there was written by hand and was lost."""
+    from memstrata.storage import versions
+
+    r = _compressed_db(mem, monkeypatch)
+    note = mem.root / mem.resolve(r.id).path
+    note.write_text(note.read_text(encoding="utf-8") + "\nTags: db, on-call\n", encoding="utf-8")
+    mem.update(r.id, "We moved to MySQL after all.\n")
+    assert "Tags: db, on-call" in versions.read_snapshot(mem.root, r.id, 1)

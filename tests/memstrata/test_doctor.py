@@ -381,3 +381,21 @@ def test_a_symlink_at_the_lock_file_is_one_clear_error_and_the_doctor_removes_it
     assert any(f.kind == "lock_file" and f.fixed for f in fixed.findings)
     assert not outside.exists() and not (root / ".lock").is_symlink()
     assert fresh(root, embedder).write("The VPN needs a token.", title="VPN", category="ops").action == "created"
+
+
+def test_a_quarantined_file_is_named_for_its_own_id_only_and_shown_escaped(tree, embedder):
+    """A third attack: a quarantined note whose body mentioned another id ("parent id: X") was named as
+    X's file, and a file name with terminal escapes reached the terminal raw."""
+    root, ids = tree
+    aside = root / ".quarantine"
+    aside.mkdir(exist_ok=True)
+    (aside / "20261206T000000Z--ops__note\x1b]0;pwned\x07.md").write_text(f"---\ntitle: [x\n---\nFollow-up of parent id: {ids[2]}\n")
+    note = root / "ops" / "backups.md"
+    note.unlink()
+    with pytest.raises(NotFound) as missing:
+        fresh(root, embedder).read(ids[2])
+    assert ".quarantine" not in str(missing.value)
+    (aside / "20261206T000000Z--ops__note\x1b]0;pwned\x07.md").write_text(f"---\nid: {ids[2]}\ntitle: [x\n---\nbody\n")
+    with pytest.raises(NotFound) as named:
+        fresh(root, embedder).read(ids[2])
+    assert "\\x1b]0;pwned\\x07" in str(named.value) and "\x1b" not in str(named.value)

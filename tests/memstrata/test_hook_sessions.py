@@ -45,3 +45,19 @@ def test_a_record_that_cannot_be_written_is_left_and_a_held_lock_is_not_waited_f
     finally:
         os.close(fd)
     assert hook_sessions.injected(tmp_path, "s3") == {"a"}
+
+
+def test_only_the_ids_shown_now_get_this_moment(tmp_path, monkeypatch):
+    """A third attack: ids an older release listed (no moment kept) were all stamped with the next
+    show's moment, and a reply that had used one of them no longer counted it."""
+    import json
+
+    hook_sessions._write(tmp_path, "s4", lambda data: {"ids": ["old"]})  # as an older release left it
+    monkeypatch.setenv("MEMSTRATA_NOW", "2026-05-01T11:00:00Z")
+    hook_sessions.record(tmp_path, "s4", ["new"])
+    assert hook_sessions.shown_at(tmp_path, "s4") == {"new": "2026-05-01T11:00:00Z"}
+    path = next((tmp_path / ".cache" / "hook-sessions").glob("*.json"))
+    path.write_text(json.dumps({"ids": ["old", "new"], "shown": "oops"}))
+    hook_sessions.record(tmp_path, "s4", ["newer"])
+    assert hook_sessions.shown_at(tmp_path, "s4") == {"newer": "2026-05-01T11:00:00Z"}
+

@@ -341,3 +341,10 @@ def test_a_hit_found_by_what_it_said_before_shows_that_text_as_replaced():
     # the current text holds as many of the terms: it is the snippet, as before
     assert best_sentence(text, ["owns", "dunning"], "Meeting 1/12") == (
         "Meeting 1/12 follow-up: Lena also owns the dunning emails.")
+    # a line of the note's own that begins like one is no kept version (a third attack: the label
+    # named a version the entry never had, and the answer after it was never shown)
+    prose = ("Renderer status notes.\nEarlier version v1.2 of the SDK crashed; the real detail: Alice owns "
+             "the PDF renderer now.\n")
+    assert best_sentence(prose, ["owns", "pdf", "renderer"], "SDK notes") == (
+        "Earlier version v1.2 of the SDK crashed; the real detail: Alice owns the PDF renderer now.")
+

@@ -107,3 +107,19 @@ def test_a_chinese_reply_on_another_subject_shares_words_not_a_note():
     reply = ("这个改动我看了一下，如果有问题，日志里应该有请求ID，因为排查时需要它。配置文件的格式没变，"
              "合并前请在本地验证一下，测试环境的数据库也要同步。")
     assert used(reply, "帮我看看这个PR", {"release": note}) == []
+
+
+def test_a_reply_counts_only_what_was_shown_by_its_moment():
+    from datetime import datetime, timezone
+
+    def at(text):
+        return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+
+    memories = {"a": "A", "b": "B", "c": "C"}
+    since = {"a": at("2026-05-01T09:00:00"), "b": at("2026-05-01T10:00:00")}  # c: shown, moment not kept
+    assert set(reply_use.shown_by(memories, since, at("2026-05-01T09:30:00"))) == {"a", "c"}
+    assert set(reply_use.shown_by(memories, since, at("2026-05-01T09:59:30"))) == {"a", "b", "c"}  # the slack
+    assert reply_use.shown_by(memories, since, None) == memories
+    # a reply dated at the end of time is judged as one without a moment (a third attack: the session's
+    # every use was dropped)
+    assert reply_use.shown_by(memories, since, datetime.max.replace(tzinfo=timezone.utc)) == memories
