@@ -38,8 +38,11 @@ def weight(
 
     def human():
         typer.echo(f"{data['weight']:.4f}  {visible(data['title'])} [{data['id']}]" + ("  (stored)" if data["updated"] else ""))
+        # the formula counts at least one access (the write): ln(2) for an entry never read
+        accesses = counted(data['access_count'], 'access', 'accesses') + (", the write counts as 1"
+                                                                         if data['access_count'] < 1 else "")
         typer.echo(f"  = {data['importance_factor']} ({data['importance_label']}) x {data['decay']} "
-                   f"({counted(data['days'], 'day')}) x {data['access_term']} ({counted(data['access_count'], 'access', 'accesses')}) "
+                   f"({counted(data['days'], 'day')}) x {data['access_term']} ({accesses}) "
                    f"x {data['context_correlation']} (context)")
 
     emit(as_json, data, human)

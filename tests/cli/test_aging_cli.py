@@ -46,6 +46,8 @@ def test_weight_json(tree):
     assert {"weight", "importance_factor", "importance_label", "days", "decay", "access_count", "access_term",
             "context_correlation", "updated"} <= data.keys()
     assert data["days"] == 7 and data["context_correlation"] == 1.2 and data["updated"] is False
+    human = run(root, "weight", entry_id, now="2026-01-08T09:00:00Z").stdout  # never read: ln(2), said why
+    assert "(0 accesses, the write counts as 1)" in human
 
 
 def test_maintain_dry_run_compress_and_decompress(tree):
