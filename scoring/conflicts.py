@@ -169,12 +169,12 @@ def refines(old_body: str, new_body: str) -> bool:
         return False
     if set(_NUMBER.findall(old_body or "")) - set(_NUMBER.findall(new_body or "")):
         return False
-    for turned in (_NEGATION, _CHANGED):
-        if turned.search(normalise_text(new_body)) and not turned.search(normalise_text(old_body)):
-            return False
-    old_words = set(_WORDS.findall(normalise_text(old_body)))
-    return not any(all(w in old_words for w in value) or any(_CJK.search(w) and w in normalise_text(old_body)
-                                                             for w in value) for value in departed(new_body))
+    old_text, new_text = normalise_text(old_body), normalise_text(new_body)
+    if any(turned.search(new_text) and not turned.search(old_text) for turned in (_NEGATION, _CHANGED)):
+        return False
+    old_words = set(_WORDS.findall(old_text))
+    return not any(all(w in old_words for w in value) or any(_CJK.search(w) and w in old_text for w in value)
+                   for value in departed(new_body))
 
 
 # Words that turn a statement around ("no longer prefers", "not on Fridays", "不再用")
@@ -197,11 +197,10 @@ def two_of_a_kind(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
 
     def numbered(title: str) -> tuple[list[str], list[str]]:
         text = normalise_text(title)
-        return [w for w in _WORDS.findall(_NUMBER.sub(" ", text))], _NUMBER.findall(text)
+        return _WORDS.findall(_NUMBER.sub(" ", text)), _NUMBER.findall(text)
 
     (na, nums_a), (nb, nums_b) = numbered(title_a), numbered(title_b)
-    if nums_a and nums_b and nums_a != nums_b and [w.rstrip("0123456789") for w in na] == [
-            w.rstrip("0123456789") for w in nb]:
+    if nums_a and nums_b and nums_a != nums_b and na == nb:
         return True
     ta, tb = set(words(title_a)), set(words(title_b))
     only_a, only_b = ta - tb, tb - ta
@@ -229,10 +228,11 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
     3. conflict, rule "tags": another title, the same subject by matching tags and content: the same
        non-empty tag set, carried by no other entry of the category (a tag set several entries share
        is a kind of note, not a subject), titles that do not name two things of one kind
-       (two_of_a_kind: "Staging database" / "Production database"), and for the content either a
-       similarity of at least `conflict_similarity` (not for mostly-CJK text, whose similarity the
-       bundled model cannot tell) or a value the write says was left that the entry states
-       (scoring.departed.same_slot, any language).
+       (two_of_a_kind: "Staging database" / "Production database", "Sprint 3-4" / "Sprint 5-6"), and
+       for the content either a value the write says was left that the entry states
+       (scoring.departed.same_slot, any language) or a similarity of at least `conflict_similarity`
+       (not for mostly-CJK text, whose similarity the bundled model cannot tell; not when the write
+       says the entry's subject stays: scoring.departed.keeps_subject).
     4. conflict, rule "departed": another title, no tag set saying otherwise: the write says a value
        was left ("moved from Dracula to ...") that the nearest entry of the category states, neither
        text names a thing the other never does, the titles are not two of a kind, and the entry is
@@ -274,7 +274,8 @@ def classify_write(title: str, body: str, tags: Iterable[str] | None,
             if value := same_slot(title, body, c.entry.title, c.entry.body):
                 return _conflict(c, "tags", body, f"the same tags, and it leaves {value!r}, which it says", value)
             if (c.similarity is not None and c.similarity >= settings.conflict_similarity and not cjk
-                    and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}") and not keeps_subject(c.entry.title, title, body)):
+                    and not cjk_heavy(f"{c.entry.title}\n{c.entry.body}")
+                    and not keeps_subject(c.entry.title, title, body)):
                 return _conflict(c, "tags", body, f"the same tags and a similar subject ({c.similarity:.2f})")
 
     if (near := _departed_target(title, body, n_tags, pool, cjk, settings)) is not None:  # 4. the value it leaves

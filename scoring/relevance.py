@@ -136,4 +136,3 @@ def used(relevances: list[float | None], cut: float, share: float) -> list[bool]
     best = max((r for r in relevances if r is not None), default=0.0)
     floor = max(cut, share * best)
     return [r is None or r >= floor for r in relevances]
-

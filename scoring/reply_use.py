@@ -1,10 +1,9 @@
 """Which memories an agent's reply used: those shown to its session whose own words and phrases it repeats."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 import math
 from dataclasses import dataclass
+from datetime import timedelta
 
 # A memory was used when the reply repeats a phrase of one part of it and enough of that part's terms:
 # at least MIN_SHARED, and a SHARE of them (never more than MAX_NEEDED). A phrase is PHRASE_TOKENS
@@ -140,4 +139,3 @@ def shown_by(memories: dict, since: dict, at) -> dict:
     if latest is None:
         return memories
     return {i: m for i, m in memories.items() if i not in since or since[i] <= latest}
-

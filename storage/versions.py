@@ -31,13 +31,7 @@ MAX_INDEXED_VERSIONS = 20  # kept versions whose text the index carries with the
 EARLIER_VERSION = "Earlier version v"  # heads each kept version in the indexed text
 # ... as with_kept_versions writes it ("Earlier version v2 (2026-01-12):"); a note's own prose line
 # "Earlier version v1.2 of the SDK crashed" is no such heading
-EARLIER_HEADING = re.compile(r"\n(Earlier version v\d+ \((?:\d{4}-\d{2}-\d{2}|undated)\)):")
-
-
-def own_text_end(text: str) -> int:
-    """Where an indexed text's kept versions begin (with_kept_versions), or its length."""
-    found = EARLIER_HEADING.search(text)
-    return found.start() if found else len(text)
+EARLIER_HEADING = re.compile(rf"\n({re.escape(EARLIER_VERSION)}\d+ \((?:\d{{4}}-\d{{2}}-\d{{2}}|undated)\)):")
 SPLIT_RECORD_MAX_BYTES = 16 * 1024 * 1024  # a larger .split.json is not one the engine wrote
 _SNAPSHOT = re.compile(r"^v(\d+)\.md$")
 _LINE = re.compile(r"^v(\d+)\.json$")  # a version's history line, where the note holds no `history:`
@@ -181,6 +175,12 @@ def with_kept_versions(root: Path, entry: Entry) -> Entry:
         return entry
     body = entry.body if entry.body.endswith("\n") or not entry.body else entry.body + "\n"
     return entry.copy(body=body + "\n" + "\n\n".join(parts) + "\n")
+
+
+def own_text_end(text: str) -> int:
+    """Where an indexed text's kept versions begin (with_kept_versions), or its length."""
+    found = EARLIER_HEADING.search(text)
+    return found.start() if found else len(text)
 
 
 def read_snapshot(root: Path, entry_id: str, version: int) -> str:

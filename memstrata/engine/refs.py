@@ -103,7 +103,8 @@ def _quarantined(root, ref: str) -> str | None:
         return None
     for name in names:
         try:
-            if name.endswith(".md") and line.search(read_regular_bytes(folder / name, 1 << 20).decode("utf-8", "replace")):
+            text = read_regular_bytes(folder / name, 1 << 20).decode("utf-8", "replace") if name.endswith(".md") else ""
+            if line.search(text):
                 shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in name)
                 return f"{layout.at(root, QUARANTINE_DIR)}/{shown}"
         except (OSError, ValueError):

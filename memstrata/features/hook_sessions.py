@@ -76,8 +76,7 @@ def record(root: Path, session_id: str | None, ids: list[str]) -> None:
         listed = _appended(kept, ids)
         # only the ids shown now get this moment: one listed before it (by an older release) keeps none
         fresh = set(listed) - set(kept)
-        return {**data, "ids": listed, "shown": {i: times[i] if i in times else at for i in listed
-                                                 if i in times or i in fresh}}
+        return {**data, "ids": listed, "shown": {i: times.get(i, at) for i in listed if i in times or i in fresh}}
 
     _update(root, session_id, change)
 

@@ -234,8 +234,9 @@ class Recall:
         (default: the recall_min_relevance setting; 0 keeps everything) nothing is returned,
         else the hits that reach recall_relative_relevance x the best (relevance.keep) and, when
         `min_relevance` is given, `min_relevance` itself; the result keeps the best relevance seen.
-        With `count_access`, the hits returned that clear the cut-off and reach autoload_min_relevance x
-        the best hit's relevance (those the prompt hook would inject) count as accesses, in the access journal (a session once, however many of its turns). `sessions` False: the notes only.
+        With `count_access`, the hits the prompt hook would inject (scoring.relevance.used) count as
+        accesses in the access journal (a session once, however many of its turns). `sessions` False:
+        the notes only.
         """
         cut = self.state.settings.recall_min_relevance if min_relevance is None else float(min_relevance)
         if not 0.0 <= cut <= 1.0:

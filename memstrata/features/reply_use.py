@@ -17,9 +17,10 @@ class ReplyUses:
         self.promotion = promotion  # () -> features.promotion.Promotion, built only when a promotion is due
 
     def apply(self, sessions: list[tuple[str, list[tuple[str, str]]]]) -> list[dict]:
-        """For each (session id, its turns as ("user" | "reply", text): capture.plan.replies_of): the
+        """For each (session id, its turns as ("user" | "reply", text, time): capture.plan.replies_of): the
         memories the replies used, each {"id", "title", "promoted_from"} (the tier it came back from,
         or None), counted and promoted."""
+        from memstrata.capture.sessions import moment
         from memstrata.features import hook_sessions
         from memstrata.retrieval.phrases import token_sequence
         from memstrata.scoring import reply_use
@@ -33,15 +34,16 @@ class ReplyUses:
             if not set(shown_ids) - done or not turns:
                 continue
             try:
-                memories, since = self._memories(shown_ids), _moments(hook_sessions.shown_at(root, session))
+                memories = self._memories(shown_ids)
+                since = {i: m for i, t in hook_sessions.shown_at(root, session).items() if (m := moment(t))}
                 asked, found = reply_use.Asked(), []
-                for role, text, *when in turns:
+                for role, text, at in turns:
                     if role == "user":
                         asked.add(token_sequence(text))  # each user turn read once, however many replies follow
                         continue
                     # every memory shown by then is compared (one counted already still holds its phrases,
                     # which then count for no other), and only those not counted yet are counted
-                    seen = reply_use.shown_by(memories, since, _moment(when[0] if when else None))
+                    seen = reply_use.shown_by(memories, since, moment(at))
                     found += [i for i in reply_use.used(token_sequence(text), asked, seen)
                               if i not in found and i not in done]
             except Exception:  # noqa: BLE001 - a record or a note this step cannot read costs uses, never the capture
@@ -87,14 +89,3 @@ class ReplyUses:
         except (MemstrataError, OSError):
             promoted = None  # counted, not brought back: a use in a later session, or `mem promote`, tries again
         return {"id": entry_id, "title": redact(entry.title), "promoted_from": promoted.from_tier if promoted else None}
-
-
-def _moment(text: str | None):
-    from memstrata.capture.sessions import moment
-
-    return moment(text) if text else None
-
-
-def _moments(times: dict[str, str]) -> dict:
-    return {i: m for i, t in times.items() if (m := _moment(t)) is not None}
-

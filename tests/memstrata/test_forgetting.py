@@ -189,4 +189,3 @@ def test_an_archived_entry_brought_back_from_the_trash_leaves_the_archive_folder
     back = mem.restore(entry.id)
     assert (back.status, back.tier, back.path) == ("active", "hot", "preferences/answer-style.md")
     assert mem.read(entry.id, count_access=False).path == "preferences/answer-style.md"
-

@@ -60,4 +60,3 @@ def test_only_the_ids_shown_now_get_this_moment(tmp_path, monkeypatch):
     path.write_text(json.dumps({"ids": ["old", "new"], "shown": "oops"}))
     hook_sessions.record(tmp_path, "s4", ["newer"])
     assert hook_sessions.shown_at(tmp_path, "s4") == {"newer": "2026-05-01T11:00:00Z"}
-

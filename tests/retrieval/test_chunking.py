@@ -347,4 +347,3 @@ def test_a_hit_found_by_what_it_said_before_shows_that_text_as_replaced():
              "the PDF renderer now.\n")
     assert best_sentence(prose, ["owns", "pdf", "renderer"], "SDK notes") == (
         "Earlier version v1.2 of the SDK crashed; the real detail: Alice owns the PDF renderer now.")
-

@@ -492,4 +492,3 @@ def test_titles_numbered_otherwise_are_two_of_a_kind_whatever_the_tags(a, b):
     assert two_of_a_kind(a, old.body, b, "Pricing GA, dunning emails and invoice PDF v2.")
     assert classify_write(b, "Pricing GA, dunning emails and invoice PDF v2.", ["sprint"], [(old, 0.9)], S).kind == "new"
     assert classify_write(a, "Ship pricing only.", ["sprint"], [(old, 0.9)], S).kind == "conflict"  # its own title
-
