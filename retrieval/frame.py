@@ -96,6 +96,8 @@ class FrameCache:
                 structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
                 if structure is not None:
                     self._frame._structure = structure
+            if old.cols["category"] == data["category"] and "_turns_by_category" in old.__dict__:
+                self._frame._turns_by_category = old._turns_by_category  # retrieval/query_names.py
         return self._frame
 
     def texts(self, frame: Frame | None = None) -> list[str]:

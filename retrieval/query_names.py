@@ -9,6 +9,7 @@ import numpy as np
 
 from memstrata.retrieval import lexical
 from memstrata.retrieval.table import VectorIndex
+from memstrata.retrieval.units import is_unit, units_per
 
 
 MENTIONS_KEPT = 256  # names whose rows a frame keeps (a session asks about the same people again and again)
@@ -91,13 +92,45 @@ def known(index: VectorIndex, frame, entities: list[str]) -> list[str]:
 
 
 def common(index: VectorIndex, frame, entities: list[str], settings) -> list[str]:
-    """The names in the query that at least `recall_dense_name_share` of the entries mention:
-    the people (or projects) a memory is by or about. They carry no topic for the embedding
-    model and are handled by the entity boost, so they leave the dense query; rarer names (a
-    book, a place, a group) stay in it. Share 0: every name leaves."""
+    """The names in the query that at least `recall_dense_name_share` of the entries mention, or of
+    the captured turns of the projects (categories) whose turns mention them: the people (or
+    projects) a memory is by or about. They carry no topic for the embedding model and are handled
+    by the entity boost, so they leave the dense query; rarer names (a book, a place, a group) stay
+    in it. Share 0: every name leaves.
+
+    Judged where the name is said, a conversation's people leave its dense query among a year of
+    other sessions as they do in its project alone: kept, "Caroline" made every short turn that
+    names her (0.64 cosine to "What workshop did Caroline attend recently?") outrank the answer
+    (rank 1 alone, 140 among 10,000 other turns; docs/performance.md)."""
     share = settings.recall_dense_name_share
     if not entities or share <= 0:
         return entities
     df = index.doc_freq(frame)
     n = max(len(frame.ids), 1)
-    return [e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * n]
+    out = {e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * n}
+    turns = _turns_by_category(frame)
+    if turns and len(out) < len(entities):
+        texts, stats = index.texts(frame), index.term_stats(frame)
+        out |= {e for e in entities if e not in out
+                and _share_where_said(frame, turns, mentioning(frame, texts, e, stats)) >= share}
+    return [e for e in entities if e in out]
+
+
+def _turns_by_category(frame) -> dict:
+    """The number of captured turns (retrieval.units) in each category, kept per frame."""
+    counts = frame.__dict__.get("_turns_by_category")
+    if counts is None:
+        counts = frame._turns_by_category = units_per(frame.ids, frame.cols["category"])
+    return counts
+
+
+def _share_where_said(frame, turns: dict, positions: list[int]) -> float:
+    """The share of the captured turns of the categories where `positions` name someone that name
+    them (0: no turn does)."""
+    said: dict = {}
+    for p in positions:
+        if is_unit(frame.ids[p]):
+            category = frame.cols["category"][p]
+            said[category] = said.get(category, 0) + 1
+    total = sum(turns.get(c, 0) for c in said)
+    return sum(said.values()) / total if total else 0.0

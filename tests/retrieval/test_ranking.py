@@ -1,6 +1,9 @@
 """Ranking pieces: the neighbour prior (pure), feedback terms, which names leave the dense query."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -57,6 +60,30 @@ def test_only_common_names_leave_the_dense_query(mem):
     mem.settings.recall_dense_name_share = 0.0   # 0: every name leaves
     info = mem.recall("What did Alice think of Becoming Nicole?", explain=True).info
     assert "Alice" not in info["dense_query"] and "Nicole" not in info["dense_query"]
+
+
+def test_a_name_said_in_most_turns_of_its_project_leaves_the_dense_query(mem, tmp_path):
+    """Among many other entries a conversation's people are rare in the tree, but they are in most turns
+    of their project's sessions: they leave the dense query as they do in that project alone (issue 41,
+    quality among many sessions). A place said once stays; a name in notes alone is judged on the tree."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
+    from transcripts import Claude
+
+    for n in range(24):
+        mem.write(f"Build step {n} of the release pipeline runs the linters.", title=f"step {n}", category="ops")
+    mem.write("Dana set up the new release pipeline.", title="pipeline owner", category="ops")
+    talk = Claude(session="5a1e0000-1111-4aaa-8bbb-00000000c0de", cwd=str(tmp_path / "caroline"))
+    said = ["Caroline: I went to a pottery workshop in Paris last weekend.", "Melanie: That sounds lovely, Caroline!",
+            "Caroline: Thanks Mel, the teacher was great.", "Melanie: Caroline, will you go again?",
+            "Caroline: Yes, next month I think.", "Melanie: I should come with you."]
+    for n, text in enumerate(said):
+        (talk.user if n % 2 == 0 else talk.reply)(text, f"2026-05-10T10:0{n}:00.000Z")
+    assert mem.capture([talk.write(tmp_path)])["turns"] == 6
+    mem.settings.recall_dense_name_share = 0.2  # Caroline: 5 of 31 entries and turns (0.16), 5 of her 6 turns
+    info = mem.recall("What workshop did Caroline attend in Paris?", explain=True).info
+    assert "Caroline" not in info["dense_query"] and "Paris" in info["dense_query"], info["dense_query"]
+    info = mem.recall("Who set up the pipeline, Dana?", explain=True).info
+    assert "Dana" in info["dense_query"]  # one note of 25 in its category: notes are judged on the whole tree
 
 
 def test_only_a_conversation_has_neighbours():
