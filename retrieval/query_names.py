@@ -111,8 +111,11 @@ def common(index: VectorIndex, frame, entities: list[str], settings) -> list[str
     turns = _turns_by_category(frame)
     if turns and len(out) < len(entities):
         texts, stats = index.texts(frame), index.term_stats(frame)
-        out |= {e for e in entities if e not in out
-                and _share_where_said(frame, turns, mentioning(frame, texts, e, stats)) >= share}
+        for e in entities:
+            if e not in out:
+                said, scope = _said_where(frame, turns, mentioning(frame, texts, e, stats))
+                if said >= 1.0 / share and said >= share * scope:
+                    out.add(e)
     return [e for e in entities if e in out]
 
 
@@ -124,13 +127,13 @@ def _turns_by_category(frame) -> dict:
     return counts
 
 
-def _share_where_said(frame, turns: dict, positions: list[int]) -> float:
-    """The share of the captured turns of the categories where `positions` name someone that name
-    them (0: no turn does)."""
+def _said_where(frame, turns: dict, positions: list[int]) -> tuple[int, int]:
+    """How many captured turns among `positions` name someone, and how many turns the categories
+    they are in hold. A name said fewer than 1 / recall_dense_name_share times is never judged
+    so (one mention in a 20-turn session is no person the project is about)."""
     said: dict = {}
     for p in positions:
         if is_unit(frame.ids[p]):
             category = frame.cols["category"][p]
             said[category] = said.get(category, 0) + 1
-    total = sum(turns.get(c, 0) for c in said)
-    return sum(said.values()) / total if total else 0.0
+    return sum(said.values()), sum(turns.get(c, 0) for c in said)

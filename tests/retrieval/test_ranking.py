@@ -79,9 +79,15 @@ def test_a_name_said_in_most_turns_of_its_project_leaves_the_dense_query(mem, tm
     for n, text in enumerate(said):
         (talk.user if n % 2 == 0 else talk.reply)(text, f"2026-05-10T10:0{n}:00.000Z")
     assert mem.capture([talk.write(tmp_path)])["turns"] == 6
-    mem.settings.recall_dense_name_share = 0.2  # Caroline: 5 of 31 entries and turns (0.16), 5 of her 6 turns
+    short = Claude(session="5a1e0000-1111-4aaa-8bbb-00000000beef", cwd=str(tmp_path / "trips"))
+    short.user("Book the train to Lisbon for Friday.", "2026-05-11T10:00:00.000Z")
+    short.reply("Done: the 9:05 train, seat 42.", "2026-05-11T10:00:30.000Z")
+    assert mem.capture([short.write(tmp_path)])["turns"] == 2
+    mem.settings.recall_dense_name_share = 0.2  # Caroline: 5 of 33 entries and turns (0.15), 5 of her 6 turns
     info = mem.recall("What workshop did Caroline attend in Paris?", explain=True).info
     assert "Caroline" not in info["dense_query"] and "Paris" in info["dense_query"], info["dense_query"]
+    info = mem.recall("When is the train to Lisbon?", explain=True).info
+    assert "Lisbon" in info["dense_query"]  # half of its project's turns, but said once: fewer than 1 / 0.2 times
     info = mem.recall("Who set up the pipeline, Dana?", explain=True).info
     assert "Dana" in info["dense_query"]  # one note of 25 in its category: notes are judged on the whole tree
 
