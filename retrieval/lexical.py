@@ -176,12 +176,13 @@ def query_entities(query: str) -> list[str]:
 
 
 def without_entities(query: str, entities: list[str]) -> str:
-    """The query with named entities removed (what the dense side embeds); never empty."""
+    """The query with named entities removed (what the dense side embeds); the query itself when
+    nothing but question and stop words would be left ("Who is Marisol?" embedded as "Who is ?")."""
     if not entities:
         return query
     pattern = re.compile(r"\b(" + "|".join(re.escape(e) for e in entities) + r")(['’]s)?\b")
     stripped = " ".join(pattern.sub(" ", query).split())
-    return stripped if len(words(stripped)) >= 2 or has_cjk(stripped) else query
+    return stripped if query_terms(stripped) or has_cjk(stripped) else query
 
 
 def mentions(text: str, entity: str) -> bool:

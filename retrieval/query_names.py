@@ -91,7 +91,7 @@ def known(index: VectorIndex, frame, entities: list[str]) -> list[str]:
     return [e for e in entities if all(df.get(lexical._stem(w), 0) > 0 for w in e.lower().split())]
 
 
-def common(index: VectorIndex, frame, entities: list[str], settings) -> list[str]:
+def common(index: VectorIndex, frame, entities: list[str], settings, mask=None) -> list[str]:
     """The names in the query that at least `recall_dense_name_share` of the entries mention, or of
     the captured turns of the projects (categories) whose turns mention them: the people (or
     projects) a memory is by or about. They carry no topic for the embedding model and are handled
@@ -101,7 +101,8 @@ def common(index: VectorIndex, frame, entities: list[str], settings) -> list[str
     Judged where the name is said, a conversation's people leave its dense query among a year of
     other sessions as they do in its project alone: kept, "Caroline" made every short turn that
     names her (0.64 cosine to "What workshop did Caroline attend recently?") outrank the answer
-    (rank 1 alone, 140 among 10,000 other turns; docs/performance.md)."""
+    (rank 1 alone, 140 among 10,000 other turns; docs/performance.md). Only the turns a filter
+    (`mask`, per position) admits count: sessions a search leaves out do not shape its query."""
     share = settings.recall_dense_name_share
     if not entities or share <= 0:
         return entities
@@ -109,11 +110,15 @@ def common(index: VectorIndex, frame, entities: list[str], settings) -> list[str
     n = max(len(frame.ids), 1)
     out = {e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * n}
     turns = _turns_by_category(frame)
+    if turns and mask is not None:
+        admitted = np.flatnonzero(mask).tolist()
+        turns = units_per([frame.ids[p] for p in admitted], [frame.cols["category"][p] for p in admitted])
     if turns and len(out) < len(entities):
         texts, stats = index.texts(frame), index.term_stats(frame)
         for e in entities:
             if e not in out:
-                said, scope = _said_where(frame, turns, mentioning(frame, texts, e, stats))
+                found = mentioning(frame, texts, e, stats)
+                said, scope = _said_where(frame, turns, found if mask is None else [p for p in found if mask[p]])
                 if said >= 1.0 / share and said >= share * scope:
                     out.add(e)
     return [e for e in entities if e in out]

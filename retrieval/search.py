@@ -157,9 +157,15 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                 dense[pos] = sim
                 best_vec[pos] = v
 
+    if where is None:
+        mask = None
+    else:
+        mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
+                                        frame.cols["tags"][i], frame.cols["created"][i], frame.ids[i])
+                         for i in range(n)])
     dense_query = query
     if mode in ("hybrid", "vector") and embedder is not None:
-        dense_query = lexical.without_entities(query, query_names.common(index, frame, entities, settings))
+        dense_query = lexical.without_entities(query, query_names.common(index, frame, entities, settings, mask))
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
     stats = index.term_stats(frame) if terms else None
@@ -169,12 +175,6 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     cjk_cover: dict[int, float] = {}
     cjk_ideal = 0.0
     texts = None
-    if where is None:
-        mask = None
-    else:
-        mask = np.array([filters.admits(frame.cols["category"][i], frame.cols["tier"][i], frame.cols["status"][i],
-                                        frame.cols["tags"][i], frame.cols["created"][i], frame.ids[i])
-                         for i in range(n)])
     text_scores = _text_side(stats, terms, mask, settings, limit)  # vector mode too: it is judged on the words
     if lexical.has_cjk(query):
         texts = index.texts(frame)

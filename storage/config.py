@@ -86,7 +86,7 @@ class Settings:
     recall_feedback_docs: int = 3        # feedback: top entries read
     recall_dense_feedback_weight: float = 0.0  # Rocchio: query vector moved towards the top entries' best chunks
     recall_feedback_terms: int = 10      # feedback: terms added
-    recall_dense_name_share: float = 0.05  # query names that >= this share of entries (or of their projects' captured turns) mention leave the dense query (0: all)
+    recall_dense_name_share: float = 0.05  # query names that >= this share of entries mention, or of their projects' captured turns when said >= 1/share times, leave the dense query (0: all)
     recall_entity_boost: float = 0.35    # per share of the entities named in the query that an entry mentions
     recall_neighbour_weight: float = 0.15  # share of the scores of the entries written just before/after
     recall_neighbour_second: float = 0.5  # ... entries two steps away count this much of an adjacent one

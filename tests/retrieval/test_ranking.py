@@ -88,8 +88,19 @@ def test_a_name_said_in_most_turns_of_its_project_leaves_the_dense_query(mem, tm
     assert "Caroline" not in info["dense_query"] and "Paris" in info["dense_query"], info["dense_query"]
     info = mem.recall("When is the train to Lisbon?", explain=True).info
     assert "Lisbon" in info["dense_query"]  # half of its project's turns, but said once: fewer than 1 / 0.2 times
+    info = mem.recall("What workshop did Caroline attend in Paris?", explain=True, sessions=False).info
+    assert "Caroline" in info["dense_query"]  # sessions left out of the search do not shape its query
+    info = mem.recall("Who is Caroline?", explain=True).info
+    assert info["dense_query"] == "Who is Caroline?"  # nothing but question words would be left
     info = mem.recall("Who set up the pipeline, Dana?", explain=True).info
     assert "Dana" in info["dense_query"]  # one note of 25 in its category: notes are judged on the whole tree
+
+
+def test_a_query_of_names_and_question_words_keeps_its_names():
+    assert lexical.without_entities("Who is Marisol?", ["Marisol"]) == "Who is Marisol?"
+    assert lexical.without_entities("What did Caroline and Melanie do?", ["Caroline", "Melanie"]) == (
+        "What did Caroline and Melanie do?")
+    assert lexical.without_entities("What did Caroline paint?", ["Caroline"]) == "What did paint?"
 
 
 def test_only_a_conversation_has_neighbours():
