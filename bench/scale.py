@@ -108,13 +108,17 @@ def quality_worker(root: str, alone_dir: str, work: str) -> dict:
 
     from memstrata import Memory
 
-    where = scale_tree.where_map(Path(root))
-    big = Memory(root)
+    big, where = Memory(root), scale_tree.where_map(Path(root))
     out = {}
     for conv, qs in questions().items():
         alone_root = Path(alone_dir) / f"conv{conv}"
         alone_where = scale_tree.build_alone(alone_root, conv, Path(work))
-        rows_big = cap.evaluate(big, qs, where, conv)
+        # The conversation's own turns only, as in the tree alone (the same session ids): the five
+        # conversations share turn ids ("D5:1"), and another's turn counted as this one's answer
+        # (until 2026-12-06: every figure of this row before then was too high).
+        if any(where.get(k) != v for k, v in alone_where.items()):
+            raise SystemExit(f"conversation {conv}'s turns in {root} are not those of its tree alone: rebuild both")
+        rows_big = cap.evaluate(big, qs, alone_where, conv)
         rows_alone = cap.evaluate(Memory(alone_root), qs, alone_where, conv)
         out[conv] = {"n": len(qs), "big": cap.mean(rows_big, "r10"), "alone": cap.mean(rows_alone, "r10")}
     return out
