@@ -93,34 +93,43 @@ def known(index: VectorIndex, frame, entities: list[str]) -> list[str]:
 
 def common(index: VectorIndex, frame, entities: list[str], settings, mask=None) -> list[str]:
     """The names in the query that at least `recall_dense_name_share` of the entries mention, or of
-    the captured turns of the projects (categories) whose turns mention them: the people (or
-    projects) a memory is by or about. They carry no topic for the embedding model and are handled
-    by the entity boost, so they leave the dense query; rarer names (a book, a place, a group) stay
-    in it. Share 0: every name leaves.
+    the captured turns of a project (category) that says them: the people (or projects) a memory is
+    by or about. They carry no topic for the embedding model and are handled by the entity boost,
+    so they leave the dense query; rarer names (a book, a place, a group) stay in it. Share 0: every
+    name leaves.
 
     Judged where the name is said, a conversation's people leave its dense query among a year of
     other sessions as they do in its project alone: kept, "Caroline" made every short turn that
     names her (0.64 cosine to "What workshop did Caroline attend recently?") outrank the answer
-    (rank 1 alone, 140 among 10,000 other turns; docs/performance.md). Only the turns a filter
-    (`mask`, per position) admits count: sessions a search leaves out do not shape its query."""
+    (rank 1 alone, 140 among 10,000 other turns; docs/performance.md). Each project is judged on
+    its own (a stray mention in a large other project changes nothing), and only once its turns say
+    the name 1 / share times (one mention in a 20-turn session is no person the project is about).
+    The shares count only the rows a filter (`mask`, per position) admits: entries and sessions a
+    search leaves out do not shape its query; the floor counts the whole project (a date filter
+    that keeps the answer does not put it lower)."""
     share = settings.recall_dense_name_share
     if not entities or share <= 0:
         return entities
-    df = index.doc_freq(frame)
-    n = max(len(frame.ids), 1)
-    out = {e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * n}
-    turns = _turns_by_category(frame)
-    if turns and mask is not None:
-        admitted = np.flatnonzero(mask).tolist()
-        turns = units_per([frame.ids[p] for p in admitted], [frame.cols["category"][p] for p in admitted])
-    if turns and len(out) < len(entities):
-        texts, stats = index.texts(frame), index.term_stats(frame)
-        for e in entities:
-            if e not in out:
-                found = mentioning(frame, texts, e, stats)
-                said, scope = _said_where(frame, turns, found if mask is None else [p for p in found if mask[p]])
-                if said >= 1.0 / share and said >= share * scope:
-                    out.add(e)
+    if mask is None:
+        df = index.doc_freq(frame)
+        out = {e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * max(len(frame.ids), 1)}
+        admitted = turns = _turns_by_category(frame)
+    else:
+        out = set()
+        turns = _turns_by_category(frame)
+        rows = np.flatnonzero(mask).tolist()
+        admitted = units_per([frame.ids[p] for p in rows], [frame.cols["category"][p] for p in rows])
+    if len(out) == len(entities) or not (turns or mask is not None):
+        return [e for e in entities if e in out]
+    texts, stats = index.texts(frame), index.term_stats(frame)
+    for e in entities:
+        if e in out:
+            continue
+        found = mentioning(frame, texts, e, stats)
+        if mask is not None and sum(1 for p in found if mask[p]) >= share * max(int(mask.sum()), 1):
+            out.add(e)
+        elif _said_in_a_project(frame, found, mask, admitted, share):
+            out.add(e)
     return [e for e in entities if e in out]
 
 
@@ -132,13 +141,16 @@ def _turns_by_category(frame) -> dict:
     return counts
 
 
-def _said_where(frame, turns: dict, positions: list[int]) -> tuple[int, int]:
-    """How many captured turns among `positions` name someone, and how many turns the categories
-    they are in hold. A name said fewer than 1 / recall_dense_name_share times is never judged
-    so (one mention in a 20-turn session is no person the project is about)."""
+def _said_in_a_project(frame, positions: list[int], mask, admitted: dict, share: float) -> bool:
+    """Whether some category's captured turns say the name at `positions` at least 1 / share times
+    in all, and in at least `share` of its turns a search admits (`admitted`: turns per category)."""
     said: dict = {}
+    said_admitted: dict = {}
     for p in positions:
         if is_unit(frame.ids[p]):
             category = frame.cols["category"][p]
             said[category] = said.get(category, 0) + 1
-    return sum(said.values()), sum(turns.get(c, 0) for c in said)
+            if mask is None or mask[p]:
+                said_admitted[category] = said_admitted.get(category, 0) + 1
+    return any(n >= 1.0 / share and admitted.get(c, 0) and said_admitted.get(c, 0) >= share * admitted[c]
+               for c, n in said.items())

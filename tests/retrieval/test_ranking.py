@@ -83,15 +83,29 @@ def test_a_name_said_in_most_turns_of_its_project_leaves_the_dense_query(mem, tm
     short.user("Book the train to Lisbon for Friday.", "2026-05-11T10:00:00.000Z")
     short.reply("Done: the 9:05 train, seat 42.", "2026-05-11T10:00:30.000Z")
     assert mem.capture([short.write(tmp_path)])["turns"] == 2
-    mem.settings.recall_dense_name_share = 0.2  # Caroline: 5 of 33 entries and turns (0.15), 5 of her 6 turns
+    work = Claude(session="5a1e0000-1111-4aaa-8bbb-00000000f00d", cwd=str(tmp_path / "billing"))
+    for n in range(30):
+        text = "Caroline from accounting asked for the invoice export." if n == 7 else f"Run the billing job {n}."
+        (work.user if n % 2 == 0 else work.reply)(text, f"2026-05-12T10:{n:02d}:00.000Z")
+    assert mem.capture([work.write(tmp_path)])["turns"] == 30
+    # Caroline: 6 of 63 entries and turns (0.10); 5 of her project's 6 turns, once in billing's 30: each
+    # project is judged on its own (the two together, 6 of 36, are under 0.2)
+    mem.settings.recall_dense_name_share = 0.2
     info = mem.recall("What workshop did Caroline attend in Paris?", explain=True).info
     assert "Caroline" not in info["dense_query"] and "Paris" in info["dense_query"], info["dense_query"]
+    info = mem.recall("What workshop did Caroline attend in Paris?", explain=True, since="2026-05-10T10:03:00Z").info
+    assert "Caroline" not in info["dense_query"]  # 2 of the 3 turns admitted: the floor counts the whole project
     info = mem.recall("When is the train to Lisbon?", explain=True).info
     assert "Lisbon" in info["dense_query"]  # half of its project's turns, but said once: fewer than 1 / 0.2 times
     info = mem.recall("What workshop did Caroline attend in Paris?", explain=True, sessions=False).info
     assert "Caroline" in info["dense_query"]  # sessions left out of the search do not shape its query
     info = mem.recall("Who is Caroline?", explain=True).info
     assert info["dense_query"] == "Who is Caroline?"  # nothing but question words would be left
+    mem.settings.recall_dense_name_share = 0.08  # 6 of 63 rows: common in the tree, in none of its notes
+    assert "Caroline" not in mem.recall("Which workshop, Caroline?", explain=True).info["dense_query"]
+    info = mem.recall("Which workshop, Caroline?", explain=True, sessions=False).info
+    assert "Caroline" in info["dense_query"]  # the whole tree's share counts the rows the search admits too
+    mem.settings.recall_dense_name_share = 0.2
     info = mem.recall("Who set up the pipeline, Dana?", explain=True).info
     assert "Dana" in info["dense_query"]  # one note of 25 in its category: notes are judged on the whole tree
 
@@ -101,6 +115,8 @@ def test_a_query_of_names_and_question_words_keeps_its_names():
     assert lexical.without_entities("What did Caroline and Melanie do?", ["Caroline", "Melanie"]) == (
         "What did Caroline and Melanie do?")
     assert lexical.without_entities("What did Caroline paint?", ["Caroline"]) == "What did paint?"
+    for query in ("Describe Caroline", "Tell me about Caroline.", "What do you know about Caroline?", "Caroline birthday?"):
+        assert lexical.without_entities(query, ["Caroline"]) == query  # asking words, or one word, are no topic
 
 
 def test_only_a_conversation_has_neighbours():
