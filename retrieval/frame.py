@@ -92,12 +92,12 @@ class FrameCache:
         if old is not None and old.ids == self._frame.ids:  # e.g. only access times changed
             if all(old.cols[c] == data[c] for c in ("hash", "created", "tags")):  # the text keys
                 self._frame._texts, self._frame._stats, self._frame._df = old._texts, old._stats, old._df
-            if old.cols["category"] == data["category"] and old.cols["created"] == data["created"]:
+            if old.cols["category"] == data["category"]:
                 structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
-                if structure is not None:
+                if structure is not None and old.cols["created"] == data["created"]:
                     self._frame._structure = structure
-            if old.cols["category"] == data["category"] and "_turns_by_category" in old.__dict__:
-                self._frame._turns_by_category = old._turns_by_category  # retrieval/query_names.py
+                if "_turns_by_category" in old.__dict__:  # retrieval/query_names.py
+                    self._frame._turns_by_category = old._turns_by_category
         return self._frame
 
     def texts(self, frame: Frame | None = None) -> list[str]:

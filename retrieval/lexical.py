@@ -175,6 +175,12 @@ def query_entities(query: str) -> list[str]:
     return out
 
 
+# Words that ask about what a query names rather than name a topic of their own: a query left with
+# these alone ("Tell me about", "What do you know about") is about the name it dropped.
+ASKING_WORDS = frozenset({"tell", "describe", "summarize", "summarise", "summary", "remind", "explain", "know",
+                          "info", "information", "anything", "everything", "something"})
+
+
 def without_entities(query: str, entities: list[str]) -> str:
     """The query with named entities removed (what the dense side embeds); the query itself when
     fewer than two words, or nothing but question, stop and asking words, would be left ("Who is
@@ -187,12 +193,6 @@ def without_entities(query: str, entities: list[str]) -> str:
         return stripped
     topic = [w for w in query_terms(stripped) if w not in ASKING_WORDS]
     return stripped if len(words(stripped)) >= 2 and topic else query
-
-
-# Words that ask about what a query names rather than name a topic of their own: a query left with
-# these alone ("Tell me about", "What do you know about") is about the name it dropped.
-ASKING_WORDS = frozenset({"tell", "describe", "summarize", "summarise", "summary", "remind", "explain", "know",
-                          "info", "information", "anything", "everything", "something"})
 
 
 def mentions(text: str, entity: str) -> bool:
