@@ -253,9 +253,9 @@ def doc_freqs_carried(old_df: Counter, old_texts: list[str], reuse: list, texts:
     entry whose text is unchanged, None for a new or changed one (only those are read)."""
     df = old_df.copy()
     kept = {j for j in reuse if j is not None}
-    for j, text in enumerate(old_texts):
+    for j in range(len(old_texts)):
         if j not in kept:
-            df.subtract(_stem_set(text))
+            df.subtract(_stem_set(old_texts[j]))
     for n, j in enumerate(reuse):
         if j is None:
             df.update(_stem_set(texts[n]))
@@ -266,15 +266,11 @@ class TermStats:
     """In-memory BM25 statistics of the English column: per entry its stem counts and length."""
 
     def __init__(self, texts: list[str]):
-        self.tf: list[Counter] = []
-        self.df: Counter = Counter()
-        lengths = []
-        for text in texts:
-            counts = self._counts(text)
-            self.tf.append(counts)
-            self.df.update(counts.keys())
-            lengths.append(sum(counts.values()))
-        self._finish(lengths)
+        from memstrata.retrieval.term_rows import TermRows
+
+        self.tf = TermRows.build(self._counts(text) for text in texts)
+        self.df = self.tf.column_counts()
+        self._finish(self.tf.lengths())
 
     @staticmethod
     def _counts(text: str) -> Counter:
@@ -292,23 +288,19 @@ class TermStats:
     def carried(cls, old: "TermStats", reuse: list, texts: list[str]) -> "TermStats":
         """The statistics of a new collection from the previous one's: reuse[n] is the old
         position of an entry whose text is unchanged, None for a new or changed one (counted)."""
+        import numpy as np
+
         self = cls.__new__(cls)
-        self.tf, lengths = [], []
+        fresh = {n: cls._counts(texts[n]) for n, j in enumerate(reuse) if j is None}
+        self.tf = old.tf.carried(reuse, fresh)
         df = old.df.copy()
-        for n, j in enumerate(reuse):
-            if j is None:
-                counts = cls._counts(texts[n])
-                df.update(counts.keys())
-                self.tf.append(counts)
-                lengths.append(sum(counts.values()))
-            else:
-                self.tf.append(old.tf[j])
-                lengths.append(old.length[j])
-        kept = {j for j in reuse if j is not None}
-        for j, counts in enumerate(old.tf):
-            if j not in kept:
-                df.subtract(counts.keys())
+        for counts in fresh.values():
+            df.update(counts.keys())
+        dropped = np.ones(len(old.tf), dtype=bool)
+        dropped[[j for j in reuse if j is not None]] = False
+        df.subtract(old.tf.column_counts(np.flatnonzero(dropped)))
         self.df = +df
+        lengths = [old.length[j] if j is not None else sum(fresh[n].values()) for n, j in enumerate(reuse)]
         built = old._postings
         self._finish(lengths, (built, reuse) if built is not None else None)
         return self
@@ -359,8 +351,11 @@ class TermStats:
         if total <= 0:
             return {}
         forms = {s: derived_forms(s) for s in idf}
-        return {p: sum(v for s, v in idf.items() if any(f in self.tf[p] for f in forms[s])) / total
-                for p in positions}
+        out = {}
+        for p in positions:
+            held = self.tf[p]
+            out[p] = sum(v for s, v in idf.items() if any(f in held for f in forms[s])) / total
+        return out
 
     def known_share(self, terms) -> float:
         """Share of the query's idf weight whose terms (in some derived form) some entry holds (0 without terms)."""

@@ -1,6 +1,6 @@
 """In-memory inverted index of the English full-text column: BM25 top candidates with no table query.
 
-Built from the term statistics (lexical.TermStats.tf) as term-major sparse matrices, so a
+Built from the term statistics (lexical.TermStats.tf, retrieval/term_rows.py) as term-major sparse matrices, so a
 query reads only the postings of its own terms: at 100k entries this takes about two
 milliseconds where LanceDB's full-text query took about eight, and the candidates are the
 top entries of the very BM25 (k1, b) that ranks them, not of LanceDB's own fixed one.
@@ -27,19 +27,19 @@ class Postings:
         self.n = n
 
     @classmethod
-    def build(cls, tf: list) -> "Postings":
-        """From per-entry {stem: count} (frame order)."""
-        vocab: dict[str, int] = {}
-        return cls(vocab, [(_matrix(tf, vocab), None)], len(tf))
+    def build(cls, tf) -> "Postings":
+        """From the per-entry stem counts (retrieval.term_rows.TermRows, frame order); the
+        columns are the rows' vocabulary."""
+        return cls(tf.vocab, [(tf.matrix(), None)], len(tf))
 
     @classmethod
-    def carried(cls, old: "Postings", reuse: list, tf: list) -> "Postings":
+    def carried(cls, old: "Postings", reuse: list, tf) -> "Postings":
         """The index of a new collection: reuse[n] is the old position of an unchanged entry
         (its rows are kept), None for a new or changed one (counted from tf[n])."""
         n = len(reuse)
         fresh = [i for i, j in enumerate(reuse) if j is None]
         small = sum(len(pos) for _, pos in old.segments[1:]) + len(fresh)
-        if len(old.segments) >= MAX_SEGMENTS or small > max(1000, n // 10):
+        if len(old.segments) >= MAX_SEGMENTS or small > max(1000, n // 10) or old.vocab is not tf.vocab:
             return cls.build(tf)
         old_pos = np.array([-1 if j is None else j for j in reuse], dtype=np.int64)
         moved = np.full(old.n + 1, -1, dtype=np.int64)  # old position -> new position; slot -1 stays -1
@@ -47,7 +47,7 @@ class Postings:
         moved[old_pos[kept]] = np.flatnonzero(kept)
         segments = [(m, moved[:-1] if pos is None else moved[pos]) for m, pos in old.segments]
         if fresh:
-            segments.append((_matrix([tf[i] for i in fresh], old.vocab), np.asarray(fresh, dtype=np.int64)))
+            segments.append((tf.matrix(fresh), np.asarray(fresh, dtype=np.int64)))
         return cls(old.vocab, segments, n)
 
     def bm25_top(self, query: dict[str, float], idf, length: np.ndarray, avg_length: float, k1: float,
@@ -102,17 +102,3 @@ class Postings:
                     rows = rows[rows >= 0]
                 found.append(rows)
         return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-
-
-def _matrix(tf: list, vocab: dict[str, int]):
-    """CSC matrix (len(tf) x len(vocab)) of the counters `tf`, one row each; new stems are
-    added to `vocab`."""
-    from itertools import chain
-
-    from scipy import sparse
-
-    add = vocab.setdefault
-    cols = np.fromiter((add(s, len(vocab)) for s in chain.from_iterable(tf)), dtype=np.int64)
-    data = np.fromiter(chain.from_iterable(c.values() for c in tf), dtype=np.float32, count=len(cols))
-    rows = np.repeat(np.arange(len(tf), dtype=np.int64), [len(c) for c in tf])
-    return sparse.csc_matrix((data, (rows, cols)), shape=(len(tf), len(vocab)))

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
-FORMAT = 3  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones
+FORMAT = 4  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones; 4: counts as arrays
 _COLUMNS = ("hash", "created", "tags", "path", "category")
 
 
@@ -23,7 +23,8 @@ def save(directory: Path, frame, model: str | None) -> None:
     stats = frame._stats
     data = {"format": FORMAT, "model": model, "ids": list(frame.ids),
             "cols": {c: [list(v) if isinstance(v, list) else v for v in frame.cols[c]] for c in _COLUMNS},
-            "texts": list(frame._texts), "tf": [dict(c) for c in stats.tf], "length": list(stats.length),
+            "texts": {"data": frame._texts.data, "offsets": frame._texts.offsets.astype("<i8").tobytes()},
+            "tf": _rows_data(stats.tf), "length": list(stats.length),
             "df": dict(stats.df), "fdf": dict(frame._df)}
     postings = _postings_data(stats)
     if postings is not None:
@@ -49,14 +50,18 @@ def load(directory: Path, model: str | None, make_frame):
         if not _consistent(data):
             return None
         frame = make_frame(-1, data["ids"], data["cols"])
-        frame._texts = data["texts"]
+        frame._texts = _texts_from(data["texts"])
+        if frame._texts is None:
+            return None
         stats = lexical.TermStats.__new__(lexical.TermStats)
-        stats.tf, stats.df = data["tf"], Counter(data["df"])
+        stats.tf, stats.df = _rows_from(data["tf"]), Counter(data["df"])
+        if stats.tf is None or stats.tf.lengths() != data["length"]:
+            return None
         stats._finish(data["length"])
         frame._stats, frame._df = stats, Counter(data["fdf"])
         if not (len(frame.ids) == len(frame._texts) == len(stats.tf)):
             return None
-        stats._postings = _postings_from(data.get("postings"), len(stats.tf))
+        stats._postings = _postings_from(data.get("postings"), stats.tf)
         return frame
     except (OSError, ValueError, EOFError, TypeError, KeyError):
         return None
@@ -66,38 +71,93 @@ def _consistent(data: dict) -> bool:
     """Every part of a loaded cache has the shape and types a full count makes (a damaged or
     forged file is thrown away and counted again, never half used)."""
     ids, texts, tf, length, cols = data["ids"], data["texts"], data["tf"], data["length"], data["cols"]
-    if not all(isinstance(x, list) for x in (ids, texts, tf, length)) or not isinstance(cols, dict):
+    if not all(isinstance(x, list) for x in (ids, length)) or not isinstance(cols, dict) \
+            or not isinstance(tf, dict) or not isinstance(texts, dict):
         return False
     n = len(ids)
-    if not (len(texts) == len(tf) == len(length) == n) or len(set(ids)) != n:
+    if not len(length) == n or len(set(ids)) != n:
         return False
     if any(not isinstance(cols.get(c), list) or len(cols[c]) != n for c in _COLUMNS):
         return False
-    if not all(type(i) is str for i in ids) or not all(type(t) is str for t in texts):
+    if not all(type(i) is str for i in ids):
         return False
-    if not all(type(x) is int and x >= 0 for x in length) or not all(type(c) is dict for c in tf):
-        return False
-    if not all(type(k) is str and type(v) is int and v > 0 for c in tf for k, v in c.items()):
-        return False
-    if any(sum(c.values()) != x for c, x in zip(tf, length)):
+    if not all(type(x) is int and x >= 0 for x in length):
         return False
     return all(isinstance(d, dict) and all(type(k) is str and type(v) is int and v >= 0 for k, v in d.items())
                for d in (data["df"], data["fdf"]))
 
 
+def _texts_from(data):
+    """The cached texts (retrieval.text_column), or None when the buffer and offsets do not make them."""
+    import numpy as np
+
+    from memstrata.retrieval.text_column import TextColumn
+
+    try:
+        if type(data["data"]) is not bytes:
+            return None
+        texts = TextColumn(data["data"], np.frombuffer(data["offsets"], dtype="<i8"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return texts if texts.well_formed() else None
+
+
+def _rows_data(rows) -> dict:
+    """The per-entry stem counts (retrieval.term_rows) as plain bytes, each row's columns sorted."""
+    from scipy import sparse
+
+    csr = sparse.csr_matrix((rows.counts, rows.indices, rows.indptr), shape=(len(rows), len(rows.terms)))
+    csr.sort_indices()
+    return {"terms": list(rows.terms), "indptr": csr.indptr.astype("<i8").tobytes(),
+            "indices": csr.indices.astype("<i4").tobytes(), "counts": csr.data.astype("<i4").tobytes()}
+
+
+def _rows_from(data):
+    """The cached stem counts, or None when they are not what a count makes: terms distinct
+    strings, rows in order, each row's columns in range, increasing (no stem twice) and counted
+    at least once."""
+    import numpy as np
+
+    from memstrata.retrieval.term_rows import TermRows
+
+    try:
+        terms = data["terms"]
+        indptr = np.frombuffer(data["indptr"], dtype="<i8")
+        indices = np.frombuffer(data["indices"], dtype="<i4")
+        counts = np.frombuffer(data["counts"], dtype="<i4")
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(terms, list) or not all(type(t) is str for t in terms) or len(set(terms)) != len(terms):
+        return None
+    if len(indptr) == 0 or indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(counts) \
+            or np.any(np.diff(indptr) < 0) or np.any(counts <= 0):
+        return None
+    if len(indices) and (indices.min() < 0 or indices.max() >= len(terms)):
+        return None
+    step = np.diff(indices.astype(np.int64))
+    starts = np.zeros(len(indices), dtype=bool)
+    starts[indptr[:-1][indptr[:-1] < len(indices)]] = True
+    if np.any((step <= 0) & ~starts[1:]):
+        return None
+    return TermRows(terms, {t: c for c, t in enumerate(terms)}, indptr, indices, counts)
+
+
 def _postings_data(stats) -> dict | None:
-    """The inverted index as plain bytes (one built segment only: what a full count makes)."""
+    """The inverted index as plain bytes (one built segment only: what a full count makes); its
+    columns are the stem counts' terms (`_rows_data`)."""
     postings = getattr(stats, "_postings", None)
-    if postings is None or len(postings.segments) != 1 or postings.segments[0][1] is not None:
+    if postings is None or len(postings.segments) != 1 or postings.segments[0][1] is not None \
+            or postings.vocab is not stats.tf.vocab:
         return None
     matrix = postings.segments[0][0]
-    return {"vocab": sorted(postings.vocab, key=postings.vocab.__getitem__), "rows": int(matrix.shape[0]),
+    return {"columns": int(matrix.shape[1]), "rows": int(matrix.shape[0]),
             "indptr": matrix.indptr.astype("<i8").tobytes(), "indices": matrix.indices.astype("<i4").tobytes(),
             "data": matrix.data.astype("<f4").tobytes()}
 
 
-def _postings_from(data, n: int):
-    """The cached inverted index, or None (then it is built on first use) when absent or inconsistent."""
+def _postings_from(data, rows):
+    """The cached inverted index over the stem counts `rows` (retrieval.term_rows), or None (then
+    it is built on first use) when absent or inconsistent."""
     if not isinstance(data, dict):
         return None
     try:
@@ -106,16 +166,16 @@ def _postings_from(data, n: int):
 
         from memstrata.retrieval.postings import Postings
 
-        vocab = {term: c for c, term in enumerate(data["vocab"])}
+        n, columns = len(rows), data["columns"]
         indptr = np.frombuffer(data["indptr"], dtype="<i8")
         indices = np.frombuffer(data["indices"], dtype="<i4")
         values = np.frombuffer(data["data"], dtype="<f4")
-        if (data["rows"] != n or len(vocab) != len(data["vocab"]) or len(indptr) != len(vocab) + 1
-                or not np.all(np.isfinite(values)) or np.any(values <= 0)
+        if (data["rows"] != n or type(columns) is not int or not 0 <= columns <= len(rows.terms)
+                or len(indptr) != columns + 1 or not np.all(np.isfinite(values)) or np.any(values <= 0)
                 or indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(values)
                 or np.any(np.diff(indptr) < 0) or (len(indices) and (indices.min() < 0 or indices.max() >= n))):
             return None
-        matrix = sparse.csc_matrix((values, indices, indptr), shape=(n, len(vocab)))
-        return Postings(vocab, [(matrix, None)], n)
+        matrix = sparse.csc_matrix((values, indices, indptr), shape=(n, columns))
+        return Postings(rows.vocab, [(matrix, None)], n)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

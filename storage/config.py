@@ -53,6 +53,7 @@ class Settings:
     mcp_http_max_connections: int = 256   # ... open connections at most; more are closed as they come (the fd limit stays far)
     mcp_http_session_seconds: int = 1800  # ... an MCP session idle this long expires (its memory is freed)
     ann_min_rows: int = 20000        # build an ANN index on the vector table past this many rows
+    index_cache_mb: int = 128        # LanceDB's cache of index pages, per process (trees with the same size share one)
     shared_root: str | None = None   # a shared memory root other agents can read
     agent_name: str | None = None    # written as `agent:` on shared entries
     shared_from_others: bool = False  # autoload and the hooks load shared-root notes another user wrote (or from a shared root another user owns or anyone can write) only when true
@@ -147,6 +148,7 @@ _RANGES = {
     "split_threshold": (1, 1_000_000), "chunk_max_sentences": (0, 10_000), "chunk_sentence_min_words": (0, 100_000), "recall_text_candidates": (1, 100_000),
     "recall_feedback_docs": (1, 1000), "recall_feedback_terms": (1, 1000), "compress_key_points": (1, 1000),
     "summary_sentences": (1, 1000), "max_entry_bytes": (0, 8 * 1024 * 1024), "service_idle_minutes": (0, 7 * 24 * 60),  # 0: never idle out
+    "index_cache_mb": (8, 1_000_000),
     "git_connect_timeout": (1, 3600), "git_idle_timeout": (1, 3600), "git_timeout": (1, 7 * 24 * 3600),
     "mcp_http_header_seconds": (1, 3600), "mcp_http_max_connections": (1, 100_000),
     "mcp_http_session_seconds": (1, 7 * 24 * 3600), "capture_turn_max_chars": (0, 1_000_000),

@@ -109,7 +109,7 @@ def vector_state(root: Path, settings):
     """(index, frame or None, error message or None) of the tree's vector table."""
     from memstrata.retrieval.table import VectorIndex
 
-    index = VectorIndex(root, settings)
+    index = VectorIndex(root, settings, own_caches=True)
     if not index.exists():
         return index, None, None
     try:

@@ -91,6 +91,7 @@ def test_carried_index_equals_a_fresh_build_over_many_versions():
             stats = lexical.TermStats.carried(stats, reuse, new_texts)
             seen_segments.add(len(stats.postings().segments))
             fresh = lexical.TermStats(new_texts)
+            assert (stats.tf, stats.df, stats.length) == (fresh.tf, fresh.df, fresh.length)
             assert _by_term(stats.postings()) == _by_term(fresh.postings())
             for q in ({"zebra": 1.0}, {f"brandnewword{step}": 1.0, "deploy": 1.0}, {"billing": 2.0}):
                 assert stats.top(q, 0.9, 0.5, 50) == pytest.approx(fresh.top(q, 0.9, 0.5, 50))
@@ -106,10 +107,12 @@ def test_a_damaged_cached_index_is_rebuilt():
     stats = lexical.TermStats(["billing database", "zebra crossing", "billing zebra"])
     stats.postings()
     data = stats_cache._postings_data(stats)
-    assert stats_cache._postings_from(data, 3) is not None
-    assert stats_cache._postings_from(data, 4) is None  # for another number of entries
-    for key, bad in (("indices", b"\xff\xff\xff\x7f" * 6), ("indptr", b"\x00" * 8), ("vocab", None), ("data", b"")):
-        assert stats_cache._postings_from({**data, key: bad}, 3) is None
+    assert stats_cache._postings_from(data, stats.tf) is not None
+    other = lexical.TermStats(["billing database", "zebra crossing", "billing zebra", "zebra"]).tf
+    assert stats_cache._postings_from(data, other) is None  # for another number of entries
+    for key, bad in (("indices", b"\xff\xff\xff\x7f" * 6), ("indptr", b"\x00" * 8), ("columns", None),
+                     ("columns", 99), ("data", b"")):
+        assert stats_cache._postings_from({**data, key: bad}, stats.tf) is None
 
 
 def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
@@ -143,10 +146,16 @@ def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
     cases = [
         lambda d: d["cols"].__setitem__("hash", []),
         lambda d: d.__setitem__("length", d["length"][:-1]),
-        lambda d: d["texts"].__setitem__(0, 5),
+        lambda d: d["texts"].__setitem__("data", 5),
+        lambda d: d["texts"].__setitem__("offsets", (np.frombuffer(d["texts"]["offsets"], dtype="<i8") + 1).tobytes()),
+        lambda d: d["texts"].__setitem__("data", d["texts"]["data"][:-1] + b"\xc3"),
         lambda d: d.__setitem__("df", {k: "x" for k in d["df"]}),
         lambda d: d.__setitem__("ids", [d["ids"][0]] * len(d["ids"])),
-        lambda d: d["tf"].__setitem__(0, [1, 2]),
+        lambda d: d.__setitem__("tf", [{"postgres": 1}]),
+        lambda d: d["tf"].__setitem__("counts", np.zeros(len(d["tf"]["counts"]) // 4, dtype="<i4").tobytes()),
+        lambda d: d["tf"].__setitem__("indices", np.full(len(d["tf"]["indices"]) // 4, 10**6, dtype="<i4").tobytes()),
+        lambda d: d["tf"].__setitem__("indices", np.zeros(len(d["tf"]["indices"]) // 4, dtype="<i4").tobytes()),
+        lambda d: d["tf"].__setitem__("terms", d["tf"]["terms"][:1] * len(d["tf"]["terms"])),
         lambda d: d["length"].__setitem__(0, -17),
         lambda d: values(d, float("nan")),
         lambda d: values(d, -1e30),
