@@ -119,7 +119,7 @@ def carried_runs(reuse: list) -> list[tuple[bool, int, int]]:
     """A new collection's entries as runs, in order, to copy whole: (True, lo, hi) for old rows
     lo..hi-1 kept in a row (reuse[n] their old row), (False, lo, hi) for the lo-th..(hi-1)-th new or
     changed entries (reuse[n] None). A write changes a few entries: a few runs, whatever the size."""
-    old = np.fromiter((-1 if j is None else j for j in reuse), dtype=np.int64, count=len(reuse))
+    old = np.array([-1 if j is None else j for j in reuse], dtype=np.int64)
     if not len(old):
         return []
     kept = old >= 0

@@ -53,10 +53,11 @@ class TextColumn:
         entry, None for a new or changed one, whose text is fresh[n]. Kept texts are copied run by run."""
         new = TextColumn.of(fresh[n] for n, j in enumerate(reuse) if j is None)
         sizes, pieces = [], []
+        buffers = {True: memoryview(self.data), False: memoryview(new.data)}  # slices without copies
         for kept, lo, hi in carried_runs(reuse):
             source = self if kept else new
             sizes.append(np.diff(source.offsets[lo:hi + 1]))
-            pieces.append(source.data[source.offsets[lo]:source.offsets[hi]])
+            pieces.append(buffers[kept][source.offsets[lo]:source.offsets[hi]])
         offsets = np.zeros(len(reuse) + 1, dtype=np.int64)
         if sizes:
             np.cumsum(np.concatenate(sizes), out=offsets[1:])
