@@ -62,3 +62,36 @@ def test_a_text_column_reads_back_its_texts_through_carries():
     cut = column.offsets.copy()
     cut[3] += 1  # inside 数, the first character of text 3
     assert not TextColumn(column.data, cut).well_formed()
+
+
+def test_the_statistics_cache_reads_back_what_it_wrote_and_refuses_a_stem_twice_in_a_row(tmp_path):
+    import marshal
+
+    import numpy as np
+
+    from memstrata.retrieval import lexical, stats_cache
+    from memstrata.retrieval.frame import Frame
+    from memstrata.retrieval.text_column import TextColumn
+
+    texts = ["Caroline went to the pottery workshop", "", "数据库 migration 🙂", "pottery again and again"]
+    ids = [f"e{n}" for n in range(4)]
+    cols = {"hash": ["h"] * 4, "created": [1.0] * 4, "tags": [[]] * 4, "path": [f"{i}.md" for i in ids],
+            "category": ["c"] * 4}
+    frame = Frame(0, ids, cols)
+    frame._texts = TextColumn.of(texts)
+    frame._stats = lexical.TermStats(texts)
+    frame._stats.postings()
+    frame._df = lexical.doc_freqs(texts)
+    stats_cache.save(tmp_path, frame, "m")
+    loaded = stats_cache.load(tmp_path, "m", Frame)
+    assert loaded._texts == texts and loaded._stats.tf == frame._stats.tf
+    assert loaded._stats.length == frame._stats.length and loaded._stats._postings is not None
+    query = {"pottery": 1.0, "caroline": 1.0}
+    assert loaded._stats.top(query, 0.9, 0.5, 5) == frame._stats.top(query, 0.9, 0.5, 5) != {}
+    data = marshal.loads((tmp_path / stats_cache.CACHE_FILE).read_bytes())
+    indices = np.frombuffer(data["tf"]["indices"], dtype="<i4").copy()
+    first_row = slice(0, int(np.frombuffer(data["tf"]["indptr"], dtype="<i8")[1]))
+    indices[first_row] = indices[first_row][0]  # one stem over and over in the first row
+    data["tf"]["indices"] = indices.tobytes()
+    (tmp_path / stats_cache.CACHE_FILE).write_bytes(marshal.dumps(data))
+    assert stats_cache.load(tmp_path, "m", Frame) is None
