@@ -156,6 +156,15 @@ _RANGES = {
 MODEL_NAME_MAX = 1000  # a model name or path longer than this is a mistake (a pasted text)
 
 
+def _kind(key: str, default) -> str:
+    """What a numeric setting takes, as an error says it ("a whole number from 8 to 1,000,000")."""
+    whole = isinstance(default, int)
+    if key not in _RANGES:
+        return "a whole number, 0 or more" if whole else "a number"
+    low, high = _RANGES[key]
+    return f"a whole number from {low:,} to {high:,}" if whole else f"a number from {low:g} to {high:g}"
+
+
 def _convert(key: str, raw, default):
     if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("null", "none", "")):
         if default is None:
@@ -172,6 +181,8 @@ def _convert(key: str, raw, default):
                 return False
             raise ValueError
         if isinstance(default, int):
+            if isinstance(raw, float) and not raw.is_integer():
+                raise ValueError  # 1.5 is no whole number (int() made it 1)
             value = int(raw)
             if value < 0:
                 raise ValueError
@@ -184,12 +195,11 @@ def _convert(key: str, raw, default):
     except (TypeError, ValueError):
         if isinstance(default, bool):
             raise InvalidInput(f"setting {key} must be true or false, not {raw!r}") from None
-        raise InvalidInput(f"setting {key} must be a {'whole number, 0 or more' if isinstance(default, int) else 'number'}"
-                           f", not {raw!r}") from None
+        raise InvalidInput(f"setting {key} must be {_kind(key, default)}, not {raw!r}") from None
     if value is not None:
         low, high = _RANGES.get(key, (value, value))
         if not low <= value <= high:
-            raise InvalidInput(f"setting {key} must be between {low:g} and {high:g}, not {value:g}")
+            raise InvalidInput(f"setting {key} must be {_kind(key, default)}, not {raw!r}")
         return value
     value = str(raw)
     if key == "secrets" and value not in ("refuse", "warn"):

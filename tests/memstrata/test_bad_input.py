@@ -391,3 +391,16 @@ def test_an_import_row_without_text_is_refused_and_the_rest_imports(stored, tmp_
     source.write_text(json.dumps({"title": "Only a title"}) + "\n")
     assert "nothing imported: 1 row failed, first: line 1: the row has no text" in one_line_error(
         cli(root, "import", str(source)), 2)
+
+
+def test_a_numeric_setting_out_of_range_says_what_it_takes(tmp_path):
+    from memstrata.errors import InvalidInput
+    from memstrata.storage import config
+
+    (tmp_path / "t").mkdir()
+    for raw in ("-5", "0", "1000000000000", "abc", 1.5):
+        with pytest.raises(InvalidInput, match=r"index_cache_mb must be a whole number from 8 to 1,000,000, not"):
+            config._convert("index_cache_mb", raw, 128)
+    assert config._convert("index_cache_mb", "64", 128) == 64 and config._convert("index_cache_mb", 64.0, 128) == 64
+    with pytest.raises(InvalidInput, match=r"recall_bm25_b must be a number from 0 to 1, not '2'"):
+        config._convert("recall_bm25_b", "2", 0.5)
