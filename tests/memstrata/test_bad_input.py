@@ -109,7 +109,7 @@ def test_twenty_megabyte_body(stored, embedder, tmp_path):
     assert snapshot(root) == before
     m.config_set("max_entry_bytes", 8 * 1024 * 1024)  # the limit is a setting ...
     assert Memory(root, embedder=embedder).settings.max_entry_bytes == 8 * 1024 * 1024
-    with pytest.raises(InvalidInput, match="between 0 and"):  # ... below the 16 MB no file is read past
+    with pytest.raises(InvalidInput, match="a whole number from 0 to 8,388,608"):  # ... below the 16 MB no file is read past
         m.config_set("max_entry_bytes", 32 * 1024 * 1024)
 
 
