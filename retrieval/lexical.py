@@ -262,6 +262,9 @@ def doc_freqs_carried(old_df: Counter, old_texts: list[str], reuse: list, texts:
     return +df
 
 
+VOCABULARY_SLACK = 10_000  # stems no entry holds any more, past twice those in use, before renumbering
+
+
 class TermStats:
     """In-memory BM25 statistics of the English column: per entry its stem counts and length."""
 
@@ -302,6 +305,8 @@ class TermStats:
         self.df = +df
         lengths = [old.length[j] if j is not None else sum(fresh[n].values()) for n, j in enumerate(reuse)]
         built = old._postings
+        if len(self.tf.terms) > 2 * len(self.df) + VOCABULARY_SLACK:  # words of removed texts: renumber, rebuild
+            self.tf, built = self.tf.compacted(), None
         self._finish(lengths, (built, reuse) if built is not None else None)
         return self
 

@@ -43,8 +43,13 @@ def load(directory: Path, model: str | None, make_frame):
     """
     from memstrata.retrieval import lexical
 
+    import stat
+
     try:
-        data = marshal.loads((Path(directory) / CACHE_FILE).read_bytes())
+        path = Path(directory) / CACHE_FILE
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None  # a fifo would block the read for ever, a device never end
+        data = marshal.loads(path.read_bytes())
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model:
             return None
         if not _consistent(data):
@@ -55,7 +60,7 @@ def load(directory: Path, model: str | None, make_frame):
             return None
         stats = lexical.TermStats.__new__(lexical.TermStats)
         stats.tf, stats.df = _rows_from(data["tf"]), Counter(data["df"])
-        if stats.tf is None or stats.tf.lengths() != data["length"]:
+        if stats.tf is None or stats.tf.lengths() != data["length"] or +stats.df != stats.tf.column_counts():
             return None
         stats._finish(data["length"])
         frame._stats, frame._df = stats, Counter(data["fdf"])
@@ -170,12 +175,18 @@ def _postings_from(data, rows):
         indptr = np.frombuffer(data["indptr"], dtype="<i8")
         indices = np.frombuffer(data["indices"], dtype="<i4")
         values = np.frombuffer(data["data"], dtype="<f4")
-        if (data["rows"] != n or type(columns) is not int or not 0 <= columns <= len(rows.terms)
+        if (data["rows"] != n or type(columns) is not int or columns != len(rows.terms)
                 or len(indptr) != columns + 1 or not np.all(np.isfinite(values)) or np.any(values <= 0)
                 or indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(values)
                 or np.any(np.diff(indptr) < 0) or (len(indices) and (indices.min() < 0 or indices.max() >= n))):
             return None
         matrix = sparse.csc_matrix((values, indices, indptr), shape=(n, columns))
+        # the same counts as the rows, per term and per entry (a full count writes both from one source)
+        if not (np.array_equal(np.diff(indptr), np.bincount(rows.indices, minlength=columns))
+                and np.allclose(np.bincount(rows.indices, weights=rows.counts, minlength=columns),
+                                np.asarray(matrix.sum(axis=0)).ravel())
+                and np.allclose(np.bincount(indices, weights=values, minlength=n), rows.lengths())):
+            return None
         return Postings(rows.vocab, [(matrix, None)], n)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

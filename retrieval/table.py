@@ -326,8 +326,10 @@ def _session(lancedb, megabytes: int):
     page a search ever read: at 300,000 turns the service grew by tens of MB a query."""
     session = _SESSIONS.get(megabytes)
     if session is None:
-        session = _SESSIONS.setdefault(megabytes, lancedb.Session(index_cache_size_bytes=megabytes << 20,
-                                                                  metadata_cache_size_bytes=_METADATA_CACHE_BYTES))
+        session = lancedb.Session(index_cache_size_bytes=megabytes << 20, metadata_cache_size_bytes=_METADATA_CACHE_BYTES)
+        # a changed setting lets the other values' sessions go with the connections still using them
+        _SESSIONS.clear()
+        _SESSIONS[megabytes] = session
     return session
 
 

@@ -89,6 +89,15 @@ class TermRows:
         join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32))
         return TermRows(self.terms, self.vocab, indptr, join(indices), join(counts))
 
+    def compacted(self) -> "TermRows":
+        """The same rows over a vocabulary of the stems they hold (new list and dict): the shared
+        vocabulary only grows, and a service rewriting entries kept every word it ever saw."""
+        used = np.unique(self.indices)
+        renumber = np.full(len(self.terms), -1, dtype=np.int32)
+        renumber[used] = np.arange(len(used), dtype=np.int32)
+        terms = [self.terms[c] for c in used.tolist()]
+        return TermRows(terms, {t: c for c, t in enumerate(terms)}, self.indptr, renumber[self.indices], self.counts)
+
     def matrix(self, rows=None):
         """CSC matrix (rows x terms) of `rows` (all by default), its counts as float32."""
         from scipy import sparse

@@ -21,7 +21,7 @@ class TextColumn:
 
     @classmethod
     def of(cls, texts) -> "TextColumn":
-        encoded = [(t or "").encode("utf-8", "surrogatepass") for t in texts]
+        encoded = [(t or "").encode("utf-8", "replace") for t in texts]  # no lone surrogate gets in
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         return cls(b"".join(encoded), offsets)
@@ -34,12 +34,12 @@ class TextColumn:
             p += len(self)
         if not 0 <= p < len(self):
             raise IndexError(p)
-        return self.data[self.offsets[p]:self.offsets[p + 1]].decode("utf-8", "surrogatepass")
+        return self.data[self.offsets[p]:self.offsets[p + 1]].decode("utf-8")
 
     def __iter__(self):
         data, offsets = self.data, self.offsets.tolist()
         for lo, hi in zip(offsets, offsets[1:]):
-            yield data[lo:hi].decode("utf-8", "surrogatepass")
+            yield data[lo:hi].decode("utf-8")
 
     def __eq__(self, other) -> bool:
         if isinstance(other, TextColumn):
@@ -70,7 +70,7 @@ class TextColumn:
             return False
         for lo, hi in zip(offsets[::_CHECKED_AT_ONCE], [*offsets[_CHECKED_AT_ONCE::_CHECKED_AT_ONCE], size]):
             try:  # a block of texts at a time: the whole buffer at once was a str of 600 MB at 330,000 entries
-                self.data[lo:hi].decode("utf-8", "surrogatepass")
+                self.data[lo:hi].decode("utf-8")
             except UnicodeDecodeError:
                 return False
         starts = offsets[:-1][offsets[:-1] < size]

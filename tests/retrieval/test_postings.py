@@ -158,6 +158,9 @@ def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
         lambda d: d["tf"].__setitem__("terms", d["tf"]["terms"][:1] * len(d["tf"]["terms"])),
         lambda d: d["length"].__setitem__(0, -17),
         lambda d: values(d, float("nan")),
+        lambda d: d["df"].__setitem__(next(iter(d["df"])), d["df"][next(iter(d["df"]))] + 1),
+        lambda d: d["postings"].__setitem__("columns", 0),
+        lambda d: d["postings"].__setitem__("data", (np.frombuffer(d["postings"]["data"], dtype="<f4") * 7).tobytes()),
         lambda d: values(d, -1e30),
     ]
     for n, change in enumerate(cases):

@@ -95,3 +95,33 @@ def test_the_statistics_cache_reads_back_what_it_wrote_and_refuses_a_stem_twice_
     data["tf"]["indices"] = indices.tobytes()
     (tmp_path / stats_cache.CACHE_FILE).write_bytes(marshal.dumps(data))
     assert stats_cache.load(tmp_path, "m", Frame) is None
+
+
+def test_a_vocabulary_of_words_no_entry_holds_is_renumbered():
+    """Rewriting entries with new words must not grow the shared vocabulary for ever (the attacker:
+    a million stems held for 15,501 in use); the statistics stay those of a full count."""
+    from memstrata.retrieval import lexical
+
+    texts = [f"stable words here {n}" for n in range(50)]
+    stats = lexical.TermStats(texts)
+    stats.postings()
+    for step in range(30):
+        texts = list(texts)
+        texts[0] = " ".join(f"fresh{step}x{k}" for k in range(1500))
+        reuse = [None] + list(range(1, 50))
+        stats = lexical.TermStats.carried(stats, reuse, texts)
+        stats.postings()
+    fresh = lexical.TermStats(texts)
+    assert len(stats.tf.terms) <= 2 * len(stats.df) + lexical.VOCABULARY_SLACK
+    assert (stats.tf, stats.df, stats.length) == (fresh.tf, fresh.df, fresh.length)
+    assert stats.top({"fresh29x7": 1.0, "stable": 1.0}, 0.9, 0.5, 5) == fresh.top({"fresh29x7": 1.0, "stable": 1.0}, 0.9, 0.5, 5)
+
+
+def test_a_cache_that_is_no_file_is_not_read(tmp_path):
+    import os
+
+    from memstrata.retrieval import stats_cache
+    from memstrata.retrieval.frame import Frame
+
+    os.mkfifo(tmp_path / stats_cache.CACHE_FILE)
+    assert stats_cache.load(tmp_path, "m", Frame) is None  # a read would block for ever
