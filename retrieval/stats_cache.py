@@ -8,6 +8,7 @@ the entries written since. marshal, not pickle: loading it never runs code.
 from __future__ import annotations
 
 import marshal
+import stat
 from collections import Counter
 from pathlib import Path
 
@@ -42,8 +43,6 @@ def load(directory: Path, model: str | None, make_frame):
     this module, so the class comes in as an argument rather than as an import back.
     """
     from memstrata.retrieval import lexical
-
-    import stat
 
     try:
         path = Path(directory) / CACHE_FILE

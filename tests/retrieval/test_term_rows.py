@@ -123,5 +123,11 @@ def test_a_cache_that_is_no_file_is_not_read(tmp_path):
     from memstrata.retrieval import stats_cache
     from memstrata.retrieval.frame import Frame
 
+    import threading
+
     os.mkfifo(tmp_path / stats_cache.CACHE_FILE)
-    assert stats_cache.load(tmp_path, "m", Frame) is None  # a read would block for ever
+    got = []
+    reader = threading.Thread(target=lambda: got.append(stats_cache.load(tmp_path, "m", Frame)), daemon=True)
+    reader.start()
+    reader.join(30)  # a read of the fifo would block for ever
+    assert not reader.is_alive() and got == [None]
