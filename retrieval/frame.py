@@ -98,8 +98,9 @@ class FrameCache:
                 structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
                 if structure is not None and old.cols["created"] == data["created"]:
                     self._frame._structure = structure
-                if "_turns_by_category" in old.__dict__:  # retrieval/query_names.py
-                    self._frame._turns_by_category = old._turns_by_category
+                for kept in ("_turns_by_category", "_category_codes"):  # retrieval/query_names.py
+                    if kept in old.__dict__:
+                        setattr(self._frame, kept, old.__dict__[kept])
         return self._frame
 
     def texts(self, frame: Frame | None = None) -> TextColumn:

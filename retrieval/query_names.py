@@ -113,10 +113,10 @@ def common(index: VectorIndex, frame, entities: list[str], settings, mask=None) 
     if mask is None:
         df = index.doc_freq(frame)
         out = {e for e in entities if df.get(lexical._stem(e.lower()), 0) >= share * max(len(frame.ids), 1)}
-        admitted = turns = _turns_by_category(frame)
+        admitted = turns = turns_by_category(frame)
     else:
         out = set()
-        turns = _turns_by_category(frame)
+        turns = turns_by_category(frame)
         rows = np.flatnonzero(mask).tolist()
         admitted = units_per([frame.ids[p] for p in rows], [frame.cols["category"][p] for p in rows])
     if len(out) == len(entities) or not (turns or mask is not None):
@@ -128,12 +128,50 @@ def common(index: VectorIndex, frame, entities: list[str], settings, mask=None) 
         found = mentioning(frame, texts, e, stats)
         if mask is not None and sum(1 for p in found if mask[p]) >= share * max(int(mask.sum()), 1):
             out.add(e)
-        elif _said_in_a_project(frame, found, mask, admitted, share):
+        elif _said_in_a_project(frame, e, found, mask, admitted, share):
             out.add(e)
     return [e for e in entities if e in out]
 
 
-def _turns_by_category(frame) -> dict:
+def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -> list[str]:
+    """The categories (projects) whose captured turns say one of `names` as `common` judges a name
+    said in a project: the conversations those people are in, where the dense search looks again
+    (retrieval/search.py). A year of other sessions filled the whole tree's nearest rows with turns
+    on the same topic, and none of the named conversation's own turns was among them (300,000 turns:
+    "What does Melanie do to destress?" had no vector candidate from her sessions)."""
+    share = settings.recall_dense_name_share
+    if not names or share <= 0:
+        return []
+    turns = turns_by_category(frame)
+    if mask is None:
+        admitted = turns
+    else:
+        rows = np.flatnonzero(mask).tolist()
+        admitted = units_per([frame.ids[p] for p in rows], [frame.cols["category"][p] for p in rows])
+    if not turns:
+        return []
+    texts, stats = index.texts(frame), index.term_stats(frame)
+    out: list[str] = []
+    for name in names:
+        for category in _projects_saying(frame, name, mentioning(frame, texts, name, stats), mask, admitted, share):
+            if category not in out:
+                out.append(category)
+    return out
+
+
+def in_categories(frame, categories: list[str]):
+    """Per position, whether its entry is in one of `categories` (the frame's categories numbered once)."""
+    coded = frame.__dict__.get("_category_codes")
+    if coded is None:
+        numbered: dict = {}
+        codes = np.fromiter((numbered.setdefault(c, len(numbered)) for c in frame.cols["category"]), dtype=np.int32,
+                            count=len(frame.ids))
+        coded = frame._category_codes = (numbered, codes)
+    numbers = [coded[0][c] for c in categories if c in coded[0]]
+    return np.isin(coded[1], numbers)
+
+
+def turns_by_category(frame) -> dict:
     """The number of captured turns (retrieval.units) in each category, kept per frame."""
     counts = frame.__dict__.get("_turns_by_category")
     if counts is None:
@@ -141,16 +179,39 @@ def _turns_by_category(frame) -> dict:
     return counts
 
 
-def _said_in_a_project(frame, positions: list[int], mask, admitted: dict, share: float) -> bool:
-    """Whether some category's captured turns say the name at `positions` at least 1 / share times
+def _said_in_a_project(frame, name: str, positions: list[int], mask, admitted: dict, share: float) -> bool:
+    """Whether some category's captured turns say `name` (at `positions`) at least 1 / share times
     in all, and in at least `share` of its turns a search admits (`admitted`: turns per category)."""
-    said: dict = {}
-    said_admitted: dict = {}
-    for p in positions:
-        if is_unit(frame.ids[p]):
-            category = frame.cols["category"][p]
-            said[category] = said.get(category, 0) + 1
-            if mask is None or mask[p]:
+    return bool(_projects_saying(frame, name, positions, mask, admitted, share))
+
+
+def _projects_saying(frame, name: str, positions: list[int], mask, admitted: dict, share: float) -> list[str]:
+    """The categories whose captured turns say `name` as _said_in_a_project asks."""
+    said = _turns_saying(frame, name, positions)
+    if mask is None:
+        said_admitted = said
+    else:
+        said_admitted = {}
+        for p in positions:
+            if mask[p] and is_unit(frame.ids[p]):
+                category = frame.cols["category"][p]
                 said_admitted[category] = said_admitted.get(category, 0) + 1
-    return any(n >= 1.0 / share and admitted.get(c, 0) and said_admitted.get(c, 0) >= share * admitted[c]
-               for c, n in said.items())
+    return [c for c, n in said.items()
+            if n >= 1.0 / share and admitted.get(c, 0) and said_admitted.get(c, 0) >= share * admitted[c]]
+
+
+def _turns_saying(frame, name: str, positions: list[int]) -> dict:
+    """{category: its captured turns that say `name`}, kept per frame as `mentioning` keeps the
+    positions (counting them took 10 ms a query for a name said in thousands of turns)."""
+    kept = frame.__dict__.setdefault("_turns_saying", {})
+    said = kept.get(name)
+    if said is None:
+        said = {}
+        for p in positions:
+            if is_unit(frame.ids[p]):
+                category = frame.cols["category"][p]
+                said[category] = said.get(category, 0) + 1
+        if len(kept) >= MENTIONS_KEPT:
+            kept.clear()
+        kept[name] = said
+    return said

@@ -20,7 +20,8 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     from memstrata.scoring import ranker as rk
 
     finite = np.isfinite(score)
-    top = top_k(score, rk.CANDIDATES)
+    column = texts() if texts is not None else None
+    top = top_k(score, rk.CANDIDATES) if column is None else distinct_top(score, rk.CANDIDATES, own_text(frame, column))
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}
@@ -37,7 +38,6 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     if stats is not None and terms:
         for p, v in stats.coverage(cand.tolist(), terms).items():
             coverage[p] = v
-    column = texts() if texts is not None else None
     bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
     asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
     says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
@@ -180,6 +180,37 @@ def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
         if v is not None:
             out[n] = float(v @ q) / max(float(np.linalg.norm(v)), 1e-9)
     return out, heads, np.array([about.get(rid, 0.0) for rid in ids])
+
+
+def own_text(frame, column):
+    """position -> the entry's own text (lexical.entry_part of its column text): what distinct_top compares."""
+    return lambda p: lexical.entry_part(column[p], frame.cols["tags"][p])
+
+
+def distinct_top(score, k: int, text_of) -> "np.ndarray":
+    """top_k's entries, one per text: an entry whose text (`text_of(position)`, spacing and case aside)
+    is that of a better-scored one is passed over, so k entries with k different texts (fewer when
+    the finite scores run out). A year of captured sessions repeats turns word for word (the same
+    prompt, error or answer in many sessions): at 300,000 turns nine copies of one turn filled a top
+    ten and the ranker's candidates, and pushed the answer out."""
+    import numpy as np
+
+    n = len(score)
+    width, done = min(n, max(4 * k, k + 32)), 0
+    seen, out = set(), []
+    while True:
+        for p in top_k(score, width)[done:].tolist():  # stable order: a wider top starts with the narrower
+            if not np.isfinite(score[p]):
+                return np.asarray(out, dtype=np.int64)
+            key = " ".join(text_of(p).split()).casefold()
+            if key not in seen:
+                seen.add(key)
+                out.append(p)
+                if len(out) == k:
+                    return np.asarray(out, dtype=np.int64)
+        if width >= n:
+            return np.asarray(out, dtype=np.int64)
+        width, done = min(n, width * 4), width
 
 
 def top_k(score, k: int):

@@ -9,7 +9,7 @@ from memstrata.retrieval import (ann, cjk_bm25, cjk_rank, fusion, held_back, lex
                                  rerank)
 from memstrata.retrieval.hits import (RecallHit, RecallResult, best_sentence, no_text, place_empty, sibling_check,
                                       text_first)
-from memstrata.retrieval.rerank import top_k
+from memstrata.retrieval.rerank import distinct_top, own_text
 from memstrata.retrieval.table import VectorIndex, sql_str
 from memstrata.retrieval.units import SEP, entry_of, is_unit, turn_of
 from memstrata.storage.turns import is_session
@@ -62,6 +62,26 @@ class Filters:
         if self.since is not None and (created is None or created < self.since.timestamp()):
             return False
         return not (self.until is not None and (created is None or created > self.until.timestamp()))
+
+
+def _named_projects(index, frame, entities, settings, mask) -> list[str]:
+    """The projects whose sessions the query's names are said in (query_names.projects), when those
+    hold less than half of the tree: both searches look again within them. At 300,000 turns the
+    nearest rows and the best BM25 of a year of other sessions crowded out the named conversation's
+    own ("What does Melanie do to destress?" had no vector candidate from her sessions); a project
+    alone, or most of the tree, is searched enough by the first."""
+    found = query_names.projects(index, frame, entities, settings, mask) if entities else []
+    turns = query_names.turns_by_category(frame)
+    searched = len(frame.ids) if mask is None else int(mask.sum())
+    if sum(turns.get(c, 0) for c in found) >= 0.5 * max(searched, 1):
+        return []
+    return found
+
+
+def _within(where: str | None, categories: list[str]) -> str:
+    """`where` narrowed to the rows of `categories`."""
+    scope = f"category IN ({', '.join(sql_str(c) for c in categories)})"
+    return f"({where}) AND {scope}" if where else scope
 
 
 def _iso(ts):
@@ -141,21 +161,22 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     def vector_search(vec) -> None:
         dense.clear()
-        q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows)
-        if where:
-            q = q.where(where, prefilter=True)
-        with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
-        columns = ["id", "kind", "_distance"] + (["vector"] if with_vectors else [])
-        rows = q.select(columns).to_arrow().to_pydict()
-        vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
-        for rid, kind, v, dist in zip(rows["id"], rows["kind"], vectors, rows["_distance"]):
-            pos = frame.pos.get(rid)
-            if pos is None or kind in readable.NOT_A_MATCH:  # a stand-in vector, a note's `about` chunk
-                continue
-            sim = 1.0 - float(dist) / 2.0
-            if sim > dense.get(pos, -2.0):
-                dense[pos] = sim
-                best_vec[pos] = v
+        for scope in [where] + ([_within(where, projects)] if projects else []):
+            q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows)
+            if scope:
+                q = q.where(scope, prefilter=True)
+            with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
+            columns = ["id", "kind", "_distance"] + (["vector"] if with_vectors else [])
+            rows = q.select(columns).to_arrow().to_pydict()
+            vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
+            for rid, kind, v, dist in zip(rows["id"], rows["kind"], vectors, rows["_distance"]):
+                pos = frame.pos.get(rid)
+                if pos is None or kind in readable.NOT_A_MATCH:  # a stand-in vector, a note's `about` chunk
+                    continue
+                sim = 1.0 - float(dist) / 2.0
+                if sim > dense.get(pos, -2.0):
+                    dense[pos] = sim
+                    best_vec[pos] = v
 
     if where is None:
         mask = None
@@ -164,10 +185,15 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                                         frame.cols["tags"][i], frame.cols["created"][i], frame.ids[i])
                          for i in range(n)])
     dense_query = query
+    projects: list[str] = []
     if mode in ("hybrid", "vector") and embedder is not None:
-        dense_query = lexical.without_entities(query, query_names.common(index, frame, entities, settings, mask))
+        projects = _named_projects(index, frame, entities, settings, mask)
+        common = query_names.common(index, frame, entities, settings, mask)
+        dense_query = lexical.without_entities(query, common)
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
+        if projects:
+            terms = topic_terms(terms, common)
     stats = index.term_stats(frame) if terms else None
     ideal = stats.ideal(terms) if stats is not None else 0.0
     text_scores: dict[int, float] = {}
@@ -176,6 +202,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     cjk_ideal = 0.0
     texts = None
     text_scores = _text_side(stats, terms, mask, settings, limit)  # vector mode too: it is judged on the words
+    if projects and stats is not None:  # the named conversations' own best, as on the dense side
+        within = query_names.in_categories(frame, projects)
+        text_scores.update(_text_side(stats, terms, within if mask is None else within & mask, settings, limit))
     if lexical.has_cjk(query):
         texts = index.texts(frame)
         topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
@@ -223,7 +252,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     fb_terms: list[str] = []
     feedback: dict[int, float] = {}
     if mode in ("hybrid", "text") and weights.feedback and texts is not None and terms:
-        top = [int(i) for i in np.argsort(-score)[: settings.recall_feedback_docs] if np.isfinite(score[i])]
+        top = distinct_top(score, settings.recall_feedback_docs, own_text(frame, texts)).tolist()
         if top:
             df = index.doc_freq(frame)
             fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
@@ -236,8 +265,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if qv is not None and weights.dense_feedback and dense:
         # Rocchio feedback on the dense side: the query vector moved towards the best chunks
         # of the top entries, then searched again.
-        top = [int(i) for i in np.argsort(-score)[: settings.recall_feedback_docs]
-               if np.isfinite(score[i]) and int(i) in best_vec]
+        texts = texts if texts is not None else index.texts(frame)
+        top = [i for i in distinct_top(score, settings.recall_feedback_docs, own_text(frame, texts)).tolist()
+               if i in best_vec]
         if top:
             centroid = np.mean([np.asarray(best_vec[i], dtype=np.float32) for i in top], axis=0)
             moved = qv + weights.dense_feedback * centroid
@@ -255,8 +285,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if cjk_ideal > 0 and mode != "vector":  # ordered by them
         score, read_cjk = cjk_rank.order(score, query, frame, texts, stats, _cjk_stats(frame, texts), dense, cjk_share,
                                inactive, weights.archived_factor, _signals_out)
-    order = [int(i) for i in top_k(score, k) if np.isfinite(score[i])]
     texts = texts if texts is not None else index.texts(frame)
+    order = distinct_top(score, k, own_text(frame, texts)).tolist()
     own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
     empty = {p for p in order if no_text(own[p], frame.cols["title"][p])}
     order = text_first(order, empty)
@@ -323,6 +353,17 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                        "dense_query": dense_query, "named_dates": len(dates)}
     held_back.say(result, index, query, filters.category)  # a match the index cannot hold is said
     return result
+
+
+def topic_terms(terms: list[str], common: list[str]) -> list[str]:
+    """The query's full-text terms without the words of its common names (query_names.common: the
+    people a conversation is by), unless nothing else is left. Such a name selects its sessions
+    through the entity boost and the dense search within its projects; as a term it scored by the
+    tree's idf, which is high when a year of other sessions never says it: "Thanks, Caroline!"
+    (every short turn naming her) outranked the answer at 300,000 turns, where in her project
+    alone the name's idf is near nothing."""
+    said = {w.lower() for name in common for w in lexical.words(name)}
+    return [t for t in terms if t not in said] or terms
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/#:]{3,}")

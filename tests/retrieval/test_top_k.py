@@ -1,7 +1,7 @@
 """recall's final cut: the k best entries without sorting every entry, exactly as a stable full sort."""
 import numpy as np
 
-from memstrata.retrieval.search import top_k
+from memstrata.retrieval.rerank import distinct_top, top_k
 
 
 def test_top_k_equals_a_stable_full_sort():
@@ -12,3 +12,20 @@ def test_top_k_equals_a_stable_full_sort():
         score[rng.random(n) < 0.3] = -np.inf          # entries the filters refuse
         k = int(rng.integers(0, 70))
         assert top_k(score, k).tolist() == np.argsort(-score, kind="stable")[:k].tolist()
+
+
+def test_distinct_top_is_the_stable_sort_with_repeated_texts_passed_over():
+    rng = np.random.default_rng(1)
+    for _ in range(2000):
+        n = int(rng.integers(1, 200))
+        score = rng.integers(0, 6, n).astype(float)
+        score[rng.random(n) < 0.2] = -np.inf
+        texts = [f" text  {int(t)} " if t % 2 else f"TEXT {int(t)}" for t in rng.integers(0, 12, n)]
+        k = int(rng.integers(0, 20))
+        seen, expected = set(), []
+        for p in np.argsort(-score, kind="stable").tolist():
+            key = " ".join(texts[p].split()).casefold()
+            if np.isfinite(score[p]) and key not in seen and len(expected) < k:
+                seen.add(key)
+                expected.append(p)
+        assert distinct_top(score, k, texts.__getitem__).tolist() == expected

@@ -1,0 +1,65 @@
+"""Recall among many captured sessions: a turn repeated word for word is one hit, and a conversation's people send both searches into their project."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
+from transcripts import Claude  # noqa: E402
+
+CAROLINE = "5a1e0000-1111-4aaa-8bbb-00000000c0de"
+
+
+def _session(tmp_path, n: int, cwd: str, lines: list[str], day: int) -> str:
+    talk = Claude(session=f"5a1e0000-1111-4aaa-8bbb-{n:012d}", cwd=str(tmp_path / cwd))
+    for i, text in enumerate(lines):
+        (talk.user if i % 2 == 0 else talk.reply)(text, f"2026-05-{day:02d}T10:{i:02d}:00.000Z")
+    return talk.write(tmp_path)
+
+
+def _many_sessions(mem, tmp_path) -> None:
+    """Caroline and Melanie's one session (16 turns, mostly their names) beside twelve sessions of
+    another project that say the same few things about stress and running, word for word."""
+    talk = Claude(session=CAROLINE, cwd=str(tmp_path / "caroline"))
+    said = ["Caroline: Hey Melanie!", "Melanie: Hi Caroline!", "Caroline: Thanks, Melanie!",
+            "Melanie: Running farther after work is how I de-stress these days.", "Caroline: Wow, Melanie!",
+            "Melanie: Thanks, Caroline!", "Caroline: Melanie, you are the best.", "Melanie: Yeah, Caroline.",
+            "Caroline: See you soon, Melanie!", "Melanie: Bye Caroline!", "Caroline: Melanie, hi again!",
+            "Melanie: Caroline, good to see you.", "Caroline: Same here, Melanie.", "Melanie: Oh Caroline!",
+            "Caroline: Right, Melanie.", "Melanie: Sure, Caroline."]
+    for i, text in enumerate(said):
+        (talk.user if i % 2 == 0 else talk.reply)(text, f"2026-05-01T10:{i:02d}:00.000Z")
+    paths = [talk.write(tmp_path)]
+    other = ["How do you destress after a long week?", "I go jogging in the park to relieve stress.",
+             "Does running help with stress at work?", "A long run is the best way to unwind and destress."]
+    paths += [_session(tmp_path, n, "fitness", other, 2 + n) for n in range(12)]
+    assert mem.capture(paths)["turns"] == 16 + 12 * 4
+
+
+def test_a_turn_said_in_many_sessions_is_one_hit(mem, tmp_path):
+    _many_sessions(mem, tmp_path)
+    hits = mem.recall("How do people relieve stress by jogging?", k=6, min_relevance=0, count_access=False).results
+    texts = [mem.read(h.id, count_access=False).body for h in hits]
+    said = [t for t in (h.snippet for h in hits)]
+    assert len(hits) == 6
+    assert len(set(said)) == len(said), said  # twelve copies of each fitness turn: one each
+    assert any("jogging in the park" in t for t in texts)
+
+
+def test_a_conversations_people_send_the_searches_into_its_project(mem, tmp_path):
+    """With few candidates per search, the fitness sessions' nearest turns and best words fill both
+    lists; Melanie's answer is found by the searches within her project (issue 41: "What does Melanie
+    do to destress?" had no candidate from her sessions among 300,000 turns)."""
+    _many_sessions(mem, tmp_path)
+    from memstrata.scoring.relevance import CUT_DEPTH  # the depth recall asks for at least
+
+    mem.settings.recall_candidates = mem.settings.recall_text_candidates = CUT_DEPTH
+    mem.settings.recall_dense_name_share = 0.2
+    result = mem.recall("What does Melanie do to destress?", k=3, min_relevance=0, count_access=False, explain=True)
+    found = [h for h in result.results if h.session == CAROLINE and "Running farther" in h.snippet]
+    assert found, [(h.session, h.snippet) for h in result.results]
+    top = found[0]
+    assert "Melanie" not in result.info["dense_query"]
+    assert "melanie" not in result.info["terms"]  # her project's people select it: no word to match in her turns
+    # her project searched alone: nothing changes (it is the whole of what the filter admits)
+    alone = mem.recall("What does Melanie do to destress?", k=3, min_relevance=0, count_access=False, explain=True,
+                       category=top.category)
+    assert alone.results[0].id == top.id and "melanie" in alone.info["terms"]
