@@ -133,30 +133,47 @@ def common(index: VectorIndex, frame, entities: list[str], settings, mask=None) 
     return [e for e in entities if e in out]
 
 
+PROJECTS_MAX = 32  # names said in more projects than this are no one conversation's people
+
+
 def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -> list[str]:
     """The categories (projects) whose captured turns say one of `names` as `common` judges a name
-    said in a project: the conversations those people are in, where the dense search looks again
-    (retrieval/search.py). A year of other sessions filled the whole tree's nearest rows with turns
-    on the same topic, and none of the named conversation's own turns was among them (300,000 turns:
-    "What does Melanie do to destress?" had no vector candidate from her sessions)."""
+    said in a project, when they hold less than half of the rows a search admits (`mask`) and are
+    at most PROJECTS_MAX: the conversations those people are in, where the vector and BM25 searches
+    look again (retrieval/search.py). At 300,000 turns the nearest rows and the best BM25 of a year
+    of other sessions crowded out the named conversation's own ("What does Melanie do to destress?"
+    had no vector candidate from her sessions); a project alone, or most of the tree, is searched
+    enough by the first search."""
     share = settings.recall_dense_name_share
-    if not names or share <= 0:
-        return []
     turns = turns_by_category(frame)
+    if not names or share <= 0 or not turns:
+        return []
     if mask is None:
         admitted = turns
     else:
         rows = np.flatnonzero(mask).tolist()
         admitted = units_per([frame.ids[p] for p in rows], [frame.cols["category"][p] for p in rows])
-    if not turns:
-        return []
     texts, stats = index.texts(frame), index.term_stats(frame)
     out: list[str] = []
     for name in names:
         for category in _projects_saying(frame, name, mentioning(frame, texts, name, stats), mask, admitted, share):
             if category not in out:
                 out.append(category)
+    searched = len(frame.ids) if mask is None else int(mask.sum())
+    if len(out) > PROJECTS_MAX or sum(turns.get(c, 0) for c in out) >= 0.5 * max(searched, 1):
+        return []
     return out
+
+
+def topic_terms(terms: list[str], common: list[str]) -> list[str]:
+    """The query's full-text terms without the words of its common names (`common`: the people a
+    conversation is by), unless nothing else is left; for a search within their projects. Such a
+    name selects its sessions through the entity boost and those searches; as a term it scored by
+    the tree's idf, which is high when a year of other sessions never says it: "Thanks, Caroline!"
+    (every short turn naming her) outranked the answer at 300,000 turns, where in her project alone
+    the name's idf is near nothing."""
+    said = {w.lower() for name in common for w in lexical.words(name)}
+    return [t for t in terms if t not in said] or terms
 
 
 def in_categories(frame, categories: list[str]):

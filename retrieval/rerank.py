@@ -188,7 +188,7 @@ def own_text(frame, column):
 
 
 def distinct_top(score, k: int, text_of) -> "np.ndarray":
-    """top_k's entries, one per text: an entry whose text (`text_of(position)`, spacing and case aside)
+    """top_k's entries, one per text: an entry whose text (`text_of(position)`, its ends' spacing aside)
     is that of a better-scored one is passed over, so k entries with k different texts (fewer when
     the finite scores run out). A year of captured sessions repeats turns word for word (the same
     prompt, error or answer in many sessions): at 300,000 turns nine copies of one turn filled a top
@@ -196,13 +196,15 @@ def distinct_top(score, k: int, text_of) -> "np.ndarray":
     import numpy as np
 
     n = len(score)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
     width, done = min(n, max(4 * k, k + 32)), 0
     seen, out = set(), []
     while True:
         for p in top_k(score, width)[done:].tolist():  # stable order: a wider top starts with the narrower
             if not np.isfinite(score[p]):
                 return np.asarray(out, dtype=np.int64)
-            key = " ".join(text_of(p).split()).casefold()
+            key = text_of(p).strip()
             if key not in seen:
                 seen.add(key)
                 out.append(p)

@@ -64,20 +64,6 @@ class Filters:
         return not (self.until is not None and (created is None or created > self.until.timestamp()))
 
 
-def _named_projects(index, frame, entities, settings, mask) -> list[str]:
-    """The projects whose sessions the query's names are said in (query_names.projects), when those
-    hold less than half of the tree: both searches look again within them. At 300,000 turns the
-    nearest rows and the best BM25 of a year of other sessions crowded out the named conversation's
-    own ("What does Melanie do to destress?" had no vector candidate from her sessions); a project
-    alone, or most of the tree, is searched enough by the first."""
-    found = query_names.projects(index, frame, entities, settings, mask) if entities else []
-    turns = query_names.turns_by_category(frame)
-    searched = len(frame.ids) if mask is None else int(mask.sum())
-    if sum(turns.get(c, 0) for c in found) >= 0.5 * max(searched, 1):
-        return []
-    return found
-
-
 def _within(where: str | None, categories: list[str]) -> str:
     """`where` narrowed to the rows of `categories`."""
     scope = f"category IN ({', '.join(sql_str(c) for c in categories)})"
@@ -187,13 +173,13 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     dense_query = query
     projects: list[str] = []
     if mode in ("hybrid", "vector") and embedder is not None:
-        projects = _named_projects(index, frame, entities, settings, mask)
+        projects = query_names.projects(index, frame, entities, settings, mask)
         common = query_names.common(index, frame, entities, settings, mask)
         dense_query = lexical.without_entities(query, common)
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
         if projects:
-            terms = topic_terms(terms, common)
+            terms = query_names.topic_terms(terms, common)
     stats = index.term_stats(frame) if terms else None
     ideal = stats.ideal(terms) if stats is not None else 0.0
     text_scores: dict[int, float] = {}
@@ -353,17 +339,6 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                        "dense_query": dense_query, "named_dates": len(dates)}
     held_back.say(result, index, query, filters.category)  # a match the index cannot hold is said
     return result
-
-
-def topic_terms(terms: list[str], common: list[str]) -> list[str]:
-    """The query's full-text terms without the words of its common names (query_names.common: the
-    people a conversation is by), unless nothing else is left. Such a name selects its sessions
-    through the entity boost and the dense search within its projects; as a term it scored by the
-    tree's idf, which is high when a year of other sessions never says it: "Thanks, Caroline!"
-    (every short turn naming her) outranked the answer at 300,000 turns, where in her project
-    alone the name's idf is near nothing."""
-    said = {w.lower() for name in common for w in lexical.words(name)}
-    return [t for t in terms if t not in said] or terms
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/#:]{3,}")

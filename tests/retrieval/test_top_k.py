@@ -20,11 +20,11 @@ def test_distinct_top_is_the_stable_sort_with_repeated_texts_passed_over():
         n = int(rng.integers(1, 200))
         score = rng.integers(0, 6, n).astype(float)
         score[rng.random(n) < 0.2] = -np.inf
-        texts = [f" text  {int(t)} " if t % 2 else f"TEXT {int(t)}" for t in rng.integers(0, 12, n)]
+        texts = [f" text {int(t)} " if t % 2 else f"TEXT {int(t)}\n" for t in rng.integers(0, 12, n)]
         k = int(rng.integers(0, 20))
         seen, expected = set(), []
         for p in np.argsort(-score, kind="stable").tolist():
-            key = " ".join(texts[p].split()).casefold()
+            key = texts[p].strip()
             if np.isfinite(score[p]) and key not in seen and len(expected) < k:
                 seen.add(key)
                 expected.append(p)
