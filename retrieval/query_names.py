@@ -137,8 +137,9 @@ PROJECTS_MAX = 32  # names said in more projects than this are no one conversati
 
 
 def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -> list[str]:
-    """The categories (projects) whose captured turns say one of `names` as `common` judges a name
-    said in a project, when they hold less than half of the rows a search admits (`mask`) and are
+    """The categories (projects) whose captured turns say `names` as `common` judges a name said in
+    a project (those that say each of them, when some do: "Tim and John" are searched where they
+    talk together, not wherever a John talks; else those that say any), when they hold less than half of the rows a search admits (`mask`) and are
     at most PROJECTS_MAX: the conversations those people are in, where the vector and BM25 searches
     look again (retrieval/search.py). At 300,000 turns the nearest rows and the best BM25 of a year
     of other sessions crowded out the named conversation's own ("What does Melanie do to destress?"
@@ -154,11 +155,11 @@ def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -
         rows = np.flatnonzero(mask).tolist()
         admitted = units_per([frame.ids[p] for p in rows], [frame.cols["category"][p] for p in rows])
     texts, stats = index.texts(frame), index.term_stats(frame)
-    out: list[str] = []
-    for name in names:
-        for category in _projects_saying(frame, name, mentioning(frame, texts, name, stats), mask, admitted, share):
-            if category not in out:
-                out.append(category)
+    each = [_projects_saying(frame, name, mentioning(frame, texts, name, stats), mask, admitted, share)
+            for name in names]
+    each = [found for found in each if found]
+    together = [c for c in each[0] if all(c in found for found in each[1:])] if each else []
+    out = together or list(dict.fromkeys(c for found in each for c in found))
     searched = len(frame.ids) if mask is None else int(mask.sum())
     if len(out) > PROJECTS_MAX or sum(turns.get(c, 0) for c in out) >= 0.5 * max(searched, 1):
         return []

@@ -63,3 +63,28 @@ def test_a_conversations_people_send_the_searches_into_its_project(mem, tmp_path
     alone = mem.recall("What does Melanie do to destress?", k=3, min_relevance=0, count_access=False, explain=True,
                        category=top.category)
     assert alone.results[0].id == top.id and "melanie" in alone.info["terms"]
+
+
+def test_people_named_together_are_searched_where_they_talk_together(mem, tmp_path):
+    """John talks in three projects, Tim in one of them: a question naming both is searched within
+    that one (the union, John's three, would be most of the tree, searched by the first search)."""
+    from memstrata.retrieval import query_names
+
+    paths = [_session(tmp_path, 1, "travel", [f"Tim: John, trip plan {n}." for n in range(6)], 1),
+             _session(tmp_path, 2, "chess", [f"John: Sara, chess game {n}." for n in range(6)], 2),
+             _session(tmp_path, 3, "garden", [f"Ann: John, garden bed {n}." for n in range(6)], 3),
+             _session(tmp_path, 4, "billing", [f"Invoice batch {n} exported." for n in range(30)], 4)]
+    assert mem.capture(paths)["turns"] == 48
+    mem.settings.recall_dense_name_share = 0.2
+    mem.recall("warm up", count_access=False)
+    index = mem.state.vector_index()
+    frame = index.frame()
+    by_project = {frame.cols["category"][p].rsplit("/", 1)[-1]: frame.cols["category"][p] for p in range(len(frame.ids))}
+    found = query_names.projects(index, frame, ["Tim", "John"], mem.settings)
+    assert found == [by_project["travel"]]
+    assert query_names.projects(index, frame, ["Tim"], mem.settings) == [by_project["travel"]]
+    # John alone: his three projects, 18 of 48 turns
+    assert sorted(query_names.projects(index, frame, ["John"], mem.settings)) == sorted(
+        by_project[p] for p in ("travel", "chess", "garden"))
+    # never said together: where each is said
+    assert query_names.projects(index, frame, ["Sara", "Ann"], mem.settings) == [by_project["chess"], by_project["garden"]]
