@@ -189,11 +189,11 @@ def order(score, query: str, frame, texts: list[str], stats, cjk, dense: dict, c
     `signals_out` (bench/fit_chinese.py) gets the candidates and their feature matrix."""
     import numpy as np
 
-    from memstrata.retrieval.rerank import below_ranked, distinct_top, own_text
+    from memstrata.retrieval.rerank import below_ranked, distinct_entries
     from memstrata.scoring import cjk_ranker, ranker
 
     finite = np.isfinite(score)
-    top = distinct_top(score, cjk_ranker.CANDIDATES, own_text(frame, texts))
+    top = distinct_entries(score, cjk_ranker.CANDIDATES, frame, texts)
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}

@@ -8,7 +8,7 @@ from itertools import islice
 import numpy as np
 
 from memstrata.retrieval import lexical
-from memstrata.retrieval.table import VectorIndex
+from memstrata.retrieval.table import VectorIndex, sql_str
 from memstrata.retrieval.units import is_unit, units_per
 
 
@@ -168,13 +168,36 @@ def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -
 
 def topic_terms(terms: list[str], common: list[str]) -> list[str]:
     """The query's full-text terms without the words of its common names (`common`: the people a
-    conversation is by), unless nothing else is left; for a search within their projects. Such a
-    name selects its sessions through the entity boost and those searches; as a term it scored by
-    the tree's idf, which is high when a year of other sessions never says it: "Thanks, Caroline!"
-    (every short turn naming her) outranked the answer at 300,000 turns, where in her project alone
-    the name's idf is near nothing."""
+    conversation is by), unless nothing else is left: the BM25 terms of a search that also looks
+    within their projects, where `add_names_said` counts the names. As BM25 terms, such a name's
+    weight grew as a turn got shorter, and its idf is high when a year of other sessions never says
+    it: "Thanks, Caroline!" (every short turn naming her) outranked the answer at 300,000 turns."""
     said = {w.lower() for name in common for w in lexical.words(name)}
     return [t for t in terms if t not in said] or terms
+
+
+def add_names_said(scores: dict, index: VectorIndex, frame, stats, names: list[str]) -> None:
+    """Add to each scored position (BM25 of the query's other terms) that mentions one of `names`
+    the BM25 the name's words give an average-length entry holding them once: the name counts as
+    said, whatever the turn's length, and still sets the people's turns above others' (a review:
+    with the name left out, other projects' "What did we decide about the search database?" came
+    before Priya's decision)."""
+    texts = index.texts(frame)
+    for name in names:
+        weight = stats.ideal([w.lower() for w in lexical.words(name)])
+        if weight <= 0:
+            continue
+        holders = mentioning(frame, texts, name, stats)  # positions in order
+        for p in scores:
+            at = bisect_left(holders, p)
+            if at < len(holders) and holders[at] == p:
+                scores[p] += weight
+
+
+def within(where: str | None, categories: list[str]) -> str:
+    """A LanceDB filter: `where` narrowed to the rows of `categories`."""
+    scope = f"category IN ({', '.join(sql_str(c) for c in categories)})"
+    return f"({where}) AND {scope}" if where else scope
 
 
 def in_categories(frame, categories: list[str]):

@@ -21,7 +21,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
 
     finite = np.isfinite(score)
     column = texts() if texts is not None else None
-    top = top_k(score, rk.CANDIDATES) if column is None else distinct_top(score, rk.CANDIDATES, own_text(frame, column))
+    top = top_k(score, rk.CANDIDATES) if column is None else distinct_entries(score, rk.CANDIDATES, frame, column)
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}
@@ -182,37 +182,47 @@ def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
     return out, heads, np.array([about.get(rid, 0.0) for rid in ids])
 
 
-def own_text(frame, column):
-    """position -> the entry's own text (lexical.entry_part of its column text): what distinct_top compares."""
-    return lambda p: lexical.entry_part(column[p], frame.cols["tags"][p])
+def distinct_entries(score, k: int, frame, column):
+    """distinct_top over a frame's entries: their own texts (lexical.entry_part of the column text:
+    the date and tag lines left out) compared, the newest copy kept among equal scores."""
+    return distinct_top(score, k, lambda p: lexical.entry_part(column[p], frame.cols["tags"][p]), frame.cols["created"])
 
 
-def distinct_top(score, k: int, text_of) -> "np.ndarray":
+def distinct_top(score, k: int, text_of, created=None) -> "np.ndarray":
     """top_k's entries, one per text: an entry whose text (`text_of(position)`, its ends' spacing aside)
     is that of a better-scored one is passed over, so k entries with k different texts (fewer when
-    the finite scores run out). A year of captured sessions repeats turns word for word (the same
-    prompt, error or answer in many sessions): at 300,000 turns nine copies of one turn filled a top
-    ten and the ranker's candidates, and pushed the answer out."""
+    the finite scores run out); among copies of equal score the newest by `created` (per position,
+    None: unknown) is kept. A year of captured sessions repeats turns word for word (the same prompt,
+    error or answer in many sessions): at 300,000 turns nine copies of one turn filled a top ten and
+    the ranker's candidates, and pushed the answer out; copies tie, and the first by position was
+    kept (a review: a test failing in 20 sessions was shown as failing once, in January)."""
     import numpy as np
 
     n = len(score)
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     width, done = min(n, max(4 * k, k + 32)), 0
-    seen, out = set(), []
+    kept: dict[str, int] = {}  # text -> its slot in `out`
+    out: list[int] = []
     while True:
         for p in top_k(score, width)[done:].tolist():  # stable order: a wider top starts with the narrower
-            if not np.isfinite(score[p]):
+            if not np.isfinite(score[p]) or len(out) == k and score[p] < score[out[-1]]:
                 return np.asarray(out, dtype=np.int64)
             key = text_of(p).strip()
-            if key not in seen:
-                seen.add(key)
-                out.append(p)
-                if len(out) == k:
-                    return np.asarray(out, dtype=np.int64)
+            at = kept.get(key)
+            if at is None:
+                if len(out) < k:
+                    kept[key] = len(out)
+                    out.append(p)
+            elif created is not None and score[p] == score[out[at]] and _newer(created[p], created[out[at]]):
+                out[at] = p
         if width >= n:
             return np.asarray(out, dtype=np.int64)
         width, done = min(n, width * 4), width
+
+
+def _newer(a, b) -> bool:
+    return a is not None and (b is None or a > b)
 
 
 def top_k(score, k: int):

@@ -9,7 +9,7 @@ from memstrata.retrieval import (ann, cjk_bm25, cjk_rank, fusion, held_back, lex
                                  rerank)
 from memstrata.retrieval.hits import (RecallHit, RecallResult, best_sentence, no_text, place_empty, sibling_check,
                                       text_first)
-from memstrata.retrieval.rerank import distinct_top, own_text
+from memstrata.retrieval.rerank import distinct_entries
 from memstrata.retrieval.table import VectorIndex, sql_str
 from memstrata.retrieval.units import SEP, entry_of, is_unit, turn_of
 from memstrata.storage.turns import is_session
@@ -62,12 +62,6 @@ class Filters:
         if self.since is not None and (created is None or created < self.since.timestamp()):
             return False
         return not (self.until is not None and (created is None or created > self.until.timestamp()))
-
-
-def _within(where: str | None, categories: list[str]) -> str:
-    """`where` narrowed to the rows of `categories`."""
-    scope = f"category IN ({', '.join(sql_str(c) for c in categories)})"
-    return f"({where}) AND {scope}" if where else scope
 
 
 def _iso(ts):
@@ -147,7 +141,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     def vector_search(vec) -> None:
         dense.clear()
-        for scope in [where] + ([_within(where, projects)] if projects else []):
+        for scope in [where] + ([query_names.within(where, projects)] if projects else []):
             q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows)
             if scope:
                 q = q.where(scope, prefilter=True)
@@ -172,6 +166,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                          for i in range(n)])
     dense_query = query
     projects: list[str] = []
+    topic, common = terms, []  # topic: the BM25 terms, without the names whose projects are searched
     if mode in ("hybrid", "vector") and embedder is not None:
         projects = query_names.projects(index, frame, entities, settings, mask)
         common = query_names.common(index, frame, entities, settings, mask)
@@ -179,18 +174,20 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
         if projects:
-            terms = query_names.topic_terms(terms, common)
+            topic = query_names.topic_terms(terms, common)
     stats = index.term_stats(frame) if terms else None
-    ideal = stats.ideal(terms) if stats is not None else 0.0
+    ideal = stats.ideal(topic) if stats is not None else 0.0
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}  # CJK BM25 over an average entry's, and the idf share held
     cjk_cover: dict[int, float] = {}
     cjk_ideal = 0.0
     texts = None
-    text_scores = _text_side(stats, terms, mask, settings, limit)  # vector mode too: it is judged on the words
+    text_scores = _text_side(stats, topic, mask, settings, limit)  # vector mode too: it is judged on the words
     if projects and stats is not None:  # the named conversations' own best, as on the dense side
         within = query_names.in_categories(frame, projects)
-        text_scores.update(_text_side(stats, terms, within if mask is None else within & mask, settings, limit))
+        text_scores.update(_text_side(stats, topic, within if mask is None else within & mask, settings, limit))
+        if topic != terms:
+            query_names.add_names_said(text_scores, index, frame, stats, common)
     if lexical.has_cjk(query):
         texts = index.texts(frame)
         topic = lexical.cjk_topic(query)  # question words (什么, 哪里, 吗 ...) are no topic
@@ -238,7 +235,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     fb_terms: list[str] = []
     feedback: dict[int, float] = {}
     if mode in ("hybrid", "text") and weights.feedback and texts is not None and terms:
-        top = distinct_top(score, settings.recall_feedback_docs, own_text(frame, texts)).tolist()
+        top = distinct_entries(score, settings.recall_feedback_docs, frame, texts).tolist()
         if top:
             df = index.doc_freq(frame)
             fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
@@ -252,7 +249,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         # Rocchio feedback on the dense side: the query vector moved towards the best chunks
         # of the top entries, then searched again.
         texts = texts if texts is not None else index.texts(frame)
-        top = [i for i in distinct_top(score, settings.recall_feedback_docs, own_text(frame, texts)).tolist()
+        top = [i for i in distinct_entries(score, settings.recall_feedback_docs, frame, texts).tolist()
                if i in best_vec]
         if top:
             centroid = np.mean([np.asarray(best_vec[i], dtype=np.float32) for i in top], axis=0)
@@ -272,7 +269,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         score, read_cjk = cjk_rank.order(score, query, frame, texts, stats, _cjk_stats(frame, texts), dense, cjk_share,
                                inactive, weights.archived_factor, _signals_out)
     texts = texts if texts is not None else index.texts(frame)
-    order = distinct_top(score, k, own_text(frame, texts)).tolist()
+    order = distinct_entries(score, k, frame, texts).tolist()
     own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
     empty = {p for p in order if no_text(own[p], frame.cols["title"][p])}
     order = text_first(order, empty)
@@ -336,7 +333,8 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     result.results = place_empty(result.results, [p in empty for p in order])
     if explain:
         result.info = {"entities": entities, "terms": terms, "feedback_terms": fb_terms,
-                       "dense_query": dense_query, "named_dates": len(dates)}
+                       "dense_query": dense_query, "named_dates": len(dates),
+                       "projects": projects}
     held_back.say(result, index, query, filters.category)  # a match the index cannot hold is said
     return result
 

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 def recall(
     query: Annotated[Optional[str], typer.Argument(help="What to look for (any language).")] = None,
-    k: Annotated[int, typer.Option("-k", "--k", help="How many results at most, any number: a k past the recall_candidates pool (100) widens it, so every entry can come back; hits under the relevance cut-off are still dropped (--min-relevance 0 keeps them).")] = 10,
+    k: Annotated[int, typer.Option("-k", "--k", help="How many results at most, any number: a k past the recall_candidates pool (100) widens it, so every entry can come back (one hit per text: copies of a hit's text are passed over); hits under the relevance cut-off are still dropped (--min-relevance 0 keeps them).")] = 10,
     category: Annotated[Optional[str], typer.Option("--category", "-c", help="Only this category and its subcategories.")] = None,
     tier: Annotated[Optional[str], typer.Option("--tier", help="hot, warm, cold or archive.")] = None,
     status: Annotated[Optional[str], typer.Option("--status", help="active, archived or expired.")] = None,

@@ -87,19 +87,22 @@ class Entries:
             journal.append(self.root, [(entry.id, self.state.now(), None)])
         return self.seen(entry)
 
-    def seen(self, entry: Entry) -> Entry:
+    def seen(self, entry: Entry, accesses: dict | None = None) -> Entry:
         """`entry` with the accesses the journal holds for it counted, its tier and weight as
-        `mem maintain` will write them (what reads and lists show)."""
-        access = self.state.accesses().get(entry.id) if entry.id else None
+        `mem maintain` will write them (what reads and lists show); `accesses`: the journal's, when
+        the caller read them for many entries."""
+        accesses = self.state.accesses() if accesses is None else accesses
+        access = accesses.get(entry.id) if entry.id else None
         entry = folded(entry, access, self.state.now(), self.state.settings) if access is not None else entry
         return self.due_tiers([entry])[0]
 
     def tiers_now(self, hits: list, wanted: str | None) -> list:
         """Recall hits of an adopted vault with the tier reads show (`seen`: none is in its notes or
         their index rows); only those in `wanted` when a tier was asked for."""
+        accesses = self.state.accesses() if hits else {}  # the journal's files listed once, not once a hit
         for hit in hits:
             entry = self.state.catalog.get(hit.path) if hit.path and hit.shared_root is None else None
-            hit.tier = self.seen(entry).tier if entry is not None else hit.tier
+            hit.tier = self.seen(entry, accesses).tier if entry is not None else hit.tier
         return [hit for hit in hits if not wanted or hit.tier == wanted]
 
     def due_tiers(self, entries: list[Entry], all_entries: list[Entry] | None = None) -> list[Entry]:

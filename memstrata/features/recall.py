@@ -406,14 +406,14 @@ class Recall:
         result.results = merged[:k]
 
     def _merge_grep(self, result, query, k, filters, explain) -> None:
-        """In a small category scope, exact grep matches the index missed are merged in."""
+        """In a small category scope, exact grep matches the index missed (not a hit's copies) are merged in."""
         from memstrata.retrieval import fallback
-
         entries = self._scope(filters)
         if not entries or len(entries) >= self.state.settings.grep_max_entries:
             return
-        have = set(result.ids)
-        extra = [r for r in fallback.grep(self.root, query, entries, k) if r[4] and r[0].id not in have]
+        have, found = set(result.ids), fallback.grep(self.root, query, entries, k)
+        shown = {(r[0].title, r[0].body.strip()) for r in found if r[0].id in have}
+        extra = [r for r in found if r[4] and r[0].id not in have and (r[0].title, r[0].body.strip()) not in shown]
         if not extra:
             return
         mid = result.results[min(len(result.results), k) // 2].score if result.results else 1.0

@@ -58,11 +58,11 @@ def test_a_conversations_people_send_the_searches_into_its_project(mem, tmp_path
     assert found, [(h.session, h.snippet) for h in result.results]
     top = found[0]
     assert "Melanie" not in result.info["dense_query"]
-    assert "melanie" not in result.info["terms"]  # her project's people select it: no word to match in her turns
+    assert result.info["projects"] == [top.category]  # both searches ran again within her project
     # her project searched alone: nothing changes (it is the whole of what the filter admits)
     alone = mem.recall("What does Melanie do to destress?", k=3, min_relevance=0, count_access=False, explain=True,
                        category=top.category)
-    assert alone.results[0].id == top.id and "melanie" in alone.info["terms"]
+    assert alone.results[0].id == top.id and alone.info["projects"] == []
 
 
 def test_people_named_together_are_searched_where_they_talk_together(mem, tmp_path):
@@ -88,3 +88,17 @@ def test_people_named_together_are_searched_where_they_talk_together(mem, tmp_pa
         by_project[p] for p in ("travel", "chess", "garden"))
     # never said together: where each is said
     assert query_names.projects(index, frame, ["Sara", "Ann"], mem.settings) == [by_project["chess"], by_project["garden"]]
+
+
+def test_a_copy_passed_over_is_not_merged_back_by_grep(mem):
+    """A small category scope merges the exact grep matches the index missed: a copy of a hit's text
+    is not one (the search passed over it), and the note saying so would be false (a new user's review)."""
+    text = "Deploys go out on Tuesdays and Thursdays, never on Fridays."
+    mem.write(text, title="Deploy days", category="projects/a")
+    mem.write(text, title="Deploy days", category="projects/b")
+    mem.write("Staging runs in Frankfurt.", title="Staging", category="projects/a")
+    result = mem.recall("when do we deploy?", category="projects", min_relevance=0, count_access=False)
+    assert [h.title for h in result.results].count("Deploy days") == 1
+    assert not any("grep" in n for n in result.notes), result.notes
+    assert len(mem.recall("when do we deploy?", category="projects/a", min_relevance=0).results) == 2  # the copy, filtered
+
