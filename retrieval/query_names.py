@@ -160,20 +160,22 @@ def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -
     each = [found for found in each if found]
     together = [c for c in each[0] if all(c in found for found in each[1:])] if each else []
     out = together or list(dict.fromkeys(c for found in each for c in found))
-    searched = len(frame.ids) if mask is None else int(mask.sum())
-    if len(out) > PROJECTS_MAX or sum(turns.get(c, 0) for c in out) >= 0.5 * max(searched, 1):
+    searched = len(frame.ids) if mask is None else int(mask.sum())  # the projects' share of what is admitted
+    if len(out) > PROJECTS_MAX or sum(admitted.get(c, 0) for c in out) >= 0.5 * max(searched, 1):
         return []
     return out
 
 
 def topic_terms(terms: list[str], common: list[str]) -> list[str]:
     """The query's full-text terms without the words of its common names (`common`: the people a
-    conversation is by), unless nothing else is left: the BM25 terms of a search that also looks
+    conversation is by), unless nothing but asking words is left: the BM25 terms of a search that also looks
     within their projects, where `add_names_said` counts the names. As BM25 terms, such a name's
     weight grew as a turn got shorter, and its idf is high when a year of other sessions never says
     it: "Thanks, Caroline!" (every short turn naming her) outranked the answer at 300,000 turns."""
     said = {w.lower() for name in common for w in lexical.words(name)}
-    return [t for t in terms if t not in said] or terms
+    rest = [t for t in terms if t not in said]
+    # asking words alone are no topic ("What do you know about Melanie?": BM25 on `know`; an attack)
+    return rest if any(t not in lexical.ASKING_WORDS for t in rest) else terms
 
 
 def add_names_said(scores: dict, index: VectorIndex, frame, stats, names: list[str]) -> None:

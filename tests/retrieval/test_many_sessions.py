@@ -102,3 +102,13 @@ def test_a_copy_passed_over_is_not_merged_back_by_grep(mem):
     assert not any("grep" in n for n in result.notes), result.notes
     assert len(mem.recall("when do we deploy?", category="projects/a", min_relevance=0).results) == 2  # the copy, filtered
 
+
+
+def test_a_name_leaves_the_bm25_terms_only_when_a_topic_is_left():
+    from memstrata.retrieval.query_names import topic_terms
+
+    assert topic_terms(["melanie", "destress"], ["Melanie"]) == ["destress"]
+    # asking words alone are no topic: "What do you know about Melanie?", "Describe Melanie" (an attack)
+    assert topic_terms(["know", "melanie"], ["Melanie"]) == ["know", "melanie"]
+    assert topic_terms(["describe", "melanie"], ["Melanie"]) == ["describe", "melanie"]
+    assert topic_terms(["melanie"], ["Melanie"]) == ["melanie"]
