@@ -193,7 +193,7 @@ def order(score, query: str, frame, texts: list[str], stats, cjk, dense: dict, c
     from memstrata.scoring import cjk_ranker, ranker
 
     finite = np.isfinite(score)
-    top = distinct_entries(score, cjk_ranker.CANDIDATES, frame, texts)
+    top = distinct_entries(score, cjk_ranker.CANDIDATES, frame)
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}

@@ -94,6 +94,8 @@ class FrameCache:
         if old is not None and old.ids == self._frame.ids:  # e.g. only access times changed
             if all(old.cols[c] == data[c] for c in ("hash", "created", "tags")):  # the text keys
                 self._frame._texts, self._frame._stats, self._frame._df = old._texts, old._stats, old._df
+                if "_text_codes" in old.__dict__:  # retrieval/rerank.py distinct_entries
+                    self._frame._text_codes = old._text_codes
             if old.cols["category"] == data["category"]:
                 structure = getattr(old, "_structure", None)  # retrieval/search.py's time structure
                 if structure is not None and old.cols["created"] == data["created"]:

@@ -20,8 +20,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     from memstrata.scoring import ranker as rk
 
     finite = np.isfinite(score)
-    column = texts() if texts is not None else None
-    top = top_k(score, rk.CANDIDATES) if column is None else distinct_entries(score, rk.CANDIDATES, frame, column)
+    top = distinct_entries(score, rk.CANDIDATES, frame)
     cand = np.asarray(top[finite[top]], dtype=np.int64)
     if not len(cand):
         return score, {}
@@ -38,6 +37,7 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
     if stats is not None and terms:
         for p, v in stats.coverage(cand.tolist(), terms).items():
             coverage[p] = v
+    column = texts() if texts is not None else None
     bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
     asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
     says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
@@ -182,47 +182,60 @@ def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
     return out, heads, np.array([about.get(rid, 0.0) for rid in ids])
 
 
-def distinct_entries(score, k: int, frame, column):
-    """distinct_top over a frame's entries: their own texts (lexical.entry_part of the column text:
-    the date and tag lines left out) compared, the newest copy kept among equal scores."""
-    return distinct_top(score, k, lambda p: lexical.entry_part(column[p], frame.cols["tags"][p]), frame.cols["created"])
+def distinct_entries(score, k: int, frame):
+    """distinct_top over a frame's entries: their title and body compared by the content hash of what
+    is embedded (chunking.content_hash; a row without one is its own), the newest copy kept among
+    equal scores. Reading each candidate's text for it cost 40 ms a query at 300,000 turns."""
+    import numpy as np
+
+    kept = frame.__dict__.get("_text_codes")
+    if kept is None or len(kept[0]) != len(score):
+        numbered: dict = {}
+        n = len(frame.ids)
+        codes = np.fromiter((numbered.setdefault(h or f"#{i}", len(numbered)) for i, h in enumerate(frame.cols["hash"])),
+                            dtype=np.int64, count=n)
+        created = np.fromiter((-np.inf if c is None else c for c in frame.cols["created"]), dtype=np.float64, count=n)
+        kept = frame._text_codes = (codes, created)
+    return distinct_top(score, k, *kept)
 
 
-def distinct_top(score, k: int, text_of, created=None) -> "np.ndarray":
-    """top_k's entries, one per text: an entry whose text (`text_of(position)`, its ends' spacing aside)
-    is that of a better-scored one is passed over, so k entries with k different texts (fewer when
-    the finite scores run out); among copies of equal score the newest by `created` (per position,
-    None: unknown) is kept. A year of captured sessions repeats turns word for word (the same prompt,
-    error or answer in many sessions): at 300,000 turns nine copies of one turn filled a top ten and
-    the ranker's candidates, and pushed the answer out; copies tie, and the first by position was
-    kept (a review: a test failing in 20 sessions was shown as failing once, in January)."""
+def distinct_top(score, k: int, codes, created=None) -> "np.ndarray":
+    """top_k's entries, one per text: an entry whose text (`codes`, a number per text, by position) is
+    that of a better-scored one is passed over, so k entries with k different texts (fewer when the
+    finite scores run out), each in the place of its text's best; among copies of equal score the
+    newest by `created` (per position, -inf: unknown) is kept, then the first. A year of captured
+    sessions repeats turns word for word (the same prompt, error or answer in many sessions): at
+    300,000 turns nine copies of one turn filled a top ten and the ranker's candidates, and pushed the
+    answer out; copies tie, and the first by position was kept (a review: a test failing in 20
+    sessions was shown as failing once, in January)."""
     import numpy as np
 
     n = len(score)
-    if k <= 0:
+    if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
-    width, done = min(n, max(4 * k, k + 32)), 0
-    kept: dict[str, int] = {}  # text -> its slot in `out`
-    out: list[int] = []
+    width = min(n, max(4 * k, k + 32))
     while True:
-        for p in top_k(score, width)[done:].tolist():  # stable order: a wider top starts with the narrower
-            if not np.isfinite(score[p]) or len(out) == k and score[p] < score[out[-1]]:
-                return np.asarray(out, dtype=np.int64)
-            key = text_of(p).strip()
-            at = kept.get(key)
-            if at is None:
-                if len(out) < k:
-                    kept[key] = len(out)
-                    out.append(p)
-            elif created is not None and score[p] == score[out[at]] and _newer(created[p], created[out[at]]):
-                out[at] = p
-        if width >= n:
-            return np.asarray(out, dtype=np.int64)
-        width, done = min(n, width * 4), width
-
-
-def _newer(a, b) -> bool:
-    return a is not None and (b is None or a > b)
+        top = top_k(score, width)
+        top = top[np.isfinite(score[top])]
+        _, first = np.unique(codes[top], return_index=True)
+        if len(first) >= k or width >= n or len(top) < width:
+            break
+        width = min(n, width * 4)
+    floor = score[top[np.sort(first)[k - 1]]] if len(first) >= k else -np.inf
+    if created is not None and width < n and len(top) == width and score[top[-1]] >= floor:
+        pool = np.flatnonzero(score >= floor)  # copies tied with the last kept may run past the window
+        pool = pool[np.argsort(-score[pool], kind="stable")]
+    else:
+        pool = top[score[top] >= floor]
+    c = codes[pool]
+    _, first = np.unique(c, return_index=True)
+    first = np.sort(first)[:k]
+    if created is None or not len(pool):
+        return pool[first]
+    order = np.lexsort((np.arange(len(pool)), -created[pool], -score[pool], c))  # by text, best score, newest, first
+    heads = order[np.r_[True, c[order][1:] != c[order][:-1]]]
+    best = dict(zip(c[heads].tolist(), pool[heads].tolist()))
+    return np.asarray([best[code] for code in c[first].tolist()], dtype=np.int64)
 
 
 def top_k(score, k: int):

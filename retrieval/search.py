@@ -235,7 +235,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     fb_terms: list[str] = []
     feedback: dict[int, float] = {}
     if mode in ("hybrid", "text") and weights.feedback and texts is not None and terms:
-        top = distinct_entries(score, settings.recall_feedback_docs, frame, texts).tolist()
+        top = distinct_entries(score, settings.recall_feedback_docs, frame).tolist()
         if top:
             df = index.doc_freq(frame)
             fb_terms = lexical.feedback_terms([texts[i] for i in top], lambda s: df.get(s, 0), n,
@@ -248,9 +248,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     if qv is not None and weights.dense_feedback and dense:
         # Rocchio feedback on the dense side: the query vector moved towards the best chunks
         # of the top entries, then searched again.
-        texts = texts if texts is not None else index.texts(frame)
-        top = [i for i in distinct_entries(score, settings.recall_feedback_docs, frame, texts).tolist()
-               if i in best_vec]
+        top = [i for i in distinct_entries(score, settings.recall_feedback_docs, frame).tolist() if i in best_vec]
         if top:
             centroid = np.mean([np.asarray(best_vec[i], dtype=np.float32) for i in top], axis=0)
             moved = qv + weights.dense_feedback * centroid
@@ -269,7 +267,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         score, read_cjk = cjk_rank.order(score, query, frame, texts, stats, _cjk_stats(frame, texts), dense, cjk_share,
                                inactive, weights.archived_factor, _signals_out)
     texts = texts if texts is not None else index.texts(frame)
-    order = distinct_entries(score, k, frame, texts).tolist()
+    order = distinct_entries(score, k, frame).tolist()
     own = {p: names.without_names(lexical.entry_part(texts[p], frame.cols["tags"][p])) for p in order}
     empty = {p for p in order if no_text(own[p], frame.cols["title"][p])}
     order = text_first(order, empty)

@@ -28,7 +28,7 @@ def test_distinct_top_is_the_stable_sort_with_repeated_texts_passed_over():
             if np.isfinite(score[p]) and key not in seen and len(expected) < k:
                 seen.add(key)
                 expected.append(p)
-        assert distinct_top(score, k, texts.__getitem__).tolist() == expected
+        assert distinct_top(score, k, _codes(texts)).tolist() == expected
 
 
 def test_distinct_top_keeps_the_newest_of_equal_copies():
@@ -56,4 +56,10 @@ def test_distinct_top_keeps_the_newest_of_equal_copies():
         for p in np.argsort(-score, kind="stable").tolist():
             first.setdefault(texts[p], p)
         order = sorted(slots, key=lambda t: list(np.argsort(-score, kind="stable")).index(first[t]))[:k]
-        assert distinct_top(score, k, texts.__getitem__, created).tolist() == [slots[t] for t in order]
+        when = np.array([-np.inf if c is None else c for c in created])
+        assert distinct_top(score, k, _codes(texts), when).tolist() == [slots[t] for t in order]
+
+
+def _codes(texts: list[str]):
+    numbered: dict = {}
+    return np.array([numbered.setdefault(t.strip(), len(numbered)) for t in texts], dtype=np.int64)
