@@ -128,7 +128,7 @@ def common(index: VectorIndex, frame, entities: list[str], settings, mask=None) 
         found = mentioning(frame, texts, e, stats)
         if mask is not None and sum(1 for p in found if mask[p]) >= share * max(int(mask.sum()), 1):
             out.add(e)
-        elif _said_in_a_project(frame, e, found, mask, admitted, share):
+        elif _projects_saying(frame, e, found, mask, admitted, share):
             out.add(e)
     return [e for e in entities if e in out]
 
@@ -139,8 +139,9 @@ PROJECTS_MAX = 32  # names said in more projects than this are no one conversati
 def projects(index: VectorIndex, frame, names: list[str], settings, mask=None) -> list[str]:
     """The categories (projects) whose captured turns say `names` as `common` judges a name said in
     a project (those that say each of them, when some do: "Tim and John" are searched where they
-    talk together, not wherever a John talks; else those that say any), when they hold less than half of the rows a search admits (`mask`) and are
-    at most PROJECTS_MAX: the conversations those people are in, where the vector and BM25 searches
+    talk together, not wherever a John talks; else those that say any), when they hold less than
+    half of the rows a search admits (`mask`) and are at most PROJECTS_MAX: the conversations those
+    people are in, where the vector and BM25 searches
     look again (retrieval/search.py). At 300,000 turns the nearest rows and the best BM25 of a year
     of other sessions crowded out the named conversation's own ("What does Melanie do to destress?"
     had no vector candidate from her sessions); a project alone, or most of the tree, is searched
@@ -222,14 +223,9 @@ def turns_by_category(frame) -> dict:
     return counts
 
 
-def _said_in_a_project(frame, name: str, positions: list[int], mask, admitted: dict, share: float) -> bool:
-    """Whether some category's captured turns say `name` (at `positions`) at least 1 / share times
-    in all, and in at least `share` of its turns a search admits (`admitted`: turns per category)."""
-    return bool(_projects_saying(frame, name, positions, mask, admitted, share))
-
-
 def _projects_saying(frame, name: str, positions: list[int], mask, admitted: dict, share: float) -> list[str]:
-    """The categories whose captured turns say `name` as _said_in_a_project asks."""
+    """The categories whose captured turns say `name` (at `positions`) at least 1 / share times in all,
+    and in at least `share` of their turns a search admits (`admitted`: turns per category)."""
     said = _turns_saying(frame, name, positions)
     if mask is None:
         said_admitted = said

@@ -166,7 +166,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                          for i in range(n)])
     dense_query = query
     projects: list[str] = []
-    topic, common = terms, []  # topic: the BM25 terms, without the names whose projects are searched
+    bm25_terms, common = terms, []  # without the names whose projects are searched (query_names.topic_terms)
     if mode in ("hybrid", "vector") and embedder is not None:
         projects = query_names.projects(index, frame, entities, settings, mask)
         common = query_names.common(index, frame, entities, settings, mask)
@@ -174,19 +174,19 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         qv = embedder.embed_query(dense_query)
         vector_search(qv)
         if projects:
-            topic = query_names.topic_terms(terms, common)
+            bm25_terms = query_names.topic_terms(terms, common)
     stats = index.term_stats(frame) if terms else None
-    ideal = stats.ideal(topic) if stats is not None else 0.0
+    ideal = stats.ideal(bm25_terms) if stats is not None else 0.0
     text_scores: dict[int, float] = {}
     cjk_scores: dict[int, float] = {}  # CJK BM25 over an average entry's, and the idf share held
     cjk_cover: dict[int, float] = {}
     cjk_ideal = 0.0
     texts = None
-    text_scores = _text_side(stats, topic, mask, settings, limit)  # vector mode too: it is judged on the words
+    text_scores = _text_side(stats, bm25_terms, mask, settings, limit)  # vector mode too: it is judged on the words
     if projects and stats is not None:  # the named conversations' own best, as on the dense side
         within = query_names.in_categories(frame, projects)
-        text_scores.update(_text_side(stats, topic, within if mask is None else within & mask, settings, limit))
-        if topic != terms:
+        text_scores.update(_text_side(stats, bm25_terms, within if mask is None else within & mask, settings, limit))
+        if bm25_terms != terms:
             query_names.add_names_said(text_scores, index, frame, stats, common)
     if lexical.has_cjk(query):
         texts = index.texts(frame)
