@@ -17,10 +17,10 @@ def rules_stamp() -> str:
     """What the guard's decision depends on besides the record: its code (the rules, their hints and
     validators, the normalisation, what counts as public data, a placeholder or a share link): any
     change to one of those files checks every record again."""
-    from memstrata.storage import placeholders, public_data, secret_rules, secrets, share_links
+    from memstrata.storage import placeholders, public_data, secret_rules, secret_starts, secrets, share_links
 
     digest = hashlib.sha1()
-    for module in (secrets, secret_rules, public_data, placeholders, share_links):
+    for module in (secrets, secret_rules, secret_starts, public_data, placeholders, share_links):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()
 

@@ -336,8 +336,8 @@ _TOKEN_RULES = frozenset((
 
 
 _CIPHER_NAME = re.compile(r"(?i:rsa|aes|3?des|e?c?dsa|ed25519|ecc|sha|hmac|md5|sm[234]|[pg]pg|pem|pkcs)[-_]?(?:\d{1,4}|gcm|cbc|ctr)*")  # a key's kind, not a key
-_CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin",
-                     "密码", "口令", "密钥", "秘钥", "私钥", "令牌", "密碼", "密鑰", "金鑰", "權杖")
+CJK_WORDS = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "密碼", "密鑰", "金鑰", "權杖")
+_CREDENTIAL_WORDS = ("pass", "pwd", "secret", "api", "key", "token", "credential", "auth", "access", "pin", *CJK_WORDS)
 _HINTS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin",), "aws_access_key": ("akia", "asia", "abia", "acca", "a3t"),
     "aws_secret_key": ("aws",), "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -353,7 +353,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "url_password": ("://",), "bearer_token": ("bearer",), "basic_auth": ("authorization",),
     "cli_user_password": ("-u", "--basic-auth"), "cli_mysql_password": ("mysql", "mariadb"),
     "netrc": ("login",), "prose_password": _CREDENTIAL_WORDS, "context_token": _CREDENTIAL_WORDS,
-    "assignment": _CREDENTIAL_WORDS, "cjk_password": _CREDENTIAL_WORDS,
+    "assignment": _CREDENTIAL_WORDS, "cjk_password": (*CJK_WORDS, "是", "为", "為"),  # an English word needs 是/为
 }
 
 

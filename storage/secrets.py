@@ -85,6 +85,7 @@ from typing import Mapping
 
 from memstrata.storage.errors import InvalidInput, SecretDetected
 from memstrata.storage.public_data import public_spans
+from memstrata.storage import secret_starts
 from memstrata.storage.secret_rules import KINDS, RULES, Rule, is_example
 
 __all__ = ["Finding", "Rule", "RULES", "KINDS", "scan", "scan_fields", "check", "MODES", "record_fields",
@@ -158,12 +159,11 @@ def _spans(text: str, exempt: list[tuple[int, int]] | None = None, glued: bool =
     starts: list[int] = []
     accepted: list[tuple[int, int, Rule]] = []
     low = text.lower()
-    present: dict[str, bool] = {}
+    words = secret_starts.Words(text, low)
     for rule in RULES:
-        if rule.hints and not any(present[h] if h in present else present.setdefault(h, h in low)
-                                  for h in rule.hints):
+        if not words.has_hint(rule):
             continue
-        for m in rule.pattern.finditer(text):
+        for m in secret_starts.matches(rule, text, words):
             if rule.validate is not None and not rule.validate(m):
                 continue
             s, e = m.span()

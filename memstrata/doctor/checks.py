@@ -1,6 +1,7 @@
 """The doctor's checks of the tree itself: one scan of the files, then one function per kind of damage."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -79,14 +80,13 @@ class Scan:
     def ids(self) -> set[str]:
         return {e.id for e in self.entries if e.id}
 
-    @property
-    def flagged(self) -> dict:
-        """rel -> why, for entries holding a credential (as the index would see them): never indexed."""
-        if "_flagged" not in self.__dict__:
-            from memstrata.doctor.flagged import flagged
+    @functools.cached_property
+    def indexed(self) -> tuple[dict, list[tuple[str, str, str]]]:
+        """(rel -> why for the entries holding a credential as the index would see them: never indexed, the
+        (row key, content hash, path) of each row the index should hold of the others): doctor/flagged.py."""
+        from memstrata.doctor.flagged import indexed_pass
 
-            self.__dict__["_flagged"] = flagged(self.root, self.entries)
-        return self.__dict__["_flagged"]
+        return indexed_pass(self.root, self.entries)
 
 
 def _walk(root: Path):
@@ -313,7 +313,7 @@ def check_secrets(scan: Scan) -> list[Finding]:
     return out + [Finding("secret", why, path=rel, fixable=False,
                           action="take the credential out of the file (or delete the entry), then `mem sync`; or, "
                           "if it is no secret, `mem secrets allow` the note")
-                  for rel, why in sorted(scan.flagged.items())]
+                  for rel, why in sorted(scan.indexed[0].items())]
 
 
 def check_unparseable(scan: Scan) -> list[Finding]:

@@ -5,8 +5,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from memstrata.doctor.checks import VECTORS_DIR, Finding, entry_hash, Scan
-from memstrata.retrieval.table import index_units
+from memstrata.doctor.checks import VECTORS_DIR, Finding, Scan
 from memstrata.storage import indexes
 from memstrata.storage import layout
 from memstrata.storage.catalog import CACHE_DIR, CATALOG_FILE
@@ -121,25 +120,24 @@ def vector_state(root: Path, settings):
         return index, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
-def compare_rows(entries: list[Entry], frame_ids: list, frame_hashes: list, frame_paths: list) -> dict:
-    """Pure: what differs between the entries and the chunk-0 rows (missing/extra/stale/moved/duplicated)."""
-    from memstrata.retrieval.table import row_id
-
-    want: dict[str, Entry] = {}
-    for e in entries:
-        want.setdefault(row_id(e), e)
+def compare_rows(wanted: list[tuple[str, str, str]], frame_ids: list, frame_hashes: list, frame_paths: list) -> dict:
+    """Pure: what differs between the rows wanted (flagged.row_key of each unit) and the chunk-0 rows
+    (missing/extra/stale/moved/duplicated)."""
+    want: dict[str, tuple[str, str]] = {}
+    for rid, digest, path in wanted:
+        want.setdefault(rid, (digest, path))
     seen: dict[str, int] = {}
     for i in frame_ids:
         seen[i] = seen.get(i, 0) + 1
     out = {"missing": sorted(set(want) - set(seen)), "extra": sorted(set(seen) - set(want)),
            "duplicated": sorted(i for i, n in seen.items() if n > 1), "stale": [], "moved": []}
     for i, digest, path in zip(frame_ids, frame_hashes, frame_paths):
-        e = want.get(i)
-        if e is None:
+        wanted_here = want.get(i)
+        if wanted_here is None:
             continue
-        if digest != entry_hash(e):
+        if digest != wanted_here[0]:
             out["stale"].append(i)
-        elif path != e.path:
+        elif path != wanted_here[1]:
             out["moved"].append(i)
     out["stale"] = sorted(set(out["stale"]))
     out["moved"] = sorted(set(out["moved"]))
@@ -187,10 +185,7 @@ def check_vectors(scan: Scan, settings) -> list[Finding]:
                            f"{want_model}", path=f"{rel}/meta.json", action="re-embed everything"))
         return out
     cols = frame.cols if frame is not None else {"id": [], "hash": [], "path": []}
-    # compressed entries: as the index sees them; one holding a credential is never indexed
-    # a captured session: one row key per turn (retrieval/units.py)
-    indexed = [u for e in scan.entries if e.path not in scan.flagged for u in index_units(scan.root, e)]
-    diff = compare_rows(indexed, list(cols["id"]), list(cols["hash"]), list(cols["path"]))
+    diff = compare_rows(scan.indexed[1], list(cols["id"]), list(cols["hash"]), list(cols["path"]))
     parts = [f"{len(v)} {k} ({', '.join(v[:3])}{'...' if len(v) > 3 else ''})" for k, v in diff.items() if v]
     if parts:
         out.append(Finding("vectors_rows", "index rows differ from the files: " + "; ".join(parts), path=rel,

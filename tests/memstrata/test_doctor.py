@@ -327,8 +327,10 @@ def test_compare_rows_is_pure():
     a = Entry(id="a", title="A", body="x", path="c/a.md")
     b = Entry(id="b", title="B", body="y", path="c/b.md")
     from memstrata.doctor.checks import entry_hash
+    from memstrata.doctor.flagged import row_key
 
-    diff = compare_rows([a, b], ["a", "a", "z"], [entry_hash(a), entry_hash(a), "h"], ["c/a.md"] * 2 + ["z"])
+    diff = compare_rows([row_key(a), row_key(b)], ["a", "a", "z"], [entry_hash(a), entry_hash(a), "h"],
+                        ["c/a.md"] * 2 + ["z"])
     assert diff == {"missing": ["b"], "extra": ["z"], "duplicated": ["a"], "stale": [], "moved": []}
 
 

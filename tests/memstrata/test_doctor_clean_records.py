@@ -22,8 +22,8 @@ def test_a_clean_record_is_not_scanned_twice_and_a_change_is(tmp_path, monkeypat
     m.init()
     notes = [m.write(f"Note {n}: the deploy runs on Fridays.", title=f"Deploy {n}", category="ops") for n in range(5)]
     scanned = []
-    real = secrets.located_in_entry
-    monkeypatch.setattr(secrets, "located_in_entry", lambda entry: scanned.append(entry.path) or real(entry))
+    real = secrets.scan_fields  # what the doctor's scan runs on each record (doctor/secret_pool.py)
+    monkeypatch.setattr(secrets, "scan_fields", lambda fields: scanned.append(fields["path"]) or real(fields))
     assert _secret_paths(m) == []
     assert len(scanned) == 5
     scanned.clear()
