@@ -207,6 +207,25 @@ def tune_query(query, index, limit: int):
         return query.refine_factor(refine)
 
 
+_BESIDE: list = []  # the thread pool of the searches run beside a query's first (made on first use)
+
+
+def searched_together(search, scopes: list) -> list:
+    """`[search(scope) for scope in scopes]`, the first here and the rest at the same time in other
+    threads: LanceDB searches in its own threads with the GIL released, so a query's search within
+    its projects (retrieval/query_names.py) costs the tree's search little more on two cores (two
+    searches at 300,000 turns: 75 -> 49 ms). Results in the order of `scopes`."""
+    if len(scopes) < 2:
+        return [search(scope) for scope in scopes]
+    if not _BESIDE:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _BESIDE.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="vector-search"))
+    beside = [_BESIDE[0].submit(search, scope) for scope in scopes[1:]]
+    first = search(scopes[0])
+    return [first] + [future.result() for future in beside]
+
+
 def damaged_indexes(index) -> dict[str, str]:
     """name -> error of each index of the table that a query using it cannot read (a garbled or
     missing file under `_indices/`): each is probed with the smallest query that opens it. A damaged

@@ -141,13 +141,15 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
     def vector_search(vec) -> None:
         dense.clear()
-        for scope in [where] + ([query_names.within(where, projects)] if projects else []):
+        with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
+        columns = ["id", "kind", "_distance"] + (["vector"] if with_vectors else [])
+
+        def rows_within(scope):
             q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows)
-            if scope:
-                q = q.where(scope, prefilter=True)
-            with_vectors = bool(weights.dense_feedback)  # only Rocchio feedback reads them (200 x 384 floats)
-            columns = ["id", "kind", "_distance"] + (["vector"] if with_vectors else [])
-            rows = q.select(columns).to_arrow().to_pydict()
+            return (q.where(scope, prefilter=True) if scope else q).select(columns).to_arrow().to_pydict()
+
+        scopes = [where] + ([query_names.within(where, projects)] if projects else [])
+        for rows in ann.searched_together(rows_within, scopes):
             vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
             for rid, kind, v, dist in zip(rows["id"], rows["kind"], vectors, rows["_distance"]):
                 pos = frame.pos.get(rid)

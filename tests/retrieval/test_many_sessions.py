@@ -112,3 +112,18 @@ def test_a_name_leaves_the_bm25_terms_only_when_a_topic_is_left():
     assert topic_terms(["know", "melanie"], ["Melanie"]) == ["know", "melanie"]
     assert topic_terms(["describe", "melanie"], ["Melanie"]) == ["describe", "melanie"]
     assert topic_terms(["melanie"], ["Melanie"]) == ["melanie"]
+
+
+def test_a_querys_searches_run_side_by_side_in_order():
+    import threading
+    from memstrata.retrieval.ann import searched_together
+
+    barrier = threading.Barrier(3, timeout=30)  # all three searches in flight at once, or it breaks
+
+    def search(scope):
+        barrier.wait()
+        return scope, threading.current_thread() is threading.main_thread()
+
+    assert searched_together(search, ["tree", "projects", "third"]) == [("tree", True), ("projects", False),
+                                                                       ("third", False)]
+    assert searched_together(lambda scope: scope, ["alone"]) == ["alone"]
