@@ -172,6 +172,7 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
 # queries are refined, wide ones are not.
 REFINE_FACTOR = 5
 REFINE_MAX_LIMIT = 20
+FLAT_MAX_ENTRIES = 5000  # a filter admitting this many entries or fewer is searched exactly (tune_query)
 EF = 100
 
 
@@ -189,17 +190,22 @@ def has_vector_index(index) -> bool:
     return found
 
 
-def tune_query(query, index, limit: int):
+def tune_query(query, index, limit: int, admitted: int | None = None):
     """Limit a LanceDB vector query to `limit` rows, with the ANN query settings when the table
     has the index (HNSW's `ef` must cover the rows it fetches: `limit` times the refine factor;
-    lists longer than REFINE_MAX_LIMIT are not refined).
+    lists longer than REFINE_MAX_LIMIT are not refined). A query whose filter admits at most
+    FLAT_MAX_ENTRIES entries (`admitted`) searches their rows exactly instead: at 300,000 turns a
+    prefiltered HNSW search within one conversation's project (600 entries of 330,000) found half of
+    its 50 nearest rows, in about 35 ms; the exact search reads their vectors, 14-32 ms up to 4,000.
 
     retrieval/search.py calls it on every vector query:
-        q = ann.tune_query(table.search(qv.tolist(), vector_column_name="vector"), index, limit)
+        q = ann.tune_query(table.search(qv.tolist(), vector_column_name="vector"), index, limit, admitted)
     """
     query = query.limit(limit)
     if not has_vector_index(index):
         return query
+    if admitted is not None and admitted <= FLAT_MAX_ENTRIES:
+        return query.bypass_vector_index()
     refine = REFINE_FACTOR if limit <= REFINE_MAX_LIMIT else 1
     try:
         return query.ef(max(EF, limit * refine)).refine_factor(refine)

@@ -145,10 +145,14 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         columns = ["id", "kind", "_distance"] + (["vector"] if with_vectors else [])
 
         def rows_within(scope):
-            q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows)
-            return (q.where(scope, prefilter=True) if scope else q).select(columns).to_arrow().to_pydict()
+            sql, admitted = scope  # a few entries admitted: searched exactly (ann.tune_query)
+            q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows, admitted)
+            return (q.where(sql, prefilter=True) if sql else q).select(columns).to_arrow().to_pydict()
 
-        scopes = [where] + ([query_names.within(where, projects)] if projects else [])
+        scopes = [(where, n if mask is None else int(mask.sum()))]
+        if projects:
+            inside = query_names.in_categories(frame, projects)
+            scopes.append((query_names.within(where, projects), int((inside if mask is None else inside & mask).sum())))
         for rows in ann.searched_together(rows_within, scopes):
             vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
             for rid, kind, v, dist in zip(rows["id"], rows["kind"], vectors, rows["_distance"]):

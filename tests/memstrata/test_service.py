@@ -393,6 +393,26 @@ def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
     assert exact.select(["id"]).to_arrow()["id"].to_pylist()[0] == approx.select(["id"]).to_arrow()["id"].to_pylist()[0]
 
 
+def test_a_filter_admitting_few_entries_is_searched_exactly(tmp_path, monkeypatch):
+    from memstrata.retrieval import ann
+
+    index, vecs = _table_with_rows(tmp_path / "big", 3000, ann_min_rows=2000)
+    ann.maintain(index)
+    table = index.table()
+    where = "category = 'c3'"  # 428 of 3,000 entries
+    monkeypatch.setattr(ann, "FLAT_MAX_ENTRIES", 500)
+    for q in range(10):
+        query = vecs[q * 11].tolist()
+        exact = table.search(query).where(where, prefilter=True).bypass_vector_index().limit(50)
+        want = exact.select(["id", "_distance"]).to_arrow().to_pydict()
+        got = ann.tune_query(table.search(query), index, 50, admitted=428).where(where, prefilter=True)
+        assert got.select(["id", "_distance"]).to_arrow().to_pydict() == want
+    monkeypatch.setattr(ann, "FLAT_MAX_ENTRIES", 400)  # more admitted than that: the index's search
+    plan = ann.tune_query(table.search(vecs[0].tolist()), index, 50, admitted=428).where(where, prefilter=True)
+    assert "ANNSubIndex" in plan.explain_plan()
+    assert "ANNSubIndex" not in ann.tune_query(table.search(vecs[0].tolist()), index, 50, admitted=400).explain_plan()
+
+
 def test_small_writes_are_compacted_with_exact_row_counts(tmp_path):
     import numpy as np
 
