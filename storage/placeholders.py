@@ -55,7 +55,8 @@ def _without_counting(text: str, least: int = 4) -> tuple[str, int]:
     out, runs, i = [], 0, 0
     while i < len(text):
         j = i + 1
-        while (j < len(text) and text[j].isascii() and text[j].isalnum() and text[j - 1].isalnum()
+        while (j < len(text) and text[j].isascii() and text[j - 1].isascii()  # 'İ'.lower() is two characters
+               and text[j].isalnum() and text[j - 1].isalnum()
                and text[j].isdigit() == text[j - 1].isdigit() and ord(text[j].lower()) == ord(text[j - 1].lower()) + 1):
             j += 1
         if j - i >= least:

@@ -35,6 +35,7 @@ _FOLDING = re.compile("[" + FOLDS_TO_ASCII + "]")
 _ANY_HINT = re.compile("|".join(map(re.escape, sorted({h for rule in RULES for h in rule.hints}))))
 
 
+MAX_WORDS = 100_000  # word places kept for one text (a few MB); a text holding more is searched as before
 _SHORT = 256  # a text this long or shorter is first looked at for any rule's hint (one search)
 
 
@@ -63,14 +64,19 @@ class Words:
             held = self._hinted[rule.hints] = any(hint in low for hint in rule.hints)
         return held
 
-    def starts(self, prefixed: bool) -> list[int]:
+    def starts(self, prefixed: bool) -> list[int] | None:
         """Each place a word begins (overlapping ones too: `口令牌`), and with `prefixed` the start of
-        the run of name characters each ends, sorted."""
+        the run of name characters each ends, sorted; None past MAX_WORDS (the text is searched as before)."""
         if self._at is None:
             self._at, at = [], _FINDER.search(self.low)
             while at is not None:
+                if len(self._at) == MAX_WORDS:  # "pin" * 3,000,000: the list would outweigh the text 30 times
+                    self.usable = False
+                    return None
                 self._at.append(at.start())
                 at = _FINDER.search(self.low, at.start() + 1)
+        if not self.usable:
+            return None
         if not prefixed:
             return self._at
         if self._with_names is None:
@@ -80,11 +86,12 @@ class Words:
 
 def matches(rule, text: str, words: Words) -> Iterator[re.Match]:
     """`rule.pattern.finditer(text)`, trying only the places where a match can begin."""
-    if rule.id not in _WORDS or not words.usable:
+    starts = words.starts(rule.id in _PREFIXED) if rule.id in _WORDS and words.usable else None
+    if starts is None:
         yield from rule.pattern.finditer(text)
         return
     end = 0
-    for start in words.starts(rule.id in _PREFIXED):
+    for start in starts:
         if start < end:
             continue  # inside the last match: finditer goes on from its end
         m = rule.pattern.match(text, start)

@@ -1,6 +1,6 @@
 """The credential scan of a whole tree's records, on the machine's other cores once there is enough to scan.
 
-The workers are plain child processes (`python -m memstrata.doctor.secret_worker`) fed batches of records as
+The workers are plain child processes (`python -P -m memstrata.doctor.secret_worker`) fed batches of records as
 JSON lines on their stdin; each answers with the keys of the records in which the guard
 (storage.secrets.scan_fields) finds anything. Not `multiprocessing`: its spawned workers import the
 caller's main module again, which runs a script that calls `Memory.doctor()` at its top level once more
@@ -33,7 +33,12 @@ def _chars(fields: dict) -> int:
 
 class _Worker:
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", "memstrata.doctor.secret_worker"],
+        from memstrata.storage import secrets
+
+        # -P: not the current folder first on the path (a `json.py` there would run); and the worker
+        # answers only if it imported this very code (secret_worker.main)
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "memstrata.doctor.secret_worker",
+                                      os.path.realpath(__file__), os.path.realpath(secrets.__file__)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)  # Ctrl-C is the caller's: it stops the workers
         self.batch: list | None = None
@@ -74,6 +79,7 @@ class SecretScan:
         self.workers = min(MAX_WORKERS, usable) if workers is None else workers
         self.min_chars = min_chars
         self.dirty: list = []
+        self.answered = 0  # batches the workers scanned
         self._here = 0  # characters scanned in this process before the workers took over
         self._pool: list[_Worker] = []
         self._batch: list = []
@@ -133,6 +139,7 @@ class SecretScan:
         for worker in ready:
             try:
                 self.dirty.extend(worker.answer())
+                self.answered += 1
             except Exception:  # noqa: BLE001 - it died or answered nonsense: scanned here instead
                 self.dirty.extend(dirty_keys(worker.batch or []))
                 self._drop(worker)

@@ -45,9 +45,9 @@ def test_the_workers_find_what_one_process_finds():
     with SecretScan(workers=2, min_chars=20_000) as scan:  # the first records here, the rest on the workers
         for key, fields in records:
             scan.add(key, fields)
-        started = list(scan._pool)
         got = sorted(scan.finish())
-    assert started and got == want
+        started = list(scan._pool)
+    assert started and scan.answered >= 2 and got == want
     assert all(w.proc.poll() is not None for w in started)  # stopped on leaving
 
 
@@ -95,3 +95,23 @@ def test_the_doctor_flags_the_same_notes_with_workers(tmp_path, monkeypatch, emb
     pooled = indexed_pass(m.root, entries, workers=2, min_chars=0)
     assert sorted(pooled[0]) == sorted(alone[0]) == sorted(n.path for n in notes[3::9])
     assert pooled[1] == alone[1]
+
+
+def test_the_workers_run_the_doctors_own_code_whatever_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "json.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\nraise ImportError\n")
+    monkeypatch.chdir(tmp_path)  # `python -m` would put it first on the path
+    records = _records(100, every=3)
+    with SecretScan(workers=2, min_chars=0) as scan:
+        for key, fields in records:
+            scan.add(key, fields)
+        got = sorted(scan.finish())
+    assert scan.answered >= 2 and got == sorted(dirty_keys(records)) and not (tmp_path / "ran").exists()
+
+
+def test_a_worker_of_other_code_answers_nothing():
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-P", "-m", "memstrata.doctor.secret_worker", "/elsewhere/secret_pool.py",
+                          "/elsewhere/secrets.py"], input=b'[[1, {"body": "x"}]]\n', capture_output=True, timeout=60)
+    assert run.returncode == 3 and run.stdout == b""

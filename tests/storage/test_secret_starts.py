@@ -75,3 +75,11 @@ def test_the_findings_are_those_of_every_rule_searched_everywhere(monkeypatch):
                         lambda self, rule: not rule.hints or any(h in self.low for h in rule.hints))
     assert [secrets.scan(t) for t in texts] == fast
     assert sum(map(bool, fast)) >= 5  # the texts do hold findings
+
+
+def test_a_text_with_more_words_than_are_kept_is_searched_as_before(monkeypatch):
+    monkeypatch.setattr(secret_starts, "MAX_WORDS", 5)  # the places of 100,000 words at most are kept
+    text = "pin " * 10 + "password=" + KEYISH
+    assert secret_starts.Words(text, text.lower()).starts(False) is None
+    _same_matches(text)
+    assert [f.kind for f in secrets.scan(text)] == ["password or secret assignment"]
