@@ -151,8 +151,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
         scopes = [(where, n if mask is None else int(mask.sum()))]
         if projects:
-            inside = query_names.in_categories(frame, projects)
-            scopes.append((query_names.within(where, projects), int((inside if mask is None else inside & mask).sum())))
+            scopes.append((query_names.within(where, projects), int(in_projects.sum())))
         for rows in ann.searched_together(rows_within, scopes):
             vectors = rows["vector"] if with_vectors else [None] * len(rows["id"])
             for rid, kind, v, dist in zip(rows["id"], rows["kind"], vectors, rows["_distance"]):
@@ -175,6 +174,9 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     bm25_terms, common = terms, []  # without the names whose projects are searched (query_names.topic_terms)
     if mode in ("hybrid", "vector") and embedder is not None:
         projects = query_names.projects(index, frame, entities, settings, mask)
+        if projects:  # their admitted entries: both searches run again within them
+            in_projects = query_names.in_categories(frame, projects)
+            in_projects = in_projects if mask is None else in_projects & mask
         common = query_names.common(index, frame, entities, settings, mask)
         dense_query = lexical.without_entities(query, common)
         qv = embedder.embed_query(dense_query)
@@ -190,8 +192,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
     texts = None
     text_scores = _text_side(stats, bm25_terms, mask, settings, limit)  # vector mode too: it is judged on the words
     if projects and stats is not None:  # the named conversations' own best, as on the dense side
-        within = query_names.in_categories(frame, projects)
-        text_scores.update(_text_side(stats, bm25_terms, within if mask is None else within & mask, settings, limit))
+        text_scores.update(_text_side(stats, bm25_terms, in_projects, settings, limit))
         if bm25_terms != terms:
             query_names.add_names_said(text_scores, index, frame, stats, common)
     if lexical.has_cjk(query):

@@ -1,13 +1,14 @@
 """Where a credential rule's match can begin, found by its keywords: its expression is tried there only.
 
 Python's `re` tries a case-insensitive alternation at every position of a text; for the rules that
-begin with a credential word (`assignment`, `context_token`, `prose_password`) that was most of a
-whole-tree credential check (`mem doctor` beside 300,000 captured turns). Their matches begin where one
+begin with a credential word (`assignment`, `context_token`, `prose_password`, `cjk_password`) that was most
+of a whole-tree credential check (`mem doctor` beside 300,000 captured turns). Their matches begin where one
 of the words begins (or, for `assignment`, at the start of the run of name characters the word ends:
 `DB_PASSWORD=`), so the words are found in the lower-cased text by a case-sensitive search, and the
 rule's own expression is matched at those places in order, as `finditer` would: the same matches, a
 superset of places tried. A text holding a character that `re` folds onto an ASCII letter (U+0130,
-U+0131, U+017F, U+212A: the test checks the list against the running Python) is searched as before.
+U+0131, U+017F, U+212A: the test checks the list against the running Python), or more than MAX_WORDS
+of the words, is searched as before.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ _WORDS = {
     "prose_password": ("pass", "pwd", "secret", "token", "api", "credential", "pin"),
     "cjk_password": (*CJK_WORDS, "pass", "token", "secret", "api"),
 }
-# `assignment`'s key may begin with name characters before its word (`db_password`, `MY.API_KEY`)
 # `assignment`'s key may begin with name characters before its word (`db_password`, `MY.API_KEY`)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _PREFIXED = {"assignment"}
