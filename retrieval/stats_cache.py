@@ -1,39 +1,125 @@
 """The full-text column's texts and term statistics kept on disk, so a new process need not recount them.
 
 A cache under {root}/.vectors/ (derived like the table: deleting it only costs time). A
-process that had to count everything writes it; a new process loads it as the "previous
+process that had to count everything writes it; a new process maps it as the "previous
 frame" and carries over what is unchanged (VectorIndex.texts/term_stats), reading only
-the entries written since. marshal, not pickle: loading it never runs code.
+the entries written since. The large arrays (the texts, the stem counts, the inverted index)
+are used where they lie in the mapped file: they cost a process's memory only while read, and
+the system drops those pages first when memory is short. The rest is marshal, not pickle:
+loading it never runs code.
 """
 from __future__ import annotations
 
 import marshal
+import mmap
+import os
 import stat
 from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
-FORMAT = 4  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones; 4: counts as arrays
+FORMAT = 5  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones; 4: counts as arrays; 5: arrays mapped
+_MAGIC = b"memstrata termstats 5\n"
+_ALIGN = 64
 _COLUMNS = ("hash", "created", "tags", "path", "category")
+# the parts stored as raw arrays after the marshal header: (part, key)
+_RAW = (("texts", "data"), ("texts", "offsets"), ("tf", "indptr"), ("tf", "indices"), ("tf", "counts"),
+        ("postings", "indptr"), ("postings", "indices"), ("postings", "data"))
 
 
 def save(directory: Path, frame, model: str | None) -> None:
-    """Write the frame's texts and statistics (both must be computed)."""
-    from memstrata.storage.atomic import atomic_write_bytes
+    """Write the frame's texts and statistics (both must be computed; the feedback statistics
+    `frame._df` are kept when computed)."""
+    from memstrata.storage.atomic import atomic_write_chunks
 
     stats = frame._stats
+    data_, offsets = frame._texts.flat()
     data = {"format": FORMAT, "model": model, "ids": list(frame.ids),
             "cols": {c: [list(v) if isinstance(v, list) else v for v in frame.cols[c]] for c in _COLUMNS},
-            "texts": {"data": frame._texts.data, "offsets": frame._texts.offsets.astype("<i8").tobytes()},
+            "texts": {"data": data_, "offsets": offsets.astype("<i8").tobytes()},
             "tf": _rows_data(stats.tf), "length": list(stats.length),
-            "df": dict(stats.df), "fdf": dict(frame._df)}
+            "df": dict(stats.df), "fdf": None if frame._df is None else dict(frame._df)}
     postings = _postings_data(stats)
     if postings is not None:
         data["postings"] = postings
     try:
-        atomic_write_bytes(Path(directory) / CACHE_FILE, marshal.dumps(data))
+        atomic_write_chunks(Path(directory) / CACHE_FILE, _encoded(data))
     except (OSError, ValueError):
         pass  # a cache: the next process counts again
+
+
+def _encoded(data: dict):
+    """The file's pieces: magic, header length, marshal header (the raw parts replaced by their
+    place in the file), then each raw part at an aligned offset."""
+    raw, places, at = [], {}, 0
+    for part, key in _RAW:
+        value = data[part].get(key) if isinstance(data.get(part), dict) else None
+        if not isinstance(value, (bytes, memoryview)):
+            continue  # absent, or (a forged cache, in tests) no array: left in the header
+        at = -(-at // _ALIGN) * _ALIGN
+        places[f"{part}.{key}"] = (at, len(value))
+        raw.append((at, value))
+        at += len(value)
+    header = {k: ({kk: vv for kk, vv in v.items() if f"{k}.{kk}" not in places} if isinstance(v, dict) else v)
+              for k, v in data.items()}
+    header["raw"] = places
+    head = marshal.dumps(header)
+    start = -(-(len(_MAGIC) + 8 + len(head)) // _ALIGN) * _ALIGN
+    yield _MAGIC + len(head).to_bytes(8, "little") + head + bytes(start - len(_MAGIC) - 8 - len(head))
+    written = 0
+    for at, value in raw:
+        yield bytes(at - written)
+        yield value
+        written = at + len(value)
+
+
+def read(path: Path):
+    """(the cache's parts as `save` gave them, the raw parts as views of the mapped file; the map
+    or None) or None when the file is no cache. A fifo or a device is never opened."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None  # a fifo would block the read for ever, a device never end
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # an empty file, a file system that cannot map
+            mapped = None
+        if mapped is None:
+            with os.fdopen(os.dup(fd), "rb") as f:
+                buffer = memoryview(f.read())
+        else:
+            buffer = memoryview(mapped)
+    finally:
+        os.close(fd)
+    if bytes(buffer[:len(_MAGIC)]) != _MAGIC:
+        return None
+    size = int.from_bytes(buffer[len(_MAGIC):len(_MAGIC) + 8], "little")
+    start = len(_MAGIC) + 8
+    if size > len(buffer) - start:
+        return None
+    data = marshal.loads(buffer[start:start + size])
+    places = data.pop("raw", None) if isinstance(data, dict) else None
+    if not isinstance(places, dict):
+        return None
+    body = -(-(start + size) // _ALIGN) * _ALIGN
+    for part, key in _RAW:
+        place = places.get(f"{part}.{key}")
+        if place is None:
+            continue
+        if not (isinstance(place, tuple) and len(place) == 2 and all(type(v) is int and v >= 0 for v in place)
+                and body + place[0] + place[1] <= len(buffer) and isinstance(data.get(part), dict)):
+            return None
+        data[part][key] = buffer[body + place[0]:body + place[0] + place[1]]
+    return data, mapped
+
+
+def write(path: Path, data: dict) -> None:
+    """Write parts as `read` gives them (tests forge a cache with it)."""
+    from memstrata.storage.atomic import atomic_write_chunks
+
+    atomic_write_chunks(Path(path), _encoded(data))
 
 
 def load(directory: Path, model: str | None, make_frame):
@@ -45,10 +131,10 @@ def load(directory: Path, model: str | None, make_frame):
     from memstrata.retrieval import lexical
 
     try:
-        path = Path(directory) / CACHE_FILE
-        if not stat.S_ISREG(path.stat().st_mode):
-            return None  # a fifo would block the read for ever, a device never end
-        data = marshal.loads(path.read_bytes())
+        found = read(Path(directory) / CACHE_FILE)
+        if found is None:
+            return None
+        data, mapped = found
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model:
             return None
         if not _consistent(data):
@@ -62,12 +148,14 @@ def load(directory: Path, model: str | None, make_frame):
         if stats.tf is None or stats.tf.lengths() != data["length"] or +stats.df != stats.tf.column_counts():
             return None
         stats._finish(data["length"])
-        frame._stats, frame._df = stats, Counter(data["fdf"])
+        frame._stats, frame._df = stats, None if data["fdf"] is None else Counter(data["fdf"])
         if not (len(frame.ids) == len(frame._texts) == len(stats.tf)):
             return None
         stats._postings = _postings_from(data.get("postings"), stats.tf)
+        if mapped is not None:
+            mapped.madvise(mmap.MADV_DONTNEED)  # the checks read every page: let them go until a query needs them
         return frame
-    except (OSError, ValueError, EOFError, TypeError, KeyError):
+    except (OSError, ValueError, EOFError, TypeError, KeyError, OverflowError):
         return None
 
 
@@ -87,8 +175,9 @@ def _consistent(data: dict) -> bool:
         return False
     if not all(type(x) is int and x >= 0 for x in length):
         return False
+    counted = [data["df"]] + ([] if data["fdf"] is None else [data["fdf"]])  # fdf: only when it was computed
     return all(isinstance(d, dict) and all(type(k) is str and type(v) is int and v >= 0 for k, v in d.items())
-               for d in (data["df"], data["fdf"]))
+               for d in counted)
 
 
 def _texts_from(data):
@@ -98,7 +187,7 @@ def _texts_from(data):
     from memstrata.retrieval.text_column import TextColumn
 
     try:
-        if type(data["data"]) is not bytes:
+        if not isinstance(data["data"], (bytes, memoryview)):
             return None
         texts = TextColumn(data["data"], np.frombuffer(data["offsets"], dtype="<i8"))
     except (KeyError, TypeError, ValueError):
@@ -110,7 +199,8 @@ def _rows_data(rows) -> dict:
     """The per-entry stem counts (retrieval.term_rows) as plain bytes, each row's columns sorted."""
     from scipy import sparse
 
-    csr = sparse.csr_matrix((rows.counts, rows.indices, rows.indptr), shape=(len(rows), len(rows.terms)))
+    indptr, indices, counts = rows.gathered()  # copies: a mapped cache's arrays are read-only
+    csr = sparse.csr_matrix((counts, indices, indptr), shape=(len(rows), len(rows.terms)))
     csr.sort_indices()
     return {"terms": list(rows.terms), "indptr": csr.indptr.astype("<i8").tobytes(),
             "indices": csr.indices.astype("<i4").tobytes(), "counts": csr.data.astype("<i4").tobytes()}

@@ -15,16 +15,25 @@ from collections import Counter
 
 import numpy as np
 
+from memstrata.retrieval.overlay import carried_layout
+
 
 class TermRows:
-    """Per-entry {stem: count}, row-major (CSR without the matrix): row p's columns are
-    indices[indptr[p]:indptr[p + 1]], their counts counts[...]; terms[column] is the stem."""
+    """Per-entry {stem: count}, row-major (CSR without the matrix): base row j's columns are
+    indices[indptr[j]:indptr[j + 1]], their counts counts[...]; terms[column] is the stem.
 
-    def __init__(self, terms: list[str], vocab: dict[str, int], indptr, indices, counts):
+    The arrays may be views of the statistics cache mapped from disk (retrieval/stats_cache.py).
+    A new table version keeps them (`base`) and puts its new and changed rows in a small
+    TermRows (`extra`): `at[p]` is entry p's row in the base (>= 0) or in the extra part (-1 - k);
+    None when entry p is base row p (retrieval/overlay.py)."""
+
+    def __init__(self, terms: list[str], vocab: dict[str, int], indptr, indices, counts,
+                 extra: "TermRows | None" = None, at=None):
         self.terms, self.vocab = terms, vocab
         self.indptr = np.asarray(indptr, dtype=np.int64)
         self.indices = np.asarray(indices, dtype=np.int32)
         self.counts = np.asarray(counts, dtype=np.int32)
+        self.extra, self.at = extra, at
 
     @classmethod
     def build(cls, counters, terms: list[str] | None = None, vocab: dict[str, int] | None = None) -> "TermRows":
@@ -45,12 +54,17 @@ class TermRows:
                    np.frombuffer(counts, dtype=np.int32))
 
     def __len__(self) -> int:
-        return len(self.indptr) - 1
+        return len(self.indptr) - 1 if self.at is None else len(self.at)
 
     def __getitem__(self, p: int) -> dict[str, int]:
-        lo, hi = self.indptr[p], self.indptr[p + 1]
+        part, j = self, p
+        if self.at is not None:
+            j = int(self.at[p])
+            if j < 0:
+                part, j = self.extra, -1 - j
+        lo, hi = part.indptr[j], part.indptr[j + 1]
         terms = self.terms
-        return {terms[c]: n for c, n in zip(self.indices[lo:hi].tolist(), self.counts[lo:hi].tolist())}
+        return {terms[c]: n for c, n in zip(part.indices[lo:hi].tolist(), part.counts[lo:hi].tolist())}
 
     def __iter__(self):
         for p in range(len(self)):
@@ -61,56 +75,81 @@ class TermRows:
             return len(self) == len(other) and all(a == dict(b) for a, b in zip(self, other))
         return NotImplemented
 
+    def overlaid(self) -> int:
+        """How many rows are not in the base (the new and changed ones since it was made)."""
+        return 0 if self.at is None else int(np.count_nonzero(self.at < 0))
+
+    def gathered(self, rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, indices, counts) of `rows` (all by default), in that order, as one CSR layout."""
+        rows = np.arange(len(self), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+        if self.at is None:
+            sizes = self.indptr[rows + 1] - self.indptr[rows]
+            slots = row_slots(self.indptr, rows)
+            indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=indptr[1:])
+            return indptr, self.indices[slots], self.counts[slots]
+        where = self.at[rows]
+        in_base = where >= 0
+        sizes = np.empty(len(rows), dtype=np.int64)
+        parts = ((in_base, self, where[in_base]), (~in_base, self.extra, -1 - where[~in_base]))
+        for mask, part, local in parts:
+            sizes[mask] = part.indptr[local + 1] - part.indptr[local]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        counts = np.empty(int(indptr[-1]), dtype=np.int32)
+        for mask, part, local in parts:
+            if len(local):
+                source, target = row_slots(part.indptr, local), row_slots(indptr, np.flatnonzero(mask))
+                indices[target], counts[target] = part.indices[source], part.counts[source]
+        return indptr, indices, counts
+
     def lengths(self) -> list[int]:
         """Each row's total count (the entry's length in stems)."""
-        running = np.concatenate(([0], np.cumsum(self.counts, dtype=np.int64)))
-        return (running[self.indptr[1:]] - running[self.indptr[:-1]]).tolist()
+        indptr, _, counts = (self.indptr, None, self.counts) if self.at is None else self.gathered()
+        running = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+        return (running[indptr[1:]] - running[indptr[:-1]]).tolist()
 
     def column_counts(self, rows=None) -> Counter:
         """{stem: number of `rows` (all by default) holding it}: document frequencies."""
-        cols = self.indices if rows is None else self.indices[row_slots(self.indptr, np.asarray(rows, dtype=np.int64))]
+        if rows is None and self.at is None:
+            cols = self.indices
+        else:
+            cols = self.gathered(rows)[1]
         found = np.bincount(cols, minlength=len(self.terms)) if len(cols) else np.zeros(0, dtype=np.int64)
         return Counter({self.terms[c]: int(found[c]) for c in np.flatnonzero(found)})
 
     def carried(self, reuse: list, fresh: dict[int, dict]) -> "TermRows":
         """The rows of a new collection: reuse[n] is this collection's row of an unchanged entry,
-        None for a new or changed one, whose counts are fresh[n]. Kept rows are copied run by run."""
-        new = TermRows.build((fresh[n] for n, j in enumerate(reuse) if j is None), self.terms, self.vocab)
-        sizes, indices, counts = [], [], []
-        for kept, lo, hi in carried_runs(reuse):
-            source = self if kept else new
-            a, b = source.indptr[lo], source.indptr[hi]
-            sizes.append(np.diff(source.indptr[lo:hi + 1]))
-            indices.append(source.indices[a:b])
-            counts.append(source.counts[a:b])
-        indptr = np.zeros(len(reuse) + 1, dtype=np.int64)
-        if sizes:
-            np.cumsum(np.concatenate(sizes), out=indptr[1:])
-        join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32))
-        return TermRows(self.terms, self.vocab, indptr, join(indices), join(counts))
+        None for a new or changed one, whose counts are fresh[n]. The base rows stay where they
+        are; the others (kept rows of the extra part, then the fresh ones) make a new extra part."""
+        at, from_extra, fresh_at = carried_layout(self.at, len(self), reuse)
+        new = TermRows.build((fresh[n] for n in fresh_at), self.terms, self.vocab)
+        pieces = [new.gathered()]
+        if len(from_extra):
+            pieces.insert(0, self.extra.gathered(from_extra))
+        indptr = np.zeros(sum(len(p[0]) - 1 for p in pieces) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate([np.diff(p[0]) for p in pieces]), out=indptr[1:])
+        extra = TermRows(self.terms, self.vocab, indptr, np.concatenate([p[1] for p in pieces]),
+                         np.concatenate([p[2] for p in pieces]))
+        return TermRows(self.terms, self.vocab, self.indptr, self.indices, self.counts, extra, at)
 
     def compacted(self) -> "TermRows":
-        """The same rows over a vocabulary of the stems they hold (new list and dict): the shared
-        vocabulary only grows, and a service rewriting entries kept every word it ever saw."""
-        used = np.unique(self.indices)
+        """The same rows, in one part, over a vocabulary of the stems they hold (new list and dict):
+        the shared vocabulary only grows, and a service rewriting entries kept every word it ever saw."""
+        indptr, indices, counts = self.gathered() if self.at is not None else (self.indptr, self.indices, self.counts)
+        used = np.unique(indices)
         renumber = np.full(len(self.terms), -1, dtype=np.int32)
         renumber[used] = np.arange(len(used), dtype=np.int32)
         terms = [self.terms[c] for c in used.tolist()]
-        return TermRows(terms, {t: c for c, t in enumerate(terms)}, self.indptr, renumber[self.indices], self.counts)
+        return TermRows(terms, {t: c for c, t in enumerate(terms)}, indptr, renumber[indices], counts)
 
     def matrix(self, rows=None):
         """CSC matrix (rows x terms) of `rows` (all by default), its counts as float32."""
         from scipy import sparse
 
-        if rows is None:
-            indptr, indices, counts, n = self.indptr, self.indices, self.counts, len(self)
-        else:
-            rows = np.asarray(rows, dtype=np.int64)
-            sizes = self.indptr[rows + 1] - self.indptr[rows]
-            slots = row_slots(self.indptr, rows)
-            indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-            indices, counts, n = self.indices[slots], self.counts[slots], len(rows)
-        csr = sparse.csr_matrix((counts.astype(np.float32), indices, indptr), shape=(n, len(self.terms)))
+        indptr, indices, counts = self.gathered(rows)
+        csr = sparse.csr_matrix((counts.astype(np.float32), indices, indptr), shape=(len(indptr) - 1, len(self.terms)))
         return csr.tocsc()
 
 
@@ -122,19 +161,3 @@ def row_slots(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     if not total:
         return np.zeros(0, dtype=np.int64)
     return np.arange(total, dtype=np.int64) + np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
-
-
-def carried_runs(reuse: list) -> list[tuple[bool, int, int]]:
-    """A new collection's entries as runs, in order, to copy whole: (True, lo, hi) for old rows
-    lo..hi-1 kept in a row (reuse[n] their old row), (False, lo, hi) for the lo-th..(hi-1)-th new or
-    changed entries (reuse[n] None). A write changes a few entries: a few runs, whatever the size."""
-    old = np.array([-1 if j is None else j for j in reuse], dtype=np.int64)
-    if not len(old):
-        return []
-    kept = old >= 0
-    fresh_rank = np.cumsum(~kept) - 1
-    breaks = np.flatnonzero((kept[1:] != kept[:-1]) | (kept[1:] & (old[1:] != old[:-1] + 1))) + 1
-    starts = np.concatenate(([0], breaks)).tolist()
-    ends = starts[1:] + [len(old)]
-    return [(True, int(old[a]), int(old[a]) + b - a) if kept[a] else (False, int(fresh_rank[a]), int(fresh_rank[a]) + b - a)
-            for a, b in zip(starts, ends)]

@@ -118,7 +118,7 @@ def test_a_damaged_cached_index_is_rebuilt():
 def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
     """Each of these used to load and then crash recall (or change its answers) until the file
     was deleted by hand; now the cache is counted again, and a reindex removes it."""
-    import marshal
+    import copy
 
     from memstrata import Memory
     from memstrata.retrieval import stats_cache
@@ -131,10 +131,13 @@ def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
     expected = m.recall("postgres replication", strategy="text", min_relevance=0).ids
     cache = m.root / ".vectors" / stats_cache.CACHE_FILE
     assert cache.is_file()
-    good = marshal.loads(cache.read_bytes())
+    good = stats_cache.read(cache)[0]
+    good = {k: ({kk: bytes(vv) if isinstance(vv, memoryview) else vv for kk, vv in v.items()} if isinstance(v, dict) else v)
+            for k, v in good.items()}  # the mapped parts as bytes, kept after the file is replaced
+    whole = cache.read_bytes()
 
     def forged(change):
-        data = marshal.loads(marshal.dumps(good))
+        data = copy.deepcopy(good)
         change(data)
         return data
 
@@ -164,9 +167,16 @@ def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
         lambda d: values(d, -1e30),
     ]
     for n, change in enumerate(cases):
-        cache.write_bytes(marshal.dumps(forged(change)))
+        stats_cache.write(cache, forged(change))
         fresh = Memory(m.root, embedder=embedder)
         assert fresh.recall("postgres replication", strategy="text", min_relevance=0).ids == expected, n
-    cache.write_bytes(marshal.dumps(forged(cases[0])))
+    head = len(b"memstrata termstats 5\n")
+    for n, damaged in enumerate([whole[:len(whole) // 2], whole[:head + 3], b"", b"x" * len(whole),
+                                 whole[:head] + (10**12).to_bytes(8, "little") + whole[head + 8:],
+                                 whole[:-1]]):  # cut short, emptied, overwritten, a header past the end
+        cache.write_bytes(damaged)
+        fresh = Memory(m.root, embedder=embedder)
+        assert fresh.recall("postgres replication", strategy="text", min_relevance=0).ids == expected, n
+    stats_cache.write(cache, forged(cases[0]))
     m.reindex()  # derived from the old table: gone with it
-    assert not cache.exists() or marshal.loads(cache.read_bytes())["cols"]["hash"] != []
+    assert not cache.exists() or stats_cache.read(cache)[0]["cols"]["hash"] != []

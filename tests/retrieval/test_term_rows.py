@@ -57,7 +57,11 @@ def test_a_text_column_reads_back_its_texts_through_carries():
     assert list(column) == texts and column == texts and len(column) == 6 and column[-1] == "" and column.well_formed()
     reuse = [5, None, 3, 0, None]
     carried = column.carried(reuse, {1: "new ☃", 4: "x"})
-    assert carried == ["", "new ☃", "数据库迁移", "plain", "x"] and carried.well_formed()
+    assert carried == ["", "new ☃", "数据库迁移", "plain", "x"] and carried.overlaid() == 2
+    assert carried.data is column.data  # the base buffer is kept, not copied: it may be mapped from disk
+    assert TextColumn(*carried.flat()) == carried and TextColumn(*carried.flat()).well_formed()
+    again = carried.carried([1, 0, None, 3], {2: "again"})  # an extra text kept, a base one, a fresh one
+    assert again == ["new ☃", "", "again", "plain"] and again.overlaid() == 2 and again.data is column.data
     assert not TextColumn(column.data, column.offsets + 1).well_formed()
     cut = column.offsets.copy()
     cut[3] += 1  # inside 数, the first character of text 3
@@ -65,8 +69,6 @@ def test_a_text_column_reads_back_its_texts_through_carries():
 
 
 def test_the_statistics_cache_reads_back_what_it_wrote_and_refuses_a_stem_twice_in_a_row(tmp_path):
-    import marshal
-
     import numpy as np
 
     from memstrata.retrieval import lexical, stats_cache
@@ -86,14 +88,15 @@ def test_the_statistics_cache_reads_back_what_it_wrote_and_refuses_a_stem_twice_
     loaded = stats_cache.load(tmp_path, "m", Frame)
     assert loaded._texts == texts and loaded._stats.tf == frame._stats.tf
     assert loaded._stats.length == frame._stats.length and loaded._stats._postings is not None
+    assert isinstance(loaded._texts.data, memoryview)  # read where it lies in the mapped file
     query = {"pottery": 1.0, "caroline": 1.0}
     assert loaded._stats.top(query, 0.9, 0.5, 5) == frame._stats.top(query, 0.9, 0.5, 5) != {}
-    data = marshal.loads((tmp_path / stats_cache.CACHE_FILE).read_bytes())
+    data, _ = stats_cache.read(tmp_path / stats_cache.CACHE_FILE)
     indices = np.frombuffer(data["tf"]["indices"], dtype="<i4").copy()
     first_row = slice(0, int(np.frombuffer(data["tf"]["indptr"], dtype="<i8")[1]))
     indices[first_row] = indices[first_row][0]  # one stem over and over in the first row
     data["tf"]["indices"] = indices.tobytes()
-    (tmp_path / stats_cache.CACHE_FILE).write_bytes(marshal.dumps(data))
+    stats_cache.write(tmp_path / stats_cache.CACHE_FILE, data)
     assert stats_cache.load(tmp_path, "m", Frame) is None
 
 

@@ -1,0 +1,78 @@
+"""The texts and term statistics are read where they lie in the mapped disk cache, through writes and a rewrite of the cache."""
+from __future__ import annotations
+
+import pytest
+
+from memstrata import Memory
+from memstrata.retrieval import frame as frame_mod
+from memstrata.retrieval import lexical, stats_cache
+
+
+def _full_count(index, frame):
+    texts = [index._en_texts(None)[i] or "" for i in frame.ids]
+    return texts, lexical.TermStats(texts)
+
+
+def _same_as_a_full_count(index, frame):
+    texts, full = _full_count(index, frame)
+    stats = index.term_stats(frame)
+    assert list(index.texts(frame)) == texts
+    assert ([dict(c) for c in stats.tf], stats.df, stats.length) == ([dict(c) for c in full.tf], full.df, full.length)
+    for query in ({"postgres": 1.0, "replication": 1.0}, {"note": 1.0}, {"lunch": 2.0, "fridays": 1.0}):
+        assert stats.top(query, 0.9, 0.5, 20) == pytest.approx(full.top(query, 0.9, 0.5, 20))
+        assert list(stats.top(query, 0.9, 0.5, 20)) == list(full.top(query, 0.9, 0.5, 20))
+
+
+def _is_mapped(frame) -> bool:
+    return isinstance(frame._texts.data, memoryview) and not frame._stats.tf.indices.flags.owndata
+
+
+def test_statistics_are_mapped_carried_over_writes_and_mapped_again_past_the_threshold(tmp_path, embedder, monkeypatch):
+    monkeypatch.setattr(frame_mod, "REBASE_MIN", 4)  # a tenth of this tree's entries, at least 4: a rewrite soon
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    for n in range(30):
+        m.write(f"Postgres note number {n} about replication and backups.", title=f"Note {n}", category="work")
+    index = m.state.vector_index()
+    frame = index.frame()
+    index.term_stats(frame)
+    assert _is_mapped(frame) and frame._texts.overlaid() == 0  # counted, written, then read from the file
+    _same_as_a_full_count(index, frame)
+    base = frame._texts.data
+
+    m.write("Lunch at noon on Fridays.", title="Lunch", category="work")  # one new entry: carried
+    frame = index.frame()
+    index.term_stats(frame)
+    assert frame._texts.data is base and frame._texts.overlaid() == 1 and frame._stats.tf.overlaid() == 1
+    _same_as_a_full_count(index, frame)
+
+    for n in range(5):  # past max(4, 31 // 10): written again and mapped
+        m.write(f"Postgres note number {n} now says logical replication.", title=f"Note {n}", category="work")
+    frame = index.frame()
+    index.term_stats(frame)
+    assert frame._texts.data is not base and _is_mapped(frame) and frame._texts.overlaid() == 0
+    _same_as_a_full_count(index, frame)
+    assert m.recall("logical replication", strategy="text", min_relevance=0).results[0].title.startswith("Note")
+
+
+def test_mapped_statistics_stay_readable_when_the_file_is_replaced(tmp_path, embedder):
+    """Every writer replaces the cache by a rename (another process counting, a privacy purge
+    deleting it): a process reading the old file keeps reading it whole."""
+    import os
+
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    for n in range(8):
+        m.write(f"Kafka topic {n} keeps seven days of events.", title=f"Topic {n}", category="work")
+    index = m.state.vector_index()
+    frame = index.frame()
+    index.term_stats(frame)
+    assert _is_mapped(frame)
+    before, top = list(frame._texts), frame._stats.top({"kafka": 1.0, "events": 1.0}, 0.9, 0.5, 5)
+    cache = index.dir / stats_cache.CACHE_FILE
+    junk = index.dir / "junk"
+    junk.write_bytes(b"x" * 100)
+    os.replace(junk, cache)
+    os.unlink(cache)
+    assert list(frame._texts) == before and frame._stats.top({"kafka": 1.0, "events": 1.0}, 0.9, 0.5, 5) == top
+    assert Memory(m.root, embedder=embedder).recall("kafka events", strategy="text", min_relevance=0).ids
