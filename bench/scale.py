@@ -17,7 +17,8 @@ engine's own adopt and capture paths, each distinct text embedded once: the shor
 the table). Measures, each through a fresh `mem` process as a user or a hook runs it (the
 benchmark's own service folder; timings are wall seconds, medians of --runs with min-max):
   - `mem recall` end to end with the service warm (p50, p95), and `Memory.recall` in process (p50,
-    p95, and its CPU per query: process CPU seconds, the figure a loaded machine moves least);
+    p95, and its CPU per query: process CPU seconds, the figure a loaded machine moves least), and
+    the first `Memory.recall` after a write (three notes written to `bench-scratch/`, left in the tree);
   - SessionStart (`mem autoload --hook`, a SessionStart payload) with no service running;
   - `mem sync` with nothing to do, service warm and no service; `mem maintain`; `mem doctor`;
   - the service's resident size (now / peak) after all of the above;
@@ -95,10 +96,17 @@ def inproc_worker(root: str, runs: int) -> dict:
             m.recall(q, k=10, count_access=False)
             wall.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
+    after_write = []
+    for r in range(3):  # a capture or a note between two prompts: the next recall sees a new table version
+        m.write(f"Scratch note of the scale benchmark, run {time.time_ns()}: the build cache warms on Mondays.",
+                title=f"Scale benchmark scratch {time.time_ns()}", category="bench-scratch")
+        t0 = time.perf_counter()
+        m.recall(qs[r], k=10, count_access=False)
+        after_write.append(time.perf_counter() - t0)
     import resource
 
     return {"p50": pct(wall, 0.5), "p95": pct(wall, 0.95), "cpu_p50": pct(cpu, 0.5), "cpu_p95": pct(cpu, 0.95),
-            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "after_write": statistics.median(after_write), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def quality_worker(root: str, alone_dir: str, work: str) -> dict:
@@ -188,6 +196,7 @@ def measure(root: Path, n: int, runs: int, kinds: set, work: Path, add) -> None:
         res = child(["--inproc", str(root), str(runs)], root, work)
         add("Memory.recall in process, warm: p50 / p95", n, f"{res['p50'] * 1000:.0f} / {res['p95'] * 1000:.0f} ms")
         add("  its CPU per query: p50 / p95", n, f"{res['cpu_p50'] * 1000:.0f} / {res['cpu_p95'] * 1000:.0f} ms")
+        add("  the first recall after a write (a new table version), median of 3", n, f"{res['after_write'] * 1000:.0f} ms")
     if kinds & {"recall", "walks"}:
         start_service(root)
         qs = query_texts()

@@ -162,9 +162,9 @@ class FrameCache:
         return frame._df
 
     def _release_previous(self, frame: Frame) -> None:
-        """Let the previous frame go once the statistics it was kept for are carried over
-        (feedback statistics are only ever needed when feedback is on)."""
-        if frame._stats is not None and (frame._df is not None or not self.settings.recall_feedback_weight):
+        """Let the previous frame go once the statistics it was kept for are carried over."""
+        old = frame._reuse[0] if frame._reuse else None
+        if frame._stats is not None and (frame._df is not None or old is None or old._df is None):
             frame._reuse = None
 
     def term_stats(self, frame: Frame | None = None) -> "lexical.TermStats":
@@ -176,6 +176,11 @@ class FrameCache:
             old, reuse = frame._reuse or (None, None)
             if old is not None and old._stats is not None:
                 frame._stats = lexical.TermStats.carried(old._stats, reuse, texts)
+                if old._df is not None:
+                    # carried now, from the changed entries only: query_names reads them whatever the
+                    # feedback weight, and once the previous frame was let go they were counted again
+                    # from every text (seconds at 300,000 entries, after each write)
+                    self.doc_freq(frame)
                 if _overlaid(frame) > max(REBASE_MIN, len(frame.ids) // REBASE_SHARE):
                     self._map_statistics(frame)
             else:

@@ -251,11 +251,13 @@ def doc_freqs(texts) -> Counter:
 def doc_freqs_carried(old_df: Counter, old_texts: list[str], reuse: list, texts: list[str]) -> Counter:
     """`doc_freqs(texts)` from the previous collection's: reuse[n] is the old position of an
     entry whose text is unchanged, None for a new or changed one (only those are read)."""
+    import numpy as np
+
     df = old_df.copy()
-    kept = {j for j in reuse if j is not None}
-    for j in range(len(old_texts)):
-        if j not in kept:
-            df.subtract(_stem_set(old_texts[j]))
+    dropped = np.ones(len(old_texts), dtype=bool)
+    dropped[[j for j in reuse if j is not None]] = False
+    for j in np.flatnonzero(dropped).tolist():
+        df.subtract(_stem_set(old_texts[j]))
     for n, j in enumerate(reuse):
         if j is None:
             df.update(_stem_set(texts[n]))

@@ -14,6 +14,7 @@ import marshal
 import mmap
 import os
 import stat
+import weakref
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +23,7 @@ FORMAT = 5  # 2: words split at hyphens (lexical.words); 3: curly apostrophes re
 _MAGIC = b"memstrata termstats 5\n"
 _ALIGN = 64
 _COLUMNS = ("hash", "created", "tags", "path", "category")
+_MAPPED: "weakref.WeakSet[mmap.mmap]" = weakref.WeakSet()  # every cache file this process reads mapped
 # the parts stored as raw arrays after the marshal header: (part, key)
 _RAW = (("texts", "data"), ("texts", "offsets"), ("tf", "indptr"), ("tf", "indices"), ("tf", "counts"),
         ("postings", "indptr"), ("postings", "indices"), ("postings", "data"))
@@ -90,6 +92,8 @@ def read(path: Path):
             with os.fdopen(os.dup(fd), "rb") as f:
                 buffer = memoryview(f.read())
         else:
+            mapped.madvise(mmap.MADV_RANDOM)  # read a few rows at a time: no read-ahead
+            _MAPPED.add(mapped)
             buffer = memoryview(mapped)
     finally:
         os.close(fd)
@@ -113,6 +117,18 @@ def read(path: Path):
             return None
         data[part][key] = buffer[body + place[0]:body + place[0] + place[1]]
     return data, mapped
+
+
+def release_pages() -> None:
+    """Let go of the mapped caches' pages this process read (a query reads a few rows of each
+    array, and the system maps the pages around each one): they stay in the system's page cache,
+    and the next read maps them again. The service calls it after each call, so its resident size
+    does not keep what one query read."""
+    for mapped in list(_MAPPED):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED)
+        except (ValueError, OSError):  # closed meanwhile
+            pass
 
 
 def write(path: Path, data: dict) -> None:
@@ -152,8 +168,7 @@ def load(directory: Path, model: str | None, make_frame):
         if not (len(frame.ids) == len(frame._texts) == len(stats.tf)):
             return None
         stats._postings = _postings_from(data.get("postings"), stats.tf)
-        if mapped is not None:
-            mapped.madvise(mmap.MADV_DONTNEED)  # the checks read every page: let them go until a query needs them
+        release_pages()  # the checks read every page: let them go until a query needs them
         return frame
     except (OSError, ValueError, EOFError, TypeError, KeyError, OverflowError):
         return None

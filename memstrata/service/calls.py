@@ -14,6 +14,7 @@ from memstrata.service.process import log, log_path
 from memstrata.service.threads import (close_streams, env_overlay, call_local, open_streams, private_fs,
                                        process_environ, serial_calls)
 from memstrata.service.wire import send_reply
+from memstrata.retrieval import stats_cache
 from memstrata.storage import cancel, clock
 
 # Calls after which the index may need upkeep (anything that can write), checked
@@ -126,6 +127,7 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
             service.last_activity = time.monotonic()
         if client.command_of(list(message.get("argv") or [])) not in _READ_ONLY:
             service.upkeep.after_write(root)
+        stats_cache.release_pages()
         if previous_cwd is not None:
             try:
                 os.chdir(previous_cwd)
