@@ -247,14 +247,49 @@ def _python_columns(table) -> dict[str, list]:
     for name in table.column_names:
         column = table.column(name)
         if name in _SHARED_COLUMNS:
-            encoded = column.combine_chunks().dictionary_encode()
-            values = encoded.dictionary.to_pylist()
-            out[name] = [None if i is None else values[i] for i in encoded.indices.to_pylist()]
+            out[name] = _shared_values(column.combine_chunks().dictionary_encode())
         elif name == "tags":
-            seen: dict = {}
-            out[name] = [seen.setdefault(None if t is None else tuple(t), t) for t in column.to_pylist()]
+            out[name] = _shared_lists(column.combine_chunks())
         else:
             out[name] = column.to_pylist()
+    return out
+
+
+def _shared_values(encoded) -> list:
+    """A dictionary-encoded column as a list, one object per distinct value (None for null)."""
+    import numpy as np
+
+    values = np.array(encoded.dictionary.to_pylist() + [None], dtype=object)
+    codes = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+    return values[codes].tolist()
+
+
+def _shared_lists(column) -> list:
+    """A list<string> column as a list of lists, equal lists one object (None for a null list): each
+    row's items as their codes among the distinct items (to_pylist and a tuple per row: 1.9 s at
+    330,000 entries)."""
+    import numpy as np
+
+    if len(column) == 0:
+        return []
+    items = column.values.dictionary_encode()
+    names = items.dictionary.to_pylist() + [None]
+    codes = items.indices.fill_null(len(names) - 1).to_numpy(zero_copy_only=False).astype(np.int32)
+    raw = codes.tobytes()
+    offsets = column.offsets.to_numpy(zero_copy_only=False).tolist()
+    valid = column.is_valid().to_numpy(zero_copy_only=False).tolist()
+    seen: dict = {}
+    out = []
+    for n, ok in enumerate(valid):
+        if not ok:
+            out.append(None)
+            continue
+        lo, hi = offsets[n], offsets[n + 1]
+        key = raw[4 * lo:4 * hi]
+        kept = seen.get(key)
+        if kept is None:
+            kept = seen[key] = [names[c] for c in codes[lo:hi].tolist()]
+        out.append(kept)
     return out
 
 

@@ -134,3 +134,25 @@ def test_a_cache_that_is_no_file_is_not_read(tmp_path):
     reader.start()
     reader.join(30)  # a read of the fifo would block for ever
     assert not reader.is_alive() and got == [None]
+
+
+def test_frame_columns_read_from_arrow_share_equal_values_exactly():
+    """Tag lists are read through their items' codes (a list per row took 1.9 s at 330,000 entries):
+    lists whose joined text looks alike stay apart, equal ones are one object, nulls stay None."""
+    import pyarrow as pa
+
+    from memstrata.retrieval.frame import _python_columns
+
+    tags = [["a\x1fb", "c"], ["a", "b\x1fc"], None, [], [None], ["x"], ["a\x1fb", "c"], [""], ["x"]]
+    paths = ["p", None, "p", "q", None, "q", "p", "", "q"]
+    table = pa.table({"tags": pa.array(tags), "path": pa.array(paths), "size": pa.array(range(9))})
+    for source in (table, pa.concat_tables([table.slice(0, 4), table.slice(4)]), table.slice(2)):
+        got = _python_columns(source)
+        want = {c: source.column(c).to_pylist() for c in source.column_names}
+        assert got == want
+        first = {}
+        for value in got["tags"] + got["path"]:
+            if value is not None:
+                assert first.setdefault(repr(value), value) is value  # one object per distinct value
+    empty = pa.table({"tags": pa.array([], type=pa.list_(pa.string())), "path": pa.array([], type=pa.string())})
+    assert _python_columns(empty) == {"tags": [], "path": []}
