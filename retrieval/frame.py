@@ -76,6 +76,7 @@ class FrameCache:
         table = self.table()
         if table is None:
             return None
+        self._let_go_of_changed_maps()
         version = int(table.version)
         if self._frame is not None and self._frame.version == version:
             return self._frame
@@ -104,6 +105,14 @@ class FrameCache:
                     if kept in old.__dict__:
                         setattr(self._frame, kept, old.__dict__[kept])
         return self._frame
+
+    def _let_go_of_changed_maps(self) -> None:
+        """Forget the frames whose texts and statistics read a cache file changed or deleted since it
+        was mapped (stats_cache.intact): the next frame carries from the file now in its place."""
+        for name in ("_frame", "_carry"):
+            kept = getattr(self, name)
+            if kept is not None and kept._texts is not None and not stats_cache.intact(kept._texts.data):
+                setattr(self, name, None)
 
     def texts(self, frame: Frame | None = None) -> TextColumn:
         """The English full-text column of every entry, frame order (loaded once per version;
@@ -201,6 +210,8 @@ class FrameCache:
         if stats._postings is None or len(stats._postings.segments) != 1 or stats._postings.segments[0][1] is not None:
             stats._postings, stats._postings_from = Postings.build(stats.tf), None  # one segment: the cache holds it
         model = self.meta().get("model")
+        if _latest_version(self.table()) != frame.version:
+            return  # written meanwhile (an entry purged, say): this frame's texts are not to be saved
         stats_cache.save(self.dir, frame, model)
         mapped = stats_cache.load(self.dir, model, Frame)
         if mapped is None or mapped.ids != frame.ids or mapped.text_keys() != frame.text_keys():
@@ -212,6 +223,15 @@ class FrameCache:
 # this share of the entries (and at least REBASE_MIN) are written to the cache again and mapped.
 REBASE_SHARE = 10
 REBASE_MIN = 1000
+
+
+def _latest_version(table) -> int | None:
+    """The table's newest version, without moving the handle the running query reads."""
+    try:
+        versions = table.list_versions()
+        return max(int(v["version"] if isinstance(v, dict) else v.version) for v in versions)
+    except Exception:  # noqa: BLE001 - unknown: the cache is not written
+        return None
 
 
 def _overlaid(frame: Frame) -> int:

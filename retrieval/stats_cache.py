@@ -15,12 +15,13 @@ import mmap
 import os
 import stat
 import weakref
+import zlib
 from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
 FORMAT = 5  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones; 4: counts as arrays; 5: arrays mapped
-_MAGIC = b"memstrata termstats 5\n"
+_MAGIC = b"memstrata termstats 6\n"  # 6: a crc32 per raw part
 _ALIGN = 64
 _COLUMNS = ("hash", "created", "tags", "path", "category")
 _MAPPED: "weakref.WeakSet[mmap.mmap]" = weakref.WeakSet()  # every cache file this process reads mapped
@@ -59,7 +60,7 @@ def _encoded(data: dict):
         if not isinstance(value, (bytes, memoryview)):
             continue  # absent, or (a forged cache, in tests) no array: left in the header
         at = -(-at // _ALIGN) * _ALIGN
-        places[f"{part}.{key}"] = (at, len(value))
+        places[f"{part}.{key}"] = (at, len(value), zlib.crc32(value))
         raw.append((at, value))
         at += len(value)
     header = {k: ({kk: vv for kk, vv in v.items() if f"{k}.{kk}" not in places} if isinstance(v, dict) else v)
@@ -81,6 +82,7 @@ def read(path: Path):
     if not stat.S_ISREG(os.stat(path).st_mode):
         return None  # a fifo would block the read for ever, a device never end
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    kept = False
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -94,14 +96,18 @@ def read(path: Path):
         else:
             mapped.madvise(mmap.MADV_RANDOM)  # read a few rows at a time: no read-ahead
             _MAPPED.add(mapped)
+            _STAMPS[id(mapped)] = (fd, _stamp(os.fstat(fd)))
+            weakref.finalize(mapped, _forget, id(mapped), fd)
+            kept = True
             buffer = memoryview(mapped)
     finally:
-        os.close(fd)
+        if not kept:
+            os.close(fd)
     if bytes(buffer[:len(_MAGIC)]) != _MAGIC:
         return None
     size = int.from_bytes(buffer[len(_MAGIC):len(_MAGIC) + 8], "little")
     start = len(_MAGIC) + 8
-    if size > len(buffer) - start:
+    if size > min(len(buffer) - start, _MAX_HEADER):
         return None
     data = marshal.loads(buffer[start:start + size])
     places = data.pop("raw", None) if isinstance(data, dict) else None
@@ -112,11 +118,46 @@ def read(path: Path):
         place = places.get(f"{part}.{key}")
         if place is None:
             continue
-        if not (isinstance(place, tuple) and len(place) == 2 and all(type(v) is int and v >= 0 for v in place)
+        if not (isinstance(place, tuple) and len(place) == 3 and all(type(v) is int and v >= 0 for v in place)
                 and body + place[0] + place[1] <= len(buffer) and isinstance(data.get(part), dict)):
             return None
-        data[part][key] = buffer[body + place[0]:body + place[0] + place[1]]
+        value = buffer[body + place[0]:body + place[0] + place[1]]
+        if zlib.crc32(value) != place[2]:
+            return None  # damaged, or a part moved: a self-consistent forgery is still read (it is derived data)
+        data[part][key] = value
     return data, mapped
+
+
+_MAX_HEADER = 1 << 30  # ids, columns and vocabulary of some 3 million entries
+_STAMPS: dict = {}  # id of a mapped cache -> (its fd, what its fstat said when it was read)
+
+
+def _stamp(st) -> tuple:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
+def _forget(key: int, fd: int) -> None:
+    _STAMPS.pop(key, None)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def intact(buffer) -> bool:
+    """Whether the mapped file a view (`buffer`) reads is as it was when it was mapped: every writer
+    replaces the cache by a rename, but a tool may cut or rewrite it in place (a restore with `cp`,
+    `rsync --inplace`, a truncate), and reading a page past its new end would stop the process
+    (SIGBUS). A rename over it, or a delete (a privacy purge), changes its ctime too: a process then
+    lets it go for the file in its place. True for anything not mapped."""
+    mapped = getattr(buffer, "obj", None)
+    kept = _STAMPS.get(id(mapped)) if isinstance(mapped, mmap.mmap) else None
+    if kept is None:
+        return True
+    try:
+        return _stamp(os.fstat(kept[0])) == kept[1]
+    except OSError:
+        return False
 
 
 def release_pages() -> None:
@@ -153,7 +194,7 @@ def load(directory: Path, model: str | None, make_frame):
         data, mapped = found
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model:
             return None
-        if not _consistent(data):
+        if not _consistent(data) or not _sized(data):
             return None
         frame = make_frame(-1, data["ids"], data["cols"])
         frame._texts = _texts_from(data["texts"])
@@ -170,8 +211,20 @@ def load(directory: Path, model: str | None, make_frame):
         stats._postings = _postings_from(data.get("postings"), stats.tf)
         release_pages()  # the checks read every page: let them go until a query needs them
         return frame
-    except (OSError, ValueError, EOFError, TypeError, KeyError, OverflowError):
+    except (OSError, ValueError, EOFError, TypeError, KeyError, OverflowError, MemoryError):
         return None
+
+
+def _sized(data: dict) -> bool:
+    """The arrays as long as the entries say, before anything reads them whole (a sparse file can
+    claim gigabytes of offsets)."""
+    n = len(data["ids"])
+    texts, tf = data["texts"], data["tf"]
+    try:
+        return len(texts["offsets"]) == 8 * (n + 1) and len(tf["indptr"]) == 8 * (n + 1) \
+            and len(tf["indices"]) == len(tf["counts"])
+    except (KeyError, TypeError):
+        return False
 
 
 def _consistent(data: dict) -> bool:

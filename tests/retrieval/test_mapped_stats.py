@@ -94,3 +94,38 @@ def test_a_write_carries_the_feedback_statistics_with_the_term_statistics(tmp_pa
     assert frame._df is not None and frame._reuse is None  # carried from the changed entry, the old frame let go
     texts, _ = _full_count(index, frame)
     assert frame._df == lexical.doc_freqs(texts)
+
+
+@pytest.mark.parametrize("change", ["truncate", "rewrite", "unlink"])
+def test_a_cache_changed_in_place_or_deleted_under_a_process_is_let_go(tmp_path, embedder, change):
+    """Writers replace the cache by a rename, but a tool may cut or rewrite it in place (a truncate
+    stopped the process with SIGBUS at its next read; bytes copied over it raised IndexError), and a
+    privacy purge deletes it (a process kept reading the deleted file). The next recall lets the
+    mapped file go and carries from what is in its place."""
+    import os
+
+    m = Memory(tmp_path / "m", embedder=embedder)
+    m.init()
+    for n in range(12):
+        m.write(f"Kafka topic {n} keeps {n + 3} days of billing events.", title=f"Topic {n}", category="work")
+    expected = m.recall("kafka billing events", strategy="text", min_relevance=0).ids
+    index = m.state.vector_index()
+    assert _is_mapped(index.frame())
+    cache = index.dir / stats_cache.CACHE_FILE
+    size = cache.stat().st_size
+    if change == "truncate":
+        os.truncate(cache, size // 3)
+    elif change == "rewrite":
+        with open(cache, "r+b") as f:  # same inode, same size, other bytes
+            f.seek(size // 2)
+            f.write(b"\xff" * (size - size // 2))
+    else:
+        os.unlink(cache)
+    assert m.recall("kafka billing events", strategy="text", min_relevance=0).ids == expected
+    frame = index.frame()
+    _same_as_a_full_count(index, frame)
+    assert stats_cache.intact(frame._texts.data)  # what it reads now is as it was mapped
+    import gc
+
+    gc.collect()
+    assert f"{cache} (deleted)" not in open("/proc/self/maps").read()

@@ -122,6 +122,7 @@ def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
 
     from memstrata import Memory
     from memstrata.retrieval import stats_cache
+    from memstrata.retrieval.frame import Frame
 
     m = Memory(tmp_path / "m", embedder=embedder)
     m.init()
@@ -170,11 +171,13 @@ def test_a_forged_statistics_cache_is_thrown_away(tmp_path, embedder):
         stats_cache.write(cache, forged(change))
         fresh = Memory(m.root, embedder=embedder)
         assert fresh.recall("postgres replication", strategy="text", min_relevance=0).ids == expected, n
-    head = len(b"memstrata termstats 5\n")
+    head = len(b"memstrata termstats 6\n")
     for n, damaged in enumerate([whole[:len(whole) // 2], whole[:head + 3], b"", b"x" * len(whole),
                                  whole[:head] + (10**12).to_bytes(8, "little") + whole[head + 8:],
-                                 whole[:-1]]):  # cut short, emptied, overwritten, a header past the end
+                                 whole[:-1], whole.replace(b"Postgres", b"Postgrez", 1)]):
+        # cut short, emptied, overwritten, a header past the end, a letter of a text changed (its checksum)
         cache.write_bytes(damaged)
+        assert stats_cache.load(cache.parent, good["model"], Frame) is None, n
         fresh = Memory(m.root, embedder=embedder)
         assert fresh.recall("postgres replication", strategy="text", min_relevance=0).ids == expected, n
     stats_cache.write(cache, forged(cases[0]))
