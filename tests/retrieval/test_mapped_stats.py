@@ -27,16 +27,24 @@ def _is_mapped(frame) -> bool:
     return isinstance(frame._texts.data, memoryview) and not frame._stats.tf.indices.flags.owndata
 
 
-def test_statistics_are_mapped_carried_over_writes_and_mapped_again_past_the_threshold(tmp_path, embedder, monkeypatch):
-    monkeypatch.setattr(frame_mod, "REBASE_MIN", 4)  # a tenth of this tree's entries, at least 4: a rewrite soon
+def _mapped_tree(tmp_path, embedder, texts):
+    """A tree of `texts` (one note each) whose statistics were counted and mapped: (memory, index, frame)."""
     m = Memory(tmp_path / "m", embedder=embedder)
     m.init()
-    for n in range(30):
-        m.write(f"Postgres note number {n} about replication and backups.", title=f"Note {n}", category="work")
+    for n, text in enumerate(texts):
+        m.write(text, title=f"Note {n}", category="work")
     index = m.state.vector_index()
     frame = index.frame()
     index.term_stats(frame)
-    assert _is_mapped(frame) and frame._texts.overlaid() == 0  # counted, written, then read from the file
+    assert _is_mapped(frame)
+    return m, index, frame
+
+
+def test_statistics_are_mapped_carried_over_writes_and_mapped_again_past_the_threshold(tmp_path, embedder, monkeypatch):
+    monkeypatch.setattr(frame_mod, "REBASE_MIN", 4)  # a tenth of this tree's entries, at least 4: a rewrite soon
+    m, index, frame = _mapped_tree(tmp_path, embedder, [f"Postgres note number {n} about replication and backups."
+                                                        for n in range(30)])
+    assert frame._texts.overlaid() == 0  # counted, written, then read from the file
     _same_as_a_full_count(index, frame)
     base = frame._texts.data
 
@@ -60,14 +68,7 @@ def test_mapped_statistics_stay_readable_when_the_file_is_replaced(tmp_path, emb
     deleting it): a process reading the old file keeps reading it whole."""
     import os
 
-    m = Memory(tmp_path / "m", embedder=embedder)
-    m.init()
-    for n in range(8):
-        m.write(f"Kafka topic {n} keeps seven days of events.", title=f"Topic {n}", category="work")
-    index = m.state.vector_index()
-    frame = index.frame()
-    index.term_stats(frame)
-    assert _is_mapped(frame)
+    m, index, frame = _mapped_tree(tmp_path, embedder, [f"Kafka topic {n} keeps seven days of events." for n in range(8)])
     before, top = list(frame._texts), frame._stats.top({"kafka": 1.0, "events": 1.0}, 0.9, 0.5, 5)
     cache = index.dir / stats_cache.CACHE_FILE
     junk = index.dir / "junk"
@@ -104,13 +105,9 @@ def test_a_cache_changed_in_place_or_deleted_under_a_process_is_let_go(tmp_path,
     mapped file go and carries from what is in its place."""
     import os
 
-    m = Memory(tmp_path / "m", embedder=embedder)
-    m.init()
-    for n in range(12):
-        m.write(f"Kafka topic {n} keeps {n + 3} days of billing events.", title=f"Topic {n}", category="work")
+    m, index = _mapped_tree(tmp_path, embedder, [f"Kafka topic {n} keeps {n + 3} days of billing events."
+                                                 for n in range(12)])[:2]  # the frame not held here: it is let go
     expected = m.recall("kafka billing events", strategy="text", min_relevance=0).ids
-    index = m.state.vector_index()
-    assert _is_mapped(index.frame())
     cache = index.dir / stats_cache.CACHE_FILE
     size = cache.stat().st_size
     if change == "truncate":
