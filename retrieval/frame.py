@@ -203,15 +203,16 @@ class FrameCache:
     def _map_statistics(self, frame: Frame) -> None:
         """Write the frame's texts and statistics to the disk cache and use them from there, mapped
         (retrieval/stats_cache.py): at 330,000 entries they held some 300 MB of the service's memory.
-        Kept as they are when the cache cannot be written or another process wrote it meanwhile."""
+        Kept as they are when the table moved on, the cache cannot be written or another process
+        wrote it meanwhile."""
         from memstrata.retrieval.postings import Postings
 
+        if _latest_version(self.table()) != frame.version:
+            return  # written meanwhile (an entry purged, say): this frame's texts are not to be saved
         stats = frame._stats
         if stats._postings is None or len(stats._postings.segments) != 1 or stats._postings.segments[0][1] is not None:
             stats._postings, stats._postings_from = Postings.build(stats.tf), None  # one segment: the cache holds it
         model = self.meta().get("model")
-        if _latest_version(self.table()) != frame.version:
-            return  # written meanwhile (an entry purged, say): this frame's texts are not to be saved
         stats_cache.save(self.dir, frame, model)
         mapped = stats_cache.load(self.dir, model, Frame)
         if mapped is None or mapped.ids != frame.ids or mapped.text_keys() != frame.text_keys():

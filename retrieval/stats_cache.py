@@ -20,11 +20,15 @@ from collections import Counter
 from pathlib import Path
 
 CACHE_FILE = "termstats.bin"
-FORMAT = 5  # 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones; 4: counts as arrays; 5: arrays mapped
-_MAGIC = b"memstrata termstats 6\n"  # 6: a crc32 per raw part
+# 2: words split at hyphens (lexical.words); 3: curly apostrophes read as straight ones; 4: counts as arrays;
+# 5: arrays mapped; 6: a crc32 per raw part
+FORMAT = 6
+_MAGIC = b"memstrata termstats %d\n" % FORMAT
 _ALIGN = 64
+_MAX_HEADER = 1 << 30  # ids, columns and vocabulary of some 3 million entries
 _COLUMNS = ("hash", "created", "tags", "path", "category")
 _MAPPED: "weakref.WeakSet[mmap.mmap]" = weakref.WeakSet()  # every cache file this process reads mapped
+_STAMPS: dict = {}  # id of a mapped cache -> (its fd, what its fstat said when it was read)
 # the parts stored as raw arrays after the marshal header: (part, key)
 _RAW = (("texts", "data"), ("texts", "offsets"), ("tf", "indptr"), ("tf", "indices"), ("tf", "counts"),
         ("postings", "indptr"), ("postings", "indices"), ("postings", "data"))
@@ -126,10 +130,6 @@ def read(path: Path):
             return None  # damaged, or a part moved: a self-consistent forgery is still read (it is derived data)
         data[part][key] = value
     return data, mapped
-
-
-_MAX_HEADER = 1 << 30  # ids, columns and vocabulary of some 3 million entries
-_STAMPS: dict = {}  # id of a mapped cache -> (its fd, what its fstat said when it was read)
 
 
 def _stamp(st) -> tuple:

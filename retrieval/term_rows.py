@@ -82,16 +82,12 @@ class TermRows:
     def gathered(self, rows=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, indices, counts) of `rows` (all by default), in that order, as one CSR layout."""
         rows = np.arange(len(self), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-        if self.at is None:
-            sizes = self.indptr[rows + 1] - self.indptr[rows]
-            slots = row_slots(self.indptr, rows)
-            indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum(sizes, out=indptr[1:])
-            return indptr, self.indices[slots], self.counts[slots]
-        where = self.at[rows]
+        where = rows if self.at is None else self.at[rows]
         in_base = where >= 0
+        parts = [(in_base, self, where[in_base])]
+        if self.extra is not None:
+            parts.append((~in_base, self.extra, -1 - where[~in_base]))
         sizes = np.empty(len(rows), dtype=np.int64)
-        parts = ((in_base, self, where[in_base]), (~in_base, self.extra, -1 - where[~in_base]))
         for mask, part, local in parts:
             sizes[mask] = part.indptr[local + 1] - part.indptr[local]
         indptr = np.zeros(len(rows) + 1, dtype=np.int64)

@@ -8,13 +8,13 @@ import sys
 import threading
 import time
 
+from memstrata.retrieval import stats_cache
 from memstrata.service import caller_paths, client
 from memstrata.service.pool import POOL
 from memstrata.service.process import log, log_path
 from memstrata.service.threads import (close_streams, env_overlay, call_local, open_streams, private_fs,
                                        process_environ, serial_calls)
 from memstrata.service.wire import send_reply
-from memstrata.retrieval import stats_cache
 from memstrata.storage import cancel, clock
 
 # Calls after which the index may need upkeep (anything that can write), checked
