@@ -19,6 +19,8 @@ benchmark's own service folder; timings are wall seconds, medians of --runs with
   - `mem recall` end to end with the service warm (p50, p95), and `Memory.recall` in process (p50,
     p95, and its CPU per query: process CPU seconds, the figure a loaded machine moves least), and
     the first `Memory.recall` after a write (three notes written to `bench-scratch/`, left in the tree);
+  - `mem write` through the service (WRITES notes to `bench-scratch/`, left in the tree: the table's
+    own upkeep runs on the way) and `mem recall` end to end after them;
   - SessionStart (`mem autoload --hook`, a SessionStart payload) with no service running;
   - `mem sync` with nothing to do, service warm and no service; `mem maintain`; `mem doctor`;
   - the service's resident size (now / peak) after all of the above;
@@ -62,7 +64,8 @@ TARGETS = {
     "quality": ("within 0.05 of alone", lambda v: v >= -0.05),
     "adopt_ratio": ("<= 1.3x the model", lambda v: v <= 1.3),
 }
-KINDS = ("recall", "hooks", "walks", "disk", "quality")
+KINDS = ("recall", "hooks", "walks", "writes", "disk", "quality")
+WRITES = 45  # `mem write`s through the service: two of the table's own upkeeps (index_optimize_every 20)
 
 
 def questions():
@@ -197,7 +200,7 @@ def measure(root: Path, n: int, runs: int, kinds: set, work: Path, add) -> None:
         add("Memory.recall in process, warm: p50 / p95", n, f"{res['p50'] * 1000:.0f} / {res['p95'] * 1000:.0f} ms")
         add("  its CPU per query: p50 / p95", n, f"{res['cpu_p50'] * 1000:.0f} / {res['cpu_p95'] * 1000:.0f} ms")
         add("  the first recall after a write (a new table version), median of 3", n, f"{res['after_write'] * 1000:.0f} ms")
-    if kinds & {"recall", "walks"}:
+    if kinds & {"recall", "walks", "writes"}:
         start_service(root)
         qs = query_texts()
         timed(["recall", qs[0], "--json"], root)
@@ -222,6 +225,17 @@ def measure(root: Path, n: int, runs: int, kinds: set, work: Path, add) -> None:
             add("mem doctor (first run, then again: records found clean are not scanned again), in its own process", n,
                 " / ".join(f"{t:.1f} s" for t, _ in runs_found) + f" ({runs_found[-1][1]} findings)", "doctor",
                 runs_found[-1][0])
+        if "writes" in kinds:
+            took = [timed(["write", f"Scratch note {i} of the scale benchmark ({time.time_ns()}): the build cache "
+                           "warms on Mondays.", "--title", f"Scale benchmark scratch {time.time_ns()}",
+                           "--category", "bench-scratch", "--force", "--json"], root)[0] for i in range(WRITES)]
+            add(f"mem write through the service, {WRITES} notes: p50 / max", n,
+                f"{pct(took, 0.5) * 1000:.0f} / {max(took) * 1000:.0f} ms")
+            time.sleep(15)  # the service's upkeep of the written table, between calls
+            timed(["recall", qs[1], "--json"], root)
+            after = [timed(["recall", qs[i % len(qs)], "--json"], root)[0] for i in range(max(runs * 4, 20))]
+            add("mem recall end to end after those writes (the table's upkeep included): p50 / p95", n,
+                f"{pct(after, 0.5) * 1000:.0f} / {pct(after, 0.95) * 1000:.0f} ms", "recall_warm", pct(after, 0.5))
         st = service_status(root)
         add("service RSS now / peak (this tree open, after the calls above)", n,
             f"{st['rss_mb']:.0f} / {st['peak_rss_mb']:.0f} MB", "rss", st["rss_mb"])

@@ -6,11 +6,15 @@ The table (retrieval/table.py) answers vector search by brute force until it hol
 its meaning: similarity = 1 - d/2). Scalar indexes come with the first rows: BTREE on `id`
 (every upsert/delete filters `id IN (...)`) and BITMAP on `category` (the category filter).
 
-Upkeep is incremental: rows written after a build are merged into the existing indexes by
-`table.optimize()` (which also compacts the small fragments that single writes leave); the
-IVF partitions are retrained only when the table has doubled since they were trained. Build
-and retrain are slow (seconds to a minute at 100k rows), so they run from `mem sync`, from
-`mem reindex` and in the background of the warm service, never inside a single write.
+Upkeep is incremental (`optimize`): the small fragments that single writes leave are compacted,
+rows written after a build go into the scalar and full-text indexes and into a delta of the vector
+index of their own, never into its base: LanceDB's `table.optimize()` rewrote the whole vector
+index each time, even with nothing new (60 s at 200,000 rows), and the rewritten IVF_HNSW_SQ index
+searched ten times slower (bench/results/scale.md, ninth round). The IVF partitions are retrained
+(the index built again) only when the table has doubled since they were trained, or once for an
+index an earlier version let `table.optimize()` rewrite. Build and retrain are slow (seconds to
+minutes at 100k rows), so they run from `mem sync`, from `mem reindex` and in the background of
+the warm service, never inside a single write.
 
 All functions take a `VectorIndex`; callers that write hold the tree lock.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
+from datetime import timedelta
 
 VECTOR_INDEX = "vector_idx"
 SCALAR_INDEXES = (("id", "BTREE", "id_idx"), ("category", "BITMAP", "category_idx"))
@@ -26,6 +31,10 @@ UNINDEXED_OPTIMIZE_SHARE = 0.02   # optimize when this share of rows sits outsid
 MIN_UNINDEXED = 20                # ... and at least this many rows
 MAX_FRAGMENTS = 32                # or when small writes have left more fragments than this
 RETRAIN_GROWTH = 2.0              # retrain IVF partitions when the table has grown this much
+MAX_VECTOR_DELTAS = 8             # the vector index's deltas are merged into one past this many
+# meta["ann"]["layout"] of an index built as one base with deltas beside it (`optimize`); an index
+# without it may have been rewritten by `table.optimize()` and is built again once
+LAYOUT = 2
 
 
 def _indices(table) -> dict:
@@ -100,9 +109,25 @@ def build_vector_index(index, num_partitions: int | None = None) -> float:
     took = time.perf_counter() - t0
     meta = index.meta()
     meta["ann"] = {"type": ANN_TYPE, "rows_at_build": rows, "partitions": parts, "built": time.time(),
-                   "seconds": round(took, 2)}
+                   "seconds": round(took, 2), "layout": LAYOUT}
     index._write_meta(meta)
     return took
+
+
+def drop_vector_index(index) -> bool:
+    """Drop the ANN index (its base holds a quantized copy of every row it was built on: a privacy
+    purge must not keep the removed rows' there); searches are exact until `maintain` builds it again.
+    Caller holds the tree lock. False when there was none."""
+    table = index.table()
+    name = _vector_index_name(_indices(table)) if table is not None else None
+    if name is None:
+        return False
+    table.drop_index(name)
+    meta = index.meta()
+    meta.pop("ann", None)
+    index._write_meta(meta)
+    index._ann_has_index = None
+    return True
 
 
 def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
@@ -147,21 +172,47 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
         if build and built_rows and rows >= RETRAIN_GROWTH * built_rows:
             took = build_vector_index(index)
             done["actions"].append(f"{ANN_TYPE} index rebuilt ({built_rows} -> {rows} rows) in {took:.1f}s")
+        elif build and meta.get("layout") != LAYOUT:
+            took = build_vector_index(index)
+            done["actions"].append(f"{ANN_TYPE} index rebuilt as a base with deltas ({rows} rows) in {took:.1f}s")
     unindexed = _max_unindexed(table, _indices(table))
     fragments = _fragments(table)
     done["unindexed"], done["fragments"] = unindexed, fragments
     if not done["actions"] or force_optimize:
         if force_optimize or unindexed > max(MIN_UNINDEXED, UNINDEXED_OPTIMIZE_SHARE * rows) or \
                 (fragments is not None and fragments > MAX_FRAGMENTS):
-            table.optimize()
+            optimize(table)
             optimized = True
             done["actions"].append(f"optimize: {unindexed} rows merged into the indexes, {fragments} fragments compacted")
     if force_optimize and not optimized:
-        table.optimize()
+        optimize(table)
         done["actions"].append("optimize")
     if done["actions"]:
         index._frame = None
     return done
+
+
+def optimize(table, cleanup_older_than: timedelta = timedelta(days=7), delete_unverified: bool = False) -> None:
+    """`table.optimize()` without rewriting the vector index: fragments compacted (the indexes are
+    remapped, not rebuilt), new rows merged into the scalar and full-text indexes and put in a delta
+    of the vector index (merged with the other deltas, never with the base, past MAX_VECTOR_DELTAS),
+    versions older than `cleanup_older_than` removed. Caller holds the tree lock."""
+    def step(action) -> None:
+        action(table.to_lance())
+        table.checkout_latest()  # the next step commits on top of this one (not a "commit conflict")
+
+    step(lambda ds: ds.optimize.compact_files())
+    indices = _indices(table)
+    vector = _vector_index_name(indices)
+    if others := [name for name in indices if name != vector]:
+        step(lambda ds: ds.optimize.optimize_indices(index_names=others))
+    if vector is not None:
+        deltas = int(getattr(table.index_stats(vector), "num_indices", 1) or 1) - 1
+        # 0 makes a delta of the new rows (none: nothing is written); merging n >= 1 segments
+        # takes the newest n, so the base stays as it is
+        merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
+        step(lambda ds: ds.optimize.optimize_indices(index_names=[vector], num_indices_to_merge=merge))
+    step(lambda ds: ds.cleanup_old_versions(older_than=cleanup_older_than, delete_unverified=delete_unverified))
 
 
 # Query-time settings for the ANN index. Measured on 10k clustered 384-d rows (bench/perf.py,

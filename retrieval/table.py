@@ -291,8 +291,9 @@ class VectorIndex(FrameCache):
         if not force and table.version - last < self.settings.index_optimize_every:
             return False
         current = self._frame if self._frame is not None and self._frame.version == int(table.version) else None
-        table.optimize(cleanup_older_than=timedelta(minutes=self.settings.index_cleanup_minutes),
-                       delete_unverified=False)
+        from memstrata.retrieval import ann
+
+        ann.optimize(table, cleanup_older_than=timedelta(minutes=self.settings.index_cleanup_minutes))
         meta["optimized_version"] = int(table.version)
         self._write_meta(meta)
         if current is not None:

@@ -157,8 +157,9 @@ def _find(index: SessionIndex, ref: str) -> tuple[str, str]:
 
 
 def _scrub_index(state) -> bool:
-    """The vector table without any trace of removed rows: fragments rewritten without them, every
-    older version and unreferenced file removed, the full-text index rebuilt, derived caches dropped.
+    """The vector table without any trace of removed rows: fragments rewritten without them, the ANN
+    index dropped, every older version and unreferenced file removed, the full-text and scalar indexes
+    rewritten (LanceDB's whole `optimize`), derived caches dropped.
     Caller holds the tree lock (every write of the table takes it). False when there is no table."""
     index = state.vector_index()
     table = index.table()
@@ -168,6 +169,9 @@ def _scrub_index(state) -> bool:
 
     with warnings.catch_warnings():  # deprecated spellings, and "concurrent readers of old versions fail":
         warnings.simplefilter("ignore")  # meant here (the tree lock is held; readers open the latest again)
+        from memstrata.retrieval import ann
+
+        ann.drop_vector_index(index)  # the next upkeep builds it from the rows left
         table.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
         table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True, retrain=True)
         table.cleanup_old_versions(timedelta(0), delete_unverified=True)

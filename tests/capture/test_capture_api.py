@@ -11,6 +11,7 @@ import pytest
 
 from memstrata import Memory
 from memstrata.errors import InvalidInput
+from memstrata.retrieval import ann
 
 from .transcripts import Claude, Codex, stamp
 
@@ -90,7 +91,10 @@ def test_forget_through_the_trash_and_purge_leaves_no_trace(mem, tmp_path):
     trashed = Claude(session="cccccccc-0000-4000-8000-00000000000c", cwd=str(tmp_path)).user(
         "Budget talk about the plinkmoth contract", stamp(3)).reply("The plinkmoth contract is 40k.", stamp(3, 1))
     paths = [t.write(tmp_path) for t in (keep, gone, trashed)]
+    mem.config_set("ann_min_rows", 2)
     mem.capture(paths)
+    mem.sync()
+    assert ann.has_vector_index(mem.state.vector_index())  # its base holds a quantized copy of each row
     result = mem.capture_forget("cccccccc")
     assert not result["purged"] and len(mem.trash_list(report=False)) == 1
     assert not [h for h in mem.recall("plinkmoth contract").results if h.category.startswith("sessions")]
@@ -100,6 +104,9 @@ def test_forget_through_the_trash_and_purge_leaves_no_trace(mem, tmp_path):
     assert report["turns"] == 0 and sum("forgotten" in s["reason"] for s in report["skipped_files"]) == 2
     root = Path(mem.root)
     assert _holding(root, b"zyxwarbler") == []  # files, trash, catalog, LanceDB versions, caches
+    assert not ann.has_vector_index(mem.state.vector_index())  # dropped: built again from the rows left
+    mem.sync()
+    assert ann.has_vector_index(mem.state.vector_index())
     assert _holding(root / ".trash", b"plinkmoth")  # the trash keeps it until purged
     assert mem.recall("quokkaberry deadline").results[0].category.startswith("sessions/")
     with pytest.raises(Exception, match="no captured session"):

@@ -1,0 +1,216 @@
+"""The vector table's indexes (retrieval/ann.py): the ANN index past its threshold, exact search under
+narrow filters, and upkeep that compacts small writes and leaves the ANN index's base as it was built."""
+from __future__ import annotations
+
+def _table_with_rows(tmp_path, n, dim=32, seed=0, ann_min_rows=200):
+    import numpy as np
+
+    from memstrata.retrieval.table import VectorIndex, schema
+    from memstrata.storage.config import Settings
+
+    settings = Settings(ann_min_rows=ann_min_rows)
+    index = VectorIndex(tmp_path, settings)
+    db = index._connect()
+    index._table = db.create_table("chunks", schema=schema(dim), mode="overwrite")
+    index._write_meta({"schema": 1, "model": "fake", "dim": dim, "optimized_version": 0, "fts": True})
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, dim)).astype("float32")
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rows = [{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": f"t{i}", "vector": vecs[i].tolist(),
+             "category": f"c{i % 7}", "title": f"t{i}", "status": "active", "tier": "hot", "tags": [],
+             "path": f"c{i % 7}/t{i}.md"} for i in range(n)]
+    index._table.add(rows)
+    return index, vecs
+
+
+def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
+    from memstrata.retrieval import ann
+
+    small, _ = _table_with_rows(tmp_path / "small", 150)
+    done = ann.maintain(small)
+    assert not any("IVF" in a for a in done["actions"])  # below ann_min_rows: brute force only
+    assert ann._vector_index_name(ann._indices(small.table())) is None
+
+    index, vecs = _table_with_rows(tmp_path / "big", 3000, ann_min_rows=2000)
+    done = ann.maintain(index)
+    assert any("IVF_HNSW_SQ" in a for a in done["actions"]), done
+    idx = ann._indices(index.table())
+    assert ann._vector_index_name(idx) is not None
+    assert any(i["columns"] == ["category"] for i in idx.values())
+    assert any(i["columns"] == ["id"] for i in idx.values())
+    table = index.table()
+    hits = 0
+    for q in range(20):
+        query = vecs[q * 7].tolist()
+        exact = table.search(query).bypass_vector_index().limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        approx = table.search(query).limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        assert approx[0] == exact[0] == f"e{q * 7:05d}"
+        hits += len(set(exact) & set(approx))
+    assert hits / 200 >= 0.9
+    # with the query settings search.py should use (ann.tune_query): >= 0.95 and exact distances
+    hits = 0
+    for q in range(20):
+        query = vecs[q * 7 + 1].tolist()
+        exact = table.search(query).bypass_vector_index().limit(10).select(["id"]).to_arrow()["id"].to_pylist()
+        tuned = ann.tune_query(table.search(query), index, 10).select(["id"]).to_arrow()["id"].to_pylist()
+        hits += len(set(exact) & set(tuned))
+    assert hits / 200 >= 0.95
+    # as many rows as recall asks for (twice recall_candidates), past HNSW's default ef
+    wide = 2 * index.settings.recall_candidates
+    rows = ann.tune_query(table.search(vecs[5].tolist()), index, wide).select(["id"]).to_arrow()["id"].to_pylist()
+    assert len(rows) == wide and rows[0] == "e00005"
+    hits = 0
+    for q in range(20):  # wide lists are not refined: their top 20 still agree with exact search
+        query = vecs[q * 7 + 2].tolist()
+        exact = table.search(query).bypass_vector_index().limit(20).select(["id"]).to_arrow()["id"].to_pylist()
+        tuned = ann.tune_query(table.search(query), index, wide).select(["id"]).to_arrow()["id"].to_pylist()[:20]
+        hits += len(set(exact) & set(tuned))
+    assert hits / 400 >= 0.9, hits / 400
+    # filtered search through the category index agrees with brute force
+    where = "category = 'c3'"
+    exact = table.search(vecs[3].tolist()).where(where, prefilter=True).bypass_vector_index().limit(5)
+    approx = table.search(vecs[3].tolist()).where(where, prefilter=True).limit(5)
+    assert exact.select(["id"]).to_arrow()["id"].to_pylist()[0] == approx.select(["id"]).to_arrow()["id"].to_pylist()[0]
+
+
+def test_a_filter_admitting_few_entries_is_searched_exactly(tmp_path, monkeypatch):
+    from memstrata.retrieval import ann
+
+    index, vecs = _table_with_rows(tmp_path / "big", 3000, ann_min_rows=2000)
+    ann.maintain(index)
+    table = index.table()
+    where = "category = 'c3'"  # 428 of 3,000 entries
+    monkeypatch.setattr(ann, "FLAT_MAX_ENTRIES", 500)
+    for q in range(10):
+        query = vecs[q * 11].tolist()
+        exact = table.search(query).where(where, prefilter=True).bypass_vector_index().limit(50)
+        want = exact.select(["id", "_distance"]).to_arrow().to_pydict()
+        got = ann.tune_query(table.search(query), index, 50, admitted=428).where(where, prefilter=True)
+        assert got.select(["id", "_distance"]).to_arrow().to_pydict() == want
+    monkeypatch.setattr(ann, "FLAT_MAX_ENTRIES", 400)  # more admitted than that: the index's search
+    plan = ann.tune_query(table.search(vecs[0].tolist()), index, 50, admitted=428).where(where, prefilter=True)
+    assert "ANNSubIndex" in plan.explain_plan()
+    assert "ANNSubIndex" not in ann.tune_query(table.search(vecs[0].tolist()), index, 50, admitted=400).explain_plan()
+
+
+def test_small_writes_are_compacted_with_exact_row_counts(tmp_path):
+    import numpy as np
+
+    from memstrata.retrieval import ann
+
+    index, _ = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
+    ann.maintain(index)
+    table = index.table()
+    rng = np.random.default_rng(1)
+    for i in range(40):  # 40 single-row writes: 40 fragments outside the index
+        v = rng.normal(size=32).astype("float32")
+        v /= np.linalg.norm(v)
+        table.delete(f"id = 'e{i:05d}'")
+        table.add([{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": "x", "vector": v.tolist(),
+                    "category": "c0", "title": "x", "status": "active", "tier": "hot", "tags": [],
+                    "path": "c0/x.md"}])
+    for i in range(30):
+        table.add([{"id": f"n{i:05d}", "chunk": 0, "kind": "full", "text": "y", "vector": rng.normal(size=32).tolist(),
+                    "category": "c1", "title": "y", "status": "active", "tier": "hot", "tags": [],
+                    "path": "c1/y.md"}])
+    before = ann.stats(index)
+    assert before["rows"] == 2530
+    done = ann.maintain(index)
+    after = ann.stats(index)
+    assert after["rows"] == 2530
+    ids = table.to_arrow()["id"].to_pylist()
+    assert len(ids) == len(set(ids)) == 2530
+    assert any("optimize" in a for a in done["actions"]), done
+    vinfo = after["indices"][ann._vector_index_name(after["indices"])]
+    assert vinfo.get("unindexed_rows", 0) == 0
+    if "fragments" in before and "fragments" in after:
+        assert after["fragments"] < before["fragments"]
+
+
+def _row(row_id: str, vector, text: str = "x") -> dict:
+    return {"id": row_id, "chunk": 0, "kind": "full", "text": text, "vector": [float(x) for x in vector],
+            "category": "c0", "title": text, "status": "active", "tier": "hot", "tags": [], "path": f"c0/{row_id}.md"}
+
+
+def _vector_segments(table) -> list[dict]:
+    """Each segment of the ANN index (its base and its deltas), with its uuid."""
+    import warnings
+
+    with warnings.catch_warnings():  # describe_indices, its successor, does not give the segments' uuids
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [i for i in table.to_lance().list_indices() if i["name"] == "vector_idx"]
+
+
+def test_upkeep_puts_new_rows_in_deltas_and_never_rewrites_the_base(tmp_path):
+    """LanceDB's own optimize rewrote the whole ANN index at each upkeep (60 s at 200,000 rows, with
+    nothing new) and the rewritten index searched ten times slower: new rows go into deltas, merged
+    with each other past MAX_VECTOR_DELTAS, and the base stays the file it was built as."""
+    import numpy as np
+
+    from memstrata.retrieval import ann
+
+    index, _ = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
+    ann.maintain(index)
+    table = index.table()
+    base = _vector_segments(table)
+    assert len(base) == 1
+    rng = np.random.default_rng(7)
+    added = {}
+    for round_ in range(ann.MAX_VECTOR_DELTAS + 1):
+        for i in range(25):
+            v = rng.normal(size=32).astype("float32")
+            added[f"n{round_}-{i}"] = v / np.linalg.norm(v)
+            table.add([_row(f"n{round_}-{i}", added[f"n{round_}-{i}"])])
+        ann.optimize(table)
+        segments = _vector_segments(table)
+        assert base[0]["uuid"] in [s["uuid"] for s in segments]
+        # a delta per round, until MAX_VECTOR_DELTAS of them are merged into one with the new rows
+        assert len(segments) == (round_ + 2 if round_ < ann.MAX_VECTOR_DELTAS else 2), (round_, segments)
+        assert table.index_stats("vector_idx").num_unindexed_rows == 0
+    assert table.count_rows() == 2500 + len(added)
+    for row_id, v in list(added.items())[::20]:  # rows in the deltas are found by the index's search
+        got = ann.tune_query(table.search(v.tolist()), index, 5).select(["id"]).to_arrow()["id"].to_pylist()
+        assert got[0] == row_id
+    ann.optimize(table)  # the merged delta's small fragments compacted (its segment remapped)
+    segments = [s["uuid"] for s in _vector_segments(table)]
+    assert len(segments) == 2 and base[0]["uuid"] in segments
+    # nothing new: nothing written (LanceDB's optimize wrote the whole index again)
+    version = table.version
+    ann.optimize(table)
+    assert table.version == version
+    assert [s["uuid"] for s in _vector_segments(table)] == segments
+
+
+def test_an_index_of_an_earlier_version_is_built_again_once(tmp_path):
+    """An index without the layout mark may have been rewritten whole by LanceDB's optimize (slow to
+    search): maintain builds it again, once."""
+    from memstrata.retrieval import ann
+
+    index, _ = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
+    ann.maintain(index)
+    meta = index.meta()
+    del meta["ann"]["layout"]
+    index._write_meta(meta)
+    before = _vector_segments(index.table())
+    done = ann.maintain(index)
+    assert any("rebuilt as a base with deltas" in a for a in done["actions"]), done
+    assert [s["uuid"] for s in _vector_segments(index.table())] != [s["uuid"] for s in before]
+    assert not any("rebuilt" in a for a in ann.maintain(index)["actions"])
+
+
+def test_a_dropped_ann_index_is_built_again_by_maintain(tmp_path):
+    """A privacy purge drops the ANN index (its base keeps a quantized copy of every row it was built
+    on); searches stay exact meanwhile, and the next upkeep builds it from the rows left."""
+    from memstrata.retrieval import ann
+
+    index, vecs = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
+    ann.maintain(index)
+    assert ann.drop_vector_index(index)
+    assert not _vector_segments(index.table()) and not ann.has_vector_index(index)
+    assert "ann" not in index.meta()
+    got = ann.tune_query(index.table().search(vecs[3].tolist()), index, 3).select(["id"]).to_arrow()["id"].to_pylist()
+    assert got[0] == "e00003"
+    assert not ann.drop_vector_index(index)
+    done = ann.maintain(index)
+    assert any("IVF_HNSW_SQ index built" in a for a in done["actions"]), done
+    assert ann.has_vector_index(index)
