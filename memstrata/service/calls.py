@@ -114,6 +114,7 @@ def run_call(service, conn, message: dict, fds: list[int], root: str) -> None:
             code = 1
         call_local.stdin = call_local.stdout = call_local.stderr = None
         close_streams(streams)  # before the reply: the caller exits holding the only copies
+        watcher.stop()  # before the reply too: a caller that leaves once answered has not "gone away"
         send_reply(conn, {"t": "exit", "code": int(code or 0)})
     finally:
         cancel.set_event(None)
@@ -144,6 +145,7 @@ class CallerWatch:
 
     def __init__(self, conn: socket.socket):
         self.gone = threading.Event()
+        self._stopped = False
         self._conn = conn
         self._wake_r, self._wake_w = os.pipe()
         self.gone_fd, self._gone_w = os.pipe()  # readable once the caller is gone (the call's streams poll it)
@@ -171,7 +173,11 @@ class CallerWatch:
             return  # closed, or (never expected) data: stop watching either way
 
     def stop(self) -> None:
-        """End the watch (the call ended) before the socket is closed, so no other socket is watched."""
+        """End the watch (the call ended) before the socket is closed, so no other socket is watched.
+        Once: a later call does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
         os.write(self._wake_w, b"x")
         self._thread.join()
         for fd in (self._wake_r, self._wake_w, self.gone_fd, self._gone_w):

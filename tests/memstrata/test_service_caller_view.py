@@ -103,11 +103,14 @@ def test_dev_and_proc_paths_mean_the_callers_own(tree, tmp_path):
     assert json.loads(mem(tree, "read", json.loads(body.stdout)["id"], "--json", service="off").stdout)["body"] \
         .strip() == queries.read_text().strip()
     assert status(RUN)["requests"] == calls + 1  # the write ran in its caller too
+    assert "went away" not in log.read_text()[len(log_before):]  # callers that left once answered
 
 
 @pytest.mark.parametrize("args", [["write", "-", "--title", "stuck"], ["autoload", "--hook"]])
 def test_a_killed_caller_does_not_leave_its_call_in_flight(tree, args):
     warm(tree)  # a write reads a bounded size, a hook all of its stdin: both ways wait for the caller
+    log = Path(RUN, "service.log")
+    log_before = log.read_text()
     writer = subprocess.Popen([PY, "-m", "memstrata.cli.app", *args],
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=_env(tree))  # we hold its stdin open, as `sleep 300 |` does
@@ -116,6 +119,7 @@ def test_a_killed_caller_does_not_leave_its_call_in_flight(tree, args):
         writer.send_signal(signal.SIGKILL)
         writer.wait(timeout=30)
         assert wait_for(lambda: (status(RUN) or {}).get("active") == 0, timeout=10)
+        assert "the caller went away" in log.read_text()[len(log_before):]
         started = time.monotonic()
         assert mem(tree, "serve", "--stop", service="off").returncode == 0
         assert time.monotonic() - started < 30
