@@ -31,7 +31,11 @@ UNINDEXED_OPTIMIZE_SHARE = 0.02   # optimize when this share of rows sits outsid
 MIN_UNINDEXED = 20                # ... and at least this many rows
 MAX_FRAGMENTS = 32                # or when small writes have left more fragments than this
 RETRAIN_GROWTH = 2.0              # retrain IVF partitions when the table has grown this much
-MAX_VECTOR_DELTAS = 8             # the vector index's deltas are merged into one past this many
+MAX_VECTOR_DELTAS = 8             # past this many deltas of the vector index, the newest are merged into one ...
+DELTA_MERGE_MAX_ROWS = 20000      # ... as many as hold this many rows at most: a merge builds the graphs of all
+                                  # it merges again (ten deltas of 10 rows: 0.05 s; two of 150,000 rows: 86 s)
+MAX_VECTOR_SEGMENTS = 24          # more segments than this, or deltas holding ...
+DELTA_REBUILD_SHARE = 0.5         # ... this share of the base's rows: `maintain` builds the index again
 # meta["ann"]["layout"] of an index built as one base with deltas beside it (`optimize`); an index
 # without it may have been rewritten by `table.optimize()` and is built again once
 LAYOUT = 2
@@ -114,6 +118,40 @@ def build_vector_index(index, num_partitions: int | None = None) -> float:
     return took
 
 
+def vector_segments(table) -> list[int]:
+    """Rows of each segment of the vector index (the fragments it covers), its base first, then its
+    deltas oldest first; [] without one."""
+    name = _vector_index_name(_indices(table))
+    if name is None:
+        return []
+    ds = table.to_lance()
+    physical = {f.fragment_id: f.metadata.physical_rows for f in ds.get_fragments()}
+    found = [d for d in ds.describe_indices() if d.name == name]
+    segments = sorted(found[0].segments, key=lambda seg: seg.dataset_version_at_last_update) if found else []
+    return [sum(physical.get(f, 0) for f in seg.fragment_ids) for seg in segments]
+
+
+def _deltas_to_merge(segments: list[int]) -> int:
+    """How many of the newest deltas `optimize` merges with the new rows: none until there are
+    MAX_VECTOR_DELTAS, then the newest that hold DELTA_MERGE_MAX_ROWS rows at most (two or more)."""
+    deltas = segments[1:]
+    if len(deltas) < MAX_VECTOR_DELTAS:
+        return 0
+    held, count = 0, 0
+    for rows in reversed(deltas):
+        if held + rows > DELTA_MERGE_MAX_ROWS:
+            break
+        held, count = held + rows, count + 1
+    return count if count >= 2 else 0
+
+
+def _deltas_too_many(segments: list[int]) -> bool:
+    """Whether the vector index should be built again as one base: too many segments to search, or
+    deltas (whose partitions were never trained on their rows) holding a large share of the rows."""
+    return len(segments) > MAX_VECTOR_SEGMENTS or \
+        (len(segments) > 1 and sum(segments[1:]) >= DELTA_REBUILD_SHARE * max(segments[0], 1))
+
+
 def drop_vector_index(index) -> bool:
     """Drop the ANN index (its base holds a quantized copy of every row it was built on: a privacy
     purge must not keep the removed rows' there); searches are exact until `maintain` builds it again.
@@ -175,6 +213,10 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
         elif build and meta.get("layout") != LAYOUT:
             took = build_vector_index(index)
             done["actions"].append(f"{ANN_TYPE} index rebuilt as a base with deltas ({rows} rows) in {took:.1f}s")
+        elif build and _deltas_too_many(segments := vector_segments(table)):
+            took = build_vector_index(index)
+            done["actions"].append(f"{ANN_TYPE} index rebuilt from a base and {len(segments) - 1} deltas "
+                                   f"({rows} rows) in {took:.1f}s")
     unindexed = _max_unindexed(table, _indices(table))
     fragments = _fragments(table)
     done["unindexed"], done["fragments"] = unindexed, fragments
@@ -195,8 +237,9 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
 def optimize(table, cleanup_older_than: timedelta = timedelta(days=7), delete_unverified: bool = False) -> None:
     """`table.optimize()` without rewriting the vector index: fragments compacted (the indexes are
     remapped, not rebuilt), new rows merged into the scalar and full-text indexes and put in a delta
-    of the vector index (merged with the other deltas, never with the base, past MAX_VECTOR_DELTAS),
-    versions older than `cleanup_older_than` removed. Caller holds the tree lock."""
+    of the vector index (small deltas merged with each other past MAX_VECTOR_DELTAS, never with the
+    base; `maintain` builds the index again when they pile up), versions older than
+    `cleanup_older_than` removed. Caller holds the tree lock."""
     def step(action) -> None:
         action(table.to_lance())
         table.checkout_latest()  # the next step commits on top of this one (not a "commit conflict")
@@ -207,10 +250,9 @@ def optimize(table, cleanup_older_than: timedelta = timedelta(days=7), delete_un
     if others := [name for name in indices if name != vector]:
         step(lambda ds: ds.optimize.optimize_indices(index_names=others))
     if vector is not None:
-        deltas = int(getattr(table.index_stats(vector), "num_indices", 1) or 1) - 1
-        # 0 makes a delta of the new rows (none: nothing is written); merging n >= 1 segments
-        # takes the newest n, so the base stays as it is
-        merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
+        # 0 makes a delta of the new rows (none: nothing is written); n >= 1 merges the newest n
+        # segments with them, never the base (`_deltas_to_merge` counts deltas only)
+        merge = _deltas_to_merge(vector_segments(table))
         step(lambda ds: ds.optimize.optimize_indices(index_names=[vector], num_indices_to_merge=merge))
     step(lambda ds: ds.cleanup_old_versions(older_than=cleanup_older_than, delete_unverified=delete_unverified))
 

@@ -214,3 +214,40 @@ def test_a_dropped_ann_index_is_built_again_by_maintain(tmp_path):
     done = ann.maintain(index)
     assert any("IVF_HNSW_SQ index built" in a for a in done["actions"]), done
     assert ann.has_vector_index(index)
+
+
+def test_which_deltas_are_merged_and_when_the_index_is_built_again():
+    """Pure decisions on the rows of each segment (the base first)."""
+    from memstrata.retrieval import ann
+
+    few = [100_000] + [10] * (ann.MAX_VECTOR_DELTAS - 1)
+    assert ann._deltas_to_merge(few) == 0  # not yet: each delta is searched on its own
+    assert ann._deltas_to_merge(few + [10]) == ann.MAX_VECTOR_DELTAS
+    big = ann.DELTA_MERGE_MAX_ROWS
+    # a large delta is left as it is: only the newest small ones are merged (a merge rebuilds what it takes)
+    assert ann._deltas_to_merge([100_000, big] + [10] * ann.MAX_VECTOR_DELTAS) == ann.MAX_VECTOR_DELTAS
+    assert ann._deltas_to_merge([100_000] + [big // 2] * ann.MAX_VECTOR_DELTAS) == 2
+    assert ann._deltas_to_merge([100_000] + [big] * ann.MAX_VECTOR_DELTAS) == 0  # none small enough
+    assert not ann._deltas_too_many([100_000]) and not ann._deltas_too_many([])
+    assert not ann._deltas_too_many([100_000, 40_000])
+    assert ann._deltas_too_many([100_000, 30_000, 20_000])  # half the base's rows in deltas
+    assert ann._deltas_too_many([100_000] + [10] * ann.MAX_VECTOR_SEGMENTS)
+
+
+def test_deltas_holding_half_the_base_get_the_index_built_again(tmp_path):
+    import numpy as np
+
+    from memstrata.retrieval import ann
+
+    index, _ = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
+    ann.maintain(index)
+    table = index.table()
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(1300, 32)).astype("float32")
+    table.add([_row(f"m{i}", v / np.linalg.norm(v)) for i, v in enumerate(vectors)])
+    ann.optimize(table)
+    assert ann.vector_segments(table) == [2500, 1300]
+    done = ann.maintain(index)
+    assert any("rebuilt from a base and 1 deltas" in a for a in done["actions"]), done
+    assert ann.vector_segments(index.table()) == [3800]
+    assert not ann.maintain(index)["actions"]
