@@ -205,8 +205,12 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
             took = build_vector_index(index)
             done["actions"].append(f"{ANN_TYPE} index built over {rows} rows in {took:.1f}s")
     else:
-        meta = index.meta().get("ann") or {}
-        built_rows = int(meta.get("rows_at_build") or 0)
+        meta = index.meta().get("ann")
+        meta = meta if isinstance(meta, dict) else {}  # a hand-edited meta.json: built again, which rewrites it
+        try:
+            built_rows = int(meta.get("rows_at_build") or 0)
+        except (TypeError, ValueError):
+            built_rows = 0
         if build and built_rows and rows >= RETRAIN_GROWTH * built_rows:
             took = build_vector_index(index)
             done["actions"].append(f"{ANN_TYPE} index rebuilt ({built_rows} -> {rows} rows) in {took:.1f}s")

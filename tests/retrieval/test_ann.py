@@ -196,6 +196,10 @@ def test_an_index_of_an_earlier_version_is_built_again_once(tmp_path):
     assert any("rebuilt as a base with deltas" in a for a in done["actions"]), done
     assert [s["uuid"] for s in _vector_segments(index.table())] != [s["uuid"] for s in before]
     assert not any("rebuilt" in a for a in ann.maintain(index)["actions"])
+    for damaged in ("garbage", [1, 2], {"rows_at_build": "lots"}):  # meta.json edited by hand: built again, once
+        index._write_meta({**index.meta(), "ann": damaged})
+        assert any("rebuilt as a base" in a for a in ann.maintain(index)["actions"])
+        assert not ann.maintain(index)["actions"]
 
 
 def test_a_dropped_ann_index_is_built_again_by_maintain(tmp_path):
