@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 
@@ -36,6 +37,9 @@ def _lazy_package(name: str) -> None:
 
 def import_lancedb():
     """`import lancedb`, its namespace client's API classes left until something uses them."""
+    # index statistics (ann.py asks for unindexed rows) without the vector index's centroids, never
+    # read here: Lance 14 otherwise warns that it will stop including them (a line in service.log)
+    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     if "lancedb" not in sys.modules:
         with _LOCK:
             try:

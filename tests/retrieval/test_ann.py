@@ -2,6 +2,7 @@
 narrow filters, and upkeep that compacts small writes and leaves the ANN index's base as it was built."""
 from __future__ import annotations
 
+
 def _table_with_rows(tmp_path, n, dim=32, seed=0, ann_min_rows=200):
     import numpy as np
 
@@ -255,3 +256,4 @@ def test_deltas_holding_half_the_base_get_the_index_built_again(tmp_path):
     assert any("rebuilt from a base and 1 deltas" in a for a in done["actions"]), done
     assert ann.vector_segments(index.table()) == [3800]
     assert not ann.maintain(index)["actions"]
+
