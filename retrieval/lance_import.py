@@ -37,8 +37,11 @@ def _lazy_package(name: str) -> None:
 
 def import_lancedb():
     """`import lancedb`, its namespace client's API classes left until something uses them."""
+    # Lance's own log at errors only, unless said otherwise: each delta of the vector index
+    # (retrieval/ann.py) warned once per partition its few rows leave empty, 256 lines in service.log
+    os.environ.setdefault("LANCE_LOG", "error")
     # index statistics (ann.py asks for unindexed rows) without the vector index's centroids, never
-    # read here: Lance 14 otherwise warns that it will stop including them (a line in service.log)
+    # read here: Lance 14 otherwise warns that it will stop including them
     os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     if "lancedb" not in sys.modules:
         with _LOCK:

@@ -257,3 +257,25 @@ def test_deltas_holding_half_the_base_get_the_index_built_again(tmp_path):
     assert ann.vector_segments(index.table()) == [3800]
     assert not ann.maintain(index)["actions"]
 
+
+
+def test_a_delta_of_few_rows_leaves_no_lines_in_the_log(tmp_path):
+    """A delta of a few rows leaves most IVF partitions empty, and Lance warned once for each on stderr
+    (the service's log: 256 lines a delta at 300,000 turns): its log is at errors only unless set."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_ann import _table_with_rows, _row; "
+            "from pathlib import Path; from memstrata.retrieval import ann; "
+            "index, vecs = _table_with_rows(Path(sys.argv[2]), 3000, ann_min_rows=2000); "
+            "ann.build_vector_index(index, num_partitions=16); "
+            "index.table().add([_row('new', vecs[0])]); ann.optimize(index.table()); "
+            "print(ann.vector_segments(index.table()))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_")}
+    p = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent), str(tmp_path)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[3000, 1]"
+    assert "WARN" not in p.stderr, p.stderr[-2000:]
