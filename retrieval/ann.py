@@ -164,7 +164,6 @@ def drop_vector_index(index) -> bool:
     meta = index.meta()
     meta.pop("ann", None)
     index._write_meta(meta)
-    index._ann_has_index = None
     return True
 
 
@@ -174,10 +173,12 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
     - scalar indexes (id, category) once the table has rows;
     - the ANN index once rows >= settings.ann_min_rows (build=False skips a build: for calls
       that must stay fast);
-    - optimize (compaction + incremental update of every index) when more than 2% of the rows
-      (and at least 20) are outside an index, when more than 32 fragments have piled up, or
-      when asked;
-    - retrain of the IVF partitions when the table has doubled since the last build.
+    - `optimize` (compaction, the new rows into every index, a delta for the ANN index's) when more
+      than 2% of the rows (and at least 20) are outside an index, when more than 32 fragments have
+      piled up, or when asked;
+    - the ANN index built again (its IVF partitions retrained) when the table has doubled since the
+      last build, when its deltas pile up (`_deltas_too_many`), or once for an index without this
+      version's `layout` mark (or an unreadable `ann` entry in meta.json).
     """
     table = index.table()
     done: dict = {"actions": []}
@@ -238,7 +239,7 @@ def maintain(index, force_optimize: bool = False, build: bool = True) -> dict:
     return done
 
 
-def optimize(table, cleanup_older_than: timedelta = timedelta(days=7), delete_unverified: bool = False) -> None:
+def optimize(table, cleanup_older_than: timedelta = timedelta(days=7)) -> None:
     """`table.optimize()` without rewriting the vector index: fragments compacted (the indexes are
     remapped, not rebuilt), new rows merged into the scalar and full-text indexes and put in a delta
     of the vector index (small deltas merged with each other past MAX_VECTOR_DELTAS, never with the
@@ -258,7 +259,7 @@ def optimize(table, cleanup_older_than: timedelta = timedelta(days=7), delete_un
         # segments with them, never the base (`_deltas_to_merge` counts deltas only)
         merge = _deltas_to_merge(vector_segments(table))
         step(lambda ds: ds.optimize.optimize_indices(index_names=[vector], num_indices_to_merge=merge))
-    step(lambda ds: ds.cleanup_old_versions(older_than=cleanup_older_than, delete_unverified=delete_unverified))
+    step(lambda ds: ds.cleanup_old_versions(older_than=cleanup_older_than))
 
 
 # Query-time settings for the ANN index. Measured on 10k clustered 384-d rows (bench/perf.py,

@@ -173,7 +173,7 @@ def _scrub_index(state) -> bool:
 
         ann.drop_vector_index(index)  # the next upkeep builds it from the rows left
         table.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
-        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True, retrain=True)
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
         table.cleanup_old_versions(timedelta(0), delete_unverified=True)
     from memstrata.retrieval.stats_cache import CACHE_FILE
 

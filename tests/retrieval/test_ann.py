@@ -133,13 +133,11 @@ def _row(row_id: str, vector, text: str = "x") -> dict:
             "category": "c0", "title": text, "status": "active", "tier": "hot", "tags": [], "path": f"c0/{row_id}.md"}
 
 
-def _vector_segments(table) -> list[dict]:
-    """Each segment of the ANN index (its base and its deltas), with its uuid."""
-    import warnings
-
-    with warnings.catch_warnings():  # describe_indices, its successor, does not give the segments' uuids
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return [i for i in table.to_lance().list_indices() if i["name"] == "vector_idx"]
+def _segment_ids(table) -> list[str]:
+    """The uuid of each segment of the ANN index: its base, then its deltas."""
+    found = [d for d in table.to_lance().describe_indices() if d.name == "vector_idx"]
+    segments = sorted(found[0].segments, key=lambda seg: seg.dataset_version_at_last_update) if found else []
+    return [str(seg.uuid) for seg in segments]
 
 
 def test_upkeep_puts_new_rows_in_deltas_and_never_rewrites_the_base(tmp_path):
@@ -153,7 +151,7 @@ def test_upkeep_puts_new_rows_in_deltas_and_never_rewrites_the_base(tmp_path):
     index, _ = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
     ann.maintain(index)
     table = index.table()
-    base = _vector_segments(table)
+    base = _segment_ids(table)
     assert len(base) == 1
     rng = np.random.default_rng(7)
     added = {}
@@ -163,8 +161,8 @@ def test_upkeep_puts_new_rows_in_deltas_and_never_rewrites_the_base(tmp_path):
             added[f"n{round_}-{i}"] = v / np.linalg.norm(v)
             table.add([_row(f"n{round_}-{i}", added[f"n{round_}-{i}"])])
         ann.optimize(table)
-        segments = _vector_segments(table)
-        assert base[0]["uuid"] in [s["uuid"] for s in segments]
+        segments = _segment_ids(table)
+        assert segments[0] == base[0]
         # a delta per round, until MAX_VECTOR_DELTAS of them are merged into one with the new rows
         assert len(segments) == (round_ + 2 if round_ < ann.MAX_VECTOR_DELTAS else 2), (round_, segments)
         assert table.index_stats("vector_idx").num_unindexed_rows == 0
@@ -173,13 +171,13 @@ def test_upkeep_puts_new_rows_in_deltas_and_never_rewrites_the_base(tmp_path):
         got = ann.tune_query(table.search(v.tolist()), index, 5).select(["id"]).to_arrow()["id"].to_pylist()
         assert got[0] == row_id
     ann.optimize(table)  # the merged delta's small fragments compacted (its segment remapped)
-    segments = [s["uuid"] for s in _vector_segments(table)]
-    assert len(segments) == 2 and base[0]["uuid"] in segments
+    segments = _segment_ids(table)
+    assert len(segments) == 2 and segments[0] == base[0]
     # nothing new: nothing written (LanceDB's optimize wrote the whole index again)
     version = table.version
     ann.optimize(table)
     assert table.version == version
-    assert [s["uuid"] for s in _vector_segments(table)] == segments
+    assert _segment_ids(table) == segments
 
 
 def test_an_index_of_an_earlier_version_is_built_again_once(tmp_path):
@@ -192,10 +190,10 @@ def test_an_index_of_an_earlier_version_is_built_again_once(tmp_path):
     meta = index.meta()
     del meta["ann"]["layout"]
     index._write_meta(meta)
-    before = _vector_segments(index.table())
+    before = _segment_ids(index.table())
     done = ann.maintain(index)
     assert any("rebuilt as a base with deltas" in a for a in done["actions"]), done
-    assert [s["uuid"] for s in _vector_segments(index.table())] != [s["uuid"] for s in before]
+    assert _segment_ids(index.table()) != before
     assert not any("rebuilt" in a for a in ann.maintain(index)["actions"])
     for damaged in ("garbage", [1, 2], {"rows_at_build": "lots"}):  # meta.json edited by hand: built again, once
         index._write_meta({**index.meta(), "ann": damaged})
@@ -211,7 +209,7 @@ def test_a_dropped_ann_index_is_built_again_by_maintain(tmp_path):
     index, vecs = _table_with_rows(tmp_path, 2500, ann_min_rows=2000)
     ann.maintain(index)
     assert ann.drop_vector_index(index)
-    assert not _vector_segments(index.table()) and not ann.has_vector_index(index)
+    assert not _segment_ids(index.table()) and not ann.has_vector_index(index)
     assert "ann" not in index.meta()
     got = ann.tune_query(index.table().search(vecs[3].tolist()), index, 3).select(["id"]).to_arrow()["id"].to_pylist()
     assert got[0] == "e00003"
