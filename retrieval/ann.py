@@ -273,6 +273,11 @@ REFINE_FACTOR = 5
 REFINE_MAX_LIMIT = 20
 FLAT_MAX_ENTRIES = 5000  # a filter admitting this many entries or fewer is searched exactly (tune_query)
 EF = 100
+# IVF partitions probed (LanceDB's default 20). At 1.65 million rows (256 partitions) a recall's 200-row
+# search took 55 ms with 20 and 26 ms with 10 (43 and 24 within two projects); recall@10 of 380 LoCoMo
+# questions in that tree: 0.784 with 20, 0.786 with 10, 0.787 searched exactly (docs/performance.md,
+# "Fewer partitions probed"). A filtered search that finds too few rows in them looks further (`widen`).
+NPROBES = 10
 
 
 def has_vector_index(index) -> bool:
@@ -289,13 +294,15 @@ def has_vector_index(index) -> bool:
     return found
 
 
-def tune_query(query, index, limit: int, admitted: int | None = None):
+def tune_query(query, index, limit: int, admitted: int | None = None, widen: bool = False):
     """Limit a LanceDB vector query to `limit` rows, with the ANN query settings when the table
     has the index (HNSW's `ef` must cover the rows it fetches: `limit` times the refine factor;
     lists longer than REFINE_MAX_LIMIT are not refined). A query whose filter admits at most
     FLAT_MAX_ENTRIES entries (`admitted`) searches their rows exactly instead: at 300,000 turns a
     prefiltered HNSW search within one conversation's project (600 entries of 330,000) found half of
     its 50 nearest rows, in about 35 ms; the exact search reads their vectors, 14-32 ms up to 4,000.
+    NPROBES partitions are probed; `widen`: as many more as a filter needs to fill `limit` (a search
+    within a filter that came back short).
 
     retrieval/search.py calls it on every vector query:
         q = ann.tune_query(table.search(qv.tolist(), vector_column_name="vector"), index, limit, admitted)
@@ -306,10 +313,20 @@ def tune_query(query, index, limit: int, admitted: int | None = None):
     if admitted is not None and admitted <= FLAT_MAX_ENTRIES:
         return query.bypass_vector_index()
     refine = REFINE_FACTOR if limit <= REFINE_MAX_LIMIT else 1
+    # the maximum too: LanceDB probes past the minimum up to it (an unfiltered search with 10 as its
+    # minimum, 20 its maximum, took 43 ms at 1.65 million rows, with both at 10 26 ms)
+    query = query.minimum_nprobes(NPROBES).maximum_nprobes(0) if widen else query.nprobes(NPROBES)
     try:
         return query.ef(max(EF, limit * refine)).refine_factor(refine)
     except AttributeError:
         return query.refine_factor(refine)
+
+
+def filled(run, limit: int, admitted: int) -> dict:
+    """`run(widen)`'s rows (a filtered vector search, tune_query): searched again widened when the
+    partitions probed held fewer than `limit` of the rows a filter admitting `admitted` entries lets by."""
+    rows = run(False)
+    return run(True) if len(rows["id"]) < min(limit, admitted) else rows
 
 
 @functools.cache

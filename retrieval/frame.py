@@ -48,6 +48,16 @@ class Frame:
         entry of its own (retrieval.fusion.time_structure links a session's turns in turn order)."""
         return [(entry_of(i), number_of(i)) if is_unit(i) else None for i in self.ids]
 
+    def stamps(self):
+        """Each entry's creation time as a float array (NaN: unknown), made once per frame: a query
+        naming a date read 330,000 of them into an array each time (20 ms at 300,000 turns)."""
+        if "_stamps" not in self.__dict__:
+            import numpy as np
+
+            self._stamps = np.fromiter((np.nan if c is None else c for c in self.cols["created"]),
+                                       dtype=np.float64, count=len(self.ids))
+        return self._stamps
+
     def text_keys(self) -> list[tuple]:
         """Per entry, what its full-text column is made of besides the chunking: content hash,
         created, tags (equal keys: equal indexed text). Computed once per frame."""

@@ -146,8 +146,13 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
         def rows_within(scope):
             sql, admitted = scope  # a few entries admitted: searched exactly (ann.tune_query)
-            q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows, admitted)
-            return (q.where(sql, prefilter=True) if sql else q).select(columns).to_arrow().to_pydict()
+
+            def run(widen: bool) -> dict:
+                q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows,
+                                   admitted, widen=widen)
+                return (q.where(sql, prefilter=True) if sql else q).select(columns).to_arrow().to_pydict()
+
+            return ann.filled(run, vector_rows, admitted) if sql else run(False)
 
         scopes = [(where, n if mask is None else int(mask.sum()))]
         if projects:
@@ -220,7 +225,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
         entity_share /= len(named)
     structure = _structure(index, frame, weights)
     dates = named_dates(query)
-    date_near = (fusion.date_proximity(frame.cols["created"], dates, 86400.0 * settings.recall_date_after_days)
+    date_near = (fusion.date_proximity(frame.stamps(), dates, 86400.0 * settings.recall_date_after_days)
                  if dates else None)
     text_arr, cjk_arr = fusion.scaled(n, text_scores, ideal), fusion.scaled(n, cjk_scores, 1.0)
     if cjk_ideal > 0 and terms:

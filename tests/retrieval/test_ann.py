@@ -60,6 +60,12 @@ def test_ann_index_switches_on_past_threshold_and_stays_exact_enough(tmp_path):
     wide = 2 * index.settings.recall_candidates
     rows = ann.tune_query(table.search(vecs[5].tolist()), index, wide).select(["id"]).to_arrow()["id"].to_pylist()
     assert len(rows) == wide and rows[0] == "e00005"
+    # ann.NPROBES partitions probed (LanceDB's 20 at 1.65 million rows cost twice the time for the same
+    # recall: docs/performance.md); widened, as many as a filter needs
+    plan = ann.tune_query(table.search(vecs[5].tolist()), index, wide).explain_plan(True)
+    assert f"minimum_nprobes={ann.NPROBES}, maximum_nprobes=Some({ann.NPROBES})" in plan, plan
+    plan = ann.tune_query(table.search(vecs[5].tolist()), index, wide, widen=True).explain_plan(True)
+    assert f"minimum_nprobes={ann.NPROBES}, maximum_nprobes=None" in plan, plan
     hits = 0
     for q in range(20):  # wide lists are not refined: their top 20 still agree with exact search
         query = vecs[q * 7 + 2].tolist()
@@ -92,6 +98,35 @@ def test_a_filter_admitting_few_entries_is_searched_exactly(tmp_path, monkeypatc
     plan = ann.tune_query(table.search(vecs[0].tolist()), index, 50, admitted=428).where(where, prefilter=True)
     assert "ANNSubIndex" in plan.explain_plan()
     assert "ANNSubIndex" not in ann.tune_query(table.search(vecs[0].tolist()), index, 50, admitted=400).explain_plan()
+
+
+def test_a_filtered_search_short_of_rows_looks_in_more_partitions(tmp_path, monkeypatch):
+    import numpy as np
+
+    from memstrata.retrieval import ann
+
+    monkeypatch.setattr(ann, "FLAT_MAX_ENTRIES", 10)  # 188 admitted: through the index, not exactly
+    index, _ = _table_with_rows(tmp_path, 3000, ann_min_rows=2000)
+    rng = np.random.default_rng(3)  # 16 tight clusters, a category each: a filter's rows sit in one partition
+    centres = rng.normal(size=(16, 32)).astype("float32")
+    vecs = centres[np.arange(3000) % 16] + 0.01 * rng.normal(size=(3000, 32)).astype("float32")
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index.table().delete("true")
+    index.table().add([{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": f"t{i}", "vector": vecs[i].tolist(),
+                        "category": f"c{i % 16}", "title": f"t{i}", "status": "active", "tier": "hot", "tags": [],
+                        "path": f"c{i % 16}/t{i}.md"} for i in range(3000)])
+    ann.build_vector_index(index, num_partitions=16)
+    table, where = index.table(), "category = 'c9'"  # 188 entries, far from the query's cluster
+
+    def run(widen):
+        q = ann.tune_query(table.search(vecs[0].tolist()), index, 100, admitted=188, widen=widen)
+        return q.where(where, prefilter=True).select(["id"]).to_arrow().to_pydict()
+
+    assert len(run(False)["id"]) < 100  # ann.NPROBES partitions near the query hold few of c9's rows
+    got = ann.filled(run, 100, 188)["id"]
+    assert len(set(got)) == 100 and all(int(i[1:]) % 16 == 9 for i in got)
+    full = ann.filled(lambda widen: {"id": ["x"] * 100, "widened": widen}, 100, 188)
+    assert full["widened"] is False  # enough rows: one search
 
 
 def test_small_writes_are_compacted_with_exact_row_counts(tmp_path):
