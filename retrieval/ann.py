@@ -310,7 +310,7 @@ def tune_query(query, index, limit: int, admitted: int | None = None, widen: boo
     query = query.limit(limit)
     if not has_vector_index(index):
         return query
-    if admitted is not None and admitted <= FLAT_MAX_ENTRIES:
+    if not probed(index, admitted):
         return query.bypass_vector_index()
     refine = REFINE_FACTOR if limit <= REFINE_MAX_LIMIT else 1
     # the maximum too: LanceDB probes past the minimum up to it (an unfiltered search with 10 as its
@@ -322,11 +322,21 @@ def tune_query(query, index, limit: int, admitted: int | None = None, widen: boo
         return query.refine_factor(refine)
 
 
+def probed(index, admitted: int | None) -> bool:
+    """Whether a search admitting `admitted` entries goes through the ANN index's partitions
+    (tune_query): the table has the index and the search admits more than FLAT_MAX_ENTRIES."""
+    return has_vector_index(index) and (admitted is None or admitted > FLAT_MAX_ENTRIES)
+
+
 def filled(run, limit: int, admitted: int) -> dict:
-    """`run(widen)`'s rows (a filtered vector search, tune_query): searched again widened when the
-    partitions probed held fewer than `limit` of the rows a filter admitting `admitted` entries lets by."""
+    """`run(widen)`'s rows (a vector search, tune_query): searched again widened when the partitions
+    probed held fewer than the `limit` rows asked for while the search admits more entries than those
+    rows cover (an entry has several rows: counting rows let a filter's entries go unscored, and a
+    `-k` past recall_candidates asks for every row; an attacker's review found both)."""
     rows = run(False)
-    return run(True) if len(rows["id"]) < min(limit, admitted) else rows
+    if len(rows["id"]) < limit and len(set(rows["id"])) < admitted:
+        return run(True)
+    return rows
 
 
 @functools.cache

@@ -152,7 +152,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
                                    admitted, widen=widen)
                 return (q.where(sql, prefilter=True) if sql else q).select(columns).to_arrow().to_pydict()
 
-            return ann.filled(run, vector_rows, admitted) if sql else run(False)
+            return ann.filled(run, vector_rows, admitted) if ann.probed(index, admitted) else run(False)
 
         scopes = [(where, n if mask is None else int(mask.sum()))]
         if projects:

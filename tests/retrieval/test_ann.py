@@ -125,8 +125,13 @@ def test_a_filtered_search_short_of_rows_looks_in_more_partitions(tmp_path, monk
     assert len(run(False)["id"]) < 100  # ann.NPROBES partitions near the query hold few of c9's rows
     got = ann.filled(run, 100, 188)["id"]
     assert len(set(got)) == 100 and all(int(i[1:]) % 16 == 9 for i in got)
-    full = ann.filled(lambda widen: {"id": ["x"] * 100, "widened": widen}, 100, 188)
-    assert full["widened"] is False  # enough rows: one search
+    def rows(ids):
+        return lambda widen: {"id": ids, "widened": widen}
+
+    assert ann.filled(rows([f"e{i}" for i in range(100)]), 100, 188)["widened"] is False  # as many rows as asked
+    assert ann.filled(rows([f"e{i // 2}" for i in range(32)]), 50, 21)["widened"] is True  # 32 rows, 16 of 21 entries
+    assert ann.filled(rows([f"e{i // 2}" for i in range(42)]), 50, 21)["widened"] is False  # every entry admitted
+    assert ann.filled(rows([f"e{i}" for i in range(640)]), 5000, 2400)["widened"] is True  # -k past the pool, no filter
 
 
 def test_small_writes_are_compacted_with_exact_row_counts(tmp_path):
