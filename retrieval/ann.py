@@ -276,7 +276,7 @@ EF = 100
 # IVF partitions probed (LanceDB's default 20). At 1.65 million rows (256 partitions) a recall's 200-row
 # search took 55 ms with 20 and 26 ms with 10 (43 and 24 within two projects); recall@10 of 380 LoCoMo
 # questions in that tree: 0.784 with 20, 0.786 with 10, 0.787 searched exactly (docs/performance.md,
-# "Fewer partitions probed"). A filtered search that finds too few rows in them looks further (`widen`).
+# "Fewer partitions probed"). A search that finds too few rows in them looks further (`filled`).
 NPROBES = 10
 
 
@@ -301,8 +301,8 @@ def tune_query(query, index, limit: int, admitted: int | None = None, widen: boo
     FLAT_MAX_ENTRIES entries (`admitted`) searches their rows exactly instead: at 300,000 turns a
     prefiltered HNSW search within one conversation's project (600 entries of 330,000) found half of
     its 50 nearest rows, in about 35 ms; the exact search reads their vectors, 14-32 ms up to 4,000.
-    NPROBES partitions are probed; `widen`: as many more as a filter needs to fill `limit` (a search
-    within a filter that came back short).
+    NPROBES partitions are probed; `widen`: as many more as it takes to fill `limit` (a search that
+    came back short: `filled`).
 
     retrieval/search.py calls it on every vector query:
         q = ann.tune_query(table.search(qv.tolist(), vector_column_name="vector"), index, limit, admitted)
