@@ -328,6 +328,16 @@ def probed(index, admitted: int | None) -> bool:
     return has_vector_index(index) and (admitted is None or admitted > FLAT_MAX_ENTRIES)
 
 
+def nearest_rows(table, index, vector, limit: int, admitted: int, where: str | None, columns: list) -> dict:
+    """`columns` of the `limit` rows of `table` nearest `vector` within the SQL filter `where` (None: all),
+    which admits `admitted` entries: tuned by tune_query, widened when short (`filled`)."""
+    def run(widen: bool) -> dict:
+        q = tune_query(table.search(vector.tolist(), vector_column_name="vector"), index, limit, admitted, widen=widen)
+        return (q.where(where, prefilter=True) if where else q).select(columns).to_arrow().to_pydict()
+
+    return filled(run, limit, admitted) if probed(index, admitted) else run(False)
+
+
 def filled(run, limit: int, admitted: int) -> dict:
     """`run(widen)`'s rows (a vector search, tune_query): searched again widened when the partitions
     probed held fewer than the `limit` rows asked for while the search admits more entries than those

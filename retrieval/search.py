@@ -146,13 +146,7 @@ def search(index: VectorIndex, embedder, query: str, k: int, filters: Filters, m
 
         def rows_within(scope):
             sql, admitted = scope  # a few entries admitted: searched exactly (ann.tune_query)
-
-            def run(widen: bool) -> dict:
-                q = ann.tune_query(table.search(vec.tolist(), vector_column_name="vector"), index, vector_rows,
-                                   admitted, widen=widen)
-                return (q.where(sql, prefilter=True) if sql else q).select(columns).to_arrow().to_pydict()
-
-            return ann.filled(run, vector_rows, admitted) if ann.probed(index, admitted) else run(False)
+            return ann.nearest_rows(table, index, vec, vector_rows, admitted, sql, columns)
 
         scopes = [(where, n if mask is None else int(mask.sum()))]
         if projects:
