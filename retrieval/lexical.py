@@ -195,8 +195,14 @@ def without_entities(query: str, entities: list[str]) -> str:
     return stripped if len(words(stripped)) >= 2 and topic else query
 
 
+@functools.lru_cache(maxsize=1024)
+def mention_pattern(entity: str) -> re.Pattern:
+    """`entity` as a whole word (what `mentions` looks for)."""
+    return re.compile(r"\b" + re.escape(entity) + r"\b")
+
+
 def mentions(text: str, entity: str) -> bool:
-    return re.search(r"\b" + re.escape(entity) + r"\b", text or "") is not None
+    return mention_pattern(entity).search(text or "") is not None
 
 
 @functools.lru_cache(maxsize=65536)

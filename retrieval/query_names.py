@@ -26,7 +26,8 @@ def mentioning(frame, texts: list[str], name: str, stats=None) -> list[int]:
     if found is None:
         rows = _candidates(stats, name)
         scan = range(len(texts)) if rows is None else rows.tolist()
-        found = [i for i in scan if name in texts[i] and lexical.mentions(texts[i], name)]
+        word = lexical.mention_pattern(name)  # lexical.mentions, each text decoded once
+        found = [i for i in scan if name in (text := texts[i]) and word.search(text)]
         if len(frame._mentions) >= MENTIONS_KEPT:
             frame._mentions.clear()
         frame._mentions[name] = found
