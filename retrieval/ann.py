@@ -304,8 +304,7 @@ def tune_query(query, index, limit: int, admitted: int | None = None, widen: boo
     NPROBES partitions are probed; `widen`: as many more as it takes to fill `limit` (a search that
     came back short: `filled`).
 
-    retrieval/search.py calls it on every vector query:
-        q = ann.tune_query(table.search(qv.tolist(), vector_column_name="vector"), index, limit, admitted)
+    Every vector search of recall and promotion goes through it by `nearest_rows`.
     """
     query = query.limit(limit)
     if not has_vector_index(index):

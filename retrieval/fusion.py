@@ -183,13 +183,11 @@ def _step(link: np.ndarray) -> np.ndarray:
     return np.where(link >= 0, link[np.maximum(link, 0)], -1)
 
 
-def date_proximity(created, targets: list[tuple[float, float]], after_seconds: float) -> np.ndarray:
+def date_proximity(stamps: np.ndarray, targets: list[tuple[float, float]], after_seconds: float) -> np.ndarray:
     """1 for entries written inside a date range the query names, falling off linearly over one
     day before it and over `after_seconds` (or the range's length, if longer) after it: notes
     about an event are mostly written on the day or in the days after ("last week ...").
-    `created`: the entries' times (None: unknown), or them as an array (NaN: unknown; Frame.stamps)."""
-    stamps = (created if isinstance(created, np.ndarray) else
-              np.array([c if c is not None else np.nan for c in created], dtype=np.float64))
+    `stamps`: the entries' creation times (NaN: unknown; Frame.stamps)."""
     out = np.zeros(len(stamps), dtype=np.float64)
     for start, end in targets:
         after = max(end - start, after_seconds)

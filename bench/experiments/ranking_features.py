@@ -213,7 +213,7 @@ def extra(conv: dict, q: dict, idea: str) -> dict:
                 ts = [datetime(d.year, d.month, d.day, tzinfo=timezone.utc).timestamp() + 43200
                       for d, _ in dates.resolve(body, datetime.fromtimestamp(c, tz=timezone.utc))]
                 if ts:
-                    vals[j] = float(fusion.date_proximity(ts, spans, 86400.0).max())
+                    vals[j] = float(fusion.date_proximity(np.asarray(ts, dtype=np.float64), spans, 86400.0).max())
         out.update(rdate=vals)
     if idea in ("head", "headx"):  # the kind the query asks for ("books") against the entry
         h = q.get("head")

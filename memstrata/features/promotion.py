@@ -167,8 +167,7 @@ class Promotion:
             return None
         limit = 2 * self.state.settings.recall_candidates
         query = embedder.embed_query(context)
-        rows = ann.tune_query(table.search(query.tolist(), vector_column_name="vector"), index, limit)
-        rows = rows.select(["id", "_distance"]).to_arrow().to_pydict()
+        rows = ann.nearest_rows(table, index, query, limit, len(frame.ids), None, ["id", "_distance"])
         sims = [1.0 - float(d) / 2.0 for d in rows["_distance"]]  # unit vectors: L2 distance to cosine
         if len(sims) >= limit and min(sims) >= threshold:
             return None

@@ -3,7 +3,9 @@ narrow filters, and upkeep that compacts small writes and leaves the ANN index's
 from __future__ import annotations
 
 
-def _table_with_rows(tmp_path, n, dim=32, seed=0, ann_min_rows=200):
+def _table_with_rows(tmp_path, n, dim=32, seed=0, ann_min_rows=200, clusters=0):
+    """A table of `n` random unit vectors in 7 categories; with `clusters`, tight clusters around that many
+    centres, a category each (row i in cluster i % clusters)."""
     import numpy as np
 
     from memstrata.retrieval.table import VectorIndex, schema
@@ -16,10 +18,13 @@ def _table_with_rows(tmp_path, n, dim=32, seed=0, ann_min_rows=200):
     index._write_meta({"schema": 1, "model": "fake", "dim": dim, "optimized_version": 0, "fts": True})
     rng = np.random.default_rng(seed)
     vecs = rng.normal(size=(n, dim)).astype("float32")
+    if clusters:
+        vecs = rng.normal(size=(clusters, dim)).astype("float32")[np.arange(n) % clusters] + 0.01 * vecs
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    categories = clusters or 7
     rows = [{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": f"t{i}", "vector": vecs[i].tolist(),
-             "category": f"c{i % 7}", "title": f"t{i}", "status": "active", "tier": "hot", "tags": [],
-             "path": f"c{i % 7}/t{i}.md"} for i in range(n)]
+             "category": f"c{i % categories}", "title": f"t{i}", "status": "active", "tier": "hot", "tags": [],
+             "path": f"c{i % categories}/t{i}.md"} for i in range(n)]
     index._table.add(rows)
     return index, vecs
 
@@ -101,30 +106,17 @@ def test_a_filter_admitting_few_entries_is_searched_exactly(tmp_path, monkeypatc
 
 
 def test_a_filtered_search_short_of_rows_looks_in_more_partitions(tmp_path, monkeypatch):
-    import numpy as np
-
     from memstrata.retrieval import ann
 
     monkeypatch.setattr(ann, "FLAT_MAX_ENTRIES", 10)  # 188 admitted: through the index, not exactly
-    index, _ = _table_with_rows(tmp_path, 3000, ann_min_rows=2000)
-    rng = np.random.default_rng(3)  # 16 tight clusters, a category each: a filter's rows sit in one partition
-    centres = rng.normal(size=(16, 32)).astype("float32")
-    vecs = centres[np.arange(3000) % 16] + 0.01 * rng.normal(size=(3000, 32)).astype("float32")
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    index.table().delete("true")
-    index.table().add([{"id": f"e{i:05d}", "chunk": 0, "kind": "full", "text": f"t{i}", "vector": vecs[i].tolist(),
-                        "category": f"c{i % 16}", "title": f"t{i}", "status": "active", "tier": "hot", "tags": [],
-                        "path": f"c{i % 16}/t{i}.md"} for i in range(3000)])
+    index, vecs = _table_with_rows(tmp_path, 3000, ann_min_rows=2000, clusters=16)
     ann.build_vector_index(index, num_partitions=16)
-    table, where = index.table(), "category = 'c9'"  # 188 entries, far from the query's cluster
-
-    def run(widen):
-        q = ann.tune_query(table.search(vecs[0].tolist()), index, 100, admitted=188, widen=widen)
-        return q.where(where, prefilter=True).select(["id"]).to_arrow().to_pydict()
-
-    assert len(run(False)["id"]) < 100  # ann.NPROBES partitions near the query hold few of c9's rows
-    got = ann.filled(run, 100, 188)["id"]
+    table, where = index.table(), "category = 'c9'"  # 188 entries, a cluster far from the query's
+    short = ann.tune_query(table.search(vecs[0].tolist()), index, 100, admitted=188).where(where, prefilter=True)
+    assert len(short.select(["id"]).to_arrow()) < 100  # ann.NPROBES partitions near the query hold few of c9's rows
+    got = ann.nearest_rows(table, index, vecs[0], 100, 188, where, ["id"])["id"]
     assert len(set(got)) == 100 and all(int(i[1:]) % 16 == 9 for i in got)
+
     def rows(ids):
         return lambda widen: {"id": ids, "widened": widen}
 
