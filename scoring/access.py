@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from memstrata.scoring import tiers, weight
+from memstrata.storage.clock import parse_datetime
 from memstrata.storage.entry import Entry
 
 
 # Reads of one entry counted per machine (journal file) and UTC day, at most: past it a read is
 # not counted (scoring.weight, which holds a count from the frontmatter to the same rate).
 MAX_READS_PER_DAY = weight.MAX_READS_PER_DAY
+# Distinct machines whose reads of one entry count on one UTC day: the per machine and day cap
+# does not bound how many machine files a pulled commit can plant. A reader reads this copy's own
+# files first (storage/journal.py), so its reads always count.
+MAX_MACHINES_PER_DAY = 8
 
 
 @dataclass
@@ -27,6 +32,16 @@ class Access:
     correlation: float | None = None
     per_day: dict = field(default_factory=dict)
     settled: int = 0
+    correlation_at: datetime | None = None  # the time of the read that gave `correlation`
+
+    def correlate(self, corr: float | None, when: datetime) -> None:
+        """Keep `corr` when it is the latest given: the correlation is the last read's that gave one,
+        the larger of one second's (the same whatever order the journal's files are read in)."""
+        if corr is None:
+            return
+        if self.correlation_at is None or when > self.correlation_at or (
+                when == self.correlation_at and (self.correlation is None or corr > self.correlation)):
+            self.correlation, self.correlation_at = corr, when
 
     def add(self, machine: str, when: datetime, settled: int | None = None) -> None:
         """One more journal line of `machine` at `when` (the count and the day it falls on); a
@@ -53,11 +68,67 @@ class Access:
         return out
 
 
+class Tally:
+    """Accesses per id counted from journal items, which can go on counting the lines appended
+    since (storage/journal_tail.py). `fork` shares what is counted and copies each access before it
+    changes, so a dict handed out never changes under its reader; a tally forked is never added to again."""
+
+    def __init__(self, now: datetime | None = None):
+        self.now = now
+        self.accesses: dict[str, Access] = {}
+        self._machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
+        self._owned: set | None = None  # a fork's: the ids and (id, day) keys it copied (None: it owns all)
+        # False once a line was held back by the machine cap or dated after `now`: what counts then
+        # depends on the order of the files or on the clock, so only a whole reading decides it
+        self.order_free = True
+
+    def fork(self, now: datetime | None) -> "Tally":
+        """A tally that goes on from this one (at `now`) without changing it."""
+        out = Tally(now)
+        out.accesses, out._machines, out.order_free, out._owned = dict(self.accesses), dict(self._machines), self.order_free, set()
+        return out
+
+    def add(self, items) -> None:
+        """Count (time, id, correlation, reads or None, machine) items."""
+        owned, machines, accesses, now = self._owned, self._machines, self.accesses, self.now
+        for stamp, entry_id, corr_text, reads, machine in items:
+            try:
+                written = parse_datetime(stamp)
+                when = written if now is None or written <= now else now
+                corr = None if corr_text == "-" else float(corr_text)
+                day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
+            except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
+                continue
+            self.order_free = self.order_free and when == written
+            key = (entry_id, day)
+            counted = machines.get(key)
+            if counted is None or (owned is not None and key not in owned):
+                counted = machines[key] = set() if counted is None else set(counted)
+                if owned is not None:
+                    owned.add(key)
+            if machine not in counted:
+                if len(counted) >= MAX_MACHINES_PER_DAY:
+                    self.order_free = False
+                    continue  # one more machine file than a team has: a planted one adds nothing
+                counted.add(machine)
+            seen = accesses.get(entry_id)
+            if seen is None:
+                seen = accesses[entry_id] = Access(when, 0)
+            elif owned is not None and entry_id not in owned:
+                seen = accesses[entry_id] = replace(seen, per_day=dict(seen.per_day))
+            if owned is not None:
+                owned.add(entry_id)
+            seen.count += reads or 1
+            seen.last = max(seen.last, when)
+            seen.correlate(corr, when)
+            seen.add(machine, when, settled=reads)  # capped per machine and day, but a compacted line's reads
+
+
 def folded(entry: Entry, access: Access, now, settings) -> Entry:
     """`entry` as `mem maintain` writes it once its journaled accesses are folded in (an access
     dated after `now`, from a wrong clock or a planted line, counts as `now`)."""
     if now is not None and access.last > now:
-        access = Access(now, access.count, access.correlation, access.per_day, access.settled)
+        access = replace(access, last=now)
     after = access.seen(entry)  # the tier is left to `mem maintain`'s plan (scoring.lifecycle.tier_now): one rule
     after.weight = round(weight.compute_weight(after, now), 4)
     return after

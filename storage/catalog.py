@@ -58,6 +58,7 @@ class Catalog:
         self._replacing = False
         self._verified = False  # _verify_once: the file was checked whole before this catalog's first write
         self._counted_conn, self._conn_serial = None, 0  # version()
+        self._count: tuple = (None, 0)  # (version, entries) of the last count()
         try:
             ensure_dir(self.db_path.parent)
             self._conn = open_db(self.db_path)
@@ -391,7 +392,11 @@ class Catalog:
         return {r[0]: r[1] for r in rows}
 
     def count(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM entries WHERE meta IS NOT NULL").fetchone()[0]
+        """The entries, counted again only when a row changed (`version`): the service asks after every call."""
+        version = self.version()
+        if self._count[0] != version:
+            self._count = (version, self._conn.execute("SELECT count(*) FROM entries WHERE meta IS NOT NULL").fetchone()[0])
+        return self._count[1]
 
 
 # Every use of the file: a damaged one is rebuilt from the tree and the call runs again.

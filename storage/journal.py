@@ -29,9 +29,9 @@ import stat
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from memstrata.storage.clock import format_datetime, parse_datetime
+from memstrata.storage.clock import format_datetime
 from memstrata.storage.errors import MemstrataError
-from memstrata.scoring.access import Access
+from memstrata.scoring.access import MAX_MACHINES_PER_DAY, Access, Tally  # noqa: F401 - the cap is read from here
 from memstrata.storage import layout
 from memstrata.storage.atomic import fsync_dir
 from memstrata.storage.entry import valid_id
@@ -48,10 +48,6 @@ _MACHINE = re.compile(r"[^A-Za-z0-9_.-]+")
 MOVED_MARK = re.compile(r"^# moved ([A-Za-z0-9_-]+)$", re.MULTILINE)
 _TEMP_PID = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 
-# Distinct machines whose reads of one entry count on one UTC day: the per machine and day cap
-# (scoring.access) does not bound how many machine files a pulled commit can plant. This copy's
-# own files are read first, so its reads always count.
-MAX_MACHINES_PER_DAY = 8
 MAX_SETTLED = 10**9  # reads one compacted line may carry (a larger number is no journal line)
 
 
@@ -130,7 +126,7 @@ def _same_file(fd: int, path: Path) -> bool:
 def signature(root: Path) -> tuple:
     """What changes when the journal does (paths, sizes, mtimes): for caching `read`."""
     out = []
-    for path in _files(root):
+    for path in files(root):
         try:
             st = os.lstat(path)
         except OSError:
@@ -139,21 +135,16 @@ def signature(root: Path) -> tuple:
     return tuple(out)
 
 
-def clamp_time(when: datetime, now: datetime | None) -> datetime:
-    """An access time no later than `now` (None: as it is)."""
-    return when if now is None or when <= now else now
-
-
 def read(root: Path, now: datetime | None = None) -> dict[str, Access]:
     """Every access not yet folded, per entry id (pending and tracked files, every machine's);
     times after `now` count as `now`."""
-    return parse_files(_files(root), now)
+    return parse_files(files(root), now)
 
 
 def days(root: Path, today: date | None = None) -> set[date]:
     """The UTC days of every access not yet folded (for the record of days in use); none after `today`."""
     out: set[date] = set()
-    for stamp, *_ in _lines(_files(root)):
+    for stamp, *_ in _lines(files(root)):
         if not stamp.endswith("Z"):
             continue
         try:
@@ -176,7 +167,7 @@ def files_in(folder: Path | None, suffixes: tuple[str, ...]) -> list[Path]:
     return [folder / n for n in names if n.endswith(suffixes) and is_regular_file(folder / n)]
 
 
-def _files(root: Path) -> list[Path]:
+def files(root: Path) -> list[Path]:
     """The journal's regular files: the pending ones, then the tracked ones (real folders only)."""
     pending = files_in(real_folder(root, PENDING_DIR, create=False), (LOG_SUFFIX, TAKEN, MOVING))
     return pending + files_in(real_folder(root, JOURNAL_DIR, create=False), (LOG_SUFFIX, TAKEN))
@@ -202,13 +193,24 @@ def _lines(files: list[Path]):
     for path in [p for p in files if not p.name.endswith(MOVING)] + moving:
         if path.name.endswith(MOVING) and moving_token(path) in published:
             continue
-        for line in _file_lines(path):
-            if moving and line.startswith("# moved "):  # only a stopped publish leaves one: markers count then
-                published.update(MOVED_MARK.findall(line))
-                continue
-            parts = well_formed_line(line)
-            if parts is not None:
-                yield (*parts[:3], int(parts[3]) if len(parts) == 4 else None, _machine_of(path))
+        yield from file_items(path, published=published if moving else None)  # only a stopped publish leaves markers
+
+
+def file_items(path: Path, start: int = 0, ends: list | None = None, published: set | None = None):
+    """The items (as `_lines` gives them) of one journal file from byte `start`, nothing when it is
+    not a readable regular file; `ends` as line_files.stream_lines gives it; with `published`, the
+    tokens of `# moved` markers go there."""
+    fd = open_file(path)
+    if fd is None:
+        return
+    machine = _machine_of(path)
+    for line in stream_lines(fd, start, ends):
+        if published is not None and line.startswith("# moved "):
+            published.update(MOVED_MARK.findall(line))
+            continue
+        parts = well_formed_line(line)
+        if parts is not None:
+            yield (*parts[:3], int(parts[3]) if len(parts) == 4 else None, machine)
 
 
 def _machine_of(path: Path) -> str:
@@ -242,30 +244,9 @@ def parse_files(files: list[Path], now: datetime | None = None) -> dict[str, Acc
 
 def parse_lines(items, now: datetime | None = None) -> dict[str, Access]:
     """`parse_files` of (time, id, correlation, reads or None, machine) items, as `_lines` gives them."""
-    out: dict[str, Access] = {}
-    machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
-    for stamp, entry_id, corr_text, reads, machine in items:
-        try:
-            when = clamp_time(parse_datetime(stamp), now)
-            corr = None if corr_text == "-" else float(corr_text)
-            day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
-        except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
-            continue
-        counted = machines.setdefault((entry_id, day), set())
-        if machine not in counted:
-            if len(counted) >= MAX_MACHINES_PER_DAY:
-                continue  # one more machine file than a team has: a planted one adds nothing
-            counted.add(machine)
-        seen = out.get(entry_id)
-        if seen is None:
-            seen = out[entry_id] = Access(when, reads or 1, corr)
-        else:
-            seen.count += reads or 1
-            if when >= seen.last:
-                seen.last = when
-                seen.correlation = corr if corr is not None else seen.correlation
-        seen.add(machine, when, settled=reads)  # capped per machine and day, but a compacted line's reads
-    return out
+    tally = Tally(now)
+    tally.add(items)
+    return tally.accesses
 
 
 def _take_file(path: Path, target: Path) -> Path | None:

@@ -24,17 +24,24 @@ def open_file(path: Path) -> int | None:
     return None
 
 
-def stream_lines(fd: int):
-    """The lines (without their newline) of an open file, read a chunk at a time; a line longer
-    than MAX_LINE_BYTES is skipped whole, so a file of any size costs little memory."""
-    rest, skipping = b"", False
+def stream_lines(fd: int, start: int = 0, ends: list | None = None):
+    """The lines (without their newline) of an open file from byte `start`, read a chunk at a time;
+    a line longer than MAX_LINE_BYTES is skipped whole, so a file of any size costs little memory.
+    Once read to the end, `ends` gets (the byte after the last newline, the bytes read to): where a
+    reader of what is appended later goes on from."""
+    rest, skipping, read, whole = b"", False, start, start
     try:
+        if start:
+            os.lseek(fd, start, os.SEEK_SET)
         while True:
             chunk = os.read(fd, CHUNK)
             if not chunk:
                 break
+            read += len(chunk)
             parts = (rest + chunk).split(b"\n")
             rest = parts.pop()
+            if parts:
+                whole = read - len(rest)
             for part in parts:
                 if not skipping and len(part) <= MAX_LINE_BYTES:
                     yield part.decode("utf-8", "replace")
@@ -43,5 +50,7 @@ def stream_lines(fd: int):
                 rest, skipping = b"", True
     finally:
         os.close(fd)
+    if ends is not None:
+        ends.append((whole, read))
     if rest and not skipping:
         yield rest.decode("utf-8", "replace")  # a torn last line: the caller judges it

@@ -31,7 +31,7 @@ class TreeState:
         self.index_in_step: tuple | None = None
         # (watcher generation, settings) at which sync last wrote every INDEX.md from the tree
         self.indexes_in_step: tuple | None = None
-        self._accesses: tuple = ((), {})  # (journal signature, accesses read then)
+        self._journal = None  # storage.journal_tail.JournalTail, made on first use
 
     # -- settings ----------------------------------------------------------------------
     @property
@@ -85,12 +85,11 @@ class TreeState:
     # -- the access journal -----------------------------------------------------------
     def accesses(self) -> dict:
         """Accesses the journal holds that are not folded into the entries yet, per id (cached)."""
-        from memstrata.storage import journal
+        if self._journal is None:
+            from memstrata.storage.journal_tail import JournalTail
 
-        signature = journal.signature(self.root)
-        if signature != self._accesses[0]:
-            self._accesses = (signature, journal.read(self.root, self.now()) if signature else {})
-        return self._accesses[1]
+            self._journal = JournalTail(self.root)
+        return self._journal.accesses(self.now())
 
     # -- lock and clock ----------------------------------------------------------------
     def lock(self, timeout: float | None = None) -> TreeLock:

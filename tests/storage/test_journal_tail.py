@@ -1,0 +1,146 @@
+"""The journal read as it grows (storage/journal_tail.py): the same accesses as reading it whole, after
+any sequence of appends, folds, publishes, compactions, hand edits, torn lines and planted files."""
+import os
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memstrata.storage import journal, journal_compact
+from memstrata.storage.journal_tail import JournalTail
+
+IDS = ["abcdef123456", "bcdefa234561", "cdefab345612", "defabc456123"]
+START = datetime(2026, 11, 20, 8, tzinfo=timezone.utc)
+
+
+def _view(accesses: dict) -> dict:
+    return {i: (a.last, a.count, a.counted, a.correlation, dict(a.per_day), a.settled) for i, a in accesses.items()}
+
+
+class _Journal:
+    """A tree's journal changed the ways the engine and its users change it."""
+
+    def __init__(self, root, rng):
+        self.root, self.rng, self.clock = root, rng, START
+
+    def tick(self):
+        self.clock += timedelta(minutes=self.rng.choice([0, 1, 7, 60 * 9]))  # 0: reads in one second
+        return self.clock
+
+    def line(self, when=None):
+        corr = self.rng.choice([None, 0.25, 0.5, 0.9])
+        return f"{journal.format_datetime(when or self.tick())}\t{self.rng.choice(IDS)}\t{'-' if corr is None else corr}\n"
+
+    def pending(self):
+        return self.root / journal.PENDING_DIR / f"{journal.machine_name()}{journal.LOG_SUFFIX}"
+
+    def append(self):
+        assert journal.append(self.root, [(self.rng.choice(IDS), self.tick(), self.rng.choice([None, 0.3, 0.7]))
+                                          for _ in range(self.rng.randint(1, 4))])
+
+    def fold(self):
+        journal.release(journal.take(self.root, "m", self.clock)[1])
+
+    def publish(self):
+        journal.publish(self.root, "m")
+
+    def compact(self):
+        journal_compact.compact(self.root, "m", self.clock)
+
+    def peer(self):
+        folder = self.root / journal.JOURNAL_DIR
+        folder.mkdir(exist_ok=True)
+        with open(folder / "peer.log", "a") as out:
+            out.write(self.line())
+
+    def rewrite_in_place(self):
+        path = self.pending()
+        if path.exists() and path.stat().st_size > 40:
+            with open(path, "r+b") as out:  # same inode, the first line's id changed, then one more line
+                out.seek(21)
+                out.write(self.rng.choice(IDS).encode())
+                out.seek(0, os.SEEK_END)
+                out.write(self.line().encode())
+
+    def torn(self):
+        path = self.pending()
+        if path.exists():
+            with open(path, "a") as out:
+                out.write(self.line()[:self.rng.choice([10, 33, 36])])  # a crash mid-append
+
+    def truncate(self):
+        path = self.pending()
+        if path.exists():
+            os.truncate(path, path.stat().st_size // 2)
+
+    def future(self):
+        assert journal.append(self.root, [(IDS[0], self.clock + timedelta(days=3), None)])  # a wrong clock
+
+    def planted(self):
+        folder = self.root / journal.JOURNAL_DIR
+        folder.mkdir(exist_ok=True)
+        for n in range(journal.MAX_MACHINES_PER_DAY + 1):
+            with open(folder / f"planted{n}.log", "a") as out:
+                out.write(self.line(self.clock))
+
+
+COMMON = ["append"] * 12 + ["fold", "publish", "compact", "peer", "peer"]
+RARE = ["rewrite_in_place", "torn", "truncate", "future", "planted"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reading_as_it_grows_gives_what_reading_whole_gives(tmp_path, seed):
+    rng = random.Random(seed)
+    root = tmp_path / "r"
+    root.mkdir()
+    changes, tail = _Journal(root, rng), JournalTail(root)
+    for step in range(160):
+        getattr(changes, rng.choice(COMMON + (RARE if seed % 2 else [])))()
+        now = changes.clock + timedelta(hours=1)
+        assert _view(tail.accesses(now)) == _view(journal.read(root, now)), step
+
+
+def test_only_what_was_appended_is_read_again(tmp_path, monkeypatch):
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START, None)] * 50)
+    assert tail.accesses(START)[IDS[0]].count == 50
+    size = (root / journal.PENDING_DIR / f"{journal.machine_name()}.log").stat().st_size
+    starts = []
+    whole = journal.file_items
+    monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append(start) or whole(path, start, *a, **k))
+    assert journal.append(root, [(IDS[1], START, 0.5)])
+    grown = tail.accesses(START)
+    assert starts == [size]  # the one file, from where the last reading stopped
+    assert tail.accesses(START) is grown and starts == [size]  # nothing new: nothing read
+    assert _view(grown) == _view(journal.read(root, START))
+
+
+def test_a_dict_handed_out_never_changes_under_its_reader(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START, 0.2)])
+    before = tail.accesses(START)
+    assert journal.append(root, [(IDS[0], START + timedelta(hours=1), 0.8), (IDS[1], START, None)])
+    after = tail.accesses(START + timedelta(hours=2))
+    assert (before[IDS[0]].count, before[IDS[0]].correlation, set(before)) == (1, 0.2, {IDS[0]})
+    assert (after[IDS[0]].count, after[IDS[0]].correlation, set(after)) == (2, 0.8, {IDS[0], IDS[1]})
+    assert sum(before[IDS[0]].per_day.values()) == 1
+
+
+def test_this_copys_reads_count_when_planted_machines_filled_the_day_first(tmp_path):
+    """The machine cap keeps the files read first: this copy's own. Its read appended after
+    planted files filled the day is counted as reading the journal whole counts it."""
+    root = tmp_path / "r"
+    (root / journal.JOURNAL_DIR).mkdir(parents=True)
+    for n in range(journal.MAX_MACHINES_PER_DAY):
+        (root / journal.JOURNAL_DIR / f"planted{n}.log").write_text(f"2026-11-20T08:00:00Z\t{IDS[0]}\t-\n")
+    assert journal.append(root, [(IDS[1], START, None)])
+    tail = JournalTail(root)
+    assert IDS[0] in tail.accesses(START)
+    assert journal.append(root, [(IDS[0], START, None)])
+    grown = tail.accesses(START)
+    assert _view(grown) == _view(journal.read(root, START))
+    assert (journal.machine_name(), START.date()) in grown[IDS[0]].per_day
