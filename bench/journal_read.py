@@ -4,8 +4,9 @@
 
 Every counted recall appends a line to the journal and the next recall reads the accesses. A tree's
 journal holds the reads not yet folded by `mem maintain`; a vault's is never folded, only compacted by a
-team sync past 256 KB (about 6,400 lines). Each round appends one line, then times `journal.read` (the
-whole journal) and `JournalTail.accesses` (what `TreeState.accesses` uses), and prints the medians.
+team sync past 256 KB (about 6,400 lines). Each round appends one line, then times the accesses and the
+days of use read whole (`journal.read`, `journal.days`) and read as the journal grows (`JournalTail`, what
+`TreeState.accesses` and `TreeState.journal_days` use), and prints the medians.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def journal_text(lines: int, start: datetime) -> str:
     return "".join(out)
 
 
-def measure(lines: int, rounds: int) -> tuple[float, float, int]:
+def measure(lines: int, rounds: int) -> tuple[list[float], int]:
+    """Median ms of: accesses read whole, as it grows; days read whole, as it grows."""
     root = Path(tempfile.mkdtemp(prefix="journal-read-")) / "tree"
     (root / journal.PENDING_DIR).mkdir(parents=True)
     start = datetime(2026, 9, 1, tzinfo=timezone.utc)
@@ -42,17 +44,19 @@ def measure(lines: int, rounds: int) -> tuple[float, float, int]:
     now = start + timedelta(minutes=7 * lines + 60)
     tail = JournalTail(root)
     tail.accesses(now)
-    whole, grown = [], []
-    for n in range(rounds):
-        assert journal.append(root, [(f"{0xabc000000000 + n:012x}", now, 0.5)])
-        began = time.perf_counter()
-        expected = journal.read(root, now)
-        whole.append(time.perf_counter() - began)
-        began = time.perf_counter()
-        got = tail.accesses(now)
-        grown.append(time.perf_counter() - began)
-        assert {i: (a.count, a.last) for i, a in got.items()} == {i: (a.count, a.last) for i, a in expected.items()}
-    return statistics.median(whole) * 1000, statistics.median(grown) * 1000, len(text)
+    took: list[list[float]] = [[], [], [], []]
+    readers = (lambda: journal.read(root, now), lambda: tail.accesses(now),
+               lambda: journal.days(root, now.date()), lambda: tail.days(now))
+    for column, read in enumerate(readers):  # each its own rounds: one's garbage is not collected in another's time
+        for n in range(rounds):
+            assert journal.append(root, [(f"{0xabc000000000 + column * rounds + n:012x}", now, 0.5)])
+            began = time.perf_counter()
+            read()
+            took[column].append(time.perf_counter() - began)
+    got = {i: (a.count, a.last) for i, a in tail.accesses(now).items()}
+    assert got == {i: (a.count, a.last) for i, a in journal.read(root, now).items()}
+    assert tail.days(now) == journal.days(root, now.date())
+    return [statistics.median(t) * 1000 for t in took], len(text)
 
 
 def main() -> None:
@@ -60,12 +64,11 @@ def main() -> None:
     parser.add_argument("--lines", default="2000,6400,25000", help="journal sizes in lines, comma-separated")
     parser.add_argument("--rounds", type=int, default=30, help="counted recalls per size")
     args = parser.parse_args()
-    print("| journal | read whole | read as it grows |")
-    print("| --- | --- | --- |")
+    print("| journal | accesses, read whole | as it grows | days of use, read whole | as it grows |")
+    print("| --- | --- | --- | --- | --- |")
     for lines in (int(x) for x in args.lines.split(",")):
-        whole, grown, size = measure(lines, args.rounds)
-        print(f"| {lines:,} lines ({size // 1024} KB) | {whole:.1f} ms | {grown:.2f} ms |")
-
+        (whole, grown, days_whole, days_grown), size = measure(lines, args.rounds)
+        print(f"| {lines:,} lines ({size // 1024} KB) | {whole:.1f} ms | {grown:.2f} ms | {days_whole:.1f} ms | {days_grown:.2f} ms |")
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 from memstrata.scoring import tiers, weight
 from memstrata.storage.clock import parse_datetime
@@ -78,20 +78,31 @@ class Tally:
         self.accesses: dict[str, Access] = {}
         self._machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
         self._owned: set | None = None  # a fork's: the ids and (id, day) keys it copied (None: it owns all)
-        # False once a line was held back by the machine cap or dated after `now`: what counts then
-        # depends on the order of the files or on the clock, so only a whole reading decides it
-        self.order_free = True
+        self.days: set[date] = set()  # the UTC days of the lines' own times (as storage.journal.days reads them)
+        # a line was dated after `now` (what counts depends on the clock), or held back by the machine
+        # cap (on the order the files are read in): only a whole reading decides then
+        self.clamped = self.capped = False
+
+    @property
+    def order_free(self) -> bool:
+        return not (self.clamped or self.capped)
 
     def fork(self, now: datetime | None) -> "Tally":
         """A tally that goes on from this one (at `now`) without changing it."""
         out = Tally(now)
-        out.accesses, out._machines, out.order_free, out._owned = dict(self.accesses), dict(self._machines), self.order_free, set()
+        out.accesses, out._machines, out.days, out._owned = dict(self.accesses), dict(self._machines), set(self.days), set()
+        out.clamped, out.capped = self.clamped, self.capped
         return out
 
     def add(self, items) -> None:
         """Count (time, id, correlation, reads or None, machine) items."""
         owned, machines, accesses, now = self._owned, self._machines, self.accesses, self.now
         for stamp, entry_id, corr_text, reads, machine in items:
+            if stamp.endswith("Z"):
+                try:
+                    self.days.add(date.fromisoformat(stamp[:10]))
+                except ValueError:
+                    pass
             try:
                 written = parse_datetime(stamp)
                 when = written if now is None or written <= now else now
@@ -99,7 +110,7 @@ class Tally:
                 day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
             except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
                 continue
-            self.order_free = self.order_free and when == written
+            self.clamped = self.clamped or when != written
             key = (entry_id, day)
             counted = machines.get(key)
             if counted is None or (owned is not None and key not in owned):
@@ -108,7 +119,7 @@ class Tally:
                     owned.add(key)
             if machine not in counted:
                 if len(counted) >= MAX_MACHINES_PER_DAY:
-                    self.order_free = False
+                    self.capped = True
                     continue  # one more machine file than a team has: a planted one adds nothing
                 counted.add(machine)
             seen = accesses.get(entry_id)

@@ -1,18 +1,19 @@
 """The access journal read as it grows: a file that was only appended to is read from where the last reading stopped.
 
-Every counted recall appends a line, and every recall reads the journal's accesses; read whole each
-time, the journal of a vault (whose reads are never folded) cost a recall more with every recall.
+Every counted recall appends a line, and every recall reads the journal's accesses (and, for a hit old
+enough for the archive tier, its days of use); read whole each time, the journal of a vault (whose
+reads are never folded) cost a recall more with every recall.
 A reading remembers each file's identity (device, inode), where its last whole line ended and the
 bytes around that point. The next reading goes on from there when every file is the one it was and
 only grew; anything else (a file added, taken, rewritten, truncated or replaced; a torn last line; a
 stopped publish; a line the machine cap or the clock held back) reads the journal whole again, so
-the accesses are always those of `journal.read`.
+the accesses and days are always those of `journal.read` and `journal.days`.
 """
 from __future__ import annotations
 
 import os
 import threading
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 from memstrata.scoring.access import Access, Tally
@@ -22,7 +23,8 @@ PROBE = 64  # bytes of a file's start and of the end of its last whole line that
 
 
 class JournalTail:
-    """The accesses of one tree's journal (`journal.read`), read again only as far as its files grew."""
+    """The accesses and days of use of one tree's journal (`journal.read`, `journal.days`), read
+    again only as far as its files grew."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -32,28 +34,41 @@ class JournalTail:
 
     def accesses(self, now: datetime | None) -> dict[str, Access]:
         """Every access not yet folded, per entry id, as `journal.read(root, now)` gives them."""
+        tally = self._current(now)
+        return tally.accesses if tally is not None else journal.read(self.root, now)
+
+    def days(self, now: datetime) -> frozenset[date]:
+        """The UTC days of the reads not yet folded, none after `now`'s, as `journal.days` gives them."""
+        today = now.date()
+        tally = self._current(now)
+        if tally is None:
+            return frozenset(journal.days(self.root, today))
+        return frozenset(day for day in tally.days if day <= today)
+
+    def _current(self, now: datetime | None) -> Tally | None:
+        """The tally of the journal as it is now, or None when only `journal.read` can read it."""
         with self._lock:
             paths = journal.files(self.root)
             grown = self._grown(paths)
             if grown is None:
                 return self._read_whole(paths, now)
             if not grown:
-                return self._tally.accesses
+                return self._tally
             tally, marks = self._tally.fork(now), list(self._marks)
             for index, start in grown:
                 mark = _read_into(tally, paths[index], start)
                 if mark is None:
                     return self._read_whole(paths, now)
                 marks[index] = mark
-            if not tally.order_free:  # a line held back: which one depends on the files' order
+            if not tally.order_free:  # a line held back: which one depends on the files' order or the clock
                 return self._read_whole(paths, now)
             self._tally, self._marks = tally, tuple(marks)
-            return tally.accesses
+            return tally
 
     def _grown(self, paths: list[Path]) -> list[tuple[int, int]] | None:
         """(index, where to go on from) of each file that grew since the last reading, or None when
-        the journal must be read whole."""
-        if self._tally is None or len(paths) != len(self._marks):
+        the journal must be read whole (also whenever a line was dated after the time it was read at)."""
+        if self._tally is None or self._tally.clamped or len(paths) != len(self._marks):
             return None
         grown = []
         for index, (path, (known, device, inode, end, probe)) in enumerate(zip(paths, self._marks)):
@@ -69,8 +84,9 @@ class JournalTail:
                 grown.append((index, end))
         return grown
 
-    def _read_whole(self, paths: list[Path], now: datetime | None) -> dict[str, Access]:
-        """`journal.read`, remembering where each file ended when it can go on from there later."""
+    def _read_whole(self, paths: list[Path], now: datetime | None) -> Tally | None:
+        """The journal read whole into a new tally, remembering where each file ended; None (nothing
+        kept) when one cannot be gone on from: a stopped publish, a torn last line, an unreadable file."""
         tally, marks = Tally(now), []
         if not any(p.name.endswith(journal.MOVING) for p in paths):
             for path in paths:
@@ -80,9 +96,9 @@ class JournalTail:
                 marks.append(mark)
             else:
                 self._tally, self._marks = tally, tuple(marks)
-                return tally.accesses
+                return tally
         self._tally, self._marks = None, ()
-        return journal.read(self.root, now)
+        return None
 
 
 def _read_into(tally: Tally, path: Path, start: int) -> tuple | None:

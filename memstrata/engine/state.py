@@ -84,12 +84,19 @@ class TreeState:
 
     # -- the access journal -----------------------------------------------------------
     def accesses(self) -> dict:
-        """Accesses the journal holds that are not folded into the entries yet, per id (cached)."""
+        """Accesses the journal holds that are not folded into the entries yet, per id (read as it grows)."""
+        return self._journal_tail().accesses(self.now())
+
+    def journal_days(self, now) -> frozenset:
+        """The UTC days of the journal's reads not yet folded, none after `now`'s (read as it grows)."""
+        return self._journal_tail().days(now)
+
+    def _journal_tail(self):
         if self._journal is None:
             from memstrata.storage.journal_tail import JournalTail
 
             self._journal = JournalTail(self.root)
-        return self._journal.accesses(self.now())
+        return self._journal
 
     # -- lock and clock ----------------------------------------------------------------
     def lock(self, timeout: float | None = None) -> TreeLock:

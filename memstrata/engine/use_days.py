@@ -25,14 +25,14 @@ class UseDays:
 
     def tree(self, now) -> tuple:
         """`over` the catalog's entries, each part kept until what it reads changes: the catalog's rows
-        (only a row whose metadata changed is parsed again), the journal, the usage record, the day.
+        (only a row whose metadata changed is parsed again), the usage record; the journal is read as it
+        grows (storage/journal_tail.py).
         A recall's hits each ask, and reading every entry per hit made recall linear in the tree
         (bench/scale.py: 0.6 s a query at 30,000 captured turns); one key over all three made each
         recall after a counted one (the journal grew) parse the whole catalog again (2.7 s a vault
         question beside 300,000 captured turns)."""
-        today = now.date()
         rows = self._part("rows", self.state.catalog.version(), self._catalog_days)
-        logged = self._part("journal", (journal.signature(self.root), today), lambda: journal.days(self.root, today))
+        logged = self.state.journal_days(now)
         recorded = self._part("usage", usage.signature(self.root), lambda: usage.read(self.root))
         return tuple(sorted(rows | logged | recorded))
 

@@ -1,4 +1,4 @@
-"""The journal read as it grows (storage/journal_tail.py): the same accesses as reading it whole, after
+"""The journal read as it grows (storage/journal_tail.py): the same accesses and days as reading it whole, after
 any sequence of appends, folds, publishes, compactions, hand edits, torn lines and planted files."""
 import os
 import random
@@ -98,6 +98,7 @@ def test_reading_as_it_grows_gives_what_reading_whole_gives(tmp_path, seed):
         getattr(changes, rng.choice(COMMON + (RARE if seed % 2 else [])))()
         now = changes.clock + timedelta(hours=1)
         assert _view(tail.accesses(now)) == _view(journal.read(root, now)), step
+        assert tail.days(now) == journal.days(root, now.date()), step
 
 
 def test_only_what_was_appended_is_read_again(tmp_path, monkeypatch):
@@ -144,3 +145,15 @@ def test_this_copys_reads_count_when_planted_machines_filled_the_day_first(tmp_p
     grown = tail.accesses(START)
     assert _view(grown) == _view(journal.read(root, START))
     assert (journal.machine_name(), START.date()) in grown[IDS[0]].per_day
+
+
+def test_a_read_dated_after_now_counts_as_the_clock_moves_on(tmp_path):
+    """A line from a machine whose clock ran ahead counts as now; read later, as its own time."""
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START + timedelta(days=1), 0.4)])
+    assert tail.accesses(START)[IDS[0]].last == START and not tail.days(START)
+    later = START + timedelta(days=2)
+    assert tail.accesses(later)[IDS[0]].last == START + timedelta(days=1)  # nothing changed but the clock
+    assert tail.days(later) == {(START + timedelta(days=1)).date()} == journal.days(root, later.date())
