@@ -71,46 +71,57 @@ class Access:
 class Tally:
     """Accesses per id counted from journal items, which can go on counting the lines appended
     since (storage/journal_tail.py). `fork` shares what is counted and copies each access before it
-    changes, so a dict handed out never changes under its reader; a tally forked is never added to again."""
+    changes, so a dict handed out never changes under its reader; a tally forked is never added to again.
 
-    def __init__(self, now: datetime | None = None):
-        self.now = now
+    A line dated after `now` counts as `now`; with `hold_future` it is kept aside instead (`future`),
+    for a reader that counts it at each later time (`at`) without reading the journal again."""
+
+    def __init__(self, now: datetime | None = None, hold_future: bool = False):
+        self.now, self.hold_future = now, hold_future
         self.accesses: dict[str, Access] = {}
         self._machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
         self._owned: set | None = None  # a fork's: the ids and (id, day) keys it copied (None: it owns all)
         self.days: set[date] = set()  # the UTC days of the lines' own times (as storage.journal.days reads them)
-        # a line was dated after `now` (what counts depends on the clock), or held back by the machine
-        # cap (on the order the files are read in): only a whole reading decides then
-        self.clamped = self.capped = False
+        self.future: list[tuple] = []  # the items held aside (hold_future)
+        # a line the machine cap held back: which one depends on the order the files are read in
+        self.capped = False
 
-    @property
-    def order_free(self) -> bool:
-        return not (self.clamped or self.capped)
-
-    def fork(self, now: datetime | None) -> "Tally":
+    def fork(self, now: datetime | None, hold_future: bool | None = None) -> "Tally":
         """A tally that goes on from this one (at `now`) without changing it."""
-        out = Tally(now)
+        out = Tally(now, self.hold_future if hold_future is None else hold_future)
         out.accesses, out._machines, out.days, out._owned = dict(self.accesses), dict(self._machines), set(self.days), set()
-        out.clamped, out.capped = self.clamped, self.capped
+        out.future, out.capped = list(self.future), self.capped
         return out
 
-    def add(self, items) -> None:
-        """Count (time, id, correlation, reads or None, machine) items."""
+    def at(self, now: datetime | None) -> "Tally":
+        """This tally with the lines held aside counted at `now` (itself when there are none)."""
+        if not self.future:
+            return self
+        out = self.fork(now, hold_future=False)
+        out.future = []
+        out.add(self.future, days=False)
+        return out
+
+    def add(self, items, days: bool = True) -> None:
+        """Count (time, id, correlation, reads or None, machine) items (`days`: note their days too)."""
         owned, machines, accesses, now = self._owned, self._machines, self.accesses, self.now
-        for stamp, entry_id, corr_text, reads, machine in items:
-            if stamp.endswith("Z"):
+        for item in items:
+            stamp, entry_id, corr_text, reads, machine = item
+            if days and stamp.endswith("Z"):
                 try:
                     self.days.add(date.fromisoformat(stamp[:10]))
                 except ValueError:
                     pass
             try:
                 written = parse_datetime(stamp)
+                if now is not None and written > now and self.hold_future:
+                    self.future.append(item)
+                    continue
                 when = written if now is None or written <= now else now
                 corr = None if corr_text == "-" else float(corr_text)
                 day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
             except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
                 continue
-            self.clamped = self.clamped or when != written
             key = (entry_id, day)
             counted = machines.get(key)
             if counted is None or (owned is not None and key not in owned):

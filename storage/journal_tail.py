@@ -6,7 +6,8 @@ reads are never folded) cost a recall more with every recall.
 A reading remembers each file's identity (device, inode), where its last whole line ended and the
 bytes around that point. The next reading goes on from there when every file is the one it was and
 only grew; anything else (a file added, taken, rewritten, truncated or replaced; a torn last line; a
-stopped publish; a line the machine cap or the clock held back) reads the journal whole again, so
+stopped publish; a line the machine cap held back) reads the journal whole again. A line dated after
+the time it is read at (a clock that ran ahead) is kept aside and counted at each reading's time. So
 the accesses and days are always those of `journal.read` and `journal.days`.
 """
 from __future__ import annotations
@@ -35,7 +36,10 @@ class JournalTail:
     def accesses(self, now: datetime | None) -> dict[str, Access]:
         """Every access not yet folded, per entry id, as `journal.read(root, now)` gives them."""
         tally = self._current(now)
-        return tally.accesses if tally is not None else journal.read(self.root, now)
+        counted = tally.at(now) if tally is not None else None
+        if counted is None or (counted.capped and counted is not tally):
+            return journal.read(self.root, now)  # a line dated later held back by the cap: the files' order decides
+        return counted.accesses
 
     def days(self, now: datetime) -> frozenset[date]:
         """The UTC days of the reads not yet folded, none after `now`'s, as `journal.days` gives them."""
@@ -60,15 +64,15 @@ class JournalTail:
                 if mark is None:
                     return self._read_whole(paths, now)
                 marks[index] = mark
-            if not tally.order_free:  # a line held back: which one depends on the files' order or the clock
+            if tally.capped:  # a line held back: which one depends on the order the files are read in
                 return self._read_whole(paths, now)
             self._tally, self._marks = tally, tuple(marks)
             return tally
 
     def _grown(self, paths: list[Path]) -> list[tuple[int, int]] | None:
         """(index, where to go on from) of each file that grew since the last reading, or None when
-        the journal must be read whole (also whenever a line was dated after the time it was read at)."""
-        if self._tally is None or self._tally.clamped or len(paths) != len(self._marks):
+        the journal must be read whole."""
+        if self._tally is None or len(paths) != len(self._marks):
             return None
         grown = []
         for index, (path, (known, device, inode, end, probe)) in enumerate(zip(paths, self._marks)):
@@ -87,7 +91,7 @@ class JournalTail:
     def _read_whole(self, paths: list[Path], now: datetime | None) -> Tally | None:
         """The journal read whole into a new tally, remembering where each file ended; None (nothing
         kept) when one cannot be gone on from: a stopped publish, a torn last line, an unreadable file."""
-        tally, marks = Tally(now), []
+        tally, marks = Tally(now, hold_future=True), []
         if not any(p.name.endswith(journal.MOVING) for p in paths):
             for path in paths:
                 mark = _read_into(tally, path, 0)

@@ -157,3 +157,26 @@ def test_a_read_dated_after_now_counts_as_the_clock_moves_on(tmp_path):
     later = START + timedelta(days=2)
     assert tail.accesses(later)[IDS[0]].last == START + timedelta(days=1)  # nothing changed but the clock
     assert tail.days(later) == {(START + timedelta(days=1)).date()} == journal.days(root, later.date())
+
+
+def test_a_read_dated_after_now_does_not_make_each_reading_read_the_whole_journal(tmp_path, monkeypatch):
+    """A clock that ran ahead once (or a teammate's) left a line dated later: readings still go on
+    from where the last stopped, and count that line as now until its time comes."""
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START + timedelta(hours=5), 0.9)] + [(IDS[1], START, None)] * 20)
+    assert tail.accesses(START)[IDS[0]].last == START
+    starts = []
+    whole = journal.file_items
+    monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append(start) or whole(path, start, *a, **k))
+    for hour in range(1, 8):
+        now = START + timedelta(hours=hour)
+        assert journal.append(root, [(IDS[0], now - timedelta(minutes=30), 0.1)])
+        got = tail.accesses(now)
+        assert all(start > 0 for start in starts), hour  # only what was appended
+        monkeypatch.setattr(journal, "file_items", whole)
+        assert _view(got) == _view(journal.read(root, now)), hour
+        late = (got[IDS[0]].last, got[IDS[0]].correlation)
+        assert late == ((now, 0.9) if hour <= 5 else (now - timedelta(minutes=30), 0.1))  # as now until its time came
+        monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append(start) or whole(path, start, *a, **k))
