@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 
@@ -79,18 +80,21 @@ class Tally:
     def __init__(self, now: datetime | None = None, hold_future: bool = False):
         self.now, self.hold_future = now, hold_future
         self.accesses: dict[str, Access] = {}
-        self._machines: dict[tuple, set] = {}  # (id, UTC day) -> the machines counted
+        # (id, UTC day) -> the machines counted: one machine's name as it is (most keys), else a set
+        self._machines: dict[tuple, str | set] = {}
         self._owned: set | None = None  # a fork's: the ids and (id, day) keys it copied (None: it owns all)
         self.days: set[date] = set()  # the UTC days of the lines' own times (as storage.journal.days reads them)
         self.future: list[tuple] = []  # the items held aside (hold_future)
-        # a line the machine cap held back: which one depends on the order the files are read in
+        self.latest: datetime | None = None  # the latest time a line counted as it is was dated
+        # a line the machine cap held back in this tally's own adds: which one depends on the order the
+        # files are read in
         self.capped = False
 
     def fork(self, now: datetime | None, hold_future: bool | None = None) -> "Tally":
         """A tally that goes on from this one (at `now`) without changing it."""
         out = Tally(now, self.hold_future if hold_future is None else hold_future)
         out.accesses, out._machines, out.days, out._owned = dict(self.accesses), dict(self._machines), set(self.days), set()
-        out.future, out.capped = list(self.future), self.capped
+        out.future, out.latest = list(self.future), self.latest
         return out
 
     def at(self, now: datetime | None) -> "Tally":
@@ -119,20 +123,14 @@ class Tally:
                     continue
                 when = written if now is None or written <= now else now
                 corr = None if corr_text == "-" else float(corr_text)
+                corr = corr if corr is None or math.isfinite(corr) else None  # "nan" is no correlation
                 day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
+                self.latest = written if self.latest is None or written > self.latest else self.latest
             except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal
                 continue
-            key = (entry_id, day)
-            counted = machines.get(key)
-            if counted is None or (owned is not None and key not in owned):
-                counted = machines[key] = set() if counted is None else set(counted)
-                if owned is not None:
-                    owned.add(key)
-            if machine not in counted:
-                if len(counted) >= MAX_MACHINES_PER_DAY:
-                    self.capped = True
-                    continue  # one more machine file than a team has: a planted one adds nothing
-                counted.add(machine)
+            if not self._count_machine((entry_id, day), machine):
+                self.capped = True
+                continue  # one more machine file than a team has: a planted one adds nothing
             seen = accesses.get(entry_id)
             if seen is None:
                 seen = accesses[entry_id] = Access(when, 0)
@@ -144,6 +142,28 @@ class Tally:
             seen.last = max(seen.last, when)
             seen.correlate(corr, when)
             seen.add(machine, when, settled=reads)  # capped per machine and day, but a compacted line's reads
+
+    def _count_machine(self, key: tuple, machine: str) -> bool:
+        """Count `machine` among those reading an entry on a day; False when MAX_MACHINES_PER_DAY others are."""
+        counted = self._machines.get(key)
+        if counted is None:
+            self._machines[key] = machine
+        elif isinstance(counted, str):
+            if counted != machine:
+                self._machines[key] = {counted, machine}
+                self._own(key)
+        elif machine not in counted:
+            if len(counted) >= MAX_MACHINES_PER_DAY:
+                return False
+            if self._owned is not None and key not in self._owned:
+                counted = self._machines[key] = set(counted)
+                self._own(key)
+            counted.add(machine)
+        return True
+
+    def _own(self, key) -> None:
+        if self._owned is not None:
+            self._owned.add(key)
 
 
 def folded(entry: Entry, access: Access, now, settings) -> Entry:

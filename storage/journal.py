@@ -138,7 +138,14 @@ def signature(root: Path) -> tuple:
 def read(root: Path, now: datetime | None = None) -> dict[str, Access]:
     """Every access not yet folded, per entry id (pending and tracked files, every machine's);
     times after `now` count as `now`."""
-    return parse_files(files(root), now)
+    return tally(root, now).accesses
+
+
+def tally(root: Path, now: datetime | None = None) -> Tally:
+    """Every line not yet folded, counted: `read`'s accesses, and the days of `days` (every one)."""
+    counted = Tally(now)
+    counted.add(_lines(files(root)))
+    return counted
 
 
 def days(root: Path, today: date | None = None) -> set[date]:
@@ -196,11 +203,12 @@ def _lines(files: list[Path]):
         yield from file_items(path, published=published if moving else None)  # only a stopped publish leaves markers
 
 
-def file_items(path: Path, start: int = 0, ends: list | None = None, published: set | None = None):
+def file_items(path: Path, start: int = 0, ends: list | None = None, published: set | None = None,
+               fd: int | None = None):
     """The items (as `_lines` gives them) of one journal file from byte `start`, nothing when it is
     not a readable regular file; `ends` as line_files.stream_lines gives it; with `published`, the
-    tokens of `# moved` markers go there."""
-    fd = open_file(path)
+    tokens of `# moved` markers go there. `fd`: the file already open (closed once read)."""
+    fd = open_file(path) if fd is None else fd
     if fd is None:
         return
     machine = _machine_of(path)

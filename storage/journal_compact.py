@@ -76,9 +76,20 @@ def compacted_text(lines, machine: str, today: date, waiting: set[str]) -> tuple
             yield (*parts[:3], int(parts[3]) if len(parts) == 4 else None, machine)
 
     accesses = journal.parse_lines(past())
-    summary = [f"{format_datetime(a.last)}\t{entry_id}\t{'-' if a.correlation is None else f'{a.correlation:.4f}'}"
-               f"\t{a.counted}" for entry_id, a in sorted(accesses.items())]
+    summary = [line for entry_id, a in sorted(accesses.items()) for line in _summary(entry_id, a)]
     return "".join(f"{line}\n" for line in summary + kept), days, count
+
+
+def _summary(entry_id: str, access) -> list[str]:
+    """The compacted lines of one entry's past reads: one, `<last read>\t<id>\t<correlation>\t<reads>`;
+    two when the correlation came from an earlier read than the last (it stays dated at its read, so a
+    teammate's correlation given in between still counts as the later one)."""
+    corr = "-" if access.correlation is None else f"{access.correlation:.4f}"
+    at = access.correlation_at
+    if access.correlation is None or at is None or at >= access.last or access.counted < 2:
+        return [f"{format_datetime(access.last)}\t{entry_id}\t{corr}\t{access.counted}"]
+    return [f"{format_datetime(at)}\t{entry_id}\t{corr}\t1",
+            f"{format_datetime(access.last)}\t{entry_id}\t-\t{access.counted - 1}"]
 
 
 def compact(root: Path, machine: str | None, now: datetime) -> dict | None:

@@ -96,7 +96,7 @@ def test_reading_as_it_grows_gives_what_reading_whole_gives(tmp_path, seed):
     changes, tail = _Journal(root, rng), JournalTail(root)
     for step in range(160):
         getattr(changes, rng.choice(COMMON + (RARE if seed % 2 else [])))()
-        now = changes.clock + timedelta(hours=1)
+        now = changes.clock + rng.choice([timedelta(hours=1)] * 6 + [timedelta(days=-2), timedelta(days=400)])
         assert _view(tail.accesses(now)) == _view(journal.read(root, now)), step
         assert tail.days(now) == journal.days(root, now.date()), step
 
@@ -180,3 +180,111 @@ def test_a_read_dated_after_now_does_not_make_each_reading_read_the_whole_journa
         late = (got[IDS[0]].last, got[IDS[0]].correlation)
         assert late == ((now, 0.9) if hour <= 5 else (now - timedelta(minutes=30), 0.1))  # as now until its time came
         monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append(start) or whole(path, start, *a, **k))
+
+
+def _spy(monkeypatch, name):
+    calls = []
+    real = getattr(journal, name)
+    monkeypatch.setattr(journal, name, lambda *a, **k: calls.append(a) or real(*a, **k))
+    return calls
+
+
+def test_a_torn_last_line_or_a_stopped_publish_is_not_read_again_while_nothing_changes(tmp_path, monkeypatch):
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START, None)] * 5)
+    path = root / journal.PENDING_DIR / f"{journal.machine_name()}.log"
+    with open(path, "a") as out:
+        out.write(f"{journal.format_datetime(START)}\t{IDS[1]}")  # torn: no newline
+    (root / journal.PENDING_DIR / "other.log.7-abc.moving").write_text(f"2026-11-20T08:00:00Z\t{IDS[2]}\t-\n")
+    calls = _spy(monkeypatch, "tally")
+    for hour in range(3):
+        now = START + timedelta(hours=hour)
+        got, days = tail.accesses(now), tail.days(now)
+        assert _view(got) == _view(journal.read(root, now)) and days == journal.days(root, now.date())
+    assert len(calls) == 1 + 3  # read whole once, then kept while the files stay as they are (+ this test's reads)
+    assert journal.append(root, [(IDS[0], START, None)])
+    got = tail.accesses(START)
+    assert len(calls) == 5 and _view(got) == _view(journal.read(root, START))
+
+
+def test_a_line_rewritten_in_place_without_growing_is_seen(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START, None)] * 6)
+    tail.accesses(START)
+    path = root / journal.PENDING_DIR / f"{journal.machine_name()}.log"
+    text = path.read_bytes()
+    line = len(text) // 6
+    with open(path, "r+b") as out:  # the third line's id, the same size, the same inode
+        out.seek(2 * line + 21)
+        out.write(IDS[1].encode())
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1000))
+    assert _view(tail.accesses(START)) == _view(journal.read(root, START))
+    assert tail.accesses(START)[IDS[1]].count == 1
+
+
+def test_a_file_put_in_place_of_the_one_read_is_not_taken_for_it(tmp_path, monkeypatch):
+    """A fold took the file between the reading and its mark, and an append made a new one: the
+    mark is the file that was read, so the next reading sees a different file and reads whole."""
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START, None)] * 3)
+    real = journal.file_items
+
+    def then_replaced(path, *a, **k):
+        yield from real(path, *a, **k)
+        monkeypatch.setattr(journal, "file_items", real)
+        journal.release(journal.take(root, "m", START)[1])  # folded away
+        assert journal.append(root, [(IDS[1], START, None)] * 3 + [(IDS[0], START, None)])
+
+    monkeypatch.setattr(journal, "file_items", then_replaced)
+    tail.accesses(START)
+    assert _view(tail.accesses(START)) == _view(journal.read(root, START))
+    assert tail.accesses(START)[IDS[0]].count == 1 and tail.accesses(START)[IDS[1]].count == 3
+
+
+def test_a_correlation_that_is_no_number_counts_as_none(tmp_path):
+    root = tmp_path / "r"
+    (root / journal.JOURNAL_DIR).mkdir(parents=True)
+    (root / journal.JOURNAL_DIR / "peer.log").write_text(f"2026-11-20T08:00:00Z\t{IDS[0]}\tnan\n")
+    assert journal.append(root, [(IDS[1], START, None)])
+    tail = JournalTail(root)
+    tail.accesses(START)
+    assert journal.append(root, [(IDS[0], START, 0.3)])  # read from where the last reading stopped
+    got = tail.accesses(START)
+    assert got[IDS[0]].correlation == 0.3 == journal.read(root, START)[IDS[0]].correlation
+
+
+def test_planted_machines_past_the_cap_leave_later_readings_going_on_from_the_last(tmp_path, monkeypatch):
+    root = tmp_path / "r"
+    (root / journal.JOURNAL_DIR).mkdir(parents=True)
+    for n in range(journal.MAX_MACHINES_PER_DAY + 2):
+        (root / journal.JOURNAL_DIR / f"planted{n}.log").write_text(f"2026-11-20T08:00:00Z\t{IDS[0]}\t-\n")
+    assert journal.append(root, [(IDS[1], START, None)])
+    tail = JournalTail(root)
+    tail.accesses(START)
+    starts = []
+    real = journal.file_items
+    monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append(start) or real(path, start, *a, **k))
+    for n in range(3):
+        assert journal.append(root, [(IDS[2], START, None)])
+        got = tail.accesses(START)
+    assert starts and all(start > 0 for start in starts)
+    monkeypatch.setattr(journal, "file_items", real)
+    assert _view(got) == _view(journal.read(root, START))
+
+
+def test_a_journal_read_whole_is_kept_only_for_times_that_count_it_the_same(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    tail = JournalTail(root)
+    assert journal.append(root, [(IDS[0], START + timedelta(hours=5), None)])
+    with open(root / journal.PENDING_DIR / f"{journal.machine_name()}.log", "a") as out:
+        out.write("2026-11-20T08:00:00Z\t")  # torn: only a whole reading reads this journal
+    assert tail.accesses(START)[IDS[0]].last == START  # counts as now
+    later = START + timedelta(hours=9)
+    assert tail.accesses(later)[IDS[0]].last == START + timedelta(hours=5) == journal.read(root, later)[IDS[0]].last
