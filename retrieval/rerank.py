@@ -38,9 +38,10 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
         for p, v in stats.coverage(cand.tolist(), terms).items():
             coverage[p] = v
     column = texts() if texts is not None else None
-    bodies = [lexical.entry_part(column[p], frame.cols["tags"][p]) for p in cand.tolist()] if column else None
-    asks = None if bodies is None else np.array([rk.question_share(b) for b in bodies])
-    says = None if bodies is None else np.array([dates.states_time(b) for b in bodies], dtype=np.float64)
+    marks = frame.text_marks(cand.tolist(), lambda p: _text_marks(lexical.entry_part(column[p], frame.cols["tags"][p]))) \
+        if column else None
+    asks = None if marks is None else np.array([m[0] for m in marks], dtype=np.float64)
+    says = None if marks is None else np.array([m[1] for m in marks], dtype=np.float64)
     title = (None if stats is None or not terms else
              np.array([title_share(stats, terms, frame.cols["title"][p], frame.cols["path"][p],
                                    names.aliases_in(column[p]) if column else ()) for p in cand.tolist()]))
@@ -138,6 +139,13 @@ def _heading_stems(text: str) -> frozenset:
     """The stems of a section chunk's heading path (its first line), title (the first part) left out."""
     path = text.split("\n", 1)[0].split(" > ")[1:]
     return frozenset(lexical.stem(w) for w in lexical.words(" ".join(path)))
+
+
+def _text_marks(body: str) -> tuple[float, float]:
+    """What the ranker reads of an entry's whole text: its share of questions, whether it states a time."""
+    from memstrata.scoring import ranker as rk
+
+    return rk.question_share(body), float(dates.states_time(body))
 
 
 def _whole_cosines(table, frame, qv, cand, with_heads: bool = False):
