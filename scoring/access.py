@@ -85,6 +85,10 @@ class Tally:
         self._owned: set | None = None  # a fork's: the ids and (id, day) keys it copied (None: it owns all)
         self.days: set[date] = set()  # the UTC days of the lines' own times (as storage.journal.days reads them)
         self.future: list[tuple] = []  # the items held aside (hold_future)
+        # per journal file, the items of its last line while it has no newline yet (a torn or unfinished
+        # append): counted by `at` each time, never kept, since the next append may complete or spoil it
+        self.unfinished: dict = {}
+        self.published: set[str] = set()  # the tokens of `# moved` markers read (storage/journal.py)
         self.latest: datetime | None = None  # the latest time a line counted as it is was dated
         # a line the machine cap held back in this tally's own adds: which one depends on the order the
         # files are read in
@@ -94,16 +98,19 @@ class Tally:
         """A tally that goes on from this one (at `now`) without changing it."""
         out = Tally(now, self.hold_future if hold_future is None else hold_future)
         out.accesses, out._machines, out.days, out._owned = dict(self.accesses), dict(self._machines), set(self.days), set()
-        out.future, out.latest = list(self.future), self.latest
+        out.future, out.latest, out.unfinished = list(self.future), self.latest, dict(self.unfinished)
+        out.published = set(self.published)
         return out
 
     def at(self, now: datetime | None) -> "Tally":
-        """This tally with the lines held aside counted at `now` (itself when there are none)."""
-        if not self.future:
+        """This tally with the lines held aside and the unfinished ones counted at `now` (itself when
+        there are none)."""
+        if not self.future and not any(self.unfinished.values()):
             return self
         out = self.fork(now, hold_future=False)
-        out.future = []
+        out.future, out.unfinished = [], {}
         out.add(self.future, days=False)
+        out.add([item for items in self.unfinished.values() for item in items])
         return out
 
     def add(self, items, days: bool = True) -> None:
@@ -123,7 +130,7 @@ class Tally:
                     continue
                 when = written if now is None or written <= now else now
                 corr = None if corr_text == "-" else float(corr_text)
-                corr = corr if corr is None or math.isfinite(corr) else None  # "nan" is no correlation
+                corr = None if corr is None or not math.isfinite(corr) else corr + 0.0  # "nan" is none; -0.0 is 0.0
                 day = (when.astimezone(timezone.utc) if when.tzinfo else when).date()
                 self.latest = written if self.latest is None or written > self.latest else self.latest
             except (ValueError, TypeError, Exception):  # noqa: BLE001 - one bad line, not the journal

@@ -33,33 +33,38 @@ class JournalTail:
         self._tally: Tally | None = None
         # per file: (path, device, inode, end of the last whole line, mtime then, probe bytes)
         self._marks: tuple = ()
-        # a journal only `journal.read` reads (a torn last line, a stopped publish): what it read, kept
+        # a journal only `journal.read` reads (a file that cannot be read, the cap): what it read, kept
         # until the files change (journal.signature) or the clock goes back past its latest line
         self._whole: tuple | None = None
 
     def accesses(self, now: datetime | None) -> dict[str, Access]:
         """Every access not yet folded, per entry id, as `journal.read(root, now)` gives them."""
-        tally = self._current(now)
-        counted = tally.at(now) if tally is not None else None
-        if counted is None or counted.capped and counted is not tally:
-            return self._read_whole_only(now)[0]  # a line dated later held back by the cap: the files' order decides
-        return counted.accesses
+        counted = self._counted(now)
+        return counted.accesses if counted is not None else self._read_whole_only(now).accesses
 
     def days(self, now: datetime) -> frozenset[date]:
         """The UTC days of the reads not yet folded, none after `now`'s, as `journal.days` gives them."""
-        tally = self._current(now)
-        days = tally.days if tally is not None else self._read_whole_only(now)[1]
+        counted = self._counted(now)
+        days = counted.days if counted is not None else self._read_whole_only(now).days
         return frozenset(day for day in days if day <= now.date())
 
-    def _read_whole_only(self, now: datetime | None) -> tuple[dict[str, Access], set[date]]:
-        """`journal.read`'s accesses and every day of `journal.days`, read again only when the files
-        changed or the time they were read at would count a line otherwise."""
+    def _counted(self, now: datetime | None) -> Tally | None:
+        """The journal's tally at `now` (the lines held aside counted), or None: only a whole reading decides."""
+        tally = self._current(now)
+        counted = tally.at(now) if tally is not None else None
+        if counted is None or counted.capped and counted is not tally:
+            return None  # a line held aside held back by the cap: the files' order decides
+        return counted
+
+    def _read_whole_only(self, now: datetime | None) -> Tally:
+        """`journal.read`'s tally, read again only when the files changed or the time they were read at
+        would count a line otherwise."""
         with self._lock:
             signature = journal.signature(self.root)
             kept = self._whole
             if kept is None or kept[0] != signature or not _same_at(kept[1], now):
                 kept = self._whole = (signature, journal.tally(self.root, now))
-            return kept[1].accesses, kept[1].days
+            return kept[1]
 
     def _current(self, now: datetime | None) -> Tally | None:
         """The tally of the journal as it is now, or None when only `journal.read` can read it."""
@@ -67,19 +72,22 @@ class JournalTail:
             if self._tally is not None and now is not None and self._tally.latest is not None \
                     and self._tally.latest > now:
                 return None  # the clock went back past a line counted as it was dated: it counts as now then
-            paths = journal.files(self.root)
+            paths = _in_order(journal.files(self.root))
             grown = self._grown(paths)
             if grown is None:
                 return self._read_whole(paths, now)
             if not grown:
                 return self._tally
             tally, marks = self._tally.fork(now), list(self._marks)
+            waiting = _waiting(tally, paths)
             for index, start in grown:
                 mark = _read_into(tally, paths[index], start)
                 if mark is None:
                     return self._read_whole(paths, now)
                 marks[index] = mark
-            if tally.capped:  # a line held back: which one depends on the order the files are read in
+            if tally.capped or _waiting(tally, paths) != waiting:
+                # a line held back (which one depends on the order the files are read in), or a stopped
+                # publish's marker now read after its file was counted
                 return self._read_whole(paths, now)
             self._tally, self._marks = tally, tuple(marks)
             return tally
@@ -91,7 +99,7 @@ class JournalTail:
             return None
         grown = []
         for index, (path, (known, device, inode, end, mtime, probe)) in enumerate(zip(paths, self._marks)):
-            if path != known or path.name.endswith(journal.MOVING):
+            if path != known:
                 return None
             now = _mark(path, end)
             if now is None or now[1:3] != (device, inode) or now[5] != probe:
@@ -100,24 +108,35 @@ class JournalTail:
             if size < end or size == end and now[4] != mtime:  # shorter, or rewritten in place
                 return None
             if size > end:
+                if path.name.endswith(journal.MOVING):
+                    return None  # a publish's taken file never grows
                 grown.append((index, end))
         return grown
 
     def _read_whole(self, paths: list[Path], now: datetime | None) -> Tally | None:
         """The journal read whole into a new tally, remembering where each file ended; None (nothing
-        kept) when one cannot be gone on from: a stopped publish, a torn last line, an unreadable file."""
+        kept) when a file cannot be read."""
         tally, marks = Tally(now, hold_future=True), []
-        if not any(p.name.endswith(journal.MOVING) for p in paths):
-            for path in paths:
-                mark = _read_into(tally, path, 0)
-                if mark is None:
-                    break
-                marks.append(mark)
-            else:
-                self._tally, self._marks = tally, tuple(marks)
-                return tally
-        self._tally, self._marks = None, ()
-        return None
+        for path in paths:
+            mark = _read_into(tally, path, 0)
+            if mark is None:
+                self._tally, self._marks = None, ()
+                return None
+            marks.append(mark)
+        self._tally, self._marks = tally, tuple(marks)
+        return tally
+
+
+def _in_order(paths: list[Path]) -> list[Path]:
+    """The journal's files in the order `journal.read` reads them: a stopped publish's taken files last
+    (whether a marker says their lines are in already is known once the rest is read)."""
+    return [p for p in paths if not p.name.endswith(journal.MOVING)] + \
+        [p for p in paths if p.name.endswith(journal.MOVING)]
+
+
+def _waiting(tally: Tally, paths: list[Path]) -> set[str]:
+    """The tokens of the stopped publishes' files whose lines count (no marker read for them)."""
+    return {journal.moving_token(p) for p in paths if p.name.endswith(journal.MOVING)} - tally.published
 
 
 def _same_at(tally: Tally, now: datetime | None) -> bool:
@@ -128,8 +147,9 @@ def _same_at(tally: Tally, now: datetime | None) -> bool:
 
 
 def _read_into(tally: Tally, path: Path, start: int) -> tuple | None:
-    """Count the lines of `path` from byte `start` into `tally`; the file's mark, or None when it
-    cannot be read or ends in a torn line (read whole, which counts it as `journal.read` does)."""
+    """Count the whole lines of `path` from byte `start` into `tally` (its last line without a newline
+    goes to `tally.unfinished`; a stopped publish's file whose marker was read counts nothing); the
+    file's mark, or None when it cannot be read."""
     fd = journal.open_file(path)
     if fd is None:
         return None
@@ -140,10 +160,24 @@ def _read_into(tally: Tally, path: Path, start: int) -> tuple | None:
         return None
     try:
         ends: list = []
-        tally.add(journal.file_items(path, start, ends, fd=fd))
-        if not ends or ends[0][0] != ends[0][1]:
-            return None
-        end, mark = ends[0][0], _mark(path, ends[0][0], held)
+        unfinished: list = []
+        if path.name.endswith(journal.MOVING) and journal.moving_token(path) in tally.published:
+            os.close(fd)
+            end = os.fstat(held).st_size  # its lines are in a tracked file already (journal._lines)
+        else:
+            def whole_lines():
+                for item in journal.file_items(path, start, ends, tally.published, fd=fd):
+                    if ends:  # read past the last newline: the unfinished last line (line_files.stream_lines)
+                        unfinished.append(item)
+                    else:
+                        yield item
+
+            tally.add(whole_lines())
+            if not ends:
+                return None
+            end = ends[0][0]
+        tally.unfinished[path] = unfinished
+        mark = _mark(path, end, held)
         return None if mark is None else (path, mark[1], mark[2], end, mark[4], mark[5])
     finally:
         os.close(held)

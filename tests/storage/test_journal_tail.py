@@ -190,23 +190,37 @@ def _spy(monkeypatch, name):
 
 
 def test_a_torn_last_line_or_a_stopped_publish_is_not_read_again_while_nothing_changes(tmp_path, monkeypatch):
+    """A peer's file pulled without its last newline, a publish stopped half-way: readings still go
+    on from where the last stopped (the unfinished line counted each time, as a whole reading counts it)."""
     root = tmp_path / "r"
-    root.mkdir()
+    (root / journal.JOURNAL_DIR).mkdir(parents=True)
     tail = JournalTail(root)
     assert journal.append(root, [(IDS[0], START, None)] * 5)
-    path = root / journal.PENDING_DIR / f"{journal.machine_name()}.log"
-    with open(path, "a") as out:
-        out.write(f"{journal.format_datetime(START)}\t{IDS[1]}")  # torn: no newline
+    (root / journal.JOURNAL_DIR / "peer.log").write_text(f"2026-11-20T08:00:00Z\t{IDS[1]}\t0.5\n"
+                                                         f"2026-11-20T08:00:00Z\t{IDS[1]}\t0.25")  # no newline
     (root / journal.PENDING_DIR / "other.log.7-abc.moving").write_text(f"2026-11-20T08:00:00Z\t{IDS[2]}\t-\n")
-    calls = _spy(monkeypatch, "tally")
+    (root / journal.JOURNAL_DIR / "m.log").write_text(f"2026-11-20T07:00:00Z\t{IDS[3]}\t-\n")
+    assert tail.accesses(START)[IDS[1]].count == 2 and IDS[2] in tail.accesses(START)
+    starts = []
+    real = journal.file_items
+    monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append((path.name, start)) or real(path, start, *a, **k))
     for hour in range(3):
         now = START + timedelta(hours=hour)
+        assert journal.append(root, [(IDS[0], now, None)])
         got, days = tail.accesses(now), tail.days(now)
+        assert starts and all(start > 0 for _, start in starts), starts  # only what came after the last reading
+        del starts[:]
+        monkeypatch.setattr(journal, "file_items", real)
         assert _view(got) == _view(journal.read(root, now)) and days == journal.days(root, now.date())
-    assert len(calls) == 1 + 3  # read whole once, then kept while the files stay as they are (+ this test's reads)
-    assert journal.append(root, [(IDS[0], START, None)])
-    got = tail.accesses(START)
-    assert len(calls) == 5 and _view(got) == _view(journal.read(root, START))
+        monkeypatch.setattr(journal, "file_items", lambda path, start=0, *a, **k: starts.append((path.name, start)) or real(path, start, *a, **k))
+    with open(root / journal.JOURNAL_DIR / "peer.log", "a") as out:
+        out.write("00\n")  # the unfinished line completed: 0.2500
+    later = START + timedelta(hours=3)
+    assert _view(tail.accesses(later)) == _view(journal.read(root, later))
+    with open(root / journal.JOURNAL_DIR / "m.log", "a") as out:
+        out.write("# moved 7-abc\n")  # the stopped publish's lines are in a tracked file after all
+    monkeypatch.setattr(journal, "file_items", real)
+    assert _view(tail.accesses(later)) == _view(journal.read(root, later)) and IDS[2] not in tail.accesses(later)
 
 
 def test_a_line_rewritten_in_place_without_growing_is_seen(tmp_path):
@@ -288,3 +302,16 @@ def test_a_journal_read_whole_is_kept_only_for_times_that_count_it_the_same(tmp_
     assert tail.accesses(START)[IDS[0]].last == START  # counts as now
     later = START + timedelta(hours=9)
     assert tail.accesses(later)[IDS[0]].last == START + timedelta(hours=5) == journal.read(root, later)[IDS[0]].last
+
+
+def test_a_stopped_publish_whose_marker_is_read_already_counts_nothing(tmp_path):
+    root = tmp_path / "r"
+    (root / journal.JOURNAL_DIR).mkdir(parents=True)
+    (root / journal.PENDING_DIR).mkdir(parents=True)
+    (root / journal.PENDING_DIR / "a.log.7-abc.moving").write_text(f"2026-11-20T08:00:00Z\t{IDS[2]}\t-\n")
+    (root / journal.JOURNAL_DIR / "m.log").write_text(f"2026-11-20T08:00:00Z\t{IDS[2]}\t-\n# moved 7-abc\n")
+    tail = JournalTail(root)
+    assert tail.accesses(START)[IDS[2]].count == 1 == journal.read(root, START)[IDS[2]].count  # counted once
+    assert journal.append(root, [(IDS[2], START, 0.5), (IDS[2], START + timedelta(days=1), -0.0)])
+    assert _view(tail.accesses(START)) == _view(journal.read(root, START))
+    assert str(tail.accesses(START + timedelta(days=2))[IDS[2]].correlation) == "0.0"  # not "-0.0"
