@@ -5,10 +5,12 @@ enough for the archive tier, its days of use); read whole each time, the journal
 reads are never folded) cost a recall more with every recall.
 A reading remembers each file's identity (device, inode), where its last whole line ended and the
 bytes around that point. The next reading goes on from there when every file is the one it was and
-only grew; anything else (a file added, taken, rewritten, truncated or replaced; a torn last line; a
-stopped publish; a line the machine cap held back) reads the journal whole again. A line dated after
-the time it is read at (a clock that ran ahead) is kept aside and counted at each reading's time. So
-the accesses and days are always those of `journal.read` and `journal.days`.
+only grew; anything else (a file added, taken, rewritten, truncated or replaced; a line the machine
+cap held back; the clock gone back past a line counted) reads the journal whole again. Kept aside and
+counted at each reading: a line dated after the time it is read at (a clock that ran ahead), and a
+file's last line while it has no newline (read again from its start next time). A stopped publish's
+file is read last, as `journal.read` reads it. So the accesses and days are always those of
+`journal.read` and `journal.days`.
 """
 from __future__ import annotations
 
