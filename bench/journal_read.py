@@ -70,5 +70,6 @@ def main() -> None:
         (whole, grown, days_whole, days_grown), size = measure(lines, args.rounds)
         print(f"| {lines:,} lines ({size // 1024} KB) | {whole:.1f} ms | {grown:.2f} ms | {days_whole:.1f} ms | {days_grown:.2f} ms |")
 
+
 if __name__ == "__main__":
     main()

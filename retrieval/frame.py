@@ -10,6 +10,7 @@ from memstrata.retrieval.units import AFTER_SEP, SEP, entry_of, is_unit, number_
 # What recall and sync read of every entry (kept in memory per table version; the table also
 # holds importance, weight, updated and last_access, which no in-memory step reads).
 META_COLUMNS = ["id", "title", "category", "tier", "status", "tags", "created", "path", "hash", "size", "mtime_ns"]
+MARKS_KEPT = 50_000  # candidates whose text marks a frame keeps (Frame.text_marks)
 
 
 @dataclass
@@ -63,6 +64,8 @@ class Frame:
         """`marks_of(position)` for each position, each computed once per frame: the ranker reads its
         100 candidates' whole texts every query (a 30 KB note's regular expressions cost milliseconds)."""
         kept = self._marks
+        if len(kept) + len(positions) > MARKS_KEPT:
+            kept.clear()  # bounded: a long-lived service ranks many candidates of a large tree
         for p in positions:
             if p not in kept:
                 kept[p] = marks_of(p)

@@ -38,8 +38,9 @@ def learned(score, parts, qv, table, frame, stats, terms, entity_share, date_nea
         for p, v in stats.coverage(cand.tolist(), terms).items():
             coverage[p] = v
     column = texts() if texts is not None else None
-    marks = frame.text_marks(cand.tolist(), lambda p: _text_marks(lexical.entry_part(column[p], frame.cols["tags"][p]))) \
-        if column else None
+    marks = None
+    if column:
+        marks = frame.text_marks(cand.tolist(), lambda p: _text_marks(lexical.entry_part(column[p], frame.cols["tags"][p])))
     asks = None if marks is None else np.array([m[0] for m in marks], dtype=np.float64)
     says = None if marks is None else np.array([m[1] for m in marks], dtype=np.float64)
     title = (None if stats is None or not terms else

@@ -103,11 +103,11 @@ class JournalTail:
         for index, (path, (known, device, inode, end, mtime, probe)) in enumerate(zip(paths, self._marks)):
             if path != known:
                 return None
-            now = _mark(path, end)
-            if now is None or now[1:3] != (device, inode) or now[5] != probe:
+            seen = _mark(path, end)
+            if seen is None or seen[1:3] != (device, inode) or seen[5] != probe:
                 return None
-            size = now[3]
-            if size < end or size == end and now[4] != mtime:  # shorter, or rewritten in place
+            size = seen[3]
+            if size < end or size == end and seen[4] != mtime:  # shorter, or rewritten in place
                 return None
             if size > end:
                 if path.name.endswith(journal.MOVING):

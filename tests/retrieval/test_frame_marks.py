@@ -17,3 +17,14 @@ def test_each_positions_marks_are_computed_once_and_given_in_the_order_asked():
     assert asked == [2, 0, 1]  # each text read once
     assert first == [(0.0, 0.0), (0.5, 0.0), (0.0, 1.0)] and again == [first[2], first[0]]
     assert Frame(2, ["a"], {"path": ["a.md"]}).text_marks([0], marks_of) and asked[-1] == 0  # a new frame reads again
+
+
+def test_the_marks_kept_are_bounded(monkeypatch):
+    from memstrata.retrieval import frame as frames
+
+    monkeypatch.setattr(frames, "MARKS_KEPT", 3)
+    frame = Frame(1, ["a", "b", "c", "d"], {"path": ["a.md", "b.md", "c.md", "d.md"]})
+    asked = []
+    frame.text_marks([0, 1], lambda p: asked.append(p) or (0.0, 0.0))
+    frame.text_marks([2, 3], lambda p: asked.append(p) or (0.0, 0.0))
+    assert len(frame._marks) == 2 and asked == [0, 1, 2, 3]
